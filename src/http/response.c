@@ -1,0 +1,62 @@
+/* Response heads and small error answers, written into the caller's buffer.
+ * Every function here either writes a whole response or reports that it does
+ * not fit (0): a half-written head never reaches the wire. */
+#include "sws_http.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+const char *sws_http_reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+    }
+}
+
+size_t sws_http_head(char *out, size_t cap, int status, const char *date, const char *content_type,
+                     uint64_t content_length, bool keep_alive)
+{
+    int n = snprintf(out, cap,
+                     "HTTP/1.1 %d %s\r\nServer: " SWS_HTTP_SERVER "\r\nDate: %s\r\n"
+                     "Content-Type: %s\r\nContent-Length: %" PRIu64 "\r\nConnection: %s\r\n\r\n",
+                     status, sws_http_reason(status), date, content_type, content_length,
+                     keep_alive ? "keep-alive" : "close");
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    return (size_t)n;
+}
+
+size_t sws_http_error(char *out, size_t cap, int status, const char *date, bool head)
+{
+    char body[64];
+    int bl = snprintf(body, sizeof(body), "%d %s\n", status, sws_http_reason(status));
+    if (bl < 0 || (size_t)bl >= sizeof(body))
+        return 0;
+    size_t hl = sws_http_head(out, cap, status, date, "text/plain", (uint64_t)bl, false);
+    if (hl == 0)
+        return 0;
+    if (head)
+        return hl;
+    if (hl + (size_t)bl > cap)
+        return 0;
+    for (int i = 0; i < bl; i++)
+        out[hl + (size_t)i] = body[i];
+    return hl + (size_t)bl;
+}

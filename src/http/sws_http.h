@@ -1,0 +1,103 @@
+/* sws_http: HTTP/1.1 request parsing on llhttp with limits, response heads, and
+ * a per-loop Date cache. Nothing here allocates: a parser lives inside the
+ * connection that owns it, and responses are written into the caller's buffer.
+ */
+#ifndef SWS_HTTP_H
+#define SWS_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <llhttp.h>
+
+/* Request limits. A request past one of them is answered with the status in
+ * the comment and the connection is closed. */
+typedef struct sws_http_limits {
+    uint32_t header_bytes; /* request line + headers; 431 */
+    uint32_t header_count; /* 431 */
+    uint32_t uri_length;   /* 414 */
+    uint64_t body_size;    /* Content-Length or chunked total; 413 */
+} sws_http_limits;
+
+#define SWS_HTTP_DEFAULT_LIMITS {8192, 100, 4096, 1048576}
+
+/* The path is copied (truncated) so that a request can be routed after the
+ * receive buffer that held it has been given back. */
+#define SWS_HTTP_PATH_MAX 128
+
+typedef struct sws_http_request {
+    uint8_t method; /* llhttp_method_t */
+    uint8_t http_major;
+    uint8_t http_minor;
+    bool head;       /* HEAD: the answer has no body */
+    bool keep_alive; /* HTTP/1.1 default, HTTP/1.0 keep-alive, Connection: close */
+    bool path_truncated;
+    uint16_t path_len;
+    char path[SWS_HTTP_PATH_MAX]; /* NUL-terminated */
+} sws_http_request;
+
+typedef struct sws_http_parser {
+    llhttp_t p;
+    const sws_http_limits *limits;
+    uint32_t head_bytes;  /* bytes of the request head seen through callbacks */
+    uint32_t raw_head;    /* bytes fed while the head was not complete */
+    uint32_t header_count;
+    uint32_t uri_len;
+    uint64_t body_bytes;
+    int status;           /* the error status chosen by a callback; 0 when none */
+    bool in_message;      /* a request has begun and is not complete */
+    bool headers_done;
+    bool complete;        /* a request is complete and not yet returned */
+    sws_http_request req;
+} sws_http_parser;
+
+/* Results of sws_http_feed(). */
+#define SWS_HTTP_NEED_MORE 0 /* every byte consumed; no complete request */
+#define SWS_HTTP_REQUEST 1   /* one request complete in p->req; *consumed says how far */
+
+/* limits must outlive the parser. */
+void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits);
+
+/* Feeds bytes. Returns SWS_HTTP_NEED_MORE, SWS_HTTP_REQUEST (at most one per
+ * call: feed the rest of the data again), or -EBADMSG with the status to answer
+ * (400, 413, 414, 431) in *status; the connection must then be closed after the
+ * answer, and the parser is unusable until sws_http_parser_init(). */
+int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status);
+
+/* Whether bytes of an unfinished request have been seen (for 408 vs a silent
+ * idle close). */
+static inline bool sws_http_partial(const sws_http_parser *p) { return p->in_message; }
+
+/* ---- responses ----------------------------------------------------------- */
+
+const char *sws_http_reason(int status);
+
+/* Writes a response head. Returns its length, or 0 when it does not fit in cap. */
+size_t sws_http_head(char *out, size_t cap, int status, const char *date, const char *content_type,
+                     uint64_t content_length, bool keep_alive);
+
+/* A complete small error answer with "Connection: close" and a text body
+ * naming the status. Returns its length, or 0 when it does not fit. */
+size_t sws_http_error(char *out, size_t cap, int status, const char *date, bool head);
+
+#define SWS_HTTP_SERVER "scalwsd"
+
+/* ---- Date -------------------------------------------------------------- */
+
+/* One per loop: refreshed at most once per second, so a response costs a copy
+ * of 29 bytes, never a strftime. */
+typedef struct sws_date_cache {
+    time_t sec;
+    uint32_t version; /* bumped when str changes, so dependants can rebuild */
+    char str[32];     /* IMF-fixdate, NUL-terminated, 29 bytes */
+} sws_date_cache;
+
+void sws_date_init(sws_date_cache *c);
+/* Returns true when the string changed. Cheap: one coarse clock read. */
+bool sws_date_refresh(sws_date_cache *c);
+/* IMF-fixdate of t ("Sun, 06 Nov 1994 08:49:37 GMT"); out has room for 30. */
+void sws_date_format(time_t t, char *out);
+
+#endif

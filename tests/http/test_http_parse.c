@@ -1,0 +1,289 @@
+/* Unit tests of the request parser and response heads: each limit gives its
+ * status, pipelined requests come out one at a time and in order, keep-alive
+ * follows the version and Connection header. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sws_http.h"
+
+static const sws_http_limits lim = SWS_HTTP_DEFAULT_LIMITS;
+
+/* Feeds s in one piece; returns the first non-NEED_MORE result. */
+static int feed_all(sws_http_parser *p, const char *s, size_t len, size_t *used, int *status)
+{
+    return sws_http_feed(p, s, len, used, status);
+}
+
+static void http_simple_get_keep_alive(void **state)
+{
+    (void)state;
+    sws_http_parser p;
+    sws_http_parser_init(&p, &lim);
+    const char *r = "GET /hello?x=1 HTTP/1.1\r\nHost: a\r\n\r\n";
+    size_t used;
+    int st;
+    assert_int_equal(feed_all(&p, r, strlen(r), &used, &st), SWS_HTTP_REQUEST);
+    assert_int_equal(used, strlen(r));
+    assert_true(p.req.keep_alive);
+    assert_false(p.req.head);
+    assert_string_equal(p.req.path, "/hello?x=1");
+    assert_int_equal(p.req.http_minor, 1);
+}
+
+static void http_connection_close_and_http10(void **state)
+{
+    (void)state;
+    sws_http_parser p;
+    size_t used;
+    int st;
+    const char *a = "GET / HTTP/1.1\r\nConnection: close\r\n\r\n";
+    sws_http_parser_init(&p, &lim);
+    assert_int_equal(feed_all(&p, a, strlen(a), &used, &st), SWS_HTTP_REQUEST);
+    assert_false(p.req.keep_alive);
+
+    const char *b = "GET / HTTP/1.0\r\n\r\n";
+    sws_http_parser_init(&p, &lim);
+    assert_int_equal(feed_all(&p, b, strlen(b), &used, &st), SWS_HTTP_REQUEST);
+    assert_false(p.req.keep_alive);
+
+    const char *c = "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+    sws_http_parser_init(&p, &lim);
+    assert_int_equal(feed_all(&p, c, strlen(c), &used, &st), SWS_HTTP_REQUEST);
+    assert_true(p.req.keep_alive);
+    assert_int_equal(p.req.http_minor, 0);
+}
+
+static void http_head_is_flagged(void **state)
+{
+    (void)state;
+    sws_http_parser p;
+    size_t used;
+    int st;
+    const char *a = "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n";
+    sws_http_parser_init(&p, &lim);
+    assert_int_equal(feed_all(&p, a, strlen(a), &used, &st), SWS_HTTP_REQUEST);
+    assert_true(p.req.head);
+}
+
+static void http_pipelined_one_at_a_time_in_order(void **state)
+{
+    (void)state;
+    sws_http_parser p;
+    sws_http_parser_init(&p, &lim);
+    char buf[1024];
+    size_t len = 0;
+    for (int i = 0; i < 5; i++)
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "GET /%d HTTP/1.1\r\nHost: a\r\n\r\n", i);
+    size_t off = 0;
+    for (int i = 0; i < 5; i++) {
+        size_t used;
+        int st;
+        assert_int_equal(sws_http_feed(&p, buf + off, len - off, &used, &st), SWS_HTTP_REQUEST);
+        char want[8];
+        snprintf(want, sizeof(want), "/%d", i);
+        assert_string_equal(p.req.path, want);
+        off += used;
+    }
+    assert_int_equal(off, len);
+}
+
+static void http_byte_by_byte(void **state)
+{
+    (void)state;
+    sws_http_parser p;
+    sws_http_parser_init(&p, &lim);
+    const char *r = "POST /up HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET /next HTTP/1.1\r\n\r\n";
+    size_t len = strlen(r), off = 0;
+    int got = 0;
+    while (off < len) {
+        size_t used;
+        int st;
+        int rc = sws_http_feed(&p, r + off, 1, &used, &st);
+        assert_true(rc >= 0);
+        off += used ? used : 1;
+        if (rc == SWS_HTTP_REQUEST) {
+            got++;
+            if (got == 1)
+                assert_string_equal(p.req.path, "/up");
+            else
+                assert_string_equal(p.req.path, "/next");
+        }
+    }
+    assert_int_equal(got, 2);
+}
+
+static void http_chunked_body_is_read(void **state)
+{
+    (void)state;
+    sws_http_parser p;
+    sws_http_parser_init(&p, &lim);
+    const char *r = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+    size_t used;
+    int st;
+    assert_int_equal(sws_http_feed(&p, r, strlen(r), &used, &st), SWS_HTTP_REQUEST);
+    assert_int_equal(used, strlen(r));
+    assert_int_equal(p.body_bytes, 3);
+}
+
+static int expect_error(const sws_http_limits *l, const char *r, size_t len)
+{
+    sws_http_parser p;
+    sws_http_parser_init(&p, l);
+    size_t off = 0;
+    while (off < len) {
+        size_t used;
+        int st;
+        int rc = sws_http_feed(&p, r + off, len - off, &used, &st);
+        if (rc == -EBADMSG)
+            return st;
+        if (rc == SWS_HTTP_NEED_MORE)
+            return 0;
+        off += used;
+    }
+    return 0;
+}
+
+static void http_malformed_is_400(void **state)
+{
+    (void)state;
+    const char *r = "GET / HTTP/1.1\r\nBad Header\r\n\r\n";
+    assert_int_equal(expect_error(&lim, r, strlen(r)), 400);
+    const char *r2 = "\x01\x02garbage\r\n\r\n";
+    assert_int_equal(expect_error(&lim, r2, strlen(r2)), 400);
+}
+
+static void http_header_bytes_limit_is_431(void **state)
+{
+    (void)state;
+    size_t n = 9000;
+    char *r = malloc(n + 64);
+    int len = snprintf(r, 64, "GET / HTTP/1.1\r\nX-Big: ");
+    memset(r + len, 'a', n);
+    memcpy(r + len + n, "\r\n\r\n", 4);
+    assert_int_equal(expect_error(&lim, r, (size_t)len + n + 4), 431);
+    /* The same head, fed in small pieces, is refused the same way. */
+    sws_http_parser p;
+    sws_http_parser_init(&p, &lim);
+    int st = 0;
+    for (size_t off = 0; off < (size_t)len + n + 4; off += 100) {
+        size_t used, take = (size_t)len + n + 4 - off;
+        if (take > 100)
+            take = 100;
+        if (sws_http_feed(&p, r + off, take, &used, &st) == -EBADMSG)
+            break;
+    }
+    assert_int_equal(st, 431);
+    free(r);
+}
+
+static void http_header_count_limit_is_431(void **state)
+{
+    (void)state;
+    char r[8192];
+    size_t len = (size_t)snprintf(r, sizeof(r), "GET / HTTP/1.1\r\n");
+    for (int i = 0; i < 101; i++)
+        len += (size_t)snprintf(r + len, sizeof(r) - len, "X-%d: v\r\n", i);
+    len += (size_t)snprintf(r + len, sizeof(r) - len, "\r\n");
+    assert_int_equal(expect_error(&lim, r, len), 431);
+}
+
+static void http_uri_limit_is_414(void **state)
+{
+    (void)state;
+    sws_http_limits l = lim;
+    l.uri_length = 100;
+    char r[512];
+    size_t len = (size_t)snprintf(r, sizeof(r), "GET /");
+    memset(r + len, 'u', 200);
+    len += 200;
+    len += (size_t)snprintf(r + len, sizeof(r) - len, " HTTP/1.1\r\n\r\n");
+    assert_int_equal(expect_error(&l, r, len), 414);
+}
+
+static void http_body_limit_is_413(void **state)
+{
+    (void)state;
+    sws_http_limits l = lim;
+    l.body_size = 10;
+    const char *a = "POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n";
+    assert_int_equal(expect_error(&l, a, strlen(a)), 413);
+    const char *b = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "6\r\nabcdef\r\n6\r\nabcdef\r\n0\r\n\r\n";
+    assert_int_equal(expect_error(&l, b, strlen(b)), 413);
+    const char *c = "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789";
+    assert_int_equal(expect_error(&l, c, strlen(c)), 0);
+}
+
+static void http_partial_is_tracked(void **state)
+{
+    (void)state;
+    sws_http_parser p;
+    sws_http_parser_init(&p, &lim);
+    size_t used;
+    int st;
+    assert_false(sws_http_partial(&p));
+    assert_int_equal(sws_http_feed(&p, "GET / HT", 8, &used, &st), SWS_HTTP_NEED_MORE);
+    assert_true(sws_http_partial(&p));
+    assert_int_equal(sws_http_feed(&p, "TP/1.1\r\n\r\n", 10, &used, &st), SWS_HTTP_REQUEST);
+    assert_false(sws_http_partial(&p));
+}
+
+static void http_head_and_error_responses(void **state)
+{
+    (void)state;
+    char out[512];
+    const char *date = "Sun, 06 Nov 1994 08:49:37 GMT";
+    size_t n = sws_http_head(out, sizeof(out), 200, date, "text/plain", 12, true);
+    assert_true(n > 0);
+    out[n] = '\0';
+    assert_non_null(strstr(out, "HTTP/1.1 200 OK\r\n"));
+    assert_non_null(strstr(out, "Content-Length: 12\r\n"));
+    assert_non_null(strstr(out, "Connection: keep-alive\r\n"));
+    assert_non_null(strstr(out, "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"));
+    assert_int_equal(sws_http_head(out, 20, 200, date, "text/plain", 12, true), 0);
+    n = sws_http_error(out, sizeof(out), 431, date, false);
+    out[n] = '\0';
+    assert_non_null(strstr(out, "HTTP/1.1 431 Request Header Fields Too Large\r\n"));
+    assert_non_null(strstr(out, "Connection: close\r\n"));
+}
+
+static void http_date_format_is_imf_fixdate(void **state)
+{
+    (void)state;
+    char out[32];
+    sws_date_format(784111777, out);
+    assert_string_equal(out, "Sun, 06 Nov 1994 08:49:37 GMT");
+    sws_date_cache c;
+    sws_date_init(&c);
+    assert_int_equal(strlen(c.str), 29);
+    assert_false(sws_date_refresh(&c) && sws_date_refresh(&c)); /* at most once a second */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(http_simple_get_keep_alive),
+        cmocka_unit_test(http_connection_close_and_http10),
+        cmocka_unit_test(http_head_is_flagged),
+        cmocka_unit_test(http_pipelined_one_at_a_time_in_order),
+        cmocka_unit_test(http_byte_by_byte),
+        cmocka_unit_test(http_chunked_body_is_read),
+        cmocka_unit_test(http_malformed_is_400),
+        cmocka_unit_test(http_header_bytes_limit_is_431),
+        cmocka_unit_test(http_header_count_limit_is_431),
+        cmocka_unit_test(http_uri_limit_is_414),
+        cmocka_unit_test(http_body_limit_is_413),
+        cmocka_unit_test(http_partial_is_tracked),
+        cmocka_unit_test(http_head_and_error_responses),
+        cmocka_unit_test(http_date_format_is_imf_fixdate),
+    };
+    return cmocka_run_group_tests_name("http_parse", tests, NULL, NULL);
+}
