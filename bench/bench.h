@@ -1,0 +1,92 @@
+/* turnloop-bench internals: the run's configuration and results, shared by the
+ * command line (turnloop-bench.c), the server loops (serve.c), the clients
+ * (clients.c) and the measure (measure.c). Nothing here is library API. */
+#ifndef TURNLOOP_BENCH_H
+#define TURNLOOP_BENCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "turnloop.h"
+
+typedef enum bench_route {
+    ROUTE_HANDOFF = 0,
+    ROUTE_REUSE_PORT,
+    ROUTE_EXCLUSIVE,
+    ROUTE_ACCEPTOR,
+    ROUTE_HERD,
+} bench_route;
+
+typedef struct bench_config {
+    bench_route route;
+    int loops;
+    uint64_t connections;
+    int clients;
+    uint32_t payload;
+    int portable;
+    tl_backend_kind backend;
+    tl_handoff_policy policy;
+    uint32_t watchdog_ms;
+    /* Test-only: the last loop is created and turned but given no listener and
+     * no share of any handoff, so the "every loop served" rule really fires. */
+    int test_idle_loop;
+    /* Test-only: loop 0 leaves its first served connection out of per_loop, so
+     * the "counts sum to the budget" rule really fires. */
+    int test_miscount;
+} bench_config;
+
+/* One server loop on its own thread. Counters written by that thread only;
+ * served is read by the main thread while the run is going. */
+typedef struct bench_loop {
+    tl_loop *loop;
+    int index;
+    int accepting; /* arms tl_accept on listener (reuse-port, exclusive, herd, handoff's acceptor)
+                    */
+    tl_handle listener;  /* 0 when this loop has none */
+    tl_handoff *handoff; /* set on the handoff route's accepting loop only */
+    const bench_config *cfg;
+    _Atomic int *stop;
+    pthread_t thread;
+    _Atomic uint64_t served;
+    uint64_t failed;        /* connections that ended without a full exchange */
+    uint64_t setup_errors;  /* an operation the library refused to start */
+    uint64_t accept_errors; /* accept completions with an error other than cancel */
+    uint64_t dispatched;    /* handoff accepting loop: connections handed on */
+    int first_error;        /* negative errno of the first failure, for the message */
+    tl_loop_stats stats;    /* read on the loop's own thread at the end */
+    int alive_at_end;       /* tl_loop_alive() when the thread gave up draining */
+    uint64_t cpu_ns;        /* CLOCK_THREAD_CPUTIME_ID of the loop thread */
+} bench_loop;
+
+/* serve.c */
+int bench_loop_start(bench_loop *bl);
+void bench_loop_join(bench_loop *bl);
+
+/* clients.c: K synchronous client threads sharing one ticket counter. */
+typedef struct bench_clients bench_clients;
+int bench_clients_start(bench_clients **out, int k, uint16_t port, uint32_t payload,
+                        uint64_t connections);
+void bench_clients_go(bench_clients *c);
+/* Joins every client; returns the monotonic ns at which the last one finished. */
+uint64_t bench_clients_join(bench_clients *c);
+uint64_t bench_clients_errors(const bench_clients *c, int *first_error, const char **stage);
+uint64_t bench_clients_cpu_ns(const bench_clients *c);
+void bench_clients_free(bench_clients *c);
+
+/* measure.c */
+uint64_t bench_now_ns(void);
+uint64_t bench_process_cpu_ns(void);
+typedef struct bench_counter {
+    int fd;            /* -1 when the counter is not in use */
+    const char *scope; /* "user+kernel" or "user" */
+    char fallback[96]; /* why the counter is not used, e.g. "perf_event_open: ENOENT" */
+} bench_counter;
+/* Opens an instruction counter that threads created afterwards inherit. */
+void bench_counter_open(bench_counter *c);
+void bench_counter_start(bench_counter *c);
+/* Stops the counter and reads it (threads must have exited to be summed). */
+int bench_counter_read(bench_counter *c, uint64_t *instructions);
+void bench_counter_close(bench_counter *c);
+
+#endif

@@ -1,0 +1,644 @@
+/* turnloop-bench --accept-scaling: N loops on N threads serve one loopback port by
+ * one accept route of DESIGN.md, K synchronous clients drive a fixed budget of
+ * connections, and one JSON line reports the rate and the per-loop counts. It
+ * prints nothing unless the subject demonstrably ran (the seed's refusals). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+/* Exit codes: 2 is the caller's mistake or a route/backend this machine cannot
+ * run; 3 a refused run (a rule of the seed failed); 1 anything else. */
+enum { EXIT_SETUP = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3 };
+
+static const char *const route_names[] = {
+    [ROUTE_HANDOFF] = "handoff",     [ROUTE_REUSE_PORT] = "reuse-port",
+    [ROUTE_EXCLUSIVE] = "exclusive", [ROUTE_ACCEPTOR] = "acceptor",
+    [ROUTE_HERD] = "herd",
+};
+
+static void usage(FILE *f) {
+    fprintf(
+        f,
+        "usage: turnloop-bench --accept-scaling --route "
+        "handoff|reuse-port|exclusive|acceptor|herd\n"
+        "                      --loops N --connections C --clients K [--payload B] [--portable]\n"
+        "                      [--backend auto|epoll|uring] [--policy rr|least-loaded]\n"
+        "\n"
+        "N loops on N threads serve one port on 127.0.0.1; K synchronous clients each loop\n"
+        "connect, write B bytes (default 64), read the echo, close, until C connections are\n"
+        "done. Prints one JSON line, or nothing unless the per-loop counts sum to C, every\n"
+        "loop served at least one connection and C >= 100 * N.\n"
+        "--portable measures elapsed ns only; otherwise instructions from perf_event_open.\n"
+        "--policy applies to handoff and acceptor (default rr).\n"
+        "exit: 0 ok, 2 usage or unsupported route/backend, 3 refused, 1 setup error\n");
+}
+
+static _Noreturn void bad_usage(const char *fmt, const char *arg) {
+    fprintf(stderr, "turnloop-bench: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    usage(stderr);
+    exit(EXIT_USAGE);
+}
+
+static _Noreturn void refuse(const char *msg) {
+    fprintf(stderr, "turnloop-bench: refused: %s\n", msg);
+    exit(EXIT_REFUSED);
+}
+
+static _Noreturn void die_setup(const char *what, int err) {
+    const char *name = strerrorname_np(-err);
+    fprintf(stderr, "turnloop-bench: %s: %s (%s)\n", what, tl_strerror(err), name ? name : "?");
+    exit(EXIT_SETUP);
+}
+
+static _Noreturn void die_unsupported(const char *what, int err) {
+    const char *name = strerrorname_np(-err);
+    fprintf(stderr, "turnloop-bench: %s: %s (%s)\n", what, tl_strerror(err), name ? name : "?");
+    exit(EXIT_USAGE);
+}
+
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+    if (!s || !*s || *s == '-')
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+enum {
+    OPT_ACCEPT_SCALING = 256,
+    OPT_ROUTE,
+    OPT_LOOPS,
+    OPT_CONNECTIONS,
+    OPT_CLIENTS,
+    OPT_PAYLOAD,
+    OPT_PORTABLE,
+    OPT_BACKEND,
+    OPT_POLICY,
+    OPT_HELP,
+    OPT_TEST_IDLE_LOOP,
+    OPT_TEST_MISCOUNT,
+    OPT_TEST_WATCHDOG_MS,
+};
+
+static void parse_args(int argc, char **argv, bench_config *cfg) {
+    static const struct option opts[] = {
+        {"accept-scaling", no_argument, NULL, OPT_ACCEPT_SCALING},
+        {"route", required_argument, NULL, OPT_ROUTE},
+        {"loops", required_argument, NULL, OPT_LOOPS},
+        {"connections", required_argument, NULL, OPT_CONNECTIONS},
+        {"clients", required_argument, NULL, OPT_CLIENTS},
+        {"payload", required_argument, NULL, OPT_PAYLOAD},
+        {"portable", no_argument, NULL, OPT_PORTABLE},
+        {"backend", required_argument, NULL, OPT_BACKEND},
+        {"policy", required_argument, NULL, OPT_POLICY},
+        {"help", no_argument, NULL, OPT_HELP},
+        /* Test-only, not in the usage: they make the refusals fire for real. */
+        {"test-idle-loop", no_argument, NULL, OPT_TEST_IDLE_LOOP},
+        {"test-miscount", no_argument, NULL, OPT_TEST_MISCOUNT},
+        {"test-watchdog-ms", required_argument, NULL, OPT_TEST_WATCHDOG_MS},
+        {NULL, 0, NULL, 0},
+    };
+    int have_mode = 0, have_route = 0, have_loops = 0, have_conns = 0, have_clients = 0;
+    int have_policy = 0;
+    uint64_t v;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->payload = 64;
+    cfg->backend = TL_BACKEND_AUTO;
+    cfg->policy = TL_HANDOFF_ROUND_ROBIN;
+    cfg->watchdog_ms = 60000;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_ACCEPT_SCALING:
+            have_mode = 1;
+            break;
+        case OPT_ROUTE: {
+            int found = -1;
+            for (size_t i = 0; i < sizeof(route_names) / sizeof(route_names[0]); i++)
+                if (strcmp(optarg, route_names[i]) == 0)
+                    found = (int)i;
+            if (found < 0)
+                bad_usage("unknown --route '%s'", optarg);
+            cfg->route = (bench_route)found;
+            have_route = 1;
+            break;
+        }
+        case OPT_LOOPS:
+            if (parse_u64(optarg, 1, 256, &v) < 0)
+                bad_usage("--loops wants an integer in 1..256, not '%s'", optarg);
+            cfg->loops = (int)v;
+            have_loops = 1;
+            break;
+        case OPT_CONNECTIONS:
+            if (parse_u64(optarg, 1, 1000000000ull, &v) < 0)
+                bad_usage("--connections wants an integer in 1..1000000000, not '%s'", optarg);
+            cfg->connections = v;
+            have_conns = 1;
+            break;
+        case OPT_CLIENTS:
+            if (parse_u64(optarg, 1, 4096, &v) < 0)
+                bad_usage("--clients wants an integer in 1..4096, not '%s'", optarg);
+            cfg->clients = (int)v;
+            have_clients = 1;
+            break;
+        case OPT_PAYLOAD:
+            if (parse_u64(optarg, 1, 1u << 20, &v) < 0)
+                bad_usage("--payload wants bytes in 1..1048576, not '%s'", optarg);
+            cfg->payload = (uint32_t)v;
+            break;
+        case OPT_PORTABLE:
+            cfg->portable = 1;
+            break;
+        case OPT_BACKEND:
+            if (strcmp(optarg, "auto") == 0)
+                cfg->backend = TL_BACKEND_AUTO;
+            else if (strcmp(optarg, "epoll") == 0)
+                cfg->backend = TL_BACKEND_EPOLL;
+            else if (strcmp(optarg, "uring") == 0)
+                cfg->backend = TL_BACKEND_URING;
+            else
+                bad_usage("unknown --backend '%s'", optarg);
+            break;
+        case OPT_POLICY:
+            if (strcmp(optarg, "rr") == 0)
+                cfg->policy = TL_HANDOFF_ROUND_ROBIN;
+            else if (strcmp(optarg, "least-loaded") == 0)
+                cfg->policy = TL_HANDOFF_LEAST_LOADED;
+            else
+                bad_usage("unknown --policy '%s'", optarg);
+            have_policy = 1;
+            break;
+        case OPT_HELP:
+            usage(stdout);
+            exit(0);
+        case OPT_TEST_IDLE_LOOP:
+            cfg->test_idle_loop = 1;
+            break;
+        case OPT_TEST_MISCOUNT:
+            cfg->test_miscount = 1;
+            break;
+        case OPT_TEST_WATCHDOG_MS:
+            if (parse_u64(optarg, 1, 3600000, &v) < 0)
+                bad_usage("--test-watchdog-ms wants 1..3600000, not '%s'", optarg);
+            cfg->watchdog_ms = (uint32_t)v;
+            break;
+        default:
+            bad_usage("bad option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        bad_usage("unexpected argument '%s'", argv[optind]);
+    if (!have_mode)
+        bad_usage("%s", "--accept-scaling is the only mode and must be given");
+    if (!have_route || !have_loops || !have_conns || !have_clients)
+        bad_usage("%s", "--route, --loops, --connections and --clients are required");
+    if (have_policy && cfg->route != ROUTE_HANDOFF && cfg->route != ROUTE_ACCEPTOR)
+        bad_usage("--policy applies to handoff and acceptor, not to %s", route_names[cfg->route]);
+    if (cfg->test_idle_loop && cfg->loops < 2)
+        bad_usage("%s", "--test-idle-loop needs --loops >= 2 (some loop must serve)");
+}
+
+/* ---- watchdog ------------------------------------------------------------ */
+
+static char watchdog_msg[128];
+static size_t watchdog_len;
+
+static void on_watchdog(int sig) {
+    (void)sig;
+    /* Async-signal-safe: the message was formatted before the run. */
+    ssize_t ignored = write(STDERR_FILENO, watchdog_msg, watchdog_len);
+    (void)ignored;
+    _exit(EXIT_REFUSED);
+}
+
+static void arm_watchdog(uint32_t ms) {
+    watchdog_len = (size_t)snprintf(watchdog_msg, sizeof(watchdog_msg),
+                                    "turnloop-bench: refused: watchdog: the run did not "
+                                    "finish within %u ms\n",
+                                    ms);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_watchdog;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {.it_value = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+/* The listening socket of the shared routes is the bench's own, as a host
+ * sharing one listener across loops would make it. Blocking for the acceptor
+ * threads (they sleep in accept4), non-blocking for loops. */
+static int make_listener(int nonblock, uint16_t *port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+static uint16_t handle_port(tl_loop *loop, tl_handle h) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int rc = tl_handle_sockname(loop, h, &ss, &len);
+    if (rc < 0)
+        die_setup("tl_handle_sockname", rc);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void raise_nofile(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static const char *errname(int err) {
+    const char *n = strerrorname_np(-err);
+    return n ? n : "?";
+}
+
+/* ---- the run -------------------------------------------------------------- */
+
+typedef struct run {
+    bench_config cfg;
+    int n;      /* worker loops: per_loop has n entries */
+    int active; /* loops that get connections: n, or n - 1 under --test-idle-loop */
+    bench_loop *loops;
+    bench_loop acc; /* the handoff route's accepting loop */
+    int has_acc;
+    tl_handoff *handoff;
+    tl_acceptor *acceptor;
+    int acceptor_threads;
+    int shared_fd;
+    uint16_t port;
+    _Atomic int stop;
+    _Atomic int acc_stop;
+} run;
+
+static void new_loop(run *r, bench_loop *bl, int index, _Atomic int *stop) {
+    tl_loop_options o = {.backend = r->cfg.backend};
+    int rc = tl_loop_new(&bl->loop, &o);
+    if (rc < 0) {
+        if (r->cfg.backend != TL_BACKEND_AUTO) {
+            char what[64];
+            snprintf(what, sizeof(what), "backend %s cannot run here",
+                     r->cfg.backend == TL_BACKEND_URING ? "uring" : "epoll");
+            die_unsupported(what, rc);
+        }
+        die_setup("tl_loop_new", rc);
+    }
+    bl->index = index;
+    bl->cfg = &r->cfg;
+    bl->stop = stop;
+}
+
+static void setup_route(run *r) {
+    tl_loop *arr[256];
+    for (int i = 0; i < r->active; i++)
+        arr[i] = r->loops[i].loop;
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int rc;
+    switch (r->cfg.route) {
+    case ROUTE_REUSE_PORT: {
+        tl_handle hs[256];
+        rc = tl_route_reuse_port(arr, r->active, (struct sockaddr *)&sa, sizeof(sa), 0, hs);
+        if (rc == -EOPNOTSUPP)
+            die_unsupported("route reuse-port refused: this platform cannot distribute", rc);
+        if (rc < 0)
+            die_setup("tl_route_reuse_port", rc);
+        for (int i = 0; i < r->active; i++) {
+            r->loops[i].listener = hs[i];
+            r->loops[i].accepting = 1;
+        }
+        r->port = handle_port(arr[0], hs[0]);
+        break;
+    }
+    case ROUTE_EXCLUSIVE:
+    case ROUTE_HERD: {
+        r->shared_fd = make_listener(1, &r->port);
+        if (r->shared_fd < 0)
+            die_setup("listening socket", r->shared_fd);
+        unsigned flags = r->cfg.route == ROUTE_EXCLUSIVE ? TL_SHARED_EXCLUSIVE : 0;
+        for (int i = 0; i < r->active; i++) {
+            rc = tl_listen_shared(arr[i], r->shared_fd, flags, &r->loops[i].listener);
+            if (rc == -EOPNOTSUPP)
+                die_unsupported("route exclusive refused by this backend", rc);
+            if (rc < 0)
+                die_setup("tl_listen_shared", rc);
+            r->loops[i].accepting = 1;
+        }
+        break;
+    }
+    case ROUTE_ACCEPTOR:
+        r->shared_fd = make_listener(0, &r->port);
+        if (r->shared_fd < 0)
+            die_setup("listening socket", r->shared_fd);
+        /* One blocking accept thread per serving loop, as yahns runs one
+         * acceptor per worker; the policy, not the thread, picks the loop. */
+        r->acceptor_threads = r->active;
+        break;
+    case ROUTE_HANDOFF: {
+        r->has_acc = 1;
+        new_loop(r, &r->acc, -1, &r->acc_stop);
+        tl_listen_options lo = {.reuse_port = TL_REUSE_PORT_NO};
+        rc = tl_listen(r->acc.loop, (struct sockaddr *)&sa, sizeof(sa), &lo, &r->acc.listener);
+        if (rc < 0)
+            die_setup("tl_listen", rc);
+        rc = tl_handoff_new(&r->handoff, arr, r->active, r->cfg.policy);
+        if (rc < 0)
+            die_setup("tl_handoff_new", rc);
+        r->acc.accepting = 1;
+        r->acc.handoff = r->handoff;
+        r->port = handle_port(r->acc.loop, r->acc.listener);
+        break;
+    }
+    }
+}
+
+static void wake_stop(bench_loop *bl, _Atomic int *stop) {
+    atomic_store(stop, 1);
+    tl_loop_wake(bl->loop);
+}
+
+static json_t *u64_array(const run *r, uint64_t (*get)(const bench_loop *)) {
+    json_t *a = json_array();
+    for (int i = 0; i < r->n; i++)
+        json_array_append_new(a, json_integer((json_int_t)get(&r->loops[i])));
+    return a;
+}
+
+static uint64_t get_served(const bench_loop *bl) { return atomic_load(&bl->served); }
+static uint64_t get_spurious(const bench_loop *bl) { return bl->stats.spurious_wakeups; }
+static uint64_t get_waits(const bench_loop *bl) { return bl->stats.waits; }
+
+int main(int argc, char **argv) {
+    static run r;
+    parse_args(argc, argv, &r.cfg);
+    const bench_config *cfg = &r.cfg;
+    r.n = cfg->loops;
+    r.active = cfg->test_idle_loop ? r.n - 1 : r.n;
+    r.shared_fd = -1;
+
+    char msg[256];
+    if (cfg->connections < 100ull * (uint64_t)r.n) {
+        snprintf(msg, sizeof(msg),
+                 "--connections %llu is below 100 per loop (at least %llu for %d loops)",
+                 (unsigned long long)cfg->connections, 100ull * (unsigned long long)r.n, r.n);
+        refuse(msg);
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    raise_nofile();
+    arm_watchdog(cfg->watchdog_ms);
+
+    r.loops = calloc((size_t)r.n, sizeof(bench_loop));
+    if (!r.loops)
+        die_setup("calloc", -ENOMEM);
+    for (int i = 0; i < r.n; i++)
+        new_loop(&r, &r.loops[i], i, &r.stop);
+    setup_route(&r);
+
+    bench_clients *clients = NULL;
+    int rc = bench_clients_start(&clients, cfg->clients, r.port, cfg->payload, cfg->connections);
+    if (rc < 0)
+        die_setup("starting clients", rc);
+
+    /* Opened after the clients exist so that only server-side threads (loops,
+     * the library's acceptor threads, and this one) inherit it. */
+    bench_counter counter = {.fd = -1};
+    if (!cfg->portable)
+        bench_counter_open(&counter);
+
+    for (int i = 0; i < r.n; i++) {
+        rc = bench_loop_start(&r.loops[i]);
+        if (rc < 0)
+            die_setup("starting a loop thread", rc);
+    }
+    if (r.has_acc && (rc = bench_loop_start(&r.acc)) < 0)
+        die_setup("starting the accepting loop", rc);
+    if (cfg->route == ROUTE_ACCEPTOR) {
+        tl_loop *arr[256];
+        for (int i = 0; i < r.active; i++)
+            arr[i] = r.loops[i].loop;
+        rc = tl_acceptor_start(&r.acceptor, r.shared_fd, r.acceptor_threads, arr, r.active,
+                               cfg->policy, 2);
+        if (rc < 0)
+            die_setup("tl_acceptor_start", rc);
+    }
+
+    bench_counter_start(&counter);
+    uint64_t cpu0 = bench_process_cpu_ns();
+    uint64_t t0 = bench_now_ns();
+    bench_clients_go(clients);
+    uint64_t t1 = bench_clients_join(clients);
+    if (t1 < t0)
+        t1 = bench_now_ns();
+
+    /* A client is done when it has the echo; its server side still has a close
+     * to complete, so give the counts a moment to land before stopping. */
+    uint64_t settle = bench_now_ns() + 2000000000ull;
+    for (;;) {
+        uint64_t sum = 0;
+        for (int i = 0; i < r.n; i++)
+            sum += atomic_load(&r.loops[i].served);
+        if (sum + (cfg->test_miscount ? 1 : 0) >= cfg->connections || bench_now_ns() > settle)
+            break;
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+
+    /* Feeders first, so nothing is posted to a loop that has stopped. */
+    if (r.acceptor)
+        tl_acceptor_stop(r.acceptor);
+    if (r.has_acc) {
+        wake_stop(&r.acc, &r.acc_stop);
+        bench_loop_join(&r.acc);
+    }
+    for (int i = 0; i < r.n; i++)
+        wake_stop(&r.loops[i], &r.stop);
+    for (int i = 0; i < r.n; i++)
+        bench_loop_join(&r.loops[i]);
+
+    uint64_t instructions = 0;
+    int have_instr = !cfg->portable && bench_counter_read(&counter, &instructions) == 0;
+    uint64_t cpu1 = bench_process_cpu_ns();
+    uint64_t clients_cpu = bench_clients_cpu_ns(clients);
+    uint64_t server_cpu = cpu1 - cpu0 > clients_cpu ? cpu1 - cpu0 - clients_cpu : 0;
+    int cerr;
+    const char *cstage;
+    uint64_t client_errors = bench_clients_errors(clients, &cerr, &cstage);
+
+    /* ---- the rules ---- */
+    uint64_t sum = 0, mn = UINT64_MAX, mx = 0;
+    int idle = -1;
+    for (int i = 0; i < r.n; i++) {
+        uint64_t s = atomic_load(&r.loops[i].served);
+        sum += s;
+        mn = s < mn ? s : mn;
+        mx = s > mx ? s : mx;
+        if (s == 0 && idle < 0)
+            idle = i;
+    }
+    if (sum != cfg->connections) {
+        uint64_t failed = r.has_acc ? r.acc.failed : 0;
+        int ferr = r.has_acc ? r.acc.first_error : 0;
+        for (int i = 0; i < r.n; i++) {
+            failed += r.loops[i].failed;
+            if (!ferr)
+                ferr = r.loops[i].first_error;
+        }
+        int off = snprintf(msg, sizeof(msg),
+                           "per-loop counts sum to %llu, not the budget %llu (%llu server-side "
+                           "failures",
+                           (unsigned long long)sum, (unsigned long long)cfg->connections,
+                           (unsigned long long)failed);
+        if (ferr)
+            off += snprintf(msg + off, sizeof(msg) - (size_t)off, ", first %s", errname(ferr));
+        off += snprintf(msg + off, sizeof(msg) - (size_t)off, "; %llu client failures",
+                        (unsigned long long)client_errors);
+        if (client_errors)
+            off += snprintf(msg + off, sizeof(msg) - (size_t)off, ", first %s: %s", cstage,
+                            errname(cerr));
+        snprintf(msg + off, sizeof(msg) - (size_t)off, ")");
+        refuse(msg);
+    }
+    if (idle >= 0) {
+        snprintf(msg, sizeof(msg),
+                 "every loop must serve at least one connection: loop %d of %d "
+                 "served none",
+                 idle, r.n);
+        refuse(msg);
+    }
+    if (client_errors) {
+        snprintf(msg, sizeof(msg), "%llu client exchanges failed (first %s: %s)",
+                 (unsigned long long)client_errors, cstage, errname(cerr));
+        refuse(msg);
+    }
+    for (int i = -1; i < r.n; i++) {
+        bench_loop *bl = i < 0 ? (r.has_acc ? &r.acc : NULL) : &r.loops[i];
+        if (bl && bl->alive_at_end) {
+            snprintf(msg, sizeof(msg),
+                     "loop %d still alive at shutdown (%d handles, operations "
+                     "or completions outstanding)",
+                     i, bl->alive_at_end);
+            refuse(msg);
+        }
+    }
+    /* Round-robin is exact by construction: anything else is a bug, not imbalance. */
+    if (cfg->route == ROUTE_HANDOFF && cfg->policy == TL_HANDOFF_ROUND_ROBIN && mx - mn > 1) {
+        snprintf(msg, sizeof(msg), "handoff round-robin is not exact: per-loop min %llu, max %llu",
+                 (unsigned long long)mn, (unsigned long long)mx);
+        refuse(msg);
+    }
+
+    /* ---- the line ---- */
+    uint64_t elapsed = t1 - t0 ? t1 - t0 : 1;
+    double cps = (double)cfg->connections * 1e9 / (double)elapsed;
+    json_t *o = json_object();
+    json_object_set_new(o, "route", json_string(route_names[cfg->route]));
+    json_object_set_new(o, "backend", json_string(tl_loop_backend(r.loops[0].loop)));
+    json_object_set_new(o, "backend_requested",
+                        json_string(cfg->backend == TL_BACKEND_AUTO    ? "auto"
+                                    : cfg->backend == TL_BACKEND_EPOLL ? "epoll"
+                                                                       : "uring"));
+    json_object_set_new(o, "loops", json_integer(r.n));
+    json_object_set_new(o, "connections", json_integer((json_int_t)cfg->connections));
+    json_object_set_new(o, "clients", json_integer(cfg->clients));
+    json_object_set_new(o, "payload", json_integer(cfg->payload));
+    if (cfg->route == ROUTE_HANDOFF || cfg->route == ROUTE_ACCEPTOR)
+        json_object_set_new(
+            o, "policy",
+            json_string(cfg->policy == TL_HANDOFF_ROUND_ROBIN ? "rr" : "least-loaded"));
+    if (cfg->route == ROUTE_ACCEPTOR)
+        json_object_set_new(o, "acceptor_threads", json_integer(r.acceptor_threads));
+    json_object_set_new(o, "accept",
+                        json_string(cfg->route == ROUTE_ACCEPTOR
+                                        ? "blocking accept4 threads"
+                                        : "single-shot, re-armed per connection"));
+    json_object_set_new(o, "connections_per_second", json_real(cps));
+    json_object_set_new(o, "per_loop", u64_array(&r, get_served));
+    double mean = (double)sum / r.n;
+    json_object_set_new(o, "spread", json_real(mean > 0 ? (double)(mx - mn) / mean : 0));
+    if (cfg->route == ROUTE_EXCLUSIVE || cfg->route == ROUTE_HERD)
+        json_object_set_new(o, "spurious_wakeups", u64_array(&r, get_spurious));
+    json_object_set_new(o, "waits", u64_array(&r, get_waits));
+    json_object_set_new(o, "measure", json_string(have_instr ? "instructions" : "elapsed_ns"));
+    json_object_set_new(o, "elapsed_ns", json_integer((json_int_t)elapsed));
+    if (have_instr) {
+        json_object_set_new(o, "instructions", json_integer((json_int_t)instructions));
+        json_object_set_new(o, "instructions_scope",
+                            json_string(counter.scope ? counter.scope : "user"));
+        json_object_set_new(o, "instructions_per_connection",
+                            json_real((double)instructions / (double)cfg->connections));
+    } else if (!cfg->portable) {
+        json_object_set_new(o, "measure_fallback", json_string(counter.fallback));
+    }
+    json_object_set_new(o, "server_cpu_ns", json_integer((json_int_t)server_cpu));
+    json_object_set_new(
+        o, "connections_per_server_cpu_second",
+        json_real(server_cpu ? (double)cfg->connections * 1e9 / (double)server_cpu : 0));
+    struct utsname u;
+    if (uname(&u) == 0)
+        json_object_set_new(o, "kernel", json_string(u.release));
+    json_object_set_new(o, "turnloop", json_string(TL_VERSION_STRING));
+
+    char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+    if (!line)
+        die_setup("json_dumps", -ENOMEM);
+    fputs(line, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    free(line);
+    json_decref(o);
+
+    bench_counter_close(&counter);
+    bench_clients_free(clients);
+    if (r.acc.loop)
+        tl_loop_free(r.acc.loop);
+    if (r.handoff)
+        tl_handoff_free(r.handoff);
+    for (int i = 0; i < r.n; i++)
+        tl_loop_free(r.loops[i].loop);
+    if (r.shared_fd >= 0)
+        close(r.shared_fd);
+    free(r.loops);
+    return 0;
+}

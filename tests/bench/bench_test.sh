@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# One ctest case of turnloop-bench, run against the real binary: a refusal that
+# must fire (nothing on stdout, non-zero exit, one stderr line naming the rule),
+# bad flags (exit 2 with usage), or a small real run whose JSON line is checked.
+# usage: bench_test.sh BENCH CHECK_LINE CASE [ARGS...]
+set -u
+bench=$1 check=$2 case=$3
+shift 3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; echo "--- stdout" >&2; cat "$tmp/out" >&2; echo "--- stderr" >&2; cat "$tmp/err" >&2; exit 1; }
+
+# Runs the bench with a bound of its own, so a hung run fails the test rather than ctest's timeout.
+run() { timeout 90 "$bench" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+
+# A refused run: exit code $1, stderr exactly one line matching $2, stdout empty.
+expect_refusal() {
+    local want_rc=$1 pattern=$2
+    [ "$rc" -eq "$want_rc" ] || fail "exit $rc, wants $want_rc"
+    [ ! -s "$tmp/out" ] || fail "stdout is not empty"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "stderr is not exactly one line"
+    grep -q -- "$pattern" "$tmp/err" || fail "stderr does not name the rule '$pattern'"
+}
+
+case $case in
+refuse-idle-loop) # a loop that never accepts must make the run refuse, on every route
+    route=$1
+    run --accept-scaling --route "$route" --loops 2 --connections 200 --clients 4 --portable \
+        --test-idle-loop
+    expect_refusal 3 "every loop must serve at least one connection: loop 1 of 2 served none"
+    ;;
+refuse-short-budget) # fewer than 100 connections per loop refuses before anything runs
+    run --accept-scaling --route handoff --loops 2 --connections 199 --clients 4 --portable
+    expect_refusal 3 "is below 100 per loop"
+    ;;
+refuse-miscount) # per-loop counts that do not sum to the budget refuse
+    run --accept-scaling --route reuse-port --loops 1 --connections 100 --clients 2 --portable \
+        --test-miscount
+    expect_refusal 3 "per-loop counts sum to 99, not the budget 100"
+    ;;
+refuse-watchdog) # a run that does not finish in time refuses instead of hanging
+    run --accept-scaling --route handoff --loops 1 --connections 100000000 --clients 2 \
+        --portable --test-watchdog-ms 300
+    expect_refusal 3 "watchdog: the run did not finish within 300 ms"
+    ;;
+usage) # each bad command line exits 2 with the usage on stderr and nothing on stdout
+    base=(--accept-scaling --route handoff --loops 1 --connections 100 --clients 2)
+    bad=(
+        "--route handoff --loops 1 --connections 100 --clients 2"
+        "--accept-scaling --route bogus --loops 1 --connections 100 --clients 2"
+        "--accept-scaling --route handoff --loops 0 --connections 100 --clients 2"
+        "--accept-scaling --route handoff --loops x --connections 100 --clients 2"
+        "--accept-scaling --route handoff --loops 1 --clients 2"
+        "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 --payload 0"
+        "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 --backend kq"
+        "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 --policy x"
+        "--accept-scaling --route herd --loops 1 --connections 100 --clients 2 --policy rr"
+        "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 --frobnicate"
+        "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 extra"
+        "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 --test-idle-loop"
+    )
+    for args in "${bad[@]}"; do
+        # shellcheck disable=SC2086 # the words are the test
+        run $args
+        [ "$rc" -eq 2 ] || fail "'$args': exit $rc, wants 2"
+        [ ! -s "$tmp/out" ] || fail "'$args': stdout is not empty"
+        grep -q "^usage: turnloop-bench --accept-scaling" "$tmp/err" || fail "'$args': no usage"
+    done
+    run "${base[@]}" --help
+    [ "$rc" -eq 0 ] && grep -q "^usage: turnloop-bench" "$tmp/out" || fail "--help: exit $rc"
+    ;;
+run) # a small real run whose line must hold the invariants
+    route=$1 loops=$2
+    shift 2
+    conns=$((200 * loops))
+    run --accept-scaling --route "$route" --loops "$loops" --connections "$conns" --clients 4 \
+        --payload 100 "$@"
+    [ "$rc" -eq 0 ] || fail "exit $rc"
+    portable=""
+    for a in "$@"; do [ "$a" = "--portable" ] && portable=portable; done
+    "$check" "$tmp/out" "$route" "$loops" "$conns" $portable || fail "invariants"
+    ;;
+*)
+    echo "bench_test.sh: unknown case $case" >&2
+    exit 2
+    ;;
+esac
+exit 0
