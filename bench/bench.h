@@ -34,6 +34,9 @@ typedef struct bench_config {
     /* Test-only: loop 0 leaves its first served connection out of per_loop, so
      * the "counts sum to the budget" rule really fires. */
     int test_miscount;
+    /* Test-only: loops are made with TL_LOOP_NO_DISTRIBUTE, the library's stand-in
+     * for a platform that cannot distribute, so reuse-port's exit 2 is exercised. */
+    int test_no_distribute;
 } bench_config;
 
 /* One server loop on its own thread. Counters written by that thread only;

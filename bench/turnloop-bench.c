@@ -101,6 +101,7 @@ enum {
     OPT_TEST_IDLE_LOOP,
     OPT_TEST_MISCOUNT,
     OPT_TEST_WATCHDOG_MS,
+    OPT_TEST_NO_DISTRIBUTE,
 };
 
 static void parse_args(int argc, char **argv, bench_config *cfg) {
@@ -119,6 +120,7 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
         {"test-idle-loop", no_argument, NULL, OPT_TEST_IDLE_LOOP},
         {"test-miscount", no_argument, NULL, OPT_TEST_MISCOUNT},
         {"test-watchdog-ms", required_argument, NULL, OPT_TEST_WATCHDOG_MS},
+        {"test-no-distribute", no_argument, NULL, OPT_TEST_NO_DISTRIBUTE},
         {NULL, 0, NULL, 0},
     };
     int have_mode = 0, have_route = 0, have_loops = 0, have_conns = 0, have_clients = 0;
@@ -200,6 +202,9 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
             break;
         case OPT_TEST_MISCOUNT:
             cfg->test_miscount = 1;
+            break;
+        case OPT_TEST_NO_DISTRIBUTE:
+            cfg->test_no_distribute = 1;
             break;
         case OPT_TEST_WATCHDOG_MS:
             if (parse_u64(optarg, 1, 3600000, &v) < 0)
@@ -314,6 +319,8 @@ typedef struct run {
 
 static void new_loop(run *r, bench_loop *bl, int index, _Atomic int *stop) {
     tl_loop_options o = {.backend = r->cfg.backend};
+    if (r->cfg.test_no_distribute)
+        o.flags |= TL_LOOP_NO_DISTRIBUTE;
     int rc = tl_loop_new(&bl->loop, &o);
     if (rc < 0) {
         if (r->cfg.backend != TL_BACKEND_AUTO) {

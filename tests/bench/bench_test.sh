@@ -43,6 +43,24 @@ refuse-watchdog) # a run that does not finish in time refuses instead of hanging
         --portable --test-watchdog-ms 300
     expect_refusal 3 "watchdog: the run did not finish within 300 ms"
     ;;
+reuse-port-unsupported) # a platform that cannot distribute: exit 2, one line, nothing run
+    run --accept-scaling --route reuse-port --loops 2 --connections 200 --clients 2 --portable \
+        --test-no-distribute
+    expect_refusal 2 "route reuse-port refused: this platform cannot distribute"
+    ;;
+backend-uring) # io_uring either runs with the invariants held or is refused in one line, exit 2
+    route=$1
+    run --accept-scaling --route "$route" --loops 2 --connections 400 --clients 4 --portable \
+        --backend uring
+    if [ "$rc" -eq 2 ]; then
+        expect_refusal 2 "backend uring cannot run here"
+        echo "uring refused here: $(cat "$tmp/err")"
+    else
+        [ "$rc" -eq 0 ] || fail "exit $rc"
+        "$check" "$tmp/out" "$route" 2 400 portable || fail "invariants"
+        grep -q '"backend":"uring"' "$tmp/out" || fail "asked for uring, ran on something else"
+    fi
+    ;;
 usage) # each bad command line exits 2 with the usage on stderr and nothing on stdout
     base=(--accept-scaling --route handoff --loops 1 --connections 100 --clients 2)
     bad=(

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Draws a sweep's jsonl into one PNG: T(n)/T(1) per route (medians over reps, so
+# each ratio is against the same route measured in the same interleaved sweep) and
+# the per-loop spread (max - min) / mean per route. Also prints the table it drew.
+set -u
+. "$(dirname "$0")/common.sh"
+in=${1:-$bench_root/bench/results/sweep.jsonl}
+png=${2:-${in%.jsonl}.png}
+command -v gnuplot >/dev/null || { echo "gnuplot is needed (gnuplot-nox)" >&2; exit 2; }
+dat=$(mktemp)
+trap 'rm -f "$dat" "$tmp_err"' EXIT
+# One gnuplot data block per route: header line, then "n ratio spread cps".
+jq -rs '
+  def median: sort | .[(length / 2 | floor)];
+  group_by(.route)[]
+  | . as $runs
+  | ($runs | map(select(.loops == 1)) | map(.connections_per_second) | median) as $t1
+  | "\($runs[0].route)",
+    ($runs | group_by(.loops)[]
+      | "\(.[0].loops) \((map(.connections_per_second) | median) / $t1)"
+        + " \(map(.spread) | median) \(map(.connections_per_second) | median | floor)"),
+    "", ""
+' "$in" >"$dat"
+echo "route / loops, T(n)/T(1), per-loop spread, median conn/s:" >&2
+cat "$dat" | sed '/^$/d' >&2
+title="turnloop-bench --accept-scaling ($(jq -rs '.[0] | "\(.ncpu) cores, \(.kernel), \(.commit), \(.connections) conn, \(.clients) clients"' "$in"))"
+gnuplot <<GP
+set terminal pngcairo size 1200,500 noenhanced font ",10"
+set output "$png"
+set multiplot layout 1,2 title "$title"
+set key top left
+set grid
+set logscale x 2
+set xlabel "loops (n)"
+set ylabel "T(n) / T(1)"
+set title "scaling: connections/s relative to 1 loop"
+plot for [i=0:*] "$dat" index i using 1:2:xtic(1) with linespoints lw 2 title columnheader(1), \
+     x with lines dt 2 lc rgb "gray" title "linear"
+set ylabel "(max - min) / mean of per_loop"
+set title "per-loop spread"
+set yrange [0:*]
+plot for [i=0:*] "$dat" index i using 1:3:xtic(1) with linespoints lw 2 title columnheader(1)
+unset multiplot
+GP
+echo "plot: $png" >&2
