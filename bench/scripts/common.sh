@@ -35,7 +35,8 @@ run_one() {
         return $rc
     fi
     jq -c --arg commit "$meta_commit" --arg cpu "$meta_cpu" --argjson ncpu "$meta_ncpu" \
-        --arg date "$meta_date" "$extra"' + {commit: $commit, cpu: $cpu, ncpu: $ncpu, date: $date}' \
+        --arg date "$meta_date" --argjson extra "$extra" \
+        '. + $extra + {commit: $commit, cpu: $cpu, ncpu: $ncpu, date: $date}' \
         <<<"$line" >>"$out"
     jq -r '"  \(.route) loops=\(.loops) clients=\(.clients): \(.connections_per_second | floor) conn/s per_loop=\(.per_loop)"' <<<"$line" >&2
 }

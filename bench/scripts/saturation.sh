@@ -30,7 +30,7 @@ mkdir -p "$(dirname "$out")"
 echo "saturation: route=$route loops=$loops connections=$connections ks=[$ks] reps=$reps -> $out" >&2
 for rep in $(seq 1 "$reps"); do
     for k in $ks; do
-        run_one "{rep: $rep, sweep: \"saturation\"}" --accept-scaling --route "$route" \
+        run_one "{\"rep\": $rep, \"sweep\": \"saturation\"}" --accept-scaling --route "$route" \
             --loops "$loops" --connections "$connections" --clients "$k" --portable || true
     done
 done

@@ -38,7 +38,7 @@ for rep in $(seq 1 "$reps"); do
     for n in $loops; do
         for i in $(seq 0 $((${#arms[@]} - 1))); do
             route=${arms[$(((i + rep - 1) % ${#arms[@]}))]}
-            run_one "{rep: $rep, sweep: \"scaling\"}" --accept-scaling --route "$route" \
+            run_one "{\"rep\": $rep, \"sweep\": \"scaling\"}" --accept-scaling --route "$route" \
                 --loops "$n" --connections "$connections" --clients "$clients" \
                 --payload "$payload" --portable "${extra[@]}" || refused=$((refused + 1))
         done
