@@ -1,0 +1,183 @@
+/* The admin listener, served by the control thread one request at a time:
+ * GET /metrics (Prometheus text) and GET /status (JSON, jansson). It reads only
+ * the workers' atomic counters, never a loop. Admin traffic is rare, so
+ * blocking I/O with a one-second timeout keeps this small. */
+#include "sws.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+int sws_admin_open(const sws_config *cfg, char *err, size_t errlen)
+{
+    int fd = socket(cfg->admin.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "[admin] listen: socket: %s", strerror(errno));
+        return -errno;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)&cfg->admin.ss, cfg->admin.len) < 0 ||
+        listen(fd, 64) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "[admin] listen: cannot listen on %s: %s", cfg->admin.text,
+                 e == EADDRINUSE ? "address already in use" : strerror(e));
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+#define CTR(w, f) atomic_load_explicit(&(w)->ctr.f, memory_order_relaxed)
+
+static void metric(FILE *f, sws_server *s, const char *name, const char *type, const char *help,
+                   size_t off)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    for (int i = 0; i < s->nloops; i++)
+        fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", name, i,
+                atomic_load_explicit((sws_ctr *)((char *)&s->workers[i].ctr + off),
+                                     memory_order_relaxed));
+}
+
+static char *metrics_text(sws_server *s, size_t *len)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    if (!f)
+        return NULL;
+#define M(name, type, help, field) metric(f, s, name, type, help, offsetof(sws_counters, field))
+    M("scalwsd_requests_total", "counter", "Requests answered.", requests);
+    M("scalwsd_connections_accepted_total", "counter", "Connections accepted.", accepted);
+    M("scalwsd_connections_closed_total", "counter", "Connections closed.", closed);
+    M("scalwsd_connections_active", "gauge", "Connections open now.", active);
+    M("scalwsd_received_bytes_total", "counter", "Bytes received from clients.", bytes_in);
+    M("scalwsd_sent_bytes_total", "counter", "Bytes written to clients.", bytes_out);
+    M("scalwsd_drain_forced_total", "counter", "Connections closed by the drain timeout.",
+      forced);
+    M("scalwsd_loop_turns_total", "counter", "Loop turns (published once a second).", turns);
+    M("scalwsd_accept_pauses_total", "counter", "Times accepting paused at the handle ceiling.",
+      accept_pauses);
+    M("scalwsd_recv_starved_total", "counter", "Receives ended for lack of a loop buffer.",
+      recv_starved);
+#undef M
+    static const char *const codes[SWS_ST_N] = {"400", "408", "413", "414", "431", "other"};
+    fprintf(f, "# HELP scalwsd_errors_total Error answers by status.\n"
+               "# TYPE scalwsd_errors_total counter\n");
+    for (int i = 0; i < s->nloops; i++)
+        for (int k = 0; k < SWS_ST_N; k++)
+            fprintf(f, "scalwsd_errors_total{loop=\"%d\",status=\"%s\"} %" PRIu64 "\n", i,
+                    codes[k], CTR(&s->workers[i], errors[k]));
+    fprintf(f,
+            "# HELP scalwsd_draining 1 while draining, 2 after the drain timeout.\n"
+            "# TYPE scalwsd_draining gauge\nscalwsd_draining %d\n",
+            atomic_load(&s->drain));
+    fclose(f);
+    return buf;
+}
+
+static char *status_json(sws_server *s, size_t *len)
+{
+    json_t *loops = json_array();
+    for (int i = 0; i < s->nloops; i++) {
+        sws_worker *w = &s->workers[i];
+        json_array_append_new(
+            loops, json_pack("{s:i, s:i, s:I, s:I, s:I, s:I}", "index", i, "cpu", w->cpu,
+                             "requests", (json_int_t)CTR(w, requests), "accepted",
+                             (json_int_t)CTR(w, accepted), "active", (json_int_t)CTR(w, active),
+                             "closed", (json_int_t)CTR(w, closed)));
+    }
+    static const char *const drain[] = {"serving", "draining", "forced"};
+    json_t *root = json_pack(
+        "{s:s, s:s, s:s, s:s, s:b, s:i, s:b, s:s, s:I, s:o}", "version", SWS_VERSION, "listen",
+        s->cfg->listen.text, "backend", s->backend, "route",
+        sws_accept_name(s->shared ? SWS_ACCEPT_ACCEPTOR : s->cfg->accept), "shared", s->shared,
+        "threads", s->nthreads, "pinned", s->pinned, "state", drain[atomic_load(&s->drain) % 3],
+        "uptime_ms", (json_int_t)(sws_now_ms() - s->started_ms), "loops", loops);
+    if (!root)
+        return NULL;
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    if (text) {
+        *len = strlen(text);
+        /* A trailing newline makes curl output readable; JSON does not mind. */
+        char *t = realloc(text, *len + 2);
+        if (t) {
+            text = t;
+            text[(*len)++] = '\n';
+            text[*len] = '\0';
+        }
+    }
+    return text;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+void sws_admin_serve_one(sws_server *s, int listen_fd)
+{
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct timeval tv = {.tv_sec = 1};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    static const sws_http_limits lim = SWS_HTTP_DEFAULT_LIMITS;
+    sws_http_parser p;
+    sws_http_parser_init(&p, &lim);
+    char in[8192];
+    int rc = SWS_HTTP_NEED_MORE, status = 0;
+    /* Bounded: at most a few reads, each with the one-second timeout. */
+    for (int reads = 0; rc == SWS_HTTP_NEED_MORE && reads < 16; reads++) {
+        ssize_t n = recv(fd, in, sizeof(in), 0);
+        if (n <= 0)
+            break;
+        size_t used;
+        rc = sws_http_feed(&p, in, (size_t)n, &used, &status);
+    }
+    char date[32], head[512];
+    sws_date_format(time(NULL), date);
+    if (rc == SWS_HTTP_REQUEST) {
+        char *body = NULL;
+        size_t blen = 0;
+        const char *ctype = "text/plain";
+        int st = 200;
+        bool get = p.req.method == HTTP_GET || p.req.method == HTTP_HEAD;
+        if (get && strcmp(p.req.path, "/metrics") == 0) {
+            body = metrics_text(s, &blen);
+            ctype = "text/plain; version=0.0.4";
+        } else if (get && strcmp(p.req.path, "/status") == 0) {
+            body = status_json(s, &blen);
+            ctype = "application/json";
+        } else {
+            st = get ? 404 : 405;
+        }
+        if (body) {
+            size_t hl = sws_http_head(head, sizeof(head), st, date, ctype, blen, false);
+            write_all(fd, head, hl);
+            if (!p.req.head)
+                write_all(fd, body, blen);
+            free(body);
+        } else {
+            size_t n = sws_http_error(head, sizeof(head), st == 200 ? 500 : st, date, p.req.head);
+            write_all(fd, head, n);
+        }
+    } else if (rc < 0) {
+        size_t n = sws_http_error(head, sizeof(head), status, date, false);
+        write_all(fd, head, n);
+    }
+    close(fd);
+}

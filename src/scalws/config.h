@@ -1,0 +1,75 @@
+/* scalwsd's configuration: every key has a default, so an empty file (or none)
+ * serves `respond` on 127.0.0.1:8080. Loaded once, before any thread starts;
+ * read-only afterwards, so every thread may read it without locks. */
+#ifndef SWS_CONFIG_H
+#define SWS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "sws_http.h"
+
+typedef enum sws_accept_route {
+    SWS_ACCEPT_REUSE_PORT = 0,
+    SWS_ACCEPT_HANDOFF,
+    SWS_ACCEPT_EXCLUSIVE,
+    SWS_ACCEPT_ACCEPTOR,
+    SWS_ACCEPT_HERD,
+} sws_accept_route;
+
+typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_URING } sws_backend;
+
+#define SWS_ADDR_MAX 128
+#define SWS_BODY_MAX 65536
+
+typedef struct sws_addr {
+    char text[SWS_ADDR_MAX];
+    struct sockaddr_storage ss;
+    socklen_t len;
+} sws_addr;
+
+typedef struct sws_config {
+    /* [server] */
+    sws_addr listen;
+    char listen_origin[320]; /* "file:line: [server] listen", "--listen" or the default */
+    int event_loops;    /* -1 auto; 0 the shared baseline; N */
+    int worker_threads; /* threads of the shared baseline; -1 auto */
+    sws_accept_route accept;
+    sws_backend backend;
+    uint32_t drain_timeout_ms;
+    char access_log[256]; /* empty: none */
+    /* [respond] */
+    int status;
+    char body[SWS_BODY_MAX];
+    size_t body_len;
+    char content_type[128];
+    /* [limits] */
+    sws_http_limits limits;
+    uint32_t header_timeout_ms;
+    uint32_t keepalive_timeout_ms;
+    uint32_t max_connections; /* per loop */
+    /* [admin] */
+    bool admin_enabled;
+    sws_addr admin;
+} sws_config;
+
+void sws_config_defaults(sws_config *c);
+
+/* Loads an ini file over the current values. On error returns -EINVAL (or the
+ * file's -errno) and writes one line naming file, line and key into err. */
+int sws_config_load(sws_config *c, const char *path, char *err, size_t errlen);
+
+/* Sets one key, as the file would ("server", "listen", "127.0.0.1:8080").
+ * Returns 0 or -EINVAL with a reason in err (without file and line). */
+int sws_config_set(sws_config *c, const char *section, const char *key, const char *value,
+                   char *err, size_t errlen);
+
+/* "host:port", "[v6]:port", ":port" or "port" into a socket address. */
+int sws_parse_addr(const char *text, sws_addr *out);
+
+const char *sws_accept_name(sws_accept_route r);
+const char *sws_backend_name(sws_backend b);
+
+#endif

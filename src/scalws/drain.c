@@ -1,0 +1,157 @@
+/* Graceful drain. The control thread posts DRAIN to every loop (the only
+ * cross-thread calls are tl_loop_post/tl_acceptor_stop); each loop closes its
+ * listener and its idle connections, and answers the last request of a busy
+ * one with Connection: close. After drain_timeout FORCE closes the rest. */
+#include "sws.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+void sws_worker_drain(sws_worker *w, bool force)
+{
+    uint64_t now = tl_loop_now(w->loop);
+    if (!w->draining) {
+        w->draining = true;
+        w->drain_at = now;
+    }
+    if (force)
+        w->forced = true;
+    if (w->listener && !w->listener_closing) {
+        /* Closing the listener makes the kernel refuse new connections. */
+        if (tl_close(w->loop, w->listener, SWS_TOKEN(0, SWS_T_LISTENER_CLOSE)) == 0)
+            w->listener_closing = true;
+        else
+            w->listener = 0;
+    }
+    for (sws_conn *c = w->active, *next; c; c = next) {
+        next = c->next;
+        if (c->closing)
+            continue;
+        bool idle = c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) &&
+                    c->hcount == 0;
+        if (force) {
+            SWS_ADD(w->ctr.forced, 1);
+            sws_conn_close(w, c);
+        } else if (idle && c->served) {
+            sws_conn_close(w, c);
+        } else if (idle) {
+            /* Accepted but silent: its request may be on the wire; a short
+             * grace, then the sweep closes it. */
+            if (c->deadline > now + 1000)
+                c->deadline = now + 1000;
+        }
+    }
+}
+
+bool sws_worker_finished(sws_worker *w)
+{
+    return w->draining && !w->listener && !w->listener_closing && !w->active;
+}
+
+static void post_all(sws_server *s, uint64_t value)
+{
+    tl_message m = {.value = value};
+    for (int i = 0; i < s->nloops; i++)
+        if (tl_loop_post(s->loops[i], SWS_TOKEN(0, SWS_T_POST), &m) < 0)
+            fprintf(stderr, "scalwsd: cannot post to loop %d\n", i);
+}
+
+void sws_drain_begin(sws_server *s)
+{
+    atomic_store(&s->drain, 1);
+    if (s->acceptor) {
+        tl_acceptor_stop(s->acceptor);
+        s->acceptor = NULL;
+    }
+    post_all(s, SWS_MSG_DRAIN);
+    if (s->shared_fd >= 0) {
+        /* The loops close their duplicates when the message arrives. */
+        close(s->shared_fd);
+        s->shared_fd = -1;
+    }
+}
+
+void sws_drain_force(sws_server *s)
+{
+    atomic_store(&s->drain, 2);
+    post_all(s, SWS_MSG_FORCE);
+}
+
+static uint64_t sum(sws_server *s, size_t off)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < s->nloops; i++)
+        t += atomic_load_explicit((sws_ctr *)((char *)&s->workers[i].ctr + off),
+                                  memory_order_relaxed);
+    return t;
+}
+
+int sws_control_run(sws_server *s, int sigfd, int admin_fd)
+{
+    int done = 0;
+    bool draining = false, forced = false;
+    uint64_t deadline = 0, drain_start = 0;
+    const char *signame = "";
+    while (done < s->nthreads) {
+        struct pollfd p[3] = {{.fd = sigfd, .events = POLLIN},
+                              {.fd = s->done_fd, .events = POLLIN},
+                              {.fd = admin_fd, .events = POLLIN}};
+        int timeout = -1;
+        if (draining) {
+            uint64_t now = sws_now_ms();
+            timeout = now >= deadline ? 0 : (int)(deadline - now);
+        }
+        int n = poll(p, admin_fd >= 0 ? 3 : 2, timeout);
+        if (n < 0 && errno != EINTR) {
+            fprintf(stderr, "scalwsd: poll: %s\n", strerror(errno));
+            return 1;
+        }
+        if (n > 0 && (p[0].revents & POLLIN)) {
+            struct signalfd_siginfo si;
+            if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                signame = si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+                if (draining) {
+                    fprintf(stderr, "scalwsd: second %s: exiting now\n", signame);
+                    _exit(1);
+                }
+                draining = true;
+                drain_start = sws_now_ms();
+                deadline = drain_start + s->cfg->drain_timeout_ms;
+                fprintf(stderr, "scalwsd: %s: draining (timeout %" PRIu32 " ms)\n", signame,
+                        s->cfg->drain_timeout_ms);
+                sws_drain_begin(s);
+            }
+        }
+        if (n > 0 && (p[1].revents & POLLIN)) {
+            uint64_t k;
+            if (read(s->done_fd, &k, sizeof(k)) == (ssize_t)sizeof(k))
+                done += (int)k;
+        }
+        if (n > 0 && admin_fd >= 0 && (p[2].revents & POLLIN))
+            sws_admin_serve_one(s, admin_fd);
+        if (draining && sws_now_ms() >= deadline) {
+            if (!forced) {
+                forced = true;
+                sws_drain_force(s);
+                deadline = sws_now_ms() + 2000;
+            } else {
+                fprintf(stderr, "scalwsd: loops did not stop after the drain timeout; exiting\n");
+                _exit(1);
+            }
+        }
+    }
+    uint64_t took = draining ? sws_now_ms() - drain_start : 0;
+    fprintf(stderr,
+            "scalwsd: stopped after %s: drained in %" PRIu64 " ms; %" PRIu64 " requests, %" PRIu64
+            " connections, %" PRIu64 " closed by the drain timeout\n",
+            draining ? signame : "loop failure", took,
+            sum(s, offsetof(sws_counters, requests)), sum(s, offsetof(sws_counters, accepted)),
+            sum(s, offsetof(sws_counters, forced)));
+    return draining ? 0 : 1;
+}

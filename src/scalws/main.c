@@ -1,0 +1,128 @@
+/* scalwsd's entry: command line, config, then the server's loops on their own
+ * threads while this thread becomes the control thread (signals, admin, drain).
+ * Signals are blocked before any thread starts, so only signalfd sees them. */
+#include "sws.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+#ifdef SWS_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: scalwsd [options]\n"
+            "  -c, --config FILE        ini file ([server] [respond] [limits] [admin]); every key\n"
+            "                           has a default, so none is needed\n"
+            "  -l, --listen ADDR        listen on host:port (overrides [server] listen)\n"
+            "  -w, --worker-threads N   number of event loops (overrides [server] event_loops);\n"
+            "                           with event_loops = 0, threads of the shared loop\n"
+            "  -t, --check-config       validate the configuration and exit\n"
+            "  -h, --help               this text\n"
+            "  -V, --version            print the version\n"
+            "Without options it serves the respond scenario on 127.0.0.1:8080.\n"
+            "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"listen", required_argument, NULL, 'l'},
+        {"worker-threads", required_argument, NULL, 'w'},
+        {"check-config", no_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config = NULL, *listen = NULL, *threads = NULL;
+    bool check = false;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "c:l:w:thV", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': config = optarg; break;
+        case 'l': listen = optarg; break;
+        case 'w': threads = optarg; break;
+        case 't': check = true; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("scalwsd %s (turnloop %s)\n", SWS_VERSION, TL_VERSION_STRING); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "scalwsd: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return 2;
+    }
+
+    static sws_config cfg; /* large (the body); static keeps it off the stack */
+    char err[512];
+    sws_config_defaults(&cfg);
+    if (config && sws_config_load(&cfg, config, err, sizeof(err)) < 0) {
+        fprintf(stderr, "scalwsd: %s\n", err);
+        return 2;
+    }
+    if (listen) {
+        if (sws_config_set(&cfg, "server", "listen", listen, err, sizeof(err)) < 0) {
+            fprintf(stderr, "scalwsd: --listen: %s\n", err);
+            return 2;
+        }
+        snprintf(cfg.listen_origin, sizeof(cfg.listen_origin), "--listen");
+    }
+    if (threads) {
+        const char *key = cfg.event_loops == 0 ? "worker_threads" : "event_loops";
+        if (sws_config_set(&cfg, "server", key, threads, err, sizeof(err)) < 0 ||
+            strcmp(threads, "auto") == 0 || atoi(threads) < 1) {
+            fprintf(stderr, "scalwsd: --worker-threads: bad value '%s' (want 1..1024)\n", threads);
+            return 2;
+        }
+    }
+    if (check) {
+        printf("scalwsd: configuration ok (%s)\n", config ? config : "defaults");
+        return 0;
+    }
+
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sigfd < 0) {
+        fprintf(stderr, "scalwsd: signalfd: %s\n", strerror(errno));
+        return 1;
+    }
+
+    int admin_fd = -1;
+    if (cfg.admin_enabled) {
+        admin_fd = sws_admin_open(&cfg, err, sizeof(err));
+        if (admin_fd < 0) {
+            fprintf(stderr, "scalwsd: %s\n", err);
+            return 2;
+        }
+    }
+
+    static sws_server srv;
+    int rc = sws_server_start(&srv, &cfg, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "scalwsd: %s\n", err);
+        return rc == -ENOMEM ? 1 : 2;
+    }
+    if (cfg.admin_enabled)
+        fprintf(stderr, "scalwsd: admin on %s (/metrics, /status)\n", cfg.admin.text);
+#ifdef SWS_HAVE_SYSTEMD
+    sd_notify(0, "READY=1");
+#endif
+    int status = sws_control_run(&srv, sigfd, admin_fd);
+    sws_server_free(&srv);
+    if (admin_fd >= 0)
+        close(admin_fd);
+    close(sigfd);
+    return status;
+}

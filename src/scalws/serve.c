@@ -1,0 +1,798 @@
+/* The per-core workers: each owns one turnloop loop, turns it on its own thread
+ * and dispatches completions on their token (connection index << 8 | tag).
+ * A connection's slot is reused only after its TL_OP_CLOSE completion, which
+ * turnloop reports after every other completion of the handle: no completion
+ * can reach a slot that has been handed to another connection. */
+#include "sws.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define SWS_CQ_BATCH 256
+#define SWS_SWEEP_MS 1000
+
+uint64_t sws_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static sws_conn *conn_of(sws_worker *w, uint64_t token)
+{
+    uint32_t i = SWS_TOKEN_IDX(token);
+    if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
+        return NULL;
+    return w->conns[i];
+}
+
+static void list_add(sws_worker *w, sws_conn *c)
+{
+    c->prev = NULL;
+    c->next = w->active;
+    if (w->active)
+        w->active->prev = c;
+    w->active = c;
+}
+
+static void list_del(sws_worker *w, sws_conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->active = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void release(sws_worker *w, uint32_t id)
+{
+    tl_buffer_release(w->loop, id);
+    w->released++;
+}
+
+static void arm_recv(sws_worker *w, sws_conn *c)
+{
+    if (c->recv_armed || c->closing)
+        return;
+    int rc = tl_recv(w->loop, c->h, SWS_TOKEN(c->index, SWS_T_RECV), &c->recv_op);
+    if (rc < 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    c->recv_armed = true;
+}
+
+void sws_conn_close(sws_worker *w, sws_conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    while (c->hcount) {
+        release(w, c->held[c->hhead].id);
+        c->hhead = (uint8_t)((c->hhead + 1) % SWS_HELD_MAX);
+        c->hcount--;
+    }
+    if (tl_close(w->loop, c->h, SWS_TOKEN(c->index, SWS_T_CLOSE)) < 0) {
+        /* A handle turnloop no longer knows: nothing will complete, free now. */
+        c->live = false;
+        list_del(w, c);
+        w->free_idx[w->nfree++] = c->index;
+        SWS_ADD(w->ctr.active, (uint64_t)-1);
+        SWS_ADD(w->ctr.closed, 1);
+    }
+}
+
+static void conn_open(sws_worker *w, tl_handle h)
+{
+    if (w->nfree == 0) {
+        /* Cannot happen while slots = handle ceiling; closing is the safe answer. */
+        tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
+        return;
+    }
+    uint32_t i = w->free_idx[w->nfree - 1];
+    sws_conn *c = w->conns[i];
+    if (!c) {
+        /* Slots are allocated on first use and reused afterwards: the only
+         * allocation a connection ever causes, never one per request. */
+        c = malloc(sizeof(*c) + w->out_cap);
+        if (!c) {
+            tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
+            return;
+        }
+        w->conns[i] = c;
+    }
+    w->nfree--;
+    memset(c, 0, sizeof(*c));
+    c->index = i;
+    c->h = h;
+    c->live = true;
+    c->dl_kind = SWS_DL_FRESH;
+    c->deadline = tl_loop_now(w->loop) + w->srv->cfg->header_timeout_ms;
+    sws_http_parser_init(&c->parser, &w->srv->cfg->limits);
+    int fd = tl_handle_fd(w->loop, h);
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (w->access_log) {
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof(ss);
+            if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+                if (ss.ss_family == AF_INET)
+                    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer,
+                              sizeof(c->peer));
+                else if (ss.ss_family == AF_INET6)
+                    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer,
+                              sizeof(c->peer));
+            }
+        }
+    }
+    if (!c->peer[0])
+        strcpy(c->peer, "-");
+    list_add(w, c);
+    SWS_ADD(w->ctr.accepted, 1);
+    SWS_ADD(w->ctr.active, 1);
+    arm_recv(w, c);
+}
+
+static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes)
+{
+    if (w->clf_sec != w->date.sec) {
+        struct tm tm;
+        gmtime_r(&w->date.sec, &tm);
+        strftime(w->clf_date, sizeof(w->clf_date), "%d/%b/%Y:%H:%M:%S +0000", &tm);
+        w->clf_sec = w->date.sec;
+    }
+    const sws_http_request *r = &c->parser.req;
+    fprintf(w->access_log, "%s - - [%s] \"%s %s HTTP/%u.%u\" %d %u\n", c->peer, w->clf_date,
+            llhttp_method_name((llhttp_method_t)r->method), r->path, r->http_major, r->http_minor,
+            status, bytes);
+}
+
+static void set_idle_deadline(sws_worker *w, sws_conn *c)
+{
+    const sws_config *cfg = w->srv->cfg;
+    if (sws_http_partial(&c->parser)) {
+        c->dl_kind = SWS_DL_HEADER;
+        c->deadline = tl_loop_now(w->loop) + cfg->header_timeout_ms;
+    } else {
+        c->dl_kind = SWS_DL_IDLE;
+        c->deadline = tl_loop_now(w->loop) + cfg->keepalive_timeout_ms;
+    }
+}
+
+/* Appends the answer to a complete request; room was checked before feeding. */
+static void answer(sws_worker *w, sws_conn *c)
+{
+    const sws_http_request *r = &c->parser.req;
+    bool ka = r->keep_alive && !w->draining;
+    const char *src;
+    uint32_t n;
+    if (ka) {
+        src = w->resp.ka;
+        n = r->head ? w->resp.ka_head : w->resp.ka_len;
+    } else {
+        src = w->resp.close;
+        n = r->head ? w->resp.close_head : w->resp.close_len;
+        c->close_after = true;
+    }
+    memcpy(c->out + c->olen, src, n);
+    c->olen += n;
+    c->served++;
+    SWS_ADD(w->ctr.requests, 1);
+    if (w->access_log)
+        access_log(w, c, w->srv->cfg->status, n);
+}
+
+static int status_slot(int status)
+{
+    switch (status) {
+    case 400: return SWS_ST_400;
+    case 408: return SWS_ST_408;
+    case 413: return SWS_ST_413;
+    case 414: return SWS_ST_414;
+    case 431: return SWS_ST_431;
+    default: return SWS_ST_OTHER;
+    }
+}
+
+/* An error answer ends the connection: nothing after a bad request can be
+ * trusted to be framed right. */
+static void answer_error(sws_worker *w, sws_conn *c, int status)
+{
+    size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, false);
+    SWS_ADD(w->ctr.errors[status_slot(status)], 1);
+    c->close_after = true;
+    if (n == 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    c->olen += (uint32_t)n;
+}
+
+/* Parses from data[*off..len). Returns false when output is full and the rest
+ * must be held until a write completes. */
+static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off)
+{
+    while (*off < len) {
+        if (c->close_after || c->closing) {
+            *off = len;
+            break;
+        }
+        if (c->olen + w->resp_max > w->out_cap)
+            return false;
+        size_t used;
+        int st;
+        int rc = sws_http_feed(&c->parser, data + *off, len - *off, &used, &st);
+        if (rc == SWS_HTTP_NEED_MORE) {
+            *off = len;
+            if (c->dl_kind == SWS_DL_IDLE && sws_http_partial(&c->parser)) {
+                c->dl_kind = SWS_DL_HEADER;
+                c->deadline = tl_loop_now(w->loop) + w->srv->cfg->header_timeout_ms;
+            }
+            break;
+        }
+        if (rc == SWS_HTTP_REQUEST) {
+            *off += (uint32_t)used;
+            answer(w, c);
+            set_idle_deadline(w, c);
+            continue;
+        }
+        answer_error(w, c, st);
+        *off = len;
+        break;
+    }
+    return true;
+}
+
+static void flush(sws_worker *w, sws_conn *c)
+{
+    if (c->closing || c->write_inflight)
+        return;
+    if (c->olen > 0) {
+        tl_op op;
+        int rc = tl_write(w->loop, c->h, c->out, c->olen, SWS_TOKEN(c->index, SWS_T_WRITE), &op);
+        if (rc < 0) {
+            sws_conn_close(w, c);
+            return;
+        }
+        c->wlen = c->olen;
+        c->write_inflight = true;
+    } else if (c->close_after) {
+        sws_conn_close(w, c);
+    } else if (w->draining && !sws_http_partial(&c->parser) && c->hcount == 0 && c->served) {
+        /* Draining: an idle keep-alive connection is closed as soon as it is idle. */
+        sws_conn_close(w, c);
+    }
+}
+
+static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint32_t off,
+                 uint32_t len)
+{
+    if (c->hcount == SWS_HELD_MAX) {
+        /* The receive was cancelled when holding began; a peer that still
+         * outruns it is not reading its answers. */
+        release(w, id);
+        sws_conn_close(w, c);
+        return;
+    }
+    uint8_t slot = (uint8_t)((c->hhead + c->hcount) % SWS_HELD_MAX);
+    c->held[slot] = (sws_held){.id = id, .off = off, .len = len, .data = data};
+    c->hcount++;
+    if (!c->recv_paused) {
+        c->recv_paused = true;
+        if (c->recv_armed)
+            tl_cancel(w->loop, c->recv_op);
+    }
+}
+
+static void on_recv(sws_worker *w, const tl_completion *e)
+{
+    sws_conn *c = conn_of(w, e->token);
+    bool has_buf = (e->flags & TL_CQE_BUFFER) != 0;
+    if (!c) {
+        if (has_buf)
+            release(w, e->u.buf.id);
+        return;
+    }
+    bool final = (e->flags & TL_CQE_FINAL) != 0;
+    if (final)
+        c->recv_armed = false;
+    if (e->res > 0 && has_buf) {
+        SWS_ADD(w->ctr.bytes_in, (uint64_t)e->res);
+        const char *data = e->u.buf.data;
+        uint32_t len = (uint32_t)e->res, off = 0;
+        if (c->closing || c->close_after)
+            release(w, e->u.buf.id);
+        else if (c->hcount || c->recv_paused)
+            hold(w, c, e->u.buf.id, data, 0, len);
+        else if (consume(w, c, data, len, &off))
+            release(w, e->u.buf.id);
+        else
+            hold(w, c, e->u.buf.id, data, off, len);
+    } else if (has_buf) {
+        release(w, e->u.buf.id);
+    }
+    if (final && !c->closing) {
+        if (e->res == 0) {
+            /* The peer is done sending: answer what it asked, then close. */
+            c->close_after = true;
+        } else if (e->res == -ENOBUFS) {
+            SWS_ADD(w->ctr.recv_starved, 1);
+            if (!c->starved) {
+                c->starved = true;
+                c->starved_next = w->starved;
+                w->starved = c;
+            }
+        } else if (e->res < 0 && e->res != -ECANCELED) {
+            sws_conn_close(w, c);
+            return;
+        } else if (!c->recv_paused && !c->close_after) {
+            arm_recv(w, c);
+        }
+    }
+    flush(w, c);
+}
+
+static void on_write(sws_worker *w, const tl_completion *e)
+{
+    sws_conn *c = conn_of(w, e->token);
+    if (!c)
+        return;
+    c->write_inflight = false;
+    if (c->closing)
+        return;
+    if (e->res < 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    SWS_ADD(w->ctr.bytes_out, c->wlen);
+    if (c->olen > c->wlen)
+        memmove(c->out, c->out + c->wlen, c->olen - c->wlen);
+    c->olen -= c->wlen;
+    c->wlen = 0;
+    while (c->hcount && !c->closing) {
+        sws_held *h = &c->held[c->hhead];
+        uint32_t off = h->off;
+        if (!c->close_after && !consume(w, c, h->data, h->len, &off)) {
+            h->off = off;
+            break;
+        }
+        release(w, h->id);
+        c->hhead = (uint8_t)((c->hhead + 1) % SWS_HELD_MAX);
+        c->hcount--;
+    }
+    if (c->closing)
+        return;
+    if (c->hcount == 0 && c->recv_paused) {
+        c->recv_paused = false;
+        if (!c->close_after)
+            arm_recv(w, c);
+    }
+    flush(w, c);
+}
+
+static void on_closed(sws_worker *w, const tl_completion *e)
+{
+    uint32_t i = SWS_TOKEN_IDX(e->token);
+    if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
+        return;
+    sws_conn *c = w->conns[i];
+    c->live = false;
+    list_del(w, c);
+    w->free_idx[w->nfree++] = i;
+    SWS_ADD(w->ctr.active, (uint64_t)-1);
+    SWS_ADD(w->ctr.closed, 1);
+}
+
+static void rearm_starved(sws_worker *w)
+{
+    sws_conn *c = w->starved;
+    w->starved = NULL;
+    while (c) {
+        sws_conn *next = c->starved_next;
+        c->starved = false;
+        c->starved_next = NULL;
+        if (c->live && !c->closing && !c->recv_paused && !c->close_after)
+            arm_recv(w, c);
+        c = next;
+    }
+}
+
+static void arm_sweep(sws_worker *w)
+{
+    if (w->sweep_armed || w->done)
+        return;
+    if (tl_timer(w->loop, w->draining ? 100 : SWS_SWEEP_MS, SWS_TOKEN(0, SWS_T_SWEEP),
+                 &w->sweep_op) == 0)
+        w->sweep_armed = true;
+}
+
+/* Once a second: expire idle and slow connections (a per-connection timer
+ * per request would cost two operations per request), publish loop stats. */
+static void on_sweep(sws_worker *w, const tl_completion *e)
+{
+    w->sweep_armed = false;
+    w->sweep_cancelled = false;
+    if (e->res < 0) {
+        /* Cancelled because the worker looked finished; a late adoption may
+         * have given it work again. */
+        if (!sws_worker_finished(w))
+            arm_sweep(w);
+        return;
+    }
+    uint64_t now = tl_loop_now(w->loop);
+    for (sws_conn *c = w->active, *next; c; c = next) {
+        next = c->next;
+        if (c->closing || c->write_inflight || now < c->deadline)
+            continue;
+        if (sws_http_partial(&c->parser) && !c->close_after) {
+            if (c->olen + 512 <= w->out_cap) {
+                answer_error(w, c, 408);
+                flush(w, c);
+                continue;
+            }
+        }
+        sws_conn_close(w, c);
+    }
+    rearm_starved(w);
+    tl_loop_stats st;
+    tl_loop_get_stats(w->loop, &st);
+    atomic_store_explicit(&w->ctr.turns, st.turns, memory_order_relaxed);
+    atomic_store_explicit(&w->ctr.accept_pauses, st.accept_pauses, memory_order_relaxed);
+    if (!sws_worker_finished(w))
+        arm_sweep(w);
+}
+
+static void arm_accept(sws_worker *w)
+{
+    if (!w->listener || w->listener_closing)
+        return;
+    tl_op op;
+    if (tl_accept(w->loop, w->listener, TL_ACCEPT_MULTISHOT, SWS_TOKEN(0, SWS_T_ACCEPT), &op) < 0)
+        fprintf(stderr, "scalwsd: loop %d: cannot accept\n", w->index);
+}
+
+static void on_accept(sws_worker *w, const tl_completion *e)
+{
+    if (e->res >= 0 && e->u.accepted) {
+        if (w->srv->handoff) {
+            /* Handoff: this loop only accepts; the policy picks the worker. */
+            tl_handoff_dispatch(w->srv->handoff, w->loop, e->u.accepted, SWS_TOKEN(0, SWS_T_ADOPT));
+        } else {
+            conn_open(w, e->u.accepted);
+        }
+    }
+    if ((e->flags & TL_CQE_FINAL) && !w->draining && e->res != -ECANCELED)
+        arm_accept(w);
+}
+
+static void dispatch(sws_worker *w, const tl_completion *e)
+{
+    switch (SWS_TOKEN_TAG(e->token)) {
+    case SWS_T_RECV: on_recv(w, e); break;
+    case SWS_T_WRITE: on_write(w, e); break;
+    case SWS_T_ACCEPT: on_accept(w, e); break;
+    case SWS_T_ADOPT:
+        if (e->res >= 0 && e->u.accepted)
+            conn_open(w, e->u.accepted);
+        break;
+    case SWS_T_CLOSE: on_closed(w, e); break;
+    case SWS_T_SWEEP: on_sweep(w, e); break;
+    case SWS_T_POST:
+        if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
+            sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
+        break;
+    case SWS_T_LISTENER_CLOSE:
+        w->listener = 0;
+        w->listener_closing = false;
+        break;
+    default:
+        if (e->flags & TL_CQE_BUFFER)
+            release(w, e->u.buf.id);
+        break;
+    }
+}
+
+/* One turn and its dispatch. Returns false when the worker is finished. */
+static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms)
+{
+    int n = tl_loop_turn(w->loop, timeout_ms, cq, SWS_CQ_BATCH);
+    if (n < 0 && n != -EINTR) {
+        fprintf(stderr, "scalwsd: loop %d: turn failed: %s\n", w->index, tl_strerror(n));
+        return false;
+    }
+    if (sws_date_refresh(&w->date))
+        sws_respond_refresh(&w->resp, w->srv->cfg, &w->date);
+    w->released = 0;
+    for (int i = 0; i < n; i++)
+        dispatch(w, &cq[i]);
+    if (w->released && w->starved)
+        rearm_starved(w);
+    if (sws_worker_finished(w)) {
+        if (w->sweep_armed && !w->sweep_cancelled) {
+            tl_cancel(w->loop, w->sweep_op);
+            w->sweep_cancelled = true;
+        }
+        if (!tl_loop_alive(w->loop)) {
+            w->done = true;
+            return false;
+        }
+    }
+    return true;
+}
+
+static void signal_done(sws_server *s)
+{
+    uint64_t one = 1;
+    ssize_t r = write(s->done_fd, &one, sizeof(one));
+    (void)r;
+}
+
+static void *worker_main(void *arg)
+{
+    sws_worker *w = arg;
+    tl_completion cq[SWS_CQ_BATCH];
+    while (worker_turn(w, cq, -1)) {
+    }
+    signal_done(w->srv);
+    return NULL;
+}
+
+/* The shared baseline (event_loops = 0): several threads take turns on one
+ * loop. turnloop allows one thread at a time per loop, so the lock is held for
+ * a whole turn and its dispatch: leader/followers over one wait set. */
+static void *shared_main(void *arg)
+{
+    sws_server *s = arg;
+    sws_worker *w = &s->workers[0];
+    tl_completion cq[SWS_CQ_BATCH];
+    for (;;) {
+        pthread_mutex_lock(&s->shared_lock);
+        bool more = !w->done && worker_turn(w, cq, 100);
+        pthread_mutex_unlock(&s->shared_lock);
+        if (!more)
+            break;
+    }
+    signal_done(s);
+    return NULL;
+}
+
+static int pin_thread(pthread_t t, int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return -pthread_setaffinity_np(t, sizeof(set), &set);
+}
+
+static int open_shared_fd(const sws_config *cfg, char *err, size_t errlen)
+{
+    int fd = socket(cfg->listen.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)&cfg->listen.ss, cfg->listen.len) < 0 ||
+        listen(fd, SOMAXCONN) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    (void)err;
+    (void)errlen;
+    return fd;
+}
+
+static int init_worker(sws_server *s, sws_worker *w, int index)
+{
+    const sws_config *cfg = s->cfg;
+    w->index = index;
+    w->srv = s;
+    w->cpu = -1;
+    w->nslots = cfg->max_connections + 2;
+    w->conns = calloc(w->nslots, sizeof(*w->conns));
+    w->free_idx = malloc(w->nslots * sizeof(*w->free_idx));
+    if (!w->conns || !w->free_idx)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < w->nslots; i++)
+        w->free_idx[i] = w->nslots - 1 - i;
+    w->nfree = w->nslots;
+    sws_date_init(&w->date);
+    int rc = sws_respond_init(&w->resp, cfg, &w->date);
+    if (rc < 0)
+        return rc;
+    w->resp_max = (uint32_t)w->resp.cap;
+    if (w->resp_max < 512)
+        w->resp_max = 512;
+    w->out_cap = 16384;
+    if (w->out_cap < 4 * w->resp_max)
+        w->out_cap = 4 * w->resp_max;
+    if (cfg->access_log[0]) {
+        w->access_log = fopen(cfg->access_log, "a");
+        if (!w->access_log)
+            return -errno;
+        /* One write per line: lines of several loops never interleave. */
+        setvbuf(w->access_log, NULL, _IOLBF, 0);
+    }
+    tl_loop_options o = {0};
+    /* The listener and a spare on top of the connections: accepting pauses at
+     * the ceiling (turnloop#77) instead of dropping. */
+    o.max_handles = cfg->max_connections + 2;
+    o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
+                : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
+                                                    : TL_BACKEND_AUTO;
+    o.recv_buffers = 256;
+    o.recv_buffer_size = 16384;
+    return tl_loop_new(&w->loop, &o);
+}
+
+int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen)
+{
+    int rc;
+    memset(s, 0, sizeof(*s));
+    s->cfg = cfg;
+    s->shared_fd = -1;
+    s->started_ms = sws_now_ms();
+    pthread_mutex_init(&s->shared_lock, NULL);
+    sws_cpus_probe(&s->cpus);
+    s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->done_fd < 0) {
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
+        return -errno;
+    }
+    if (cfg->event_loops == 0) {
+        s->shared = true;
+        s->nloops = 1;
+        s->nthreads = cfg->worker_threads > 0 ? cfg->worker_threads : s->cpus.available;
+    } else {
+        s->nloops = cfg->event_loops > 0 ? cfg->event_loops : s->cpus.available;
+        s->nthreads = s->nloops;
+    }
+    s->pinned = !s->shared && s->nloops <= s->cpus.in_mask;
+    s->workers = calloc((size_t)s->nloops, sizeof(*s->workers));
+    s->loops = calloc((size_t)s->nloops, sizeof(*s->loops));
+    if (!s->workers || !s->loops)
+        return -ENOMEM;
+    for (int i = 0; i < s->nloops; i++) {
+        rc = init_worker(s, &s->workers[i], i);
+        if (rc < 0) {
+            snprintf(err, errlen, "cannot create loop %d (backend %s): %s", i,
+                     sws_backend_name(cfg->backend), tl_strerror(rc));
+            return rc;
+        }
+        s->loops[i] = s->workers[i].loop;
+    }
+    s->backend = tl_loop_backend(s->loops[0]);
+
+    sws_accept_route route = s->shared ? SWS_ACCEPT_ACCEPTOR : cfg->accept;
+    const struct sockaddr *addr = (const struct sockaddr *)&cfg->listen.ss;
+    switch (route) {
+    case SWS_ACCEPT_REUSE_PORT: {
+        tl_handle hs[s->nloops];
+        rc = tl_route_reuse_port(s->loops, s->nloops, addr, cfg->listen.len, 0, hs);
+        if (rc < 0)
+            break;
+        for (int i = 0; i < s->nloops; i++)
+            s->workers[i].listener = hs[i];
+        break;
+    }
+    case SWS_ACCEPT_HANDOFF: {
+        tl_listen_options lo = {.reuse_port = TL_REUSE_PORT_NO};
+        rc = tl_listen(s->loops[0], addr, cfg->listen.len, &lo, &s->workers[0].listener);
+        if (rc < 0)
+            break;
+        rc = tl_handoff_new(&s->handoff, s->loops, s->nloops, TL_HANDOFF_LEAST_LOADED);
+        break;
+    }
+    case SWS_ACCEPT_EXCLUSIVE:
+    case SWS_ACCEPT_HERD:
+    case SWS_ACCEPT_ACCEPTOR:
+        rc = open_shared_fd(cfg, err, errlen);
+        if (rc < 0)
+            break;
+        s->shared_fd = rc;
+        rc = 0;
+        if (route == SWS_ACCEPT_ACCEPTOR)
+            break;
+        for (int i = 0; i < s->nloops && rc == 0; i++)
+            rc = tl_listen_shared(s->loops[i], s->shared_fd,
+                                  route == SWS_ACCEPT_EXCLUSIVE ? TL_SHARED_EXCLUSIVE : 0,
+                                  &s->workers[i].listener);
+        break;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: cannot listen on %s (accept %s): %s", cfg->listen_origin,
+                 cfg->listen.text, sws_accept_name(route),
+                 rc == -EADDRINUSE ? "address already in use" : tl_strerror(rc));
+        return rc;
+    }
+    for (int i = 0; i < s->nloops; i++) {
+        arm_accept(&s->workers[i]);
+        arm_sweep(&s->workers[i]);
+    }
+    if (route == SWS_ACCEPT_ACCEPTOR) {
+        rc = tl_acceptor_start(&s->acceptor, s->shared_fd, s->nthreads, s->loops, s->nloops,
+                               TL_HANDOFF_LEAST_LOADED, SWS_TOKEN(0, SWS_T_ADOPT));
+        if (rc < 0) {
+            snprintf(err, errlen, "cannot start acceptor threads: %s", tl_strerror(rc));
+            return rc;
+        }
+    }
+
+    fprintf(stderr,
+            "scalwsd %s: %s%d loop%s (%s; affinity %d CPU%s, quota %s%d), %d thread%s, accept %s, "
+            "backend %s, listening on %s\n",
+            SWS_VERSION, s->shared ? "shared model, " : "", s->nloops, s->nloops == 1 ? "" : "s",
+            cfg->event_loops < 0 ? "auto" : "configured", s->cpus.in_mask,
+            s->cpus.in_mask == 1 ? "" : "s", s->cpus.quota_cpus ? "" : "none/",
+            s->cpus.quota_cpus, s->nthreads, s->nthreads == 1 ? "" : "s", sws_accept_name(route),
+            s->backend, cfg->listen.text);
+    if (!s->pinned && !s->shared)
+        fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
+                s->cpus.in_mask);
+
+    if (s->shared) {
+        s->threads = calloc((size_t)s->nthreads, sizeof(*s->threads));
+        for (int i = 0; i < s->nthreads; i++)
+            pthread_create(&s->threads[i], NULL, shared_main, s);
+    } else {
+        for (int i = 0; i < s->nloops; i++) {
+            sws_worker *w = &s->workers[i];
+            rc = -pthread_create(&w->thread, NULL, worker_main, w);
+            if (rc < 0) {
+                snprintf(err, errlen, "cannot start loop thread %d: %s", i, strerror(-rc));
+                return rc;
+            }
+            if (s->pinned) {
+                w->cpu = s->cpus.list[i];
+                if (pin_thread(w->thread, w->cpu) < 0)
+                    w->cpu = -1;
+            }
+        }
+    }
+    return 0;
+}
+
+void sws_server_free(sws_server *s)
+{
+    if (s->shared) {
+        for (int i = 0; i < s->nthreads; i++)
+            pthread_join(s->threads[i], NULL);
+        free(s->threads);
+    } else {
+        for (int i = 0; i < s->nloops; i++)
+            if (s->workers[i].thread)
+                pthread_join(s->workers[i].thread, NULL);
+    }
+    if (s->acceptor)
+        tl_acceptor_stop(s->acceptor);
+    if (s->handoff)
+        tl_handoff_free(s->handoff);
+    for (int i = 0; i < s->nloops; i++) {
+        sws_worker *w = &s->workers[i];
+        if (w->loop)
+            tl_loop_free(w->loop);
+        for (uint32_t k = 0; k < w->nslots && w->conns; k++)
+            free(w->conns[k]);
+        free(w->conns);
+        free(w->free_idx);
+        sws_respond_free(&w->resp);
+        if (w->access_log)
+            fclose(w->access_log);
+    }
+    if (s->shared_fd >= 0)
+        close(s->shared_fd);
+    close(s->done_fd);
+    free(s->workers);
+    free(s->loops);
+}

@@ -1,0 +1,191 @@
+/* scalwsd's internal types: the server, its per-core workers (one loop each)
+ * and their connections. A connection and everything it points to belong to
+ * one worker's thread; the control thread reads only the atomic counters. */
+#ifndef SWS_H
+#define SWS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "cpu.h"
+#include "sws_http.h"
+#include "turnloop.h"
+
+#define SWS_VERSION "0.1.0"
+
+/* Single writer (the worker), many readers (the control thread): a relaxed
+ * load + store is enough and costs a plain add, never a locked one. */
+typedef _Atomic uint64_t sws_ctr;
+#define SWS_ADD(c, n)                                                                              \
+    atomic_store_explicit(&(c), atomic_load_explicit(&(c), memory_order_relaxed) + (n),          \
+                          memory_order_relaxed)
+#define SWS_GET(c) atomic_load_explicit(&(c), memory_order_relaxed)
+
+enum { SWS_ST_400, SWS_ST_408, SWS_ST_413, SWS_ST_414, SWS_ST_431, SWS_ST_OTHER, SWS_ST_N };
+
+typedef struct sws_counters {
+    sws_ctr requests;
+    sws_ctr accepted;
+    sws_ctr closed;
+    sws_ctr active;
+    sws_ctr bytes_in;
+    sws_ctr bytes_out;
+    sws_ctr errors[SWS_ST_N];
+    sws_ctr forced; /* closed by the drain timeout */
+    sws_ctr turns;
+    sws_ctr accept_pauses;
+    sws_ctr recv_starved;
+} sws_counters;
+
+/* Token layout: connection index << 8 | tag. */
+enum sws_tag {
+    SWS_T_ACCEPT = 1,
+    SWS_T_RECV,
+    SWS_T_WRITE,
+    SWS_T_CLOSE,
+    SWS_T_ADOPT,
+    SWS_T_SWEEP,
+    SWS_T_POST,
+    SWS_T_LISTENER_CLOSE,
+};
+#define SWS_TOKEN(idx, tag) (((uint64_t)(idx) << 8) | (uint64_t)(tag))
+#define SWS_TOKEN_IDX(t) ((uint32_t)((t) >> 8))
+#define SWS_TOKEN_TAG(t) ((unsigned)((t)&0xffu))
+
+/* Messages from the control thread (tl_loop_post, value). */
+enum { SWS_MSG_DRAIN = 1, SWS_MSG_FORCE = 2 };
+
+enum sws_deadline { SWS_DL_IDLE = 0, SWS_DL_HEADER, SWS_DL_FRESH };
+
+#define SWS_HELD_MAX 8
+
+typedef struct sws_held {
+    uint32_t id;
+    uint32_t off;
+    uint32_t len;
+    const char *data;
+} sws_held;
+
+typedef struct sws_conn {
+    uint32_t index;
+    tl_handle h;
+    tl_op recv_op;
+    bool live;         /* between open and the close completion */
+    bool recv_armed;
+    bool recv_paused;  /* recv cancelled because output is full */
+    bool write_inflight;
+    bool close_after;  /* close once the output is flushed; ignore further input */
+    bool closing;      /* tl_close issued */
+    bool starved;      /* waits for a loop buffer to re-arm its receive */
+    uint8_t dl_kind;
+    uint64_t deadline;
+    uint64_t served;
+    uint32_t wlen; /* bytes of out in flight */
+    uint32_t olen; /* bytes of out filled (>= wlen) */
+    uint8_t hhead, hcount;
+    sws_held held[SWS_HELD_MAX];
+    struct sws_conn *prev, *next; /* the worker's active list */
+    struct sws_conn *starved_next;
+    sws_http_parser parser;
+    char peer[48]; /* for the access log only */
+    char out[];    /* worker->out_cap bytes */
+} sws_conn;
+
+/* The prebuilt respond answer: head + body, for keep-alive and for close,
+ * rebuilt when the Date changes (once a second at most). */
+typedef struct sws_respond {
+    char *ka;
+    char *close;
+    uint32_t ka_len, ka_head;
+    uint32_t close_len, close_head;
+    uint32_t date_version;
+    size_t cap;
+} sws_respond;
+
+struct sws_server;
+
+typedef struct sws_worker {
+    int index;
+    int cpu; /* pinned CPU, or -1 */
+    pthread_t thread;
+    struct sws_server *srv;
+    tl_loop *loop;
+    tl_handle listener; /* 0 when the loop has none */
+    bool listener_closing;
+    tl_op sweep_op;
+    bool sweep_armed;
+    bool sweep_cancelled;
+    bool draining;
+    bool forced;
+    bool done;
+    uint64_t drain_at;
+    sws_conn **conns;
+    uint32_t nslots;
+    uint32_t *free_idx;
+    uint32_t nfree;
+    uint32_t out_cap;
+    sws_conn *active; /* list head */
+    sws_conn *starved;
+    uint32_t released; /* buffers given back this turn */
+    sws_date_cache date;
+    sws_respond resp;
+    uint32_t resp_max; /* the longest answer this loop may append */
+    char clf_date[32];
+    time_t clf_sec;
+    FILE *access_log;
+    sws_counters ctr;
+} sws_worker;
+
+typedef struct sws_server {
+    const sws_config *cfg;
+    sws_cpus cpus;
+    bool shared;  /* event_loops = 0: one loop turned by nthreads threads */
+    int nloops;   /* loops (1 when shared) */
+    int nthreads; /* threads turning loops */
+    bool pinned;
+    sws_worker *workers;
+    tl_loop **loops;
+    tl_handoff *handoff;
+    tl_acceptor *acceptor;
+    int shared_fd; /* the listening socket of exclusive/herd/acceptor, or -1 */
+    pthread_mutex_t shared_lock;
+    pthread_t *threads; /* shared model */
+    int done_fd;        /* eventfd: a worker thread has finished */
+    _Atomic int drain;  /* 0 serving, 1 draining, 2 forced */
+    uint64_t started_ms;
+    const char *backend;
+} sws_server;
+
+/* serve.c */
+int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen);
+void sws_server_free(sws_server *s);
+uint64_t sws_now_ms(void);
+
+/* respond.c */
+int sws_respond_init(sws_respond *r, const sws_config *cfg, const sws_date_cache *date);
+void sws_respond_refresh(sws_respond *r, const sws_config *cfg, const sws_date_cache *date);
+void sws_respond_free(sws_respond *r);
+
+/* drain.c: loop side */
+void sws_worker_drain(sws_worker *w, bool force);
+bool sws_worker_finished(sws_worker *w);
+/* drain.c: control side */
+void sws_drain_begin(sws_server *s);
+void sws_drain_force(sws_server *s);
+/* The control thread's loop: signals, admin, the drain timer. Returns the exit
+ * status once every worker has finished. */
+int sws_control_run(sws_server *s, int sigfd, int admin_fd);
+
+/* admin.c: control thread */
+int sws_admin_open(const sws_config *cfg, char *err, size_t errlen);
+void sws_admin_serve_one(sws_server *s, int listen_fd);
+
+/* conn helpers shared by serve.c and drain.c */
+void sws_conn_close(sws_worker *w, sws_conn *c);
+void sws_conn_try_finish(sws_worker *w, sws_conn *c);
+
+#endif

@@ -1,0 +1,160 @@
+/* Unit tests of scalwsd's config loader: defaults with no file, every error is
+ * one line naming file, line and key, and the cgroup cpu.max rounding. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include "config.h"
+#include "cpu.h"
+
+static char path[512];
+
+static const char *write_ini(const char *text)
+{
+    const char *dir = getenv("SWS_TEST_TMP");
+    snprintf(path, sizeof(path), "%s/sws_config_test.ini", dir ? dir : "/tmp");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void config_defaults_serve_respond_on_8080(void **state)
+{
+    (void)state;
+    static sws_config c;
+    sws_config_defaults(&c);
+    assert_int_equal(c.event_loops, -1);
+    assert_int_equal(c.accept, SWS_ACCEPT_REUSE_PORT);
+    assert_int_equal(c.status, 200);
+    assert_true(c.body_len > 0);
+    struct sockaddr_in *a = (struct sockaddr_in *)&c.listen.ss;
+    assert_int_equal(a->sin_family, AF_INET);
+    assert_int_equal(ntohs(a->sin_port), 8080);
+    assert_int_equal(ntohl(a->sin_addr.s_addr), 0x7f000001);
+    assert_int_equal(c.limits.header_bytes, 8192);
+    assert_int_equal(c.limits.header_count, 100);
+    assert_false(c.admin_enabled);
+}
+
+static void config_file_sets_every_section(void **state)
+{
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    sws_config_defaults(&c);
+    const char *p = write_ini("[server]\nlisten = 127.0.0.1:9999\nevent_loops = 3\n"
+                              "accept = handoff\nbackend = epoll\ndrain_timeout = 500ms\n"
+                              "[respond]\nstatus = 201\nbody = hi\\n\ncontent_type = text/x\n"
+                              "[limits]\nheader_bytes = 4k\nbody_size = 1m\n"
+                              "keepalive_timeout = 5\n[admin]\nlisten = 127.0.0.1:9998\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), 0);
+    assert_int_equal(c.event_loops, 3);
+    assert_int_equal(c.accept, SWS_ACCEPT_HANDOFF);
+    assert_int_equal(c.backend, SWS_BACKEND_EPOLL);
+    assert_int_equal(c.drain_timeout_ms, 500);
+    assert_int_equal(c.status, 201);
+    assert_int_equal(c.body_len, 3);
+    assert_memory_equal(c.body, "hi\n", 3);
+    assert_int_equal(c.limits.header_bytes, 4096);
+    assert_int_equal(c.limits.body_size, 1 << 20);
+    assert_int_equal(c.keepalive_timeout_ms, 5000);
+    assert_true(c.admin_enabled);
+    assert_non_null(strstr(c.listen_origin, ":2: [server] listen"));
+}
+
+static void config_unknown_key_names_file_line_key(void **state)
+{
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    sws_config_defaults(&c);
+    const char *p = write_ini("[server]\nlisten = 127.0.0.1:1\n\nevnt_loops = 2\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    char want[600];
+    snprintf(want, sizeof(want), "%s:4: [server] evnt_loops: unknown key", p);
+    assert_string_equal(err, want);
+}
+
+static void config_bad_value_names_file_line_key(void **state)
+{
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    sws_config_defaults(&c);
+    const char *p = write_ini("[server]\naccept = round-robin\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: [server] accept: bad value 'round-robin'"));
+    sws_config_defaults(&c);
+    p = write_ini("[limits]\nheader_count = many\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: [limits] header_count:"));
+    sws_config_defaults(&c);
+    p = write_ini("[nope]\nx = 1\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: [nope] x: unknown section"));
+    sws_config_defaults(&c);
+    p = write_ini("[server]\nthis is not ini\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: syntax error"));
+    assert_null(strchr(err, '\n'));
+}
+
+static void config_missing_file_is_an_error(void **state)
+{
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    sws_config_defaults(&c);
+    assert_int_equal(sws_config_load(&c, "/nonexistent/scalwsd.ini", err, sizeof(err)), -ENOENT);
+    assert_non_null(strstr(err, "/nonexistent/scalwsd.ini: cannot open"));
+}
+
+static void config_addresses(void **state)
+{
+    (void)state;
+    sws_addr a;
+    assert_int_equal(sws_parse_addr("[::1]:80", &a), 0);
+    assert_int_equal(a.ss.ss_family, AF_INET6);
+    assert_int_equal(sws_parse_addr(":8080", &a), 0);
+    assert_int_equal(sws_parse_addr("8080", &a), 0);
+    assert_int_equal(sws_parse_addr("127.0.0.1:99999", &a), -EINVAL);
+    assert_int_equal(sws_parse_addr("127.0.0.1:", &a), -EINVAL);
+}
+
+static void cpu_max_quota_rounds_up(void **state)
+{
+    (void)state;
+    assert_int_equal(sws_cpu_max_parse("max 100000\n"), 0);
+    assert_int_equal(sws_cpu_max_parse("150000 100000\n"), 2);
+    assert_int_equal(sws_cpu_max_parse("100000 100000\n"), 1);
+    assert_int_equal(sws_cpu_max_parse("50000 100000\n"), 1);
+    assert_int_equal(sws_cpu_max_parse("300001 100000\n"), 4);
+    sws_cpus cpus;
+    assert_int_equal(sws_cpus_probe(&cpus), 0);
+    assert_true(cpus.available >= 1 && cpus.available <= cpus.in_mask);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(config_defaults_serve_respond_on_8080),
+        cmocka_unit_test(config_file_sets_every_section),
+        cmocka_unit_test(config_unknown_key_names_file_line_key),
+        cmocka_unit_test(config_bad_value_names_file_line_key),
+        cmocka_unit_test(config_missing_file_is_an_error),
+        cmocka_unit_test(config_addresses),
+        cmocka_unit_test(cpu_max_quota_rounds_up),
+    };
+    return cmocka_run_group_tests_name("sws_config", tests, NULL, NULL);
+}
