@@ -1,0 +1,344 @@
+/* turnloop: one completion-based event loop per thread, turned by its host.
+ *
+ * The host calls tl_loop_turn() and receives a batch of completion records; no
+ * user callback ever runs inside the loop. A loop owns its handles: a transport
+ * lives on one loop until the host moves it with tl_detach()/tl_attach().
+ *
+ * Conventions for every function below:
+ *   - Errors are returned as a negative errno (-EAGAIN would block, -EMFILE the
+ *     handle ceiling, -ENOSPC the operation ceiling, -EOPNOTSUPP unsupported,
+ *     -ENOENT a stale id, -EINVAL an id of another loop). Never -1 plus errno.
+ *   - Threading: a loop is used by one thread at a time, the thread that turns it
+ *     (handing a loop to a new thread needs the usual happens-before, such as
+ *     pthread_create). Only the functions marked "any thread" may be called
+ *     concurrently from other threads.
+ *   - Ownership is stated per function: who allocates, who frees.
+ */
+#ifndef TURNLOOP_H
+#define TURNLOOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if !defined(__linux__)
+#error "turnloop: only Linux is supported so far (epoll, io_uring); kqueue is a backend yet to be written"
+#endif
+
+#define TL_VERSION_STRING "0.1.0"
+
+typedef struct tl_loop tl_loop;
+
+/* Generational ids. 0 is never a valid id. An id carries the slot, a generation
+ * and the loop's tag, so a stale id (-ENOENT) or one from another loop (-EINVAL)
+ * is refused, never acted on. */
+typedef uint64_t tl_handle;
+typedef uint64_t tl_op;
+
+typedef enum tl_backend_kind {
+    TL_BACKEND_AUTO = 0, /* io_uring where it works, else epoll */
+    TL_BACKEND_EPOLL,
+    TL_BACKEND_URING,
+} tl_backend_kind;
+
+/* Not a bool: which behaviour of a shared port the caller asks for.
+ * Linux: SHARE and DISTRIBUTE are both SO_REUSEPORT (a variant states a floor,
+ * not a ceiling). FreeBSD would map DISTRIBUTE to SO_REUSEPORT_LB. A platform
+ * that cannot distribute refuses DISTRIBUTE with -EOPNOTSUPP and leaves nothing
+ * behind. There is no third outcome. */
+typedef enum tl_reuse_port {
+    TL_REUSE_PORT_NO = 0,
+    TL_REUSE_PORT_SHARE,      /* duplicate bind allowed; nothing promised about delivery */
+    TL_REUSE_PORT_DISTRIBUTE, /* duplicate bind allowed and connections spread by the kernel */
+} tl_reuse_port;
+
+typedef enum tl_op_kind {
+    TL_OP_NONE = 0,
+    TL_OP_ACCEPT,  /* u.accepted is the new handle */
+    TL_OP_CONNECT, /* res 0 on success */
+    TL_OP_READ,    /* res bytes into the caller's buffer; 0 is end of stream */
+    TL_OP_RECV,    /* multishot receive into loop-owned buffers: u.buf */
+    TL_OP_WRITE,   /* res: all bytes written, or an error */
+    TL_OP_TIMER,   /* res 0 when it fired */
+    TL_OP_CLOSE,   /* the handle is gone; reported once, after its operations */
+    TL_OP_POST,    /* a message posted with tl_loop_post(): u.msg */
+    TL_OP_ADOPT,   /* a transport posted with tl_loop_post_transport(): u.accepted */
+} tl_op_kind;
+
+/* Completion flags. */
+#define TL_CQE_FINAL 0x1u  /* the operation is over; its id is now stale */
+#define TL_CQE_BUFFER 0x2u /* u.buf holds a loop buffer: give it back with tl_buffer_release() */
+
+typedef struct tl_buffer_ref {
+    void *data; /* owned by the loop; valid until tl_buffer_release() */
+    uint32_t id;
+} tl_buffer_ref;
+
+typedef struct tl_message {
+    uint64_t value;
+    void *ptr;
+} tl_message;
+
+/* One completion record. Plain data, copied into the host's array. */
+typedef struct tl_completion {
+    uint64_t token;   /* the caller's, as given when the operation started */
+    tl_op op;         /* 0 for TL_OP_CLOSE, TL_OP_POST and TL_OP_ADOPT */
+    tl_handle handle; /* the handle the operation ran on; 0 for timers and posts */
+    int32_t res;      /* >= 0 success (bytes, or 0); < 0 a negative errno (-ECANCELED) */
+    uint16_t kind;    /* tl_op_kind */
+    uint16_t flags;   /* TL_CQE_* */
+    union {
+        tl_handle accepted; /* TL_OP_ACCEPT, TL_OP_ADOPT: the new connection's handle */
+        tl_buffer_ref buf;  /* TL_OP_RECV with TL_CQE_BUFFER */
+        tl_message msg;     /* TL_OP_POST */
+    } u;
+} tl_completion;
+
+typedef struct tl_loop_options {
+    uint32_t max_handles;    /* 0 = unlimited (tables grow); else preallocated, -EMFILE past it */
+    uint32_t max_operations; /* 0 = unlimited; else preallocated, -ENOSPC past it */
+    tl_backend_kind backend;
+    uint32_t recv_buffers;     /* loop-owned buffers for TL_OP_RECV; 0 = 64 */
+    uint32_t recv_buffer_size; /* bytes each; 0 = 16384 */
+    unsigned flags;            /* TL_LOOP_* */
+} tl_loop_options;
+
+/* Simulates a platform whose SO_REUSEPORT does not distribute (macOS, OpenBSD),
+ * so that tests can show DISTRIBUTE refused with nothing left behind. The
+ * capability is per loop, never process-wide. */
+#define TL_LOOP_NO_DISTRIBUTE 0x1u
+
+/* Counters a host may read from the loop's own thread. Monotonic. */
+typedef struct tl_loop_stats {
+    uint64_t turns;
+    uint64_t waits;              /* OS waits made (at most one per turn) */
+    uint64_t accepted;           /* connections accepted by this loop */
+    uint64_t adopted;            /* transports adopted from tl_loop_post_transport() */
+    uint64_t spurious_wakeups;   /* a wake for a shared listener with nothing to accept */
+    uint64_t accept_pauses;      /* times accepting paused at the handle ceiling */
+    uint64_t accept_errors;      /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
+    uint64_t recv_buffer_starved; /* TL_OP_RECV ended with -ENOBUFS: no loop buffer free */
+} tl_loop_stats;
+
+/* ---- loops ------------------------------------------------------------- */
+
+/* Creates a loop. Allocates; free with tl_loop_free(). opts may be NULL.
+ * A backend asked for by name that cannot run is an error (-ENOSYS, -EPERM,
+ * -EOPNOTSUPP), never a silent fallback; TL_BACKEND_AUTO falls back to epoll. */
+int tl_loop_new(tl_loop **out, const tl_loop_options *opts);
+
+/* Frees the loop and everything it still holds (open descriptors are closed,
+ * pending operations are dropped without completions). Call after the loop is
+ * not alive for an orderly shutdown. */
+void tl_loop_free(tl_loop *loop);
+
+/* One turn: at most one OS wait (none when completions are already queued),
+ * then up to cap completions are copied into out. timeout_ms < 0 waits without
+ * limit, 0 polls. Returns the number of records (>= 0) or a negative errno. */
+int tl_loop_turn(tl_loop *loop, int timeout_ms, tl_completion *out, int cap);
+
+/* Handles + pending operations + undelivered completions + queued posts. A loop
+ * that is not alive has nothing left to report. */
+int tl_loop_alive(const tl_loop *loop);
+
+/* Number of open handles, and the ceiling (0 = unlimited). */
+uint32_t tl_loop_handles(const tl_loop *loop);
+uint32_t tl_loop_max_handles(const tl_loop *loop);
+
+/* "epoll" or "uring": what the loop really runs on. Static string. */
+const char *tl_loop_backend(const tl_loop *loop);
+
+void tl_loop_get_stats(const tl_loop *loop, tl_loop_stats *out);
+
+/* Any thread. Approximate load: open handles plus transports queued to adopt.
+ * Used by least-loaded placement; a relaxed atomic read. */
+uint32_t tl_loop_load(const tl_loop *loop);
+
+/* Any thread. Makes the current or next tl_loop_turn() return without waiting. */
+void tl_loop_wake(tl_loop *loop);
+
+/* Any thread. Queues a message; the loop reports it as a TL_OP_POST completion
+ * with the given token. The loop copies msg. -ENOMEM if the queue cannot grow. */
+int tl_loop_post(tl_loop *loop, uint64_t token, const tl_message *msg);
+
+/* ---- handles ----------------------------------------------------------- */
+
+typedef struct tl_listen_options {
+    tl_reuse_port reuse_port;
+    int backlog; /* 0 = SOMAXCONN */
+} tl_listen_options;
+
+/* Binds and listens; the loop owns the socket. On error nothing is left behind:
+ * no socket, no handle. A DISTRIBUTE listener on a platform that cannot
+ * distribute is refused with -EOPNOTSUPP. */
+int tl_listen(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
+              const tl_listen_options *opts, tl_handle *out);
+
+/* Sharing one listening socket between loops, the baselines of DESIGN.md. */
+#define TL_SHARED_EXCLUSIVE 0x1u /* EPOLLEXCLUSIVE: the kernel wakes one waiting loop */
+
+/* Adopts an existing listening socket that other loops share. The loop dup()s
+ * fd and owns only its duplicate; the caller keeps fd. Without
+ * TL_SHARED_EXCLUSIVE every loop is woken for every connection (the herd).
+ * A backend that cannot honour TL_SHARED_EXCLUSIVE refuses it with -EOPNOTSUPP. */
+int tl_listen_shared(tl_loop *loop, int fd, unsigned flags, tl_handle *out);
+
+/* Adopts a connected stream socket (from accept4 or socketpair) as a handle.
+ * The loop takes ownership of fd, even on error (it is closed then). */
+int tl_adopt_fd(tl_loop *loop, int fd, tl_handle *out);
+
+/* The socket's local address (for a listener bound to port 0). */
+int tl_handle_sockname(tl_loop *loop, tl_handle h, struct sockaddr_storage *out, socklen_t *len);
+int tl_handle_peername(tl_loop *loop, tl_handle h, struct sockaddr_storage *out, socklen_t *len);
+
+/* The descriptor, for setsockopt and the like. Owned by the loop: never close it. */
+int tl_handle_fd(tl_loop *loop, tl_handle h);
+
+/* Closes a handle: every pending operation completes as -ECANCELED, then one
+ * TL_OP_CLOSE completion with token is reported. The handle counts against the
+ * ceiling until that completion has been delivered. */
+int tl_close(tl_loop *loop, tl_handle h, uint64_t token);
+
+/* ---- operations ---------------------------------------------------------- */
+
+/* Accepting. Single-shot: one TL_OP_ACCEPT completion, final. At the handle
+ * ceiling it completes with -EMFILE and leaves the connection in the kernel's
+ * queue (the seed's ResourceLimit: loud, and nothing is dropped).
+ * With TL_ACCEPT_MULTISHOT it completes once per connection without
+ * TL_CQE_FINAL; at the ceiling it pauses, leaving the rest queued in the
+ * kernel, and resumes by itself when a handle is freed (turnloop#77). */
+#define TL_ACCEPT_MULTISHOT 0x1u
+int tl_accept(tl_loop *loop, tl_handle listener, unsigned flags, uint64_t token, tl_op *out);
+
+/* Creates a stream handle and connects it. Non-blocking; TL_OP_CONNECT reports
+ * the outcome. *out_handle is valid at once (operations may be queued on it). */
+int tl_connect(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen, uint64_t token,
+               tl_handle *out_handle, tl_op *out);
+
+/* Reads once into buf. buf is the caller's and must stay valid until the final
+ * completion. res 0 is the end of the stream. */
+int tl_read(tl_loop *loop, tl_handle h, void *buf, uint32_t len, uint64_t token, tl_op *out);
+
+/* Multishot receive into loop-owned buffers: one TL_OP_RECV completion per
+ * arrival, each with TL_CQE_BUFFER; the host returns each buffer with
+ * tl_buffer_release(). Ends (final) on end of stream (res 0), an error, cancel,
+ * or -ENOBUFS when the loop has no free buffer (re-arm after releasing some). */
+int tl_recv(tl_loop *loop, tl_handle h, uint64_t token, tl_op *out);
+
+/* Returns a buffer received through TL_OP_RECV. Loop thread only. */
+void tl_buffer_release(tl_loop *loop, uint32_t id);
+
+/* Writes all len bytes (partial writes are continued inside). buf is the
+ * caller's until the final completion; res is len or a negative errno. */
+int tl_write(tl_loop *loop, tl_handle h, const void *buf, uint32_t len, uint64_t token, tl_op *out);
+
+/* Writes an iovec array in full. The iovec array is copied; the bytes it points
+ * to stay the caller's until the final completion. iovcnt <= TL_MAX_IOV. */
+#define TL_MAX_IOV 8
+struct iovec;
+int tl_writev(tl_loop *loop, tl_handle h, const struct iovec *iov, int iovcnt, uint64_t token,
+              tl_op *out);
+
+/* A one-shot timer, not bound to a handle. res 0 when it fires. */
+int tl_timer(tl_loop *loop, uint64_t timeout_ms, uint64_t token, tl_op *out);
+
+/* Asks a pending operation to end. It still completes exactly once: with
+ * -ECANCELED, or with its result if it finished first. -ENOENT if the id is
+ * stale (already finished). */
+int tl_cancel(tl_loop *loop, tl_op op);
+
+/* Milliseconds on the loop's monotonic clock, cached at each turn. */
+uint64_t tl_loop_now(const tl_loop *loop);
+
+/* ---- moving a transport between loops ------------------------------------ */
+
+/* A detached transport: a plain value that may cross threads. */
+typedef struct tl_detached {
+    int fd;
+    uint32_t kind; /* internal: stream or listener */
+} tl_detached;
+
+/* Detaches a handle from its loop. The first call cancels the handle's pending
+ * operations (each completes exactly once); while any operation, completion or
+ * received buffer of the handle is outstanding it answers -EAGAIN: turn the
+ * loop and call again. On 0 the handle is gone from this loop and *out owns the
+ * descriptor. */
+int tl_detach(tl_loop *loop, tl_handle h, tl_detached *out);
+
+/* Adopts a detached transport. On -EMFILE (a full loop) the transport is
+ * closed, never leaked. */
+int tl_attach(tl_loop *loop, const tl_detached *d, tl_handle *out);
+
+/* Any thread. Queues a detached transport for loop, which attaches it inside a
+ * turn and reports TL_OP_ADOPT with the new handle in u.accepted. A loop at its
+ * handle ceiling keeps the transport queued until a handle is freed: nothing
+ * is dropped. -ENOMEM if the queue cannot grow (the transport is then closed). */
+int tl_loop_post_transport(tl_loop *loop, const tl_detached *d, uint64_t token);
+
+/* ---- accept routes ------------------------------------------------------ */
+
+/* Kernel distribution: one DISTRIBUTE listener per loop on the same address.
+ * loops[i] gets out[i]. If the platform cannot distribute, or any bind fails,
+ * every listener already made is closed and the error returned. If addr asks
+ * for port 0, the first listener's port is used for the others. It touches
+ * every loop: call it before their threads start turning them. */
+int tl_route_reuse_port(tl_loop **loops, int n, const struct sockaddr *addr, socklen_t addrlen,
+                        int backlog, tl_handle *out);
+
+/* Handoff: one accepting loop hands connections to sibling loops. */
+typedef enum tl_handoff_policy {
+    TL_HANDOFF_ROUND_ROBIN = 0,
+    TL_HANDOFF_LEAST_LOADED, /* fewest handles + queued transports; ties round-robin */
+} tl_handoff_policy;
+
+typedef struct tl_handoff tl_handoff;
+
+/* Allocates a handoff over workers (the array is copied). Free with
+ * tl_handoff_free() after the workers are done. */
+int tl_handoff_new(tl_handoff **out, tl_loop **workers, int n, tl_handoff_policy policy);
+void tl_handoff_free(tl_handoff *ho);
+
+/* Called on the accepting loop's thread with a handle it just accepted (no
+ * operation pending on it). Detaches it and posts it to the worker the policy
+ * picks; that worker reports TL_OP_ADOPT with token. Returns the worker index
+ * (>= 0) or a negative errno (the connection is then closed). */
+int tl_handoff_dispatch(tl_handoff *ho, tl_loop *acceptor, tl_handle accepted, uint64_t token);
+
+/* Per-worker count of transports handed out so far. */
+uint64_t tl_handoff_count(const tl_handoff *ho, int worker);
+
+/* Whether listeners of this loop can DISTRIBUTE: the platform's answer,
+ * unless the loop was made with TL_LOOP_NO_DISTRIBUTE. */
+int tl_loop_can_distribute(const tl_loop *loop);
+
+/* Acceptor threads (yahns): nthreads threads block in accept4() on one shared
+ * listening socket (the kernel wakes one, FIFO) and post each connection to a
+ * loop with tl_loop_post_transport(); loops report TL_OP_ADOPT with token. */
+typedef struct tl_acceptor tl_acceptor;
+
+/* Starts the threads. fd stays the caller's and must outlive tl_acceptor_stop().
+ * The loops array is copied. */
+int tl_acceptor_start(tl_acceptor **out, int fd, int nthreads, tl_loop **loops, int nloops,
+                      tl_handoff_policy policy, uint64_t token);
+
+/* Stops and joins the threads, then frees. shutdown(fd) is what wakes a thread
+ * blocked in accept4, so stopping ends the listener itself: connections still
+ * in its queue are reset. Stop accepting this way only when the server stops. */
+void tl_acceptor_stop(tl_acceptor *a);
+
+/* Connections accepted by the threads so far, and handed to loop i. */
+uint64_t tl_acceptor_count(const tl_acceptor *a, int loop_index);
+
+/* ---- misc --------------------------------------------------------------- */
+
+/* A static description of a negative errno ("handle ceiling reached" for -EMFILE ...). */
+const char *tl_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

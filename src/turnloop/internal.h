@@ -1,0 +1,213 @@
+/* The loop's private state, shared by the core files and the backends.
+ * Invariants: a slot is FREE, LIVE or (for ops) DONE; an id names a slot only
+ * while its generation matches; every op that left FREE reaches DONE exactly
+ * once (tl__op_complete with more == 0) and returns to FREE only when the host
+ * has received that final completion. */
+#ifndef TL_INTERNAL_H
+#define TL_INTERNAL_H
+
+#include "turnloop.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/uio.h>
+
+#define TL_NIL UINT32_MAX
+
+/* Id layout: 16-bit loop tag | 24-bit generation | 24-bit slot index. */
+#define TL_ID_INDEX_BITS 24
+#define TL_ID_GEN_MASK 0xffffffu
+#define TL_ID_MAX_SLOTS (1u << TL_ID_INDEX_BITS)
+
+enum tl_slot_state { TL_SLOT_FREE = 0, TL_SLOT_LIVE, TL_SLOT_DONE };
+
+enum tl_handle_type { TL_H_STREAM = 1, TL_H_LISTENER, TL_H_SHARED_LISTENER };
+
+/* Readiness cached from edge-triggered events (epoll) */
+#define TL_READY_IN 0x1u
+#define TL_READY_OUT 0x2u
+
+typedef struct tl_hslot {
+    uint32_t gen;
+    uint8_t state;   /* tl_slot_state (DONE unused) */
+    uint8_t type;    /* tl_handle_type */
+    uint8_t closing; /* tl_close called: no new ops; close reported when nops == 0 */
+    uint8_t detaching;
+    uint8_t ready;      /* TL_READY_* */
+    uint8_t on_ready;   /* queued on the loop's ready list */
+    uint8_t paused;     /* multishot accept paused at the ceiling */
+    uint8_t connecting; /* a connect op is outstanding: writability is not readiness yet */
+    int fd;
+    uint32_t nops;        /* pending ops on this handle */
+    uint32_t undelivered; /* completions queued but not yet received by the host */
+    uint32_t bufs_held;   /* recv buffers the host holds from this handle */
+    uint64_t close_token;
+    uint32_t rq_head, rq_tail; /* accept / read / recv ops, FIFO */
+    uint32_t wq_head, wq_tail; /* connect / write ops, FIFO */
+    uint32_t free_next;
+    uint64_t backoff_until; /* accept backoff after EMFILE/ENFILE (ms) */
+    void *backend_data;
+} tl_hslot;
+
+typedef struct tl_oslot {
+    uint32_t gen;
+    uint8_t state; /* tl_slot_state */
+    uint8_t kind;  /* tl_op_kind */
+    uint8_t multishot;
+    uint8_t cancelling;
+    uint32_t handle; /* slot index, or TL_NIL */
+    uint64_t token;
+    uint32_t prev, next; /* links in the handle's queue, or the free list */
+    /* operation arguments and progress */
+    struct iovec iov[TL_MAX_IOV];
+    int iovcnt;
+    uint32_t total; /* bytes to write */
+    uint32_t done;  /* bytes written so far */
+    uint64_t deadline; /* timers */
+    uint32_t heap_pos; /* timers: position in the heap, or TL_NIL */
+    void *backend_data;
+} tl_oslot;
+
+typedef struct tl_cqueue {
+    tl_completion *rec;
+    uint32_t cap; /* power of two */
+    uint32_t head, len;
+} tl_cqueue;
+
+typedef struct tl_inbox_item {
+    uint8_t is_transport;
+    uint64_t token;
+    tl_message msg;
+    tl_detached transport;
+} tl_inbox_item;
+
+typedef struct tl_inbox {
+    pthread_mutex_t mu;
+    tl_inbox_item *items;
+    uint32_t len, cap;
+    atomic_uint count; /* len, readable without the lock */
+} tl_inbox;
+
+struct tl_backend_ops;
+
+struct tl_loop {
+    uint16_t tag;
+    unsigned flags;
+    const struct tl_backend_ops *be;
+    void *be_state;
+
+    tl_hslot *h;
+    uint32_t h_cap, h_max, h_free, h_open;
+    bool h_fixed;
+    tl_oslot *o;
+    uint32_t o_cap, o_max, o_free, o_live; /* o_live: LIVE + DONE */
+    bool o_fixed;
+
+    /* handles with cached readiness and work: ids, so a reused slot is stale */
+    uint64_t *ready, *ready_spare;
+    uint32_t ready_len, ready_cap, ready_spare_cap;
+    tl_cqueue cq;
+
+    uint32_t *heap; /* timer op indices, min-heap on deadline */
+    uint32_t heap_len, heap_cap;
+
+    /* loop-owned receive buffers */
+    uint8_t *buf_mem;
+    uint32_t buf_count, buf_size;
+    uint32_t *buf_free; /* stack of free ids */
+    uint32_t buf_free_len;
+    uint64_t *buf_owner; /* handle id holding each buffer, 0 when free */
+
+    /* transports waiting for a handle slot (posted while at the ceiling) */
+    tl_inbox_item *adopt_wait;
+    uint32_t adopt_len, adopt_cap;
+
+    tl_inbox inbox;
+    int wake_fd; /* eventfd */
+    atomic_uint wake_pending;
+    atomic_uint load; /* h_open + queued transports, for least-loaded placement */
+
+    uint32_t backoff_listeners; /* listeners waiting out an EMFILE backoff */
+    uint64_t now_ms;
+    tl_loop_stats stats;
+};
+
+/* ---- the backend seam: seven functions behind one pointer of state -------- */
+typedef struct tl_backend_ops {
+    const char *name;
+    int (*init)(tl_loop *loop);
+    void (*fini)(tl_loop *loop);
+    /* A new handle's descriptor joins the wait set (epoll: ADD once, edge-triggered). */
+    int (*handle_add)(tl_loop *loop, uint32_t hi, unsigned shared_flags);
+    /* The descriptor leaves the wait set before detach (close removes it by itself). */
+    void (*handle_remove)(tl_loop *loop, uint32_t hi);
+    /* Starts an op that the core has linked on its handle (or a timer: not called). */
+    void (*submit)(tl_loop *loop, uint32_t oi);
+    /* Asks a LIVE op to end; it completes (maybe later) through tl__op_complete. */
+    void (*cancel)(tl_loop *loop, uint32_t oi);
+    /* One OS wait of at most timeout_ms, then dispatch what it reported. */
+    int (*wait)(tl_loop *loop, int timeout_ms);
+    /* A handle slot was freed: paused accepts may go on. */
+    void (*resume_accepts)(tl_loop *loop);
+    /* Optional: a receive buffer came back (io_uring re-provides it to the kernel). */
+    void (*buffer_released)(tl_loop *loop, uint32_t id);
+} tl_backend_ops;
+
+extern const tl_backend_ops tl__backend_epoll;
+#ifdef TL_HAVE_URING
+extern const tl_backend_ops tl__backend_uring;
+int tl__uring_probe(void);
+#endif
+
+/* ---- core services for backends and the other core files ----------------- */
+uint64_t tl__make_id(const tl_loop *loop, uint32_t gen, uint32_t index);
+int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index);
+int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index);
+
+/* Creates a handle for fd (the loop owns fd from here; closed on error). */
+int tl__handle_new(tl_loop *loop, int fd, uint8_t type, unsigned shared_flags, uint32_t *index);
+bool tl__handle_room(const tl_loop *loop);
+void tl__handle_release_slot(tl_loop *loop, uint32_t hi);
+void tl__handle_finish_close(tl_loop *loop, uint32_t hi);
+
+int tl__op_new(tl_loop *loop, uint8_t kind, uint32_t hi, uint64_t token, uint32_t *index);
+void tl__op_link(tl_loop *loop, uint32_t oi);
+void tl__op_unlink(tl_loop *loop, uint32_t oi);
+/* Cancels every pending op of a handle (close, detach). */
+void tl__handle_cancel_all(tl_loop *loop, uint32_t hi);
+/* Queues a completion; more == false makes it the op's final one. */
+void tl__op_complete(tl_loop *loop, uint32_t oi, int32_t res, bool more, const tl_completion *extra);
+
+tl_completion *tl__cq_push(tl_loop *loop);
+void tl__ready_push(tl_loop *loop, uint32_t hi);
+/* Takes the ready list for running; pushes during the run go to a fresh one. */
+uint64_t *tl__ready_take(tl_loop *loop, uint32_t *len);
+
+void tl__timer_insert(tl_loop *loop, uint32_t oi);
+void tl__timer_remove(tl_loop *loop, uint32_t oi);
+void tl__timers_expire(tl_loop *loop);
+int tl__timers_timeout(const tl_loop *loop, int timeout_ms);
+
+void tl__inbox_init(tl_inbox *ib);
+void tl__inbox_fini(tl_inbox *ib);
+void tl__inbox_drain(tl_loop *loop);
+void tl__inbox_discard(tl_loop *loop);
+void tl__adopt_waiting(tl_loop *loop);
+void tl__wake_consume(tl_loop *loop);
+
+int tl__buffers_init(tl_loop *loop, uint32_t count, uint32_t size);
+void tl__buffers_fini(tl_loop *loop);
+int tl__buffer_take(tl_loop *loop, uint32_t hi, uint32_t *id);
+void tl__buffer_untake(tl_loop *loop, uint32_t id);
+static inline uint8_t *tl__buffer_data(const tl_loop *loop, uint32_t id) {
+    return loop->buf_mem + (size_t)id * loop->buf_size;
+}
+
+uint64_t tl__clock_ms(void);
+
+static inline bool tl__op_on_read_queue(uint8_t kind) {
+    return kind == TL_OP_ACCEPT || kind == TL_OP_READ || kind == TL_OP_RECV;
+}
+
+#endif

@@ -1,0 +1,274 @@
+/* The loop: creation, the turn, and delivery of completions to the host.
+ * A turn makes at most one OS wait, and none when the host's array would be
+ * filled by what is already queued. Slots are freed only on delivery, so a
+ * final completion holds its operation slot until the host has received it. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t tl__clock_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t tl__make_id(const tl_loop *loop, uint32_t gen, uint32_t index) {
+    return ((uint64_t)loop->tag << 48) | ((uint64_t)(gen & TL_ID_GEN_MASK) << TL_ID_INDEX_BITS) |
+           (uint64_t)index;
+}
+
+/* A per-loop tag from the loop's address: ids of different loops differ in it
+ * (up to a 1 in 65535 coincidence), without any process-wide counter. */
+static uint16_t tag_for(const void *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    uint16_t t = (uint16_t)x;
+    return t ? t : 1;
+}
+
+static int select_backend(tl_loop *loop, tl_backend_kind kind) {
+    switch (kind) {
+    case TL_BACKEND_EPOLL:
+        loop->be = &tl__backend_epoll;
+        return 0;
+    case TL_BACKEND_URING:
+#ifdef TL_HAVE_URING
+        loop->be = &tl__backend_uring;
+        return 0;
+#else
+        return -EOPNOTSUPP; /* not built: liburing was absent at build time */
+#endif
+    case TL_BACKEND_AUTO:
+#ifdef TL_HAVE_URING
+        loop->be = tl__uring_probe() == 0 ? &tl__backend_uring : &tl__backend_epoll;
+#else
+        loop->be = &tl__backend_epoll;
+#endif
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int tl_loop_new(tl_loop **out, const tl_loop_options *opts) {
+    tl_loop_options o = {0};
+    if (opts)
+        o = *opts;
+    if (o.max_handles >= TL_ID_MAX_SLOTS || o.max_operations >= TL_ID_MAX_SLOTS)
+        return -EINVAL;
+    tl_loop *loop = calloc(1, sizeof *loop);
+    if (!loop)
+        return -ENOMEM;
+    loop->tag = tag_for(loop);
+    loop->flags = o.flags;
+    loop->wake_fd = -1;
+    loop->h_free = loop->o_free = TL_NIL;
+    loop->h_max = o.max_handles;
+    loop->h_fixed = o.max_handles != 0;
+    loop->o_max = o.max_operations;
+    loop->o_fixed = o.max_operations != 0;
+    loop->now_ms = tl__clock_ms();
+    tl__inbox_init(&loop->inbox);
+
+    int err = select_backend(loop, o.backend);
+    if (err == 0 && loop->h_fixed) {
+        loop->h = calloc(loop->h_max, sizeof *loop->h);
+        err = loop->h ? 0 : -ENOMEM;
+        for (uint32_t i = loop->h_max; err == 0 && i-- > 0;) {
+            loop->h[i].free_next = loop->h_free;
+            loop->h_free = i;
+        }
+        loop->h_cap = loop->h_max;
+    }
+    if (err == 0 && loop->o_fixed) {
+        loop->o = calloc(loop->o_max, sizeof *loop->o);
+        err = loop->o ? 0 : -ENOMEM;
+        for (uint32_t i = loop->o_max; err == 0 && i-- > 0;) {
+            loop->o[i].next = loop->o_free;
+            loop->o_free = i;
+        }
+        loop->o_cap = loop->o_max;
+    }
+    if (err == 0)
+        err = tl__buffers_init(loop, o.recv_buffers ? o.recv_buffers : 64,
+                               o.recv_buffer_size ? o.recv_buffer_size : 16384);
+    if (err == 0)
+        err = loop->be->init(loop);
+    if (err < 0) {
+        loop->be = NULL;
+        tl_loop_free(loop);
+        return err;
+    }
+    *out = loop;
+    return 0;
+}
+
+void tl_loop_free(tl_loop *loop) {
+    if (!loop)
+        return;
+    for (uint32_t i = 0; i < loop->h_cap; i++)
+        if (loop->h[i].state == TL_SLOT_LIVE && loop->h[i].fd >= 0)
+            close(loop->h[i].fd);
+    for (uint32_t i = 0; i < loop->adopt_len; i++)
+        close(loop->adopt_wait[i].transport.fd);
+    tl__inbox_discard(loop); /* closes transports still queued: the loop is going */
+    if (loop->be)
+        loop->be->fini(loop);
+    tl__inbox_fini(&loop->inbox);
+    tl__buffers_fini(loop);
+    free(loop->adopt_wait);
+    free(loop->heap);
+    free(loop->ready);
+    free(loop->ready_spare);
+    free(loop->cq.rec);
+    free(loop->h);
+    free(loop->o);
+    free(loop);
+}
+
+/* Bookkeeping when the host receives a record: the moment slots become free. */
+static void delivered(tl_loop *loop, const tl_completion *c) {
+    uint32_t hi = TL_NIL;
+    if (c->handle && tl__handle_lookup(loop, c->handle, &hi) == 0) {
+        tl_hslot *h = &loop->h[hi];
+        h->undelivered--;
+        if (c->flags & TL_CQE_BUFFER)
+            h->bufs_held++;
+    }
+    if (c->op && (c->flags & TL_CQE_FINAL)) {
+        uint32_t oi = (uint32_t)(c->op & (TL_ID_MAX_SLOTS - 1));
+        tl_oslot *o = &loop->o[oi];
+        o->state = TL_SLOT_FREE;
+        o->gen++;
+        o->next = loop->o_free;
+        loop->o_free = oi;
+        loop->o_live--;
+    }
+    if (c->kind == TL_OP_CLOSE && hi != TL_NIL)
+        tl__handle_release_slot(loop, hi);
+}
+
+int tl_loop_turn(tl_loop *loop, int timeout_ms, tl_completion *out, int cap) {
+    if (cap <= 0 || !out)
+        return -EINVAL;
+    loop->stats.turns++;
+    loop->now_ms = tl__clock_ms();
+    if (loop->cq.len < (uint32_t)cap) {
+        bool busy = loop->cq.len > 0 || loop->ready_len > 0 ||
+                    atomic_load_explicit(&loop->inbox.count, memory_order_acquire) > 0;
+        int t = busy ? 0 : tl__timers_timeout(loop, timeout_ms);
+        loop->stats.waits++;
+        int err = loop->be->wait(loop, t);
+        if (err < 0 && err != -EINTR)
+            return err;
+        loop->now_ms = tl__clock_ms();
+        tl__timers_expire(loop);
+        if (atomic_load_explicit(&loop->inbox.count, memory_order_acquire) > 0)
+            tl__inbox_drain(loop);
+    }
+    int n = 0;
+    while (n < cap && loop->cq.len > 0) {
+        tl_cqueue *q = &loop->cq;
+        out[n] = q->rec[q->head];
+        q->head = (q->head + 1) & (q->cap - 1);
+        q->len--;
+        delivered(loop, &out[n]);
+        n++;
+    }
+    return n;
+}
+
+int tl_loop_alive(const tl_loop *loop) {
+    return loop->h_open > 0 || loop->o_live > 0 || loop->cq.len > 0 || loop->adopt_len > 0 ||
+           atomic_load_explicit(&((tl_loop *)loop)->inbox.count, memory_order_acquire) > 0;
+}
+
+uint32_t tl_loop_handles(const tl_loop *loop) { return loop->h_open; }
+uint32_t tl_loop_max_handles(const tl_loop *loop) { return loop->h_fixed ? loop->h_max : 0; }
+const char *tl_loop_backend(const tl_loop *loop) { return loop->be->name; }
+void tl_loop_get_stats(const tl_loop *loop, tl_loop_stats *out) { *out = loop->stats; }
+uint64_t tl_loop_now(const tl_loop *loop) { return loop->now_ms; }
+
+uint32_t tl_loop_load(const tl_loop *loop) {
+    return atomic_load_explicit(&((tl_loop *)loop)->load, memory_order_relaxed);
+}
+
+void tl__ready_push(tl_loop *loop, uint32_t hi) {
+    tl_hslot *h = &loop->h[hi];
+    if (h->on_ready)
+        return;
+    if (loop->ready_len == loop->ready_cap) {
+        uint32_t ncap = loop->ready_cap ? loop->ready_cap * 2 : 64;
+        uint64_t *n = realloc(loop->ready, (size_t)ncap * sizeof *n);
+        if (!n)
+            abort(); /* a ready handle that is forgotten would hang its ops */
+        loop->ready = n;
+        loop->ready_cap = ncap;
+    }
+    h->on_ready = 1;
+    loop->ready[loop->ready_len++] = tl__make_id(loop, h->gen, hi);
+}
+
+uint64_t *tl__ready_take(tl_loop *loop, uint32_t *len) {
+    uint64_t *list = loop->ready;
+    uint32_t cap = loop->ready_cap;
+    *len = loop->ready_len;
+    loop->ready = loop->ready_spare;
+    loop->ready_cap = loop->ready_spare_cap;
+    loop->ready_len = 0;
+    loop->ready_spare = list;
+    loop->ready_spare_cap = cap;
+    return list;
+}
+
+tl_completion *tl__cq_push(tl_loop *loop) {
+    tl_cqueue *q = &loop->cq;
+    if (q->len == q->cap) {
+        /* Grows (rarely, amortised): what one wait can produce is bounded by the
+         * ops and handles the loop holds, so the queue settles at a size. */
+        uint32_t ncap = q->cap ? q->cap * 2 : 256;
+        tl_completion *n = malloc((size_t)ncap * sizeof *n);
+        if (!n)
+            abort(); /* cannot keep the exactly-once promise without memory */
+        for (uint32_t i = 0; i < q->len; i++)
+            n[i] = q->rec[(q->head + i) & (q->cap - 1)];
+        free(q->rec);
+        q->rec = n;
+        q->cap = ncap;
+        q->head = 0;
+    }
+    tl_completion *c = &q->rec[(q->head + q->len) & (q->cap - 1)];
+    q->len++;
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+const char *tl_strerror(int err) {
+    switch (err) {
+    case 0:
+        return "success";
+    case -EMFILE:
+        return "handle ceiling reached (max_handles)";
+    case -ENOSPC:
+        return "operation ceiling reached (max_operations)";
+    case -EAGAIN:
+        return "would block: try again after a turn";
+    case -EOPNOTSUPP:
+        return "unsupported on this platform or backend";
+    case -ENOENT:
+        return "stale id: the handle or operation is gone";
+    case -EINVAL:
+        return "invalid argument, or an id of another loop";
+    case -ECANCELED:
+        return "operation cancelled";
+    case -ENOBUFS:
+        return "no loop buffer free";
+    default:
+        return err < 0 ? strerror(-err) : "not an error code";
+    }
+}

@@ -1,0 +1,228 @@
+/* The accept-route contract tests of seeds/002, under the seed's names, plus
+ * the multishot-ceiling test of turnloop#77. Each runs on one backend. */
+#include "harness.h"
+#include "tests.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+/* Accepts on each listener until `total` connections arrived in all; returns per-listener counts. */
+static void accept_spread(tl_loop **loops, tl_handle *ls, int n, int total, int *per) {
+    memset(per, 0, sizeof(int) * (size_t)n);
+    int got = 0;
+    for (int i = 0; i < n; i++)
+        assert_int_equal(tl_accept(loops[i], ls[i], TL_ACCEPT_MULTISHOT, (uint64_t)i, NULL), 0);
+    for (int round = 0; got < total && round < 500; round++) {
+        for (int i = 0; i < n; i++) {
+            tl_completion c[64];
+            int k = tl_loop_turn(loops[i], 5, c, 64);
+            assert_true(k >= 0);
+            for (int j = 0; j < k; j++) {
+                if (c[j].kind == TL_OP_ACCEPT && c[j].res == 0) {
+                    per[i]++;
+                    got++;
+                    assert_int_equal(tl_close(loops[i], c[j].u.accepted, 0), 0);
+                }
+            }
+        }
+    }
+    assert_int_equal(got, total);
+}
+
+static int connect_many(uint16_t port, int n, int *fds) {
+    struct sockaddr_in a = loopback_any_port();
+    a.sin_port = htons(port);
+    for (int i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (connect(fds[i], (struct sockaddr *)&a, sizeof a) < 0)
+            return -errno;
+    }
+    return 0;
+}
+
+/* SHARE: the duplicate bind works and every connection is accepted by someone.
+ * Deliberately nothing about which listener: SHARE promises nothing there. */
+static void reuse_port_share_binds_twice(void **state) {
+    tl_loop *loops[2] = {test_loop(0, 0, 0), test_loop(0, 0, 0)};
+    tl_handle ls[2];
+    struct sockaddr_in a = loopback_any_port();
+    tl_listen_options share = {.reuse_port = TL_REUSE_PORT_SHARE};
+    assert_int_equal(tl_listen(loops[0], (struct sockaddr *)&a, sizeof a, &share, &ls[0]), 0);
+    a.sin_port = htons(handle_port(loops[0], ls[0]));
+    assert_int_equal(tl_listen(loops[1], (struct sockaddr *)&a, sizeof a, &share, &ls[1]), 0);
+
+    /* Without a reuse request the same bind is refused: the option is what shares. */
+    tl_handle no;
+    tl_listen_options plain = {.reuse_port = TL_REUSE_PORT_NO};
+    assert_int_equal(tl_listen(loops[1], (struct sockaddr *)&a, sizeof a, &plain, &no), -EADDRINUSE);
+
+    int fds[32], per[2];
+    assert_int_equal(connect_many(ntohs(a.sin_port), 32, fds), 0);
+    accept_spread(loops, ls, 2, 32, per);
+    assert_int_equal(per[0] + per[1], 32);
+    for (int i = 0; i < 32; i++)
+        close(fds[i]);
+    for (int i = 0; i < 2; i++) {
+        tl_close(loops[i], ls[i], 0);
+        assert_int_equal(drain_loop(loops[i]), 0);
+        tl_loop_free(loops[i]);
+    }
+}
+
+/* No third outcome: the platform distributes (every listener gets a share), or
+ * DISTRIBUTE is refused with -EOPNOTSUPP and nothing is left behind. Both
+ * branches run here: the refusal on loops that simulate a platform without
+ * distribution. */
+static void reuse_port_distribution(void **state) {
+    /* The distributing branch (Linux). */
+    tl_loop *loops[2] = {test_loop(0, 0, 0), test_loop(0, 0, 0)};
+    assert_true(tl_loop_can_distribute(loops[0]));
+    tl_handle ls[2];
+    struct sockaddr_in a = loopback_any_port();
+    assert_int_equal(tl_route_reuse_port(loops, 2, (struct sockaddr *)&a, sizeof a, 0, ls), 0);
+    uint16_t port = handle_port(loops[0], ls[0]);
+    assert_int_equal(handle_port(loops[1], ls[1]), port);
+    int fds[64], per[2];
+    assert_int_equal(connect_many(port, 64, fds), 0);
+    accept_spread(loops, ls, 2, 64, per);
+    /* Hash placement of 64 distinct 4-tuples: a listener with none would be the
+     * silent one-core server (a 2^-63 chance on a distributing platform). */
+    assert_true(per[0] > 0 && per[1] > 0);
+    for (int i = 0; i < 64; i++)
+        close(fds[i]);
+    for (int i = 0; i < 2; i++) {
+        tl_close(loops[i], ls[i], 0);
+        assert_int_equal(drain_loop(loops[i]), 0);
+        tl_loop_free(loops[i]);
+    }
+
+    /* The refusing branch: a platform whose SO_REUSEPORT does not distribute. */
+    int fds_before = open_fd_count();
+    tl_loop *mixed[3] = {test_loop(0, 0, 0), test_loop(0, 0, 0), test_loop(0, 0, TL_LOOP_NO_DISTRIBUTE)};
+    int fds_loops = open_fd_count();
+    assert_false(tl_loop_can_distribute(mixed[2]));
+    tl_handle one;
+    tl_listen_options dist = {.reuse_port = TL_REUSE_PORT_DISTRIBUTE};
+    a = loopback_any_port();
+    assert_int_equal(tl_listen(mixed[2], (struct sockaddr *)&a, sizeof a, &dist, &one), -EOPNOTSUPP);
+    tl_handle rl[3] = {0, 0, 0};
+    assert_int_equal(tl_route_reuse_port(mixed, 3, (struct sockaddr *)&a, sizeof a, 0, rl), -EOPNOTSUPP);
+    /* Nothing behind: no handle on any loop, no descriptor, nothing alive. */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(tl_loop_handles(mixed[i]), 0);
+        assert_false(tl_loop_alive(mixed[i]));
+    }
+    assert_int_equal(open_fd_count(), fds_loops);
+    /* SHARE is still allowed there: it promises nothing about delivery. */
+    tl_listen_options share = {.reuse_port = TL_REUSE_PORT_SHARE};
+    assert_int_equal(tl_listen(mixed[2], (struct sockaddr *)&a, sizeof a, &share, &one), 0);
+    tl_close(mixed[2], one, 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(drain_loop(mixed[i]), 0);
+        tl_loop_free(mixed[i]);
+    }
+    assert_int_equal(open_fd_count(), fds_before);
+}
+
+/* Accept on one loop, drive the I/O on sibling loops on their own threads,
+ * round-robin over 4 workers: exact. */
+static void accept_handoff_distribution(void **state) {
+    serve_config cfg = {.route = SERVE_HANDOFF, .loops = 4, .max_handles = 64,
+                        .connections = 40, .client_threads = 4, .policy = TL_HANDOFF_ROUND_ROBIN};
+    serve_result r;
+    serve_run(&cfg, &r);
+    assert_int_equal(r.err, 0);
+    assert_int_equal(r.echoed, 40);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(r.handed[i], 10); /* round-robin is exact by construction */
+        assert_int_equal(r.served[i], 10);
+    }
+    assert_false(r.alive_at_end);
+}
+
+/* Least-loaded placement still serves every connection exactly once. */
+static void accept_handoff_least_loaded(void **state) {
+    serve_config cfg = {.route = SERVE_HANDOFF, .loops = 4, .max_handles = 8,
+                        .connections = 64, .client_threads = 8, .policy = TL_HANDOFF_LEAST_LOADED};
+    serve_result r;
+    serve_run(&cfg, &r);
+    assert_int_equal(r.err, 0);
+    assert_int_equal(r.echoed, 64);
+    int sum = 0;
+    for (int i = 0; i < 4; i++)
+        sum += r.served[i];
+    assert_int_equal(sum, 64);
+    assert_false(r.alive_at_end);
+}
+
+static void check_multi_threaded(const serve_result *r, int loops, int connections) {
+    assert_int_equal(r->err, 0);
+    assert_int_equal(r->echoed, connections); /* every id came back, exactly */
+    int sum = 0;
+    for (int i = 0; i < loops; i++)
+        sum += r->served[i];
+    assert_int_equal(sum, connections); /* served exactly once */
+    assert_false(r->alive_at_end);     /* every loop !alive() at shutdown */
+}
+
+/* 64 connections, 4 loops on 4 threads, max_handles 8: the orphan gate. */
+static void multi_threaded_accept_by_handoff(void **state) {
+    serve_config cfg = {.route = SERVE_HANDOFF, .loops = 4, .max_handles = 8,
+                        .connections = 64, .client_threads = 8, .policy = TL_HANDOFF_ROUND_ROBIN};
+    serve_result r;
+    serve_run(&cfg, &r);
+    check_multi_threaded(&r, 4, 64);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(r.handed[i], 16);
+}
+
+static void multi_threaded_accept_by_reuse_port(void **state) {
+    serve_config cfg = {.route = SERVE_REUSE_PORT, .loops = 4, .max_handles = 8,
+                        .connections = 64, .client_threads = 8};
+    serve_result r;
+    serve_run(&cfg, &r);
+    check_multi_threaded(&r, 4, 64);
+}
+
+/* The orphan gate must be able to fail: a host that forgets each handle it
+ * served exhausts the ceiling of 8 long before 64 connections, loudly. */
+static void leaked_handle_caught_by_ceiling(void **state) {
+    serve_config cfg = {.route = SERVE_REUSE_PORT, .loops = 1, .max_handles = 8,
+                        .connections = 64, .client_threads = 16, .leak = true};
+    serve_result r;
+    serve_run(&cfg, &r);
+    assert_int_equal(r.err, -EMFILE);
+    assert_true(r.served[0] < 64);
+    assert_true(r.alive_at_end); /* and the leaked handles keep the loop alive */
+}
+
+/* turnloop#77: multishot accept at max_handles 8 against 256 connections;
+ * accepting pauses at the ceiling and resumes, and every id comes back. */
+static void multishot_accept_honours_ceiling(void **state) {
+    serve_config cfg = {.route = SERVE_MULTISHOT, .loops = 1, .max_handles = 8,
+                        .connections = 256, .client_threads = 32};
+    serve_result r;
+    serve_run(&cfg, &r);
+    check_multi_threaded(&r, 1, 256);
+}
+
+static const struct CMUnitTest accept_route_tests[] = {
+    cmocka_unit_test(reuse_port_share_binds_twice),
+    cmocka_unit_test(reuse_port_distribution),
+    cmocka_unit_test(accept_handoff_distribution),
+    cmocka_unit_test(accept_handoff_least_loaded),
+    cmocka_unit_test(multi_threaded_accept_by_handoff),
+    cmocka_unit_test(multi_threaded_accept_by_reuse_port),
+    cmocka_unit_test(leaked_handle_caught_by_ceiling),
+    cmocka_unit_test(multishot_accept_honours_ceiling),
+};
+const size_t accept_route_test_count = sizeof accept_route_tests / sizeof accept_route_tests[0];
+const struct CMUnitTest *const accept_route_tests_p = accept_route_tests;

@@ -1,0 +1,508 @@
+/* The loop's own contracts: exactly-once completions under cancel and close,
+ * quiescent detach, the ceilings, generational ids, cross-thread posts, and
+ * the shape of a turn. Each runs on one backend. */
+#include "harness.h"
+#include "tests.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+/* A connected pair: `h` on the loop, `peer` a plain blocking descriptor. */
+static tl_handle stream_pair(tl_loop *loop, int *peer) {
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    tl_handle h;
+    assert_int_equal(tl_adopt_fd(loop, sv[0], &h), 0);
+    *peer = sv[1];
+    return h;
+}
+
+/* Counts completions per op id; fails on a second final for the same op. */
+typedef struct seen {
+    tl_op op[64];
+    int finals[64];
+    int n;
+} seen;
+
+static int seen_final(seen *s, const tl_completion *c) {
+    for (int i = 0; i < s->n; i++)
+        if (s->op[i] == c->op)
+            return ++s->finals[i];
+    s->op[s->n] = c->op;
+    s->finals[s->n] = 1;
+    return s->n++ >= 0 ? 1 : 0;
+}
+
+static void exactly_once_completions_under_cancel(void **state) {
+    tl_loop *loop = test_loop(0, 0, 0);
+    int peer;
+    tl_handle h = stream_pair(loop, &peer);
+    char buf[16];
+    tl_op rd, tm, done_timer;
+    assert_int_equal(tl_read(loop, h, buf, sizeof buf, 1, &rd), 0);
+    assert_int_equal(tl_timer(loop, 60000, 2, &tm), 0);
+    assert_int_equal(tl_timer(loop, 0, 3, &done_timer), 0);
+    assert_int_equal(tl_cancel(loop, rd), 0);
+    assert_int_equal(tl_cancel(loop, rd), -EALREADY);
+    assert_int_equal(tl_cancel(loop, tm), 0);
+
+    tl_completion c[16];
+    int n = turn_until(loop, c, 16, 3);
+    assert_int_equal(n, 3);
+    seen s = {0};
+    for (int i = 0; i < n; i++) {
+        assert_true(c[i].flags & TL_CQE_FINAL);
+        assert_int_equal(seen_final(&s, &c[i]), 1);
+        if (c[i].token == 3)
+            assert_int_equal(c[i].res, 0); /* fired */
+        else
+            assert_int_equal(c[i].res, -ECANCELED);
+    }
+    /* Delivered finals make the ids stale: refused, never acted on. */
+    assert_int_equal(tl_cancel(loop, rd), -ENOENT);
+    assert_int_equal(tl_cancel(loop, done_timer), -ENOENT);
+    /* And nothing more arrives for them. */
+    assert_int_equal(tl_loop_turn(loop, 0, c, 16), 0);
+
+    /* A multishot receive cancelled after data: many completions, one final. */
+    tl_op rv;
+    assert_int_equal(tl_recv(loop, h, 4, &rv), 0);
+    assert_int_equal(write(peer, "hello", 5), 5);
+    n = turn_until(loop, c, 16, 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(c[0].res, 5);
+    assert_false(c[0].flags & TL_CQE_FINAL);
+    assert_true(c[0].flags & TL_CQE_BUFFER);
+    assert_memory_equal(c[0].u.buf.data, "hello", 5);
+    tl_buffer_release(loop, c[0].u.buf.id);
+    assert_int_equal(tl_cancel(loop, rv), 0);
+    n = turn_until(loop, c, 16, 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(c[0].res, -ECANCELED);
+    assert_true(c[0].flags & TL_CQE_FINAL);
+
+    assert_int_equal(tl_close(loop, h, 9), 0);
+    n = turn_until(loop, c, 16, 1);
+    assert_int_equal(c[0].kind, TL_OP_CLOSE);
+    assert_false(tl_loop_alive(loop));
+    close(peer);
+    tl_loop_free(loop);
+}
+
+static void exactly_once_completions_under_close(void **state) {
+    tl_loop *loop = test_loop(0, 0, 0);
+    int peer;
+    tl_handle h = stream_pair(loop, &peer);
+    /* Fill the socket so that a write stays pending. */
+    static char big[1 << 20];
+    tl_op w, r1, r2, rv;
+    char b1[4], b2[4];
+    assert_int_equal(tl_read(loop, h, b1, 4, 1, &r1), 0);
+    assert_int_equal(tl_read(loop, h, b2, 4, 2, &r2), 0);
+    assert_int_equal(tl_recv(loop, h, 3, &rv), 0);
+    assert_int_equal(tl_write(loop, h, big, sizeof big, 4, &w), 0);
+    assert_int_equal(tl_close(loop, h, 5), 0);
+    assert_int_equal(tl_close(loop, h, 5), -EALREADY);
+    assert_int_equal(tl_read(loop, h, b1, 4, 6, NULL), -EBADF); /* no new ops on a closing handle */
+
+    tl_completion c[16];
+    int n = turn_until(loop, c, 16, 5);
+    assert_int_equal(n, 5);
+    seen s = {0};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(c[i].res, -ECANCELED);
+        assert_true(c[i].flags & TL_CQE_FINAL);
+        assert_int_equal(seen_final(&s, &c[i]), 1);
+    }
+    assert_int_equal(c[4].kind, TL_OP_CLOSE); /* reported once, after its operations */
+    assert_int_equal(c[4].token, 5);
+    assert_int_equal(tl_loop_turn(loop, 0, c, 16), 0);
+    assert_false(tl_loop_alive(loop));
+    assert_int_equal(tl_close(loop, h, 5), -ENOENT); /* the handle id is stale now */
+    close(peer);
+    tl_loop_free(loop);
+}
+
+static void detach_refuses_while_busy_then_succeeds(void **state) {
+    tl_loop *a = test_loop(0, 0, 0), *b = test_loop(0, 0, 0);
+    int peer;
+    tl_handle h = stream_pair(a, &peer);
+    char buf[8];
+    tl_op rd;
+    assert_int_equal(tl_read(a, h, buf, sizeof buf, 1, &rd), 0);
+    tl_detached d;
+    assert_int_equal(tl_detach(a, h, &d), -EAGAIN); /* cancels, but the cancel is not delivered */
+    assert_int_equal(tl_read(a, h, buf, sizeof buf, 1, NULL), -EBADF);
+    assert_int_equal(tl_detach(a, h, &d), -EAGAIN);
+    tl_completion c[8];
+    assert_int_equal(turn_until(a, c, 8, 1), 1);
+    assert_int_equal(c[0].res, -ECANCELED);
+    assert_int_equal(tl_detach(a, h, &d), 0);
+    assert_false(tl_loop_alive(a));
+    assert_int_equal(tl_close(a, h, 0), -ENOENT);
+
+    /* Adopt on b and use it there. */
+    tl_handle h2;
+    assert_int_equal(tl_attach(b, &d, &h2), 0);
+    assert_int_equal(tl_read(b, h2, buf, sizeof buf, 2, NULL), 0);
+    assert_int_equal(write(peer, "moved", 5), 5);
+    assert_int_equal(turn_until(b, c, 8, 1), 1);
+    assert_int_equal(c[0].kind, TL_OP_READ);
+    assert_int_equal(c[0].res, 5);
+    assert_memory_equal(buf, "moved", 5);
+    assert_int_equal(tl_close(b, h2, 0), 0);
+    assert_int_equal(drain_loop(b), 0);
+    close(peer);
+    tl_loop_free(a);
+    tl_loop_free(b);
+}
+
+/* A received buffer held by the host is outstanding: detach waits for it. */
+static void detach_waits_for_received_buffers(void **state) {
+    tl_loop *loop = test_loop(0, 0, 0);
+    int peer;
+    tl_handle h = stream_pair(loop, &peer);
+    assert_int_equal(tl_recv(loop, h, 1, NULL), 0);
+    assert_int_equal(write(peer, "x", 1), 1);
+    tl_completion c[8];
+    assert_int_equal(turn_until(loop, c, 8, 1), 1);
+    assert_true(c[0].flags & TL_CQE_BUFFER);
+    tl_detached d;
+    assert_int_equal(tl_detach(loop, h, &d), -EAGAIN);
+    assert_int_equal(turn_until(loop, c + 1, 7, 1), 1); /* the recv's cancellation */
+    assert_int_equal(c[1].res, -ECANCELED);
+    assert_int_equal(tl_detach(loop, h, &d), -EAGAIN); /* still holding the buffer */
+    tl_buffer_release(loop, c[0].u.buf.id);
+    assert_int_equal(tl_detach(loop, h, &d), 0);
+    close(d.fd);
+    close(peer);
+    assert_false(tl_loop_alive(loop));
+    tl_loop_free(loop);
+}
+
+static void handle_ceiling_fails_loudly(void **state) {
+    tl_loop *loop = test_loop(2, 2, 0);
+    assert_int_equal(tl_loop_max_handles(loop), 2);
+    int p1, p2;
+    tl_handle h1 = stream_pair(loop, &p1);
+    tl_handle h2 = stream_pair(loop, &p2);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    tl_handle h3;
+    assert_int_equal(tl_adopt_fd(loop, sv[0], &h3), -EMFILE);
+    assert_int_equal(fcntl(sv[0], F_GETFD), -1); /* taken over and closed, not leaked */
+    struct sockaddr_in a = loopback_any_port();
+    assert_int_equal(tl_listen(loop, (struct sockaddr *)&a, sizeof a, NULL, &h3), -EMFILE);
+    tl_op op;
+    assert_int_equal(tl_connect(loop, (struct sockaddr *)&a, sizeof a, 0, &h3, &op), -EMFILE);
+    assert_int_equal(tl_loop_handles(loop), 2);
+
+    /* The operation ceiling: -ENOSPC. */
+    char b[4];
+    assert_int_equal(tl_read(loop, h1, b, 4, 1, NULL), 0);
+    assert_int_equal(tl_timer(loop, 60000, 2, NULL), 0);
+    assert_int_equal(tl_read(loop, h2, b, 4, 3, NULL), -ENOSPC);
+    assert_int_equal(tl_timer(loop, 1, 4, NULL), -ENOSPC);
+
+    tl_close(loop, h1, 0);
+    tl_close(loop, h2, 0);
+    /* A slot counts until its close is delivered... */
+    assert_int_equal(tl_loop_handles(loop), 2);
+    tl_completion c[8];
+    turn_until(loop, c, 8, 3);
+    /* ...and then there is room again. */
+    assert_int_equal(tl_loop_handles(loop), 0);
+    close(p1);
+    close(p2);
+    close(sv[1]);
+    /* the timer is still pending: the loop is alive until it is cancelled */
+    assert_true(tl_loop_alive(loop));
+    tl_loop_free(loop);
+}
+
+static void attach_into_full_loop_closes_transport(void **state) {
+    tl_loop *a = test_loop(0, 0, 0), *full = test_loop(1, 0, 0);
+    int p1, p2;
+    tl_handle keep = stream_pair(full, &p1);
+    tl_handle h = stream_pair(a, &p2);
+    tl_detached d;
+    assert_int_equal(tl_detach(a, h, &d), 0);
+    tl_handle h2;
+    assert_int_equal(tl_attach(full, &d, &h2), -EMFILE);
+    assert_int_equal(fcntl(d.fd, F_GETFD), -1); /* closed, never leaked */
+    char c;
+    assert_int_equal(read(p2, &c, 1), 0); /* the peer sees the close */
+    tl_close(full, keep, 0);
+    assert_int_equal(drain_loop(full), 0);
+    close(p1);
+    close(p2);
+    tl_loop_free(a);
+    tl_loop_free(full);
+}
+
+/* A transport posted to a full loop waits for room instead of being dropped. */
+static void posted_transport_waits_for_room(void **state) {
+    tl_loop *a = test_loop(0, 0, 0), *full = test_loop(1, 0, 0);
+    int p1, p2;
+    tl_handle keep = stream_pair(full, &p1);
+    tl_handle h = stream_pair(a, &p2);
+    tl_detached d;
+    assert_int_equal(tl_detach(a, h, &d), 0);
+    assert_int_equal(tl_loop_post_transport(full, &d, 77), 0);
+    tl_completion c[8];
+    assert_int_equal(tl_loop_turn(full, 0, c, 8), 0); /* queued: no room yet */
+    assert_true(tl_loop_alive(full));
+    assert_int_equal(tl_close(full, keep, 1), 0);
+    int n = turn_until(full, c, 8, 2);
+    assert_int_equal(n, 2);
+    assert_int_equal(c[0].kind, TL_OP_CLOSE);
+    assert_int_equal(c[1].kind, TL_OP_ADOPT);
+    assert_int_equal(c[1].token, 77);
+    assert_int_equal(c[1].res, 0);
+    assert_int_equal(tl_write(full, c[1].u.accepted, "ok", 2, 2, NULL), 0);
+    char buf[2];
+    assert_int_equal(read(p2, buf, 2), 2);
+    assert_memory_equal(buf, "ok", 2);
+    tl_close(full, c[1].u.accepted, 3);
+    assert_int_equal(drain_loop(full), 0);
+    close(p1);
+    close(p2);
+    tl_loop_free(a);
+    tl_loop_free(full);
+}
+
+static void stale_and_foreign_ids_refused(void **state) {
+    tl_loop *a = test_loop(0, 0, 0), *b = test_loop(0, 0, 0);
+    int peer;
+    tl_handle h = stream_pair(a, &peer);
+    char buf[4];
+    assert_int_equal(tl_read(b, h, buf, 4, 0, NULL), -EINVAL); /* another loop's id */
+    assert_int_equal(tl_close(b, h, 0), -EINVAL);
+    assert_int_equal(tl_read(a, 0, buf, 4, 0, NULL), -ENOENT);
+    tl_op t;
+    assert_int_equal(tl_timer(a, 60000, 0, &t), 0);
+    assert_int_equal(tl_cancel(b, t), -EINVAL);
+    assert_int_equal(tl_cancel(a, t), 0);
+    assert_int_equal(tl_close(a, h, 0), 0);
+    assert_int_equal(drain_loop(a), 0);
+    /* The slot is reused by a new handle; the old id still names nothing. */
+    int peer2;
+    tl_handle h2 = stream_pair(a, &peer2);
+    assert_true(h2 != h);
+    assert_int_equal(tl_read(a, h, buf, 4, 0, NULL), -ENOENT);
+    tl_close(a, h2, 0);
+    assert_int_equal(drain_loop(a), 0);
+    close(peer);
+    close(peer2);
+    tl_loop_free(a);
+    tl_loop_free(b);
+}
+
+typedef struct poster {
+    tl_loop *loop;
+    int n;
+} poster;
+
+static void *post_main(void *p) {
+    poster *ps = p;
+    for (int i = 0; i < ps->n; i++) {
+        tl_message m = {.value = (uint64_t)i};
+        assert_int_equal(tl_loop_post(ps->loop, 42, &m), 0);
+    }
+    return NULL;
+}
+
+/* Posts from other threads arrive each exactly once, and wake a sleeping turn. */
+static void posts_from_other_threads_arrive_once(void **state) {
+    tl_loop *loop = test_loop(0, 0, 0);
+    enum { THREADS = 4, EACH = 500 };
+    poster ps = {.loop = loop, .n = EACH};
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, post_main, &ps), 0);
+    static int count[EACH];
+    memset(count, 0, sizeof count);
+    int got = 0;
+    tl_completion c[64];
+    for (int spins = 0; got < THREADS * EACH && spins < 100000; spins++) {
+        int n = tl_loop_turn(loop, 1000, c, 64); /* sleeps: only a wake ends it early */
+        assert_true(n >= 0);
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(c[i].kind, TL_OP_POST);
+            assert_int_equal(c[i].token, 42);
+            count[c[i].u.msg.value]++;
+            got++;
+        }
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(got, THREADS * EACH);
+    for (int i = 0; i < EACH; i++)
+        assert_int_equal(count[i], THREADS);
+    assert_false(tl_loop_alive(loop));
+    tl_loop_free(loop);
+}
+
+/* A turn with queued completions never blocks, even with an infinite timeout,
+ * and hands them out cap at a time in order. */
+static void turn_does_not_block_when_completions_are_queued(void **state) {
+    tl_loop *loop = test_loop(0, 0, 0);
+    for (uint64_t i = 0; i < 10; i++) {
+        tl_op t;
+        assert_int_equal(tl_timer(loop, 0, i, &t), 0);
+        assert_int_equal(tl_cancel(loop, t), 0); /* completes now: queued */
+    }
+    tl_loop_stats before, after;
+    tl_loop_get_stats(loop, &before);
+    tl_completion c[4];
+    uint64_t next = 0;
+    for (int k = 0; k < 3; k++) {
+        int n = tl_loop_turn(loop, -1, c, 4);
+        assert_int_equal(n, k < 2 ? 4 : 2);
+        for (int i = 0; i < n; i++)
+            assert_int_equal(c[i].token, next++);
+    }
+    tl_loop_get_stats(loop, &after);
+    assert_true(after.waits - before.waits <= 3); /* at most one OS wait per turn */
+    assert_false(tl_loop_alive(loop));
+    tl_loop_free(loop);
+}
+
+static void timers_fire_in_deadline_order(void **state) {
+    tl_loop *loop = test_loop(0, 0, 0);
+    uint64_t order[] = {30, 10, 20, 0};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(tl_timer(loop, order[i], order[i], NULL), 0);
+    tl_completion c[8];
+    int n = turn_until(loop, c, 8, 4);
+    assert_int_equal(n, 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(c[i].token, (uint64_t)i * 10);
+    assert_false(tl_loop_alive(loop));
+    tl_loop_free(loop);
+}
+
+typedef struct sink {
+    int fd;
+    size_t got;
+} sink;
+
+static void *sink_main(void *p) {
+    sink *s = p;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(s->fd, buf, sizeof buf)) > 0) {
+        s->got += (size_t)n;
+        usleep(100); /* a slow reader: the writer must see partial writes */
+    }
+    return NULL;
+}
+
+/* A write larger than the socket buffer completes once, with every byte. */
+static void write_continues_partial_writes(void **state) {
+    tl_loop *loop = test_loop(0, 0, 0);
+    int peer;
+    tl_handle h = stream_pair(loop, &peer);
+    size_t len = 8u << 20;
+    char *big = malloc(len);
+    assert_non_null(big);
+    memset(big, 'z', len);
+    sink s = {.fd = peer};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sink_main, &s), 0);
+    struct iovec iov[2] = {{big, len / 2}, {big + len / 2, len / 2}};
+    assert_int_equal(tl_writev(loop, h, iov, 2, 1, NULL), 0);
+    tl_completion c[4];
+    int n = 0;
+    for (int spins = 0; n == 0 && spins < 2000; spins++)
+        n = tl_loop_turn(loop, 10, c, 4);
+    assert_int_equal(n, 1);
+    assert_int_equal(c[0].res, (int32_t)len);
+    assert_true(c[0].flags & TL_CQE_FINAL);
+    tl_close(loop, h, 0);
+    assert_int_equal(drain_loop(loop), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(s.got, len);
+    close(peer);
+    free(big);
+    tl_loop_free(loop);
+}
+
+/* A peer that vanishes: writes fail with -EPIPE (no SIGPIPE), reads see the end. */
+static void vanished_peer_is_an_error_not_a_signal(void **state) {
+    tl_loop *loop = test_loop(0, 0, 0);
+    int peer;
+    tl_handle h = stream_pair(loop, &peer);
+    char buf[4];
+    assert_int_equal(tl_read(loop, h, buf, 4, 1, NULL), 0);
+    close(peer);
+    tl_completion c[4];
+    assert_int_equal(turn_until(loop, c, 4, 1), 1);
+    assert_int_equal(c[0].res, 0);
+    assert_int_equal(tl_write(loop, h, "late", 4, 2, NULL), 0);
+    assert_int_equal(turn_until(loop, c, 4, 1), 1);
+    assert_int_equal(c[0].res, -EPIPE);
+    tl_close(loop, h, 0);
+    assert_int_equal(drain_loop(loop), 0);
+    tl_loop_free(loop);
+}
+
+static void connect_reports_refused_and_success(void **state) {
+    tl_loop *loop = test_loop(0, 0, 0);
+    struct sockaddr_in a = loopback_any_port();
+    tl_handle ls;
+    assert_int_equal(tl_listen(loop, (struct sockaddr *)&a, sizeof a, NULL, &ls), 0);
+    a.sin_port = htons(handle_port(loop, ls));
+    tl_handle ch;
+    assert_int_equal(tl_connect(loop, (struct sockaddr *)&a, sizeof a, 1, &ch, NULL), 0);
+    assert_int_equal(tl_accept(loop, ls, 0, 2, NULL), 0);
+    tl_completion c[8];
+    int n = turn_until(loop, c, 8, 2);
+    assert_int_equal(n, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(c[i].res, 0);
+        if (c[i].kind == TL_OP_ACCEPT)
+            tl_close(loop, c[i].u.accepted, 0);
+    }
+    tl_close(loop, ch, 0);
+    tl_close(loop, ls, 0);
+    assert_int_equal(drain_loop(loop), 0);
+    /* Nothing listens on that port now. */
+    assert_int_equal(tl_connect(loop, (struct sockaddr *)&a, sizeof a, 3, &ch, NULL), 0);
+    n = turn_until(loop, c, 8, 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(c[0].res, -ECONNREFUSED);
+    tl_close(loop, ch, 0);
+    assert_int_equal(drain_loop(loop), 0);
+    tl_loop_free(loop);
+}
+
+static const struct CMUnitTest contract_tests[] = {
+    cmocka_unit_test(exactly_once_completions_under_cancel),
+    cmocka_unit_test(exactly_once_completions_under_close),
+    cmocka_unit_test(detach_refuses_while_busy_then_succeeds),
+    cmocka_unit_test(detach_waits_for_received_buffers),
+    cmocka_unit_test(handle_ceiling_fails_loudly),
+    cmocka_unit_test(attach_into_full_loop_closes_transport),
+    cmocka_unit_test(posted_transport_waits_for_room),
+    cmocka_unit_test(stale_and_foreign_ids_refused),
+    cmocka_unit_test(posts_from_other_threads_arrive_once),
+    cmocka_unit_test(turn_does_not_block_when_completions_are_queued),
+    cmocka_unit_test(timers_fire_in_deadline_order),
+    cmocka_unit_test(write_continues_partial_writes),
+    cmocka_unit_test(vanished_peer_is_an_error_not_a_signal),
+    cmocka_unit_test(connect_reports_refused_and_success),
+};
+const size_t contract_test_count = sizeof contract_tests / sizeof contract_tests[0];
+const struct CMUnitTest *const contract_tests_p = contract_tests;

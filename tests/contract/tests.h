@@ -1,0 +1,10 @@
+/* The contract test tables, one per file, run by main.c on one backend. */
+#ifndef TL_TEST_TESTS_H
+#define TL_TEST_TESTS_H
+#include <stddef.h>
+struct CMUnitTest;
+extern const struct CMUnitTest *const accept_route_tests_p;
+extern const size_t accept_route_test_count;
+extern const struct CMUnitTest *const contract_tests_p;
+extern const size_t contract_test_count;
+#endif
