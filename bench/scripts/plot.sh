@@ -31,14 +31,14 @@ gnuplot <<GP
 set terminal pngcairo size 1500,500 noenhanced font ",10"
 set output "$png"
 set multiplot layout 1,3 title "$title"
-set key top left
+set key below
 set grid
 set samples 200
 set logscale x 2
-set xrange [1:$maxn > 2 ? $maxn : 2]
+set xrange [0.9:($maxn > 2 ? $maxn : 2) * 1.1]
 # Past the core count a point is a correctness check (distribution, liveness), not speed.
 if ($maxn > $ncpu) set arrow from $ncpu, graph 0 to $ncpu, graph 1 nohead dt 3 lc rgb "red"
-if ($maxn > $ncpu) set label "$ncpu cores: speed stops here" at $ncpu, graph 0.95 offset 1,0 tc rgb "red"
+if ($maxn > $ncpu) set label "$ncpu cores: speed stops here" at $ncpu, graph 0.05 offset 1,0 tc rgb "red"
 set xlabel "loops (n)"
 set logscale y 2
 set ylabel "T(n) / T(1)  (log scale: linear scaling is the straight dashed line)"

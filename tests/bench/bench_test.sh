@@ -61,6 +61,31 @@ backend-uring) # io_uring either runs with the invariants held or is refused in 
         grep -q '"backend":"uring"' "$tmp/out" || fail "asked for uring, ran on something else"
     fi
     ;;
+checker-rejects) # check_line itself must fail on lines that break an invariant
+    good='{"route":"handoff","backend":"epoll","loops":2,"connections":200,"clients":4,"payload":8,"policy":"rr","connections_per_second":1.5,"per_loop":[100,100],"measure":"elapsed_ns","elapsed_ns":5}'
+    printf '%s\n' "$good" >"$tmp/line"
+    "$check" "$tmp/line" handoff 2 200 portable || fail "the good line is rejected"
+    bad=(
+        '"per_loop":\[100,100\]/"per_loop":[101,100]'
+        '"per_loop":\[100,100\]/"per_loop":[200,0]'
+        '"per_loop":\[100,100\]/"per_loop":[90,110]'
+        '"per_loop":\[100,100\]/"per_loop":[200]'
+        '"connections_per_second":1.5/"connections_per_second":0'
+        '"backend":"epoll"/"backend":"kqueue"'
+        '"route":"handoff"/"route":"herd"'
+    )
+    for b in "${bad[@]}"; do
+        sed "s/$b/" <<<"$good" >"$tmp/line"
+        if "$check" "$tmp/line" handoff 2 200 portable 2>/dev/null; then
+            fail "check_line accepted a broken line: $(cat "$tmp/line")"
+        fi
+    done
+    printf '%s\n%s\n' "$good" "$good" >"$tmp/line"
+    "$check" "$tmp/line" handoff 2 200 portable 2>/dev/null && fail "two lines accepted"
+    printf '%s\n' "$good" >"$tmp/line" # elapsed_ns without --portable needs measure_fallback
+    "$check" "$tmp/line" handoff 2 200 2>/dev/null && fail "elapsed without a fallback reason accepted"
+    : >"$tmp/out" >"$tmp/err"
+    ;;
 usage) # each bad command line exits 2 with the usage on stderr and nothing on stdout
     base=(--accept-scaling --route handoff --loops 1 --connections 100 --clients 2)
     bad=(
