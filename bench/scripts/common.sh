@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the bench scripts: where the binary is, and the facts that must sit
 # beside every figure (kernel, CPU, commit), added to each JSON line with jq.
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -34,6 +35,7 @@ run_one() {
         echo "  refused or failed (exit $rc): $*: $(cat "$tmp_err")" >&2
         return $rc
     fi
+    # shellcheck disable=SC2154 # $out is set by the sourcing script
     jq -c --arg commit "$meta_commit" --arg cpu "$meta_cpu" --argjson ncpu "$meta_ncpu" \
         --arg date "$meta_date" --argjson extra "$extra" \
         '. + $extra + {commit: $commit, cpu: $cpu, ncpu: $ncpu, date: $date}' \

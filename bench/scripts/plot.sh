@@ -3,6 +3,7 @@
 # each ratio is against the same route measured in the same interleaved sweep) and
 # the per-loop spread (max - min) / mean per route. Also prints the table it drew.
 set -u
+# shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 in=${1:-$bench_root/bench/results/sweep.jsonl}
 png=${2:-${in%.jsonl}.png}
@@ -23,7 +24,7 @@ jq -rs '
     "", ""
 ' "$in" >"$dat"
 echo "route / loops, T(n)/T(1), per-loop spread, median conn/s, median conn per server CPU-s:" >&2
-cat "$dat" | sed '/^$/d' >&2
+sed "/^$/d" "$dat" >&2
 ncpu=$(jq -rs '.[0].ncpu' "$in")
 maxn=$(jq -rs 'map(.loops) | max' "$in")
 title="turnloop-bench --accept-scaling ($(jq -rs '.[0] | "\(.ncpu) cores, \(.kernel), \(.commit), \(.connections) conn, \(.clients) clients"' "$in"))"

@@ -4,6 +4,7 @@
 # moving; the plateau's smallest K, doubled, is the K for every scaling point.
 # Small by default (about a minute); --full is the seed's 40000-connection sweep.
 set -u
+# shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 route=handoff loops=2 connections=2000 ks="4 8 16 32 64" reps=1
 out=$bench_root/bench/results/saturation.jsonl

@@ -4,6 +4,7 @@
 # route. Each run's JSON line, tagged with rep, commit, CPU and date, goes to a jsonl.
 # Small by default (about a minute); --full is the seed's 100000-connection sweep.
 set -u
+# shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 routes="handoff reuse-port exclusive acceptor herd" loops="1 2" connections=2000 clients=16
 reps=3 payload=64 extra=()

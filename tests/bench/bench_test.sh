@@ -8,6 +8,8 @@ bench=$1 check=$2 case=$3
 shift 3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+: >"$tmp/out"
+: >"$tmp/err"
 fail() { echo "FAIL: $*" >&2; echo "--- stdout" >&2; cat "$tmp/out" >&2; echo "--- stderr" >&2; cat "$tmp/err" >&2; exit 1; }
 
 # Runs the bench with a bound of its own, so a hung run fails the test rather than ctest's timeout.
@@ -84,7 +86,6 @@ checker-rejects) # check_line itself must fail on lines that break an invariant
     "$check" "$tmp/line" handoff 2 200 portable 2>/dev/null && fail "two lines accepted"
     printf '%s\n' "$good" >"$tmp/line" # elapsed_ns without --portable needs measure_fallback
     "$check" "$tmp/line" handoff 2 200 2>/dev/null && fail "elapsed without a fallback reason accepted"
-    : >"$tmp/out" >"$tmp/err"
     ;;
 usage) # each bad command line exits 2 with the usage on stderr and nothing on stdout
     base=(--accept-scaling --route handoff --loops 1 --connections 100 --clients 2)
@@ -110,7 +111,9 @@ usage) # each bad command line exits 2 with the usage on stderr and nothing on s
         grep -q "^usage: turnloop-bench --accept-scaling" "$tmp/err" || fail "'$args': no usage"
     done
     run "${base[@]}" --help
-    [ "$rc" -eq 0 ] && grep -q "^usage: turnloop-bench" "$tmp/out" || fail "--help: exit $rc"
+    if [ "$rc" -ne 0 ] || ! grep -q "^usage: turnloop-bench" "$tmp/out"; then
+        fail "--help: exit $rc, wants 0 with the usage on stdout"
+    fi
     ;;
 run) # a small real run whose line must hold the invariants
     route=$1 loops=$2
