@@ -183,6 +183,7 @@ typedef struct host {
     int live;
     bool armed, listener_closing;
     bool alive_at_end;
+    tl_loop_stats stats;
     int served;
     pthread_t th;
 } host;
@@ -319,6 +320,7 @@ static void *host_main(void *p) {
     /* Freed here, on its own thread and at once, so that the clients of leaked
      * connections see their end now rather than at their timeout. */
     ho->alive_at_end = tl_loop_alive(ho->loop);
+    tl_loop_get_stats(ho->loop, &ho->stats);
     tl_loop_free(ho->loop);
     ho->loop = NULL;
     return NULL;
@@ -374,8 +376,10 @@ void serve_run(const serve_config *cfg, serve_result *res) {
         if (sh.handoff)
             res->handed[i] = (int)tl_handoff_count(sh.handoff, i);
     }
-    for (int i = 0; i < nhosts; i++)
+    for (int i = 0; i < nhosts; i++) {
         res->alive_at_end |= hosts[i].alive_at_end;
+        res->accept_pauses += hosts[i].stats.accept_pauses;
+    }
     tl_handoff_free(sh.handoff);
     free(hosts);
 }

@@ -54,6 +54,7 @@ typedef struct serve_result {
     int served[16];       /* per serving loop */
     int handed[16];       /* handoff: per worker, as counted by the library */
     bool alive_at_end;    /* any loop still alive after shutdown */
+    uint64_t accept_pauses; /* times a multishot accept paused at the ceiling */
 } serve_result;
 
 void serve_run(const serve_config *cfg, serve_result *res);

@@ -86,6 +86,8 @@ static void ep_handle_remove(tl_loop *loop, uint32_t hi) {
 
 static void park(tl_loop *loop, uint32_t hi) {
     epoll_state *s = state(loop);
+    if (loop->h[hi].paused)
+        return; /* listed already */
     if (s->parked_len == s->parked_cap) {
         uint32_t ncap = s->parked_cap ? s->parked_cap * 2 : 8;
         parked *n = realloc(s->parked, (size_t)ncap * sizeof *n);
@@ -133,14 +135,15 @@ static void run_accepts(tl_loop *loop, uint32_t hi) {
     uint32_t oi;
     while ((oi = loop->h[hi].rq_head) != TL_NIL) {
         tl_oslot *o = &loop->o[oi];
-        if (loop->h[hi].paused)
-            return;
+        if (loop->h[hi].backoff_until > loop->now_ms)
+            return; /* parked until the backoff is over */
         if (!tl__handle_room(loop)) {
             if (!o->multishot) { /* single-shot: the seed's ResourceLimit, loud */
                 tl__op_complete(loop, oi, -EMFILE, false, NULL);
                 continue;
             }
-            loop->stats.accept_pauses++; /* turnloop#77: pause, keep the kernel's queue */
+            if (!loop->h[hi].paused) /* turnloop#77: pause, keep the kernel's queue */
+                loop->stats.accept_pauses++;
             park(loop, hi);
             return;
         }
