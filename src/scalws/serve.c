@@ -212,6 +212,10 @@ static void answer_error(sws_worker *w, sws_conn *c, int status)
     size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, false);
     SWS_ADD(w->ctr.errors[status_slot(status)], 1);
     c->close_after = true;
+    /* The rest of a refused request may still be on the wire: closing with
+     * unread input would send a reset that destroys the answer (nginx's
+     * lingering close). */
+    c->linger = true;
     if (n == 0) {
         sws_conn_close(w, c);
         return;
@@ -225,6 +229,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
 {
     while (*off < len) {
         if (c->close_after || c->closing) {
+            c->linger = true; /* pipelined input after a close: see answer_error */
             *off = len;
             break;
         }
@@ -254,6 +259,26 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
     return true;
 }
 
+#define SWS_LINGER_MS 2000
+
+static void start_linger(sws_worker *w, sws_conn *c)
+{
+    int fd = tl_handle_fd(w->loop, c->h);
+    if (fd < 0 || shutdown(fd, SHUT_WR) < 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    c->lingering = true;
+    c->deadline = tl_loop_now(w->loop) + SWS_LINGER_MS;
+    while (c->hcount) {
+        release(w, c->held[c->hhead].id);
+        c->hhead = (uint8_t)((c->hhead + 1) % SWS_HELD_MAX);
+        c->hcount--;
+    }
+    c->recv_paused = false;
+    arm_recv(w, c);
+}
+
 static void flush(sws_worker *w, sws_conn *c)
 {
     if (c->closing || c->write_inflight)
@@ -268,7 +293,10 @@ static void flush(sws_worker *w, sws_conn *c)
         c->wlen = c->olen;
         c->write_inflight = true;
     } else if (c->close_after) {
-        sws_conn_close(w, c);
+        if (c->linger && !c->peer_eof && !c->lingering)
+            start_linger(w, c);
+        else if (!c->lingering)
+            sws_conn_close(w, c);
     } else if (w->draining && !sws_http_partial(&c->parser) && c->hcount == 0 && c->served) {
         /* Draining: an idle keep-alive connection is closed as soon as it is idle. */
         sws_conn_close(w, c);
@@ -307,6 +335,15 @@ static void on_recv(sws_worker *w, const tl_completion *e)
     bool final = (e->flags & TL_CQE_FINAL) != 0;
     if (final)
         c->recv_armed = false;
+    if (c->lingering) {
+        if (has_buf)
+            release(w, e->u.buf.id);
+        if (final && e->res <= 0 && e->res != -ECANCELED)
+            sws_conn_close(w, c);
+        else if (final && !c->closing)
+            arm_recv(w, c);
+        return;
+    }
     if (e->res > 0 && has_buf) {
         SWS_ADD(w->ctr.bytes_in, (uint64_t)e->res);
         const char *data = e->u.buf.data;
@@ -326,6 +363,7 @@ static void on_recv(sws_worker *w, const tl_completion *e)
         if (e->res == 0) {
             /* The peer is done sending: answer what it asked, then close. */
             c->close_after = true;
+            c->peer_eof = true;
         } else if (e->res == -ENOBUFS) {
             SWS_ADD(w->ctr.recv_starved, 1);
             if (!c->starved) {
@@ -593,13 +631,29 @@ static int open_shared_fd(const sws_config *cfg, char *err, size_t errlen)
     return fd;
 }
 
-static int init_worker(sws_server *s, sws_worker *w, int index)
+/* SO_REUSEPORT lets another process of the same user join a port that is in
+ * use, which would hide a second scalwsd behind the first. A plain bind tells
+ * a busy port from a free one first. */
+static int probe_busy(const sws_config *cfg)
+{
+    int fd = socket(cfg->listen.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1, rc = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)&cfg->listen.ss, cfg->listen.len) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listener)
 {
     const sws_config *cfg = s->cfg;
     w->index = index;
     w->srv = s;
     w->cpu = -1;
-    w->nslots = cfg->max_connections + 2;
+    w->nslots = cfg->max_connections + 1;
     w->conns = calloc(w->nslots, sizeof(*w->conns));
     w->free_idx = malloc(w->nslots * sizeof(*w->free_idx));
     if (!w->conns || !w->free_idx)
@@ -625,9 +679,9 @@ static int init_worker(sws_server *s, sws_worker *w, int index)
         setvbuf(w->access_log, NULL, _IOLBF, 0);
     }
     tl_loop_options o = {0};
-    /* The listener and a spare on top of the connections: accepting pauses at
-     * the ceiling (turnloop#77) instead of dropping. */
-    o.max_handles = cfg->max_connections + 2;
+    /* Exactly max_connections plus the listener: accepting pauses at the
+     * ceiling (turnloop#77) and the rest wait in the kernel's queue. */
+    o.max_handles = cfg->max_connections + (has_listener ? 1u : 0u);
     o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
                 : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
                                                     : TL_BACKEND_AUTO;
@@ -663,8 +717,11 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     s->loops = calloc((size_t)s->nloops, sizeof(*s->loops));
     if (!s->workers || !s->loops)
         return -ENOMEM;
+    sws_accept_route route = s->shared ? SWS_ACCEPT_ACCEPTOR : cfg->accept;
     for (int i = 0; i < s->nloops; i++) {
-        rc = init_worker(s, &s->workers[i], i);
+        bool has_listener = route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_EXCLUSIVE ||
+                            route == SWS_ACCEPT_HERD || (route == SWS_ACCEPT_HANDOFF && i == 0);
+        rc = init_worker(s, &s->workers[i], i, has_listener);
         if (rc < 0) {
             snprintf(err, errlen, "cannot create loop %d (backend %s): %s", i,
                      sws_backend_name(cfg->backend), tl_strerror(rc));
@@ -674,11 +731,13 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     }
     s->backend = tl_loop_backend(s->loops[0]);
 
-    sws_accept_route route = s->shared ? SWS_ACCEPT_ACCEPTOR : cfg->accept;
     const struct sockaddr *addr = (const struct sockaddr *)&cfg->listen.ss;
     switch (route) {
     case SWS_ACCEPT_REUSE_PORT: {
         tl_handle hs[s->nloops];
+        rc = probe_busy(cfg);
+        if (rc < 0)
+            break;
         rc = tl_route_reuse_port(s->loops, s->nloops, addr, cfg->listen.len, 0, hs);
         if (rc < 0)
             break;
@@ -691,7 +750,7 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
         rc = tl_listen(s->loops[0], addr, cfg->listen.len, &lo, &s->workers[0].listener);
         if (rc < 0)
             break;
-        rc = tl_handoff_new(&s->handoff, s->loops, s->nloops, TL_HANDOFF_LEAST_LOADED);
+        rc = tl_handoff_new(&s->handoff, s->loops, s->nloops, TL_HANDOFF_ROUND_ROBIN);
         break;
     }
     case SWS_ACCEPT_EXCLUSIVE:

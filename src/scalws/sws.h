@@ -81,6 +81,9 @@ typedef struct sws_conn {
     bool close_after;  /* close once the output is flushed; ignore further input */
     bool closing;      /* tl_close issued */
     bool starved;      /* waits for a loop buffer to re-arm its receive */
+    bool linger;       /* the peer may still be sending: half-close, drain, then close */
+    bool lingering;    /* write side shut; input is read and dropped until EOF */
+    bool peer_eof;
     uint8_t dl_kind;
     uint64_t deadline;
     uint64_t served;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The admin listener: /metrics in Prometheus text with per-loop counters,
+# /status as JSON with loops, CPUs, backend and route; anything else 404.
+. "$(dirname "$0")/lib.sh"
+start_sws '\nevent_loops = 2'
+for i in $(seq 1 10); do curl -s -o /dev/null "http://127.0.0.1:$PORT/"; done
+m=$(curl -s -D "$T/h" "http://127.0.0.1:$ADMIN_PORT/metrics")
+grep -qi "^Content-Type: text/plain; version=0.0.4" "$T/h" || fail "metrics content type"
+echo "$m" | grep -q '^# TYPE scalwsd_requests_total counter' || fail "TYPE line"
+total=$(echo "$m" | awk '/^scalwsd_requests_total\{/ {s += $2} END {print s+0}')
+[ "$total" -ge 10 ] || fail "requests_total $total < 10"
+echo "$m" | grep -q '^scalwsd_connections_active{loop="1"}' || fail "per-loop gauge"
+echo "$m" | grep -q '^scalwsd_draining 0' || fail "drain state"
+s=$(curl -s "http://127.0.0.1:$ADMIN_PORT/status")
+echo "$s" | jq -e '.loops | length == 2' >/dev/null || fail "status loops: $s"
+echo "$s" | jq -e '.route == "reuse-port" and (.backend | length > 0) and .state == "serving"' >/dev/null ||
+    fail "status fields: $s"
+echo "$s" | jq -e '[.loops[].requests] | add >= 10' >/dev/null || fail "status counts: $s"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ADMIN_PORT/nope")" = 404 ] || fail "404"
+stop_sws
+echo ok

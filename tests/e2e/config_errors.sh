@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A wrong key, a bad value or a busy port is one line naming the file, line and
+# key, and exit 2; --check-config validates; --help and --version answer.
+. "$(dirname "$0")/lib.sh"
+"$SWS" --help | grep -q -- "--worker-threads" || fail "--help"
+"$SWS" --version | grep -q "^scalwsd [0-9]" || fail "--version"
+st=0; "$SWS" --bogus 2>/dev/null || st=$?
+[ "$st" = 2 ] || fail "unknown option exit $st"
+
+printf '[server]\nlisten = 127.0.0.1:1\nevnt_loops = 2\n' >"$T/bad.ini"
+st=0; "$SWS" --config "$T/bad.ini" 2>"$T/err" || st=$?
+[ "$st" = 2 ] || fail "unknown key exit $st"
+[ "$(wc -l <"$T/err")" = 1 ] || fail "one line: $(cat "$T/err")"
+grep -q "bad.ini:3: \[server\] evnt_loops: unknown key" "$T/err" || fail "message: $(cat "$T/err")"
+
+printf '[limits]\nbody_size = lots\n' >"$T/bad2.ini"
+st=0; "$SWS" --check-config --config "$T/bad2.ini" 2>"$T/err" || st=$?
+[ "$st" = 2 ] || fail "bad value exit $st"
+grep -q "bad2.ini:2: \[limits\] body_size: bad size 'lots'" "$T/err" || fail "message: $(cat "$T/err")"
+
+printf '[server]\nevent_loops = 2\n[respond]\nstatus = 204\n' >"$T/good.ini"
+"$SWS" --check-config --config "$T/good.ini" >/dev/null || fail "--check-config on a good file"
+st=0; "$SWS" --listen nowhere:xx --check-config 2>"$T/err" || st=$?
+[ "$st" = 2 ] || fail "--listen bad exit $st"
+grep -q -- "--listen" "$T/err" || fail "message: $(cat "$T/err")"
+
+# Busy port: a second server on the same port fails with one clear line.
+start_sws ''
+printf '[server]\nlisten = 127.0.0.1:%s\n' "$PORT" >"$T/busy.ini"
+st=0; timeout 5 "$SWS" --config "$T/busy.ini" 2>"$T/err" || st=$?
+[ "$st" = 2 ] || fail "busy port exit $st"
+[ "$(wc -l <"$T/err")" = 1 ] || fail "one line: $(cat "$T/err")"
+grep -q "busy.ini:2: \[server\] listen.*address already in use" "$T/err" || fail "message: $(cat "$T/err")"
+st=0; timeout 5 "$SWS" --listen "127.0.0.1:$PORT" --worker-threads 1 2>"$T/err" || st=$?
+[ "$st" = 2 ] || fail "busy port via --listen exit $st"
+grep -q -- "--listen.*address already in use" "$T/err" || fail "message: $(cat "$T/err")"
+stop_sws
+echo ok

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Graceful drain: a request in flight at SIGTERM completes (answered with
+# Connection: close), an idle keep-alive connection is closed at once, new
+# connections are refused, and scalwsd exits 0 with a one-line summary.
+# Then: the drain timeout closes what is left, and a second signal exits at once.
+. "$(dirname "$0")/lib.sh"
+start_sws '\ndrain_timeout = 5s'
+
+# In flight: the head is half sent when the signal comes, finished later.
+( exec 3<>/dev/tcp/127.0.0.1/$PORT
+  printf 'GET / HTTP/1.1\r\nHost: a\r\n' >&3
+  sleep 1.5
+  printf '\r\n' >&3
+  timeout 5 cat <&3 ) >"$T/inflight" 2>&1 &
+inflight=$!
+# Idle keep-alive: one answered request, then nothing.
+( exec 3<>/dev/tcp/127.0.0.1/$PORT
+  printf 'GET / HTTP/1.1\r\nHost: a\r\n\r\n' >&3
+  timeout 8 cat <&3; echo "idle-closed-after=$SECONDS" ) >"$T/idle" 2>&1 &
+idle=$!
+sleep 0.5
+SECONDS=0
+kill -TERM "$SWS_PID"
+sleep 0.5
+if timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT" 2>/dev/null; then
+    fail "a new connection was accepted after the drain began"
+fi
+wait "$inflight" || true
+wait "$idle" || true
+grep -q "^HTTP/1.1 200" "$T/inflight" || fail "in-flight request not answered: $(cat "$T/inflight")"
+grep -qi "^Connection: close" "$T/inflight" || fail "last answer must say Connection: close"
+grep -q "^HTTP/1.1 200" "$T/idle" || fail "idle connection's first answer"
+t=$(sed -n 's/.*idle-closed-after=\([0-9]*\).*/\1/p' "$T/idle")
+[ -n "$t" ] && [ "$t" -le 3 ] || fail "idle connection not closed at drain (after ${t:-?} s)"
+st=0
+wait "$SWS_PID" || st=$?
+SWS_PID=""
+[ "$st" = 0 ] || fail "exit status $st after drain"
+[ "$(grep -c 'stopped after SIGTERM' "$T/log")" = 1 ] || fail "summary line: $(cat "$T/log")"
+grep -q "0 closed by the drain timeout" "$T/log" || fail "nothing should be forced: $(cat "$T/log")"
+
+# Drain timeout: a request that never completes is closed after drain_timeout.
+start_sws '\ndrain_timeout = 1s'
+( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\n' >&3; timeout 6 cat <&3 ) >/dev/null 2>&1 &
+slow=$!
+sleep 0.3
+SECONDS=0
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS after the drain timeout"
+[ "$SECONDS" -le 4 ] || fail "drain timeout not honoured ($SECONDS s)"
+grep -q "1 closed by the drain timeout" "$T/log" || fail "forced count: $(cat "$T/log")"
+wait "$slow" || true
+
+# A second signal exits at once.
+start_sws '\ndrain_timeout = 30s'
+( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\n' >&3; timeout 6 cat <&3 ) >/dev/null 2>&1 &
+slow=$!
+sleep 0.3
+kill -TERM "$SWS_PID"
+sleep 0.3
+kill -0 "$SWS_PID" || fail "exited before the drain timeout"
+kill -INT "$SWS_PID"
+sleep 0.5
+kill -0 "$SWS_PID" 2>/dev/null && fail "second signal did not exit at once"
+st=0
+wait "$SWS_PID" || st=$?
+SWS_PID=""
+[ "$st" != 0 ] || fail "second signal should not report a clean drain"
+grep -q "second SIGINT" "$T/log" || fail "log: $(cat "$T/log")"
+wait "$slow" || true
+echo ok

@@ -1,0 +1,84 @@
+# Shared helpers for scalwsd's end-to-end tests: start the real binary on a
+# free loopback port, talk to it with curl and raw sockets (bash /dev/tcp).
+# Every wait is bounded; a test that hangs is killed by ctest's TIMEOUT too.
+set -euo pipefail
+
+SWS=${SWS:?path of scalwsd in SWS}
+T=$(mktemp -d)
+SWS_PID=""
+PORT=""
+ADMIN_PORT=""
+
+cleanup() {
+    if [ -n "$SWS_PID" ] && kill -0 "$SWS_PID" 2>/dev/null; then
+        kill -KILL "$SWS_PID" 2>/dev/null || true
+    fi
+    wait 2>/dev/null || true
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    [ -f "$T/log" ] && { echo "--- scalwsd log:" >&2; cat "$T/log" >&2; }
+    exit 1
+}
+
+rand_port() { echo $(((RANDOM % 25000) + 30000)); }
+
+# start_sws [ini text] [extra args...]: writes the ini with listen (and admin)
+# on random ports and starts scalwsd; retries when a port is taken.
+start_sws() {
+    local ini=${1:-}
+    shift || true
+    for _ in 1 2 3 4 5 6 7 8; do
+        PORT=$(rand_port)
+        ADMIN_PORT=$(rand_port)
+        {
+            echo "[server]"
+            echo "listen = 127.0.0.1:$PORT"
+            printf '%b\n' "$ini"
+            echo "[admin]"
+            echo "listen = 127.0.0.1:$ADMIN_PORT"
+        } >"$T/sws.ini"
+        "${SWS_WRAP[@]}" "$SWS" --config "$T/sws.ini" "$@" 2>"$T/log" &
+        SWS_PID=$!
+        for _ in $(seq 1 50); do
+            if grep -q "listening on" "$T/log" 2>/dev/null && curl -s -o /dev/null "http://127.0.0.1:$PORT/"; then
+                return 0
+            fi
+            if ! kill -0 "$SWS_PID" 2>/dev/null; then
+                break
+            fi
+            sleep 0.1
+        done
+        wait "$SWS_PID" 2>/dev/null || true
+        grep -q "address already in use" "$T/log" || fail "scalwsd did not start"
+    done
+    fail "no free port"
+}
+SWS_WRAP=()
+
+# raw REQUEST [seconds]: sends bytes (printf %b escapes) on one connection and
+# prints everything the server answers until it closes or the time is up.
+raw() {
+    local req=$1 secs=${2:-3}
+    timeout "$secs" bash -c '
+        exec 3<>/dev/tcp/127.0.0.1/'"$PORT"' || exit 1
+        printf "%b" "$1" >&3
+        cat <&3' _ "$req" || true
+}
+
+# stop_sws: SIGTERM and wait (bounded); sets SWS_STATUS.
+stop_sws() {
+    kill -TERM "$SWS_PID"
+    for _ in $(seq 1 100); do
+        kill -0 "$SWS_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    SWS_STATUS=0
+    wait "$SWS_PID" || SWS_STATUS=$?
+    SWS_PID=""
+}
+
+count() { grep -c "$1" || true; }
