@@ -118,7 +118,11 @@ typedef struct tl_loop_stats {
     uint64_t waits;              /* OS waits made (at most one per turn) */
     uint64_t accepted;           /* connections accepted by this loop */
     uint64_t adopted;            /* transports adopted from tl_loop_post_transport() */
-    uint64_t spurious_wakeups;   /* a wake for a shared listener with nothing to accept */
+    /* An OS wake for a shared listener whose accept then found nothing: another
+     * loop took the connection. epoll re-checks readiness before reporting, so
+     * a loop woken after the winner accepted sees no event at all; that cost is
+     * a context switch, not counted here. */
+    uint64_t spurious_wakeups;
     uint64_t accept_pauses;      /* times accepting paused at the handle ceiling */
     uint64_t accept_errors;      /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
     uint64_t recv_buffer_starved; /* TL_OP_RECV ended with -ENOBUFS: no loop buffer free */

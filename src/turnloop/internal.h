@@ -38,6 +38,7 @@ typedef struct tl_hslot {
     uint8_t on_ready;   /* queued on the loop's ready list */
     uint8_t paused;     /* multishot accept paused at the ceiling */
     uint8_t connecting; /* a connect op is outstanding: writability is not readiness yet */
+    uint8_t woken;      /* an OS event (not cached readiness) brought this handle up */
     int fd;
     uint32_t nops;        /* pending ops on this handle */
     uint32_t undelivered; /* completions queued but not yet received by the host */

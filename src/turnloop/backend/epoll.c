@@ -152,8 +152,11 @@ static void run_accepts(tl_loop *loop, uint32_t hi) {
             int e = errno;
             if (e == EAGAIN || e == EWOULDBLOCK) {
                 loop->h[hi].ready &= ~TL_READY_IN;
-                if (!got_one && loop->h[hi].type == TL_H_SHARED_LISTENER)
+                /* Spurious: the kernel woke us for this listener and another loop
+                 * took the connection. A probe on cached readiness is no wake. */
+                if (!got_one && loop->h[hi].woken && loop->h[hi].type == TL_H_SHARED_LISTENER)
                     loop->stats.spurious_wakeups++;
+                loop->h[hi].woken = 0;
                 return;
             }
             if (e == EINTR || e == ECONNABORTED || e == EPROTO)
@@ -171,6 +174,7 @@ static void run_accepts(tl_loop *loop, uint32_t hi) {
             continue;
         }
         got_one = true;
+        loop->h[hi].woken = 0;
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         uint32_t ci;
@@ -344,8 +348,10 @@ static int ep_wait(tl_loop *loop, int timeout_ms) {
         if (tl__handle_lookup(loop, ev->data.u64, &hi) < 0)
             continue; /* stale: the slot was closed (and maybe reused) */
         tl_hslot *h = &loop->h[hi];
-        if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
             h->ready |= TL_READY_IN;
+            h->woken = 1;
+        }
         if (ev->events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
             h->ready |= TL_READY_OUT;
         if (h->rq_head != TL_NIL || h->wq_head != TL_NIL)
