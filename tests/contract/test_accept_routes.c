@@ -212,8 +212,72 @@ static void multishot_accept_honours_ceiling(void **state) {
     serve_result r;
     serve_run(&cfg, &r);
     check_multi_threaded(&r, 1, 256);
-    /* 32 clients at once against 7 free slots: the ceiling was really reached. */
-    assert_true(r.accept_pauses > 0);
+}
+
+/* The same rule, step by step and without timing: 20 connections queued in the
+ * kernel against 7 free slots. Exactly 7 are accepted, accepting pauses (no
+ * handle made, no connection reset), and each freed slot lets one more in. */
+static void multishot_accept_pauses_and_resumes(void **state) {
+    tl_loop *loop = test_loop(8, 0, 0);
+    struct sockaddr_in a = loopback_any_port();
+    tl_handle ls;
+    assert_int_equal(tl_listen(loop, (struct sockaddr *)&a, sizeof a, NULL, &ls), 0);
+    int fds[20];
+    assert_int_equal(connect_many(handle_port(loop, ls), 20, fds), 0);
+    assert_int_equal(tl_accept(loop, ls, TL_ACCEPT_MULTISHOT, 1, NULL), 0);
+    tl_completion c[32];
+    tl_handle got[20];
+    int n = 0;
+    for (int spins = 0; spins < 50; spins++) {
+        int k = tl_loop_turn(loop, 10, c, 32);
+        for (int i = 0; i < k; i++) {
+            assert_int_equal(c[i].kind, TL_OP_ACCEPT);
+            assert_int_equal(c[i].res, 0);
+            assert_false(c[i].flags & TL_CQE_FINAL); /* paused, not ended */
+            got[n++] = c[i].u.accepted;
+        }
+    }
+    assert_int_equal(n, 7);
+    assert_int_equal(tl_loop_handles(loop), 8);
+    tl_loop_stats st;
+    tl_loop_get_stats(loop, &st);
+    assert_int_equal(st.accept_pauses, 1);
+    /* Free three slots: three more come in, and no more. */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(tl_close(loop, got[i], 9), 0);
+    int closes = 0, more = 0;
+    for (int spins = 0; spins < 50; spins++) {
+        int k = tl_loop_turn(loop, 10, c, 32);
+        for (int i = 0; i < k; i++) {
+            if (c[i].kind == TL_OP_CLOSE)
+                closes++;
+            else
+                got[n + more++] = c[i].u.accepted;
+        }
+    }
+    assert_int_equal(closes, 3);
+    assert_int_equal(more, 3);
+    n += more;
+    /* Drain the rest one slot at a time; every queued connection is accepted. */
+    int served = 3;
+    for (int spins = 0; served < 20 && spins < 2000; spins++) {
+        int k = tl_loop_turn(loop, 10, c, 32);
+        for (int i = 0; i < k; i++)
+            if (c[i].kind == TL_OP_ACCEPT)
+                got[n++] = c[i].u.accepted;
+        for (int i = served; i < n; i++)
+            tl_close(loop, got[i], 9);
+        served = n;
+    }
+    assert_int_equal(n, 20);
+    for (int i = 0; i < 20; i++) { /* nobody was reset while waiting */
+        char ch;
+        assert_int_equal(recv(fds[i], &ch, 1, 0), 0);
+        close(fds[i]);
+    }
+    tl_close(loop, ls, 0);
+    assert_int_equal(drain_loop(loop), 0);
+    tl_loop_free(loop);
 }
 
 
@@ -304,6 +368,7 @@ static const struct CMUnitTest accept_route_tests[] = {
     cmocka_unit_test(multi_threaded_accept_by_reuse_port),
     cmocka_unit_test(leaked_handle_caught_by_ceiling),
     cmocka_unit_test(multishot_accept_honours_ceiling),
+    cmocka_unit_test(multishot_accept_pauses_and_resumes),
     cmocka_unit_test(shared_listener_counts_spurious_wakeups),
 };
 const size_t accept_route_test_count = sizeof accept_route_tests / sizeof accept_route_tests[0];
