@@ -48,7 +48,11 @@ void tl_buffer_release(tl_loop *loop, uint32_t id) {
     uint32_t hi; /* the handle may be closed by now: then nobody counts it */
     if (tl__handle_lookup(loop, loop->buf_owner[id], &hi) == 0 && loop->h[hi].bufs_held > 0)
         loop->h[hi].bufs_held--;
-    tl__buffer_untake(loop, id);
-    if (loop->be->buffer_released)
+    if (loop->be->buffer_released) {
+        /* The backend keeps the free buffers (io_uring: in the kernel's ring). */
+        loop->buf_owner[id] = 0;
         loop->be->buffer_released(loop, id);
+    } else {
+        tl__buffer_untake(loop, id);
+    }
 }

@@ -151,7 +151,9 @@ typedef struct tl_backend_ops {
     int (*wait)(tl_loop *loop, int timeout_ms);
     /* A handle slot was freed: paused accepts may go on. */
     void (*resume_accepts)(tl_loop *loop);
-    /* Optional: a receive buffer came back (io_uring re-provides it to the kernel). */
+    /* Optional: a receive buffer came back from the host. When set, the backend
+     * decides where it goes (io_uring re-provides it to the kernel's buffer
+     * ring, or calls tl__buffer_untake); when NULL it returns to buf_free. */
     void (*buffer_released)(tl_loop *loop, uint32_t id);
 } tl_backend_ops;
 
