@@ -6,33 +6,53 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-const char *sws_http_reason(int status)
-{
+const char *sws_http_reason(int status) {
     switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 204:
+        return "No Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Unknown";
     }
 }
 
 size_t sws_http_head(char *out, size_t cap, int status, const char *date, const char *content_type,
-                     uint64_t content_length, bool keep_alive)
-{
+                     uint64_t content_length, bool keep_alive) {
     int n = snprintf(out, cap,
                      "HTTP/1.1 %d %s\r\nServer: " SWS_HTTP_SERVER "\r\nDate: %s\r\n"
                      "Content-Type: %s\r\nContent-Length: %" PRIu64 "\r\nConnection: %s\r\n\r\n",
@@ -43,8 +63,7 @@ size_t sws_http_head(char *out, size_t cap, int status, const char *date, const 
     return (size_t)n;
 }
 
-size_t sws_http_error(char *out, size_t cap, int status, const char *date, bool head)
-{
+size_t sws_http_error(char *out, size_t cap, int status, const char *date, bool head) {
     char body[64];
     int bl = snprintf(body, sizeof(body), "%d %s\n", status, sws_http_reason(status));
     if (bl < 0 || (size_t)bl >= sizeof(body))

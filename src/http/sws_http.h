@@ -21,7 +21,8 @@ typedef struct sws_http_limits {
     uint64_t body_size;    /* Content-Length or chunked total; 413 */
 } sws_http_limits;
 
-#define SWS_HTTP_DEFAULT_LIMITS {8192, 100, 4096, 1048576}
+#define SWS_HTTP_DEFAULT_LIMITS                                                                    \
+    { 8192, 100, 4096, 1048576 }
 
 /* The path is copied (truncated) so that a request can be routed after the
  * receive buffer that held it has been given back. */
@@ -38,18 +39,34 @@ typedef struct sws_http_request {
     char path[SWS_HTTP_PATH_MAX]; /* NUL-terminated */
 } sws_http_request;
 
+/* Room to recognise the field names that frame or route a request
+ * ("transfer-encoding" is the longest), and to judge a Transfer-Encoding list. */
+#define SWS_HTTP_NAME_MAX 17
+#define SWS_HTTP_TE_MAX 32
+
 typedef struct sws_http_parser {
     llhttp_t p;
     const sws_http_limits *limits;
-    uint32_t head_bytes;  /* bytes of the request head seen through callbacks */
-    uint32_t raw_head;    /* bytes fed while the head was not complete */
+    uint32_t head_bytes; /* bytes of the request head seen through callbacks */
+    uint32_t raw_head;   /* bytes fed while the head was not complete */
     uint32_t header_count;
     uint32_t uri_len;
     uint64_t body_bytes;
-    int status;           /* the error status chosen by a callback; 0 when none */
-    bool in_message;      /* a request has begun and is not complete */
+    int status;      /* the error status chosen by a callback; 0 when none */
+    bool in_message; /* a request has begun and is not complete */
     bool headers_done;
-    bool complete;        /* a request is complete and not yet returned */
+    bool complete; /* a request is complete and not yet returned */
+    /* Strictness (RFC 9112) that llhttp does not enforce itself; see parse.c. */
+    uint8_t scan;       /* state of the raw head scanner (bare CR/LF, obs-fold) */
+    uint8_t field;      /* which framing or routing field the current line is */
+    uint8_t name_len;   /* bytes of the current field name, saturating */
+    uint8_t host_count; /* Host fields seen, saturating */
+    uint8_t te_len;     /* bytes kept in te[]; SWS_HTTP_TE_MAX + 1 once it overflowed */
+    uint8_t ver_len;    /* nonzero once the request line gave a version */
+    bool te_seen;
+    bool host_ws;                 /* whitespace seen in the Host value: only OWS may follow */
+    char name[SWS_HTTP_NAME_MAX]; /* lowercased start of the current field name */
+    char te[SWS_HTTP_TE_MAX];     /* every Transfer-Encoding value, joined by ',' */
     sws_http_request req;
 } sws_http_parser;
 
@@ -62,13 +79,17 @@ void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits);
 
 /* Feeds bytes. Returns SWS_HTTP_NEED_MORE, SWS_HTTP_REQUEST (at most one per
  * call: feed the rest of the data again), or -EBADMSG with the status to answer
- * (400, 413, 414, 431) in *status; the connection must then be closed after the
- * answer, and the parser is unusable until sws_http_parser_init(). */
+ * in *status: 400 (malformed or ambiguous, see parse.c), 413, 414, 431, 501 (a
+ * transfer coding other than chunked) or 505 (an HTTP version other than 1.0 and
+ * 1.1). The connection must then be closed after the answer, and the parser is
+ * unusable until sws_http_parser_init(). */
 int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status);
 
 /* Whether bytes of an unfinished request have been seen (for 408 vs a silent
  * idle close). */
-static inline bool sws_http_partial(const sws_http_parser *p) { return p->in_message; }
+static inline bool sws_http_partial(const sws_http_parser *p) {
+    return p->in_message;
+}
 
 /* ---- responses ----------------------------------------------------------- */
 

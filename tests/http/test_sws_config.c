@@ -4,22 +4,24 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* cmocka.h needs the four headers above first: a block of its own, so that
+ * clang-format's include sorting keeps it after them. */
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 
 #include "config.h"
 #include "cpu.h"
 
 static char path[512];
 
-static const char *write_ini(const char *text)
-{
+static const char *write_ini(const char *text) {
     const char *dir = getenv("SWS_TEST_TMP");
     snprintf(path, sizeof(path), "%s/sws_config_test.ini", dir ? dir : "/tmp");
     FILE *f = fopen(path, "w");
@@ -29,8 +31,7 @@ static const char *write_ini(const char *text)
     return path;
 }
 
-static void config_defaults_serve_respond_on_8080(void **state)
-{
+static void config_defaults_serve_respond_on_8080(void **state) {
     (void)state;
     static sws_config c;
     sws_config_defaults(&c);
@@ -47,8 +48,7 @@ static void config_defaults_serve_respond_on_8080(void **state)
     assert_false(c.admin_enabled);
 }
 
-static void config_file_sets_every_section(void **state)
-{
+static void config_file_sets_every_section(void **state) {
     (void)state;
     static sws_config c;
     char err[512] = "";
@@ -73,8 +73,7 @@ static void config_file_sets_every_section(void **state)
     assert_non_null(strstr(c.listen_origin, ":2: [server] listen"));
 }
 
-static void config_unknown_key_names_file_line_key(void **state)
-{
+static void config_unknown_key_names_file_line_key(void **state) {
     (void)state;
     static sws_config c;
     char err[512] = "";
@@ -86,8 +85,7 @@ static void config_unknown_key_names_file_line_key(void **state)
     assert_string_equal(err, want);
 }
 
-static void config_bad_value_names_file_line_key(void **state)
-{
+static void config_bad_value_names_file_line_key(void **state) {
     (void)state;
     static sws_config c;
     char err[512] = "";
@@ -110,8 +108,7 @@ static void config_bad_value_names_file_line_key(void **state)
     assert_null(strchr(err, '\n'));
 }
 
-static void config_missing_file_is_an_error(void **state)
-{
+static void config_missing_file_is_an_error(void **state) {
     (void)state;
     static sws_config c;
     char err[512] = "";
@@ -120,8 +117,7 @@ static void config_missing_file_is_an_error(void **state)
     assert_non_null(strstr(err, "/nonexistent/scalwsd.ini: cannot open"));
 }
 
-static void config_addresses(void **state)
-{
+static void config_addresses(void **state) {
     (void)state;
     sws_addr a;
     assert_int_equal(sws_parse_addr("[::1]:80", &a), 0);
@@ -132,8 +128,7 @@ static void config_addresses(void **state)
     assert_int_equal(sws_parse_addr("127.0.0.1:", &a), -EINVAL);
 }
 
-static void cpu_max_quota_rounds_up(void **state)
-{
+static void cpu_max_quota_rounds_up(void **state) {
     (void)state;
     assert_int_equal(sws_cpu_max_parse("max 100000\n"), 0);
     assert_int_equal(sws_cpu_max_parse("150000 100000\n"), 2);
@@ -145,8 +140,7 @@ static void cpu_max_quota_rounds_up(void **state)
     assert_true(cpus.available >= 1 && cpus.available <= cpus.in_mask);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_defaults_serve_respond_on_8080),
         cmocka_unit_test(config_file_sets_every_section),
