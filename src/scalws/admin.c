@@ -13,8 +13,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-int sws_admin_open(const sws_config *cfg, char *err, size_t errlen)
-{
+int sws_admin_open(const sws_config *cfg, char *err, size_t errlen) {
     int fd = socket(cfg->admin.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         snprintf(err, errlen, "[admin] listen: socket: %s", strerror(errno));
@@ -36,8 +35,7 @@ int sws_admin_open(const sws_config *cfg, char *err, size_t errlen)
 #define CTR(w, f) atomic_load_explicit(&(w)->ctr.f, memory_order_relaxed)
 
 static void metric(FILE *f, sws_server *s, const char *name, const char *type, const char *help,
-                   size_t off)
-{
+                   size_t off) {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
     for (int i = 0; i < s->nloops; i++)
         fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", name, i,
@@ -45,8 +43,7 @@ static void metric(FILE *f, sws_server *s, const char *name, const char *type, c
                                      memory_order_relaxed));
 }
 
-static char *metrics_text(sws_server *s, size_t *len)
-{
+static char *metrics_text(sws_server *s, size_t *len) {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
     if (!f)
@@ -58,8 +55,7 @@ static char *metrics_text(sws_server *s, size_t *len)
     M("scalwsd_connections_active", "gauge", "Connections open now.", active);
     M("scalwsd_received_bytes_total", "counter", "Bytes received from clients.", bytes_in);
     M("scalwsd_sent_bytes_total", "counter", "Bytes written to clients.", bytes_out);
-    M("scalwsd_drain_forced_total", "counter", "Connections closed by the drain timeout.",
-      forced);
+    M("scalwsd_drain_forced_total", "counter", "Connections closed by the drain timeout.", forced);
     M("scalwsd_loop_turns_total", "counter", "Loop turns (published once a second).", turns);
     M("scalwsd_accept_pauses_total", "counter", "Times accepting paused at the handle ceiling.",
       accept_pauses);
@@ -71,8 +67,8 @@ static char *metrics_text(sws_server *s, size_t *len)
                "# TYPE scalwsd_errors_total counter\n");
     for (int i = 0; i < s->nloops; i++)
         for (int k = 0; k < SWS_ST_N; k++)
-            fprintf(f, "scalwsd_errors_total{loop=\"%d\",status=\"%s\"} %" PRIu64 "\n", i,
-                    codes[k], CTR(&s->workers[i], errors[k]));
+            fprintf(f, "scalwsd_errors_total{loop=\"%d\",status=\"%s\"} %" PRIu64 "\n", i, codes[k],
+                    CTR(&s->workers[i], errors[k]));
     fprintf(f,
             "# HELP scalwsd_draining 1 while draining, 2 after the drain timeout.\n"
             "# TYPE scalwsd_draining gauge\nscalwsd_draining %d\n",
@@ -81,16 +77,15 @@ static char *metrics_text(sws_server *s, size_t *len)
     return buf;
 }
 
-static char *status_json(sws_server *s, size_t *len)
-{
+static char *status_json(sws_server *s, size_t *len) {
     json_t *loops = json_array();
     for (int i = 0; i < s->nloops; i++) {
         sws_worker *w = &s->workers[i];
-        json_array_append_new(
-            loops, json_pack("{s:i, s:i, s:I, s:I, s:I, s:I}", "index", i, "cpu", w->cpu,
-                             "requests", (json_int_t)CTR(w, requests), "accepted",
-                             (json_int_t)CTR(w, accepted), "active", (json_int_t)CTR(w, active),
-                             "closed", (json_int_t)CTR(w, closed)));
+        json_array_append_new(loops, json_pack("{s:i, s:i, s:I, s:I, s:I, s:I}", "index", i, "cpu",
+                                               w->cpu, "requests", (json_int_t)CTR(w, requests),
+                                               "accepted", (json_int_t)CTR(w, accepted), "active",
+                                               (json_int_t)CTR(w, active), "closed",
+                                               (json_int_t)CTR(w, closed)));
     }
     static const char *const drain[] = {"serving", "draining", "forced"};
     json_t *root = json_pack(
@@ -116,8 +111,7 @@ static char *status_json(sws_server *s, size_t *len)
     return text;
 }
 
-static void write_all(int fd, const char *p, size_t n)
-{
+static void write_all(int fd, const char *p, size_t n) {
     while (n) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w <= 0)
@@ -127,8 +121,7 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-void sws_admin_serve_one(sws_server *s, int listen_fd)
-{
+void sws_admin_serve_one(sws_server *s, int listen_fd) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         return;

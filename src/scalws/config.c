@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sws_config_defaults(sws_config *c)
-{
+void sws_config_defaults(sws_config *c) {
     memset(c, 0, sizeof(*c));
     sws_parse_addr("127.0.0.1:8080", &c->listen);
     strcpy(c->listen_origin, "[server] listen (default)");
@@ -22,6 +21,7 @@ void sws_config_defaults(sws_config *c)
     c->accept = SWS_ACCEPT_REUSE_PORT;
     c->backend = SWS_BACKEND_AUTO;
     c->drain_timeout_ms = 10000;
+    c->defer_accept = true;
     c->status = 200;
     static const char body[] = "Hello from scalwsd\n";
     memcpy(c->body, body, sizeof(body) - 1);
@@ -38,11 +38,14 @@ static const char *const accept_names[] = {"reuse-port", "handoff", "exclusive",
                                            "herd"};
 static const char *const backend_names[] = {"auto", "epoll", "uring"};
 
-const char *sws_accept_name(sws_accept_route r) { return accept_names[r]; }
-const char *sws_backend_name(sws_backend b) { return backend_names[b]; }
+const char *sws_accept_name(sws_accept_route r) {
+    return accept_names[r];
+}
+const char *sws_backend_name(sws_backend b) {
+    return backend_names[b];
+}
 
-int sws_parse_addr(const char *text, sws_addr *out)
-{
+int sws_parse_addr(const char *text, sws_addr *out) {
     char host[SWS_ADDR_MAX];
     const char *port;
     if (strlen(text) >= SWS_ADDR_MAX || !*text)
@@ -71,8 +74,10 @@ int sws_parse_addr(const char *text, sws_addr *out)
     long p = strtol(port, &e, 10);
     if (!*port || *e || p < 0 || p > 65535)
         return -EINVAL;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                    *res = NULL;
     if (getaddrinfo(host[0] ? host : NULL, port, &hints, &res) != 0 || !res)
         return -EINVAL;
     memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
@@ -83,9 +88,8 @@ int sws_parse_addr(const char *text, sws_addr *out)
 }
 
 /* Unsigned integer with an optional multiplier suffix from units. */
-static int parse_scaled(const char *v, uint64_t *out, const char *const *suffix, const uint64_t *mult,
-                        int nsuffix)
-{
+static int parse_scaled(const char *v, uint64_t *out, const char *const *suffix,
+                        const uint64_t *mult, int nsuffix) {
     char *e;
     if (!isdigit((unsigned char)*v))
         return -EINVAL;
@@ -111,8 +115,7 @@ static int parse_scaled(const char *v, uint64_t *out, const char *const *suffix,
     return 0;
 }
 
-static int parse_ms(const char *v, uint32_t *out)
-{
+static int parse_ms(const char *v, uint32_t *out) {
     static const char *const s[] = {"ms", "s", "m"};
     static const uint64_t m[] = {1, 1000, 60000};
     uint64_t n;
@@ -127,16 +130,14 @@ static int parse_ms(const char *v, uint32_t *out)
     return 0;
 }
 
-static int parse_size(const char *v, uint64_t *out)
-{
+static int parse_size(const char *v, uint64_t *out) {
     static const char *const s[] = {"k", "m", "g", "kb", "mb", "gb", "kib", "mib", "gib"};
     static const uint64_t m[] = {1ull << 10, 1ull << 20, 1ull << 30, 1ull << 10, 1ull << 20,
                                  1ull << 30, 1ull << 10, 1ull << 20, 1ull << 30};
     return parse_scaled(v, out, s, m, 9);
 }
 
-static int parse_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
-{
+static int parse_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
     char *e;
     if (!isdigit((unsigned char)*v))
         return -EINVAL;
@@ -148,8 +149,7 @@ static int parse_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
     return 0;
 }
 
-static int pick(const char *v, const char *const *names, int n)
-{
+static int pick(const char *v, const char *const *names, int n) {
     for (int i = 0; i < n; i++)
         if (strcmp(v, names[i]) == 0)
             return i;
@@ -157,8 +157,7 @@ static int pick(const char *v, const char *const *names, int n)
 }
 
 /* The body may carry \n, \r, \t and \\ escapes: ini values are one line. */
-static int set_body(sws_config *c, const char *v)
-{
+static int set_body(sws_config *c, const char *v) {
     size_t n = 0;
     for (const char *s = v; *s; s++) {
         char ch = *s;
@@ -181,8 +180,7 @@ static int set_body(sws_config *c, const char *v)
     } while (0)
 
 int sws_config_set(sws_config *c, const char *section, const char *key, const char *v, char *err,
-                   size_t errlen)
-{
+                   size_t errlen) {
     uint64_t n;
     if (strcmp(section, "server") == 0) {
         if (strcmp(key, "listen") == 0) {
@@ -215,6 +213,13 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
         } else if (strcmp(key, "drain_timeout") == 0) {
             if (parse_ms(v, &c->drain_timeout_ms) < 0)
                 BAD("bad duration '%s' (e.g. 10s, 500ms)", v);
+        } else if (strcmp(key, "defer_accept") == 0) {
+            if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+                c->defer_accept = true;
+            else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+                c->defer_accept = false;
+            else
+                BAD("bad value '%s' (want on or off)", v);
         } else if (strcmp(key, "access_log") == 0) {
             if (strlen(v) >= sizeof(c->access_log))
                 BAD("path too long");
@@ -291,8 +296,7 @@ struct load_ctx {
     bool failed;
 };
 
-static int on_kv(void *user, const char *section, const char *key, const char *value)
-{
+static int on_kv(void *user, const char *section, const char *key, const char *value) {
     struct load_ctx *l = user;
     if (l->failed)
         return 0;
@@ -308,8 +312,7 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
     return 1;
 }
 
-static char *read_line(char *str, int num, void *stream)
-{
+static char *read_line(char *str, int num, void *stream) {
     struct load_ctx *l = stream;
     char *r = fgets(str, num, l->f);
     if (r)
@@ -317,8 +320,7 @@ static char *read_line(char *str, int num, void *stream)
     return r;
 }
 
-int sws_config_load(sws_config *c, const char *path, char *err, size_t errlen)
-{
+int sws_config_load(sws_config *c, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
     if (!f) {
         int e = errno;

@@ -34,12 +34,13 @@ typedef struct sws_config {
     /* [server] */
     sws_addr listen;
     char listen_origin[320]; /* "file:line: [server] listen", "--listen" or the default */
-    int event_loops;    /* -1 auto; 0 the shared baseline; N */
-    int worker_threads; /* threads of the shared baseline; -1 auto */
+    int event_loops;         /* -1 auto; 0 the shared baseline; N */
+    int worker_threads;      /* threads of the shared baseline; -1 auto */
     sws_accept_route accept;
     sws_backend backend;
     uint32_t drain_timeout_ms;
     char access_log[256]; /* empty: none */
+    bool defer_accept;    /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
     /* [respond] */
     int status;
     char body[SWS_BODY_MAX];

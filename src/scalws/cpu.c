@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sws_cpu_max_parse(const char *text)
-{
+int sws_cpu_max_parse(const char *text) {
     char q[32];
     long long period = 0;
     if (sscanf(text, "%31s %lld", q, &period) < 1)
@@ -25,8 +24,7 @@ int sws_cpu_max_parse(const char *text)
     return (int)((quota + period - 1) / period);
 }
 
-static int read_file(const char *path, char *buf, size_t len)
-{
+static int read_file(const char *path, char *buf, size_t len) {
     FILE *f = fopen(path, "r");
     if (!f)
         return -errno;
@@ -36,8 +34,7 @@ static int read_file(const char *path, char *buf, size_t len)
     return (int)n;
 }
 
-static int cgroup_quota(void)
-{
+static int cgroup_quota(void) {
     char cg[4096], path[4352], text[128];
     if (read_file("/proc/self/cgroup", cg, sizeof(cg)) < 0)
         return 0;
@@ -73,8 +70,7 @@ static int cgroup_quota(void)
     return 0;
 }
 
-int sws_cpus_probe(sws_cpus *out)
-{
+int sws_cpus_probe(sws_cpus *out) {
     memset(out, 0, sizeof(*out));
     if (sched_getaffinity(0, sizeof(out->mask), &out->mask) < 0)
         return -errno;

@@ -7,9 +7,9 @@
 
 typedef struct sws_cpus {
     cpu_set_t mask;
-    int in_mask;      /* CPUs in the affinity mask */
-    int quota_cpus;   /* ceil(quota / period) from cpu.max; 0 when unlimited or unknown */
-    int available;    /* min(in_mask, quota_cpus if set), at least 1 */
+    int in_mask;           /* CPUs in the affinity mask */
+    int quota_cpus;        /* ceil(quota / period) from cpu.max; 0 when unlimited or unknown */
+    int available;         /* min(in_mask, quota_cpus if set), at least 1 */
     int list[CPU_SETSIZE]; /* the mask's CPUs in order, in_mask of them */
 } sws_cpus;
 

@@ -13,8 +13,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-void sws_worker_drain(sws_worker *w, bool force)
-{
+void sws_worker_drain(sws_worker *w, bool force) {
     uint64_t now = tl_loop_now(w->loop);
     if (!w->draining) {
         w->draining = true;
@@ -33,8 +32,8 @@ void sws_worker_drain(sws_worker *w, bool force)
         next = c->next;
         if (c->closing)
             continue;
-        bool idle = c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) &&
-                    c->hcount == 0;
+        bool idle =
+            c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) && c->hcount == 0;
         if (force) {
             SWS_ADD(w->ctr.forced, 1);
             sws_conn_close(w, c);
@@ -49,21 +48,18 @@ void sws_worker_drain(sws_worker *w, bool force)
     }
 }
 
-bool sws_worker_finished(sws_worker *w)
-{
+bool sws_worker_finished(sws_worker *w) {
     return w->draining && !w->listener && !w->listener_closing && !w->active;
 }
 
-static void post_all(sws_server *s, uint64_t value)
-{
+static void post_all(sws_server *s, uint64_t value) {
     tl_message m = {.value = value};
     for (int i = 0; i < s->nloops; i++)
         if (tl_loop_post(s->loops[i], SWS_TOKEN(0, SWS_T_POST), &m) < 0)
             fprintf(stderr, "scalwsd: cannot post to loop %d\n", i);
 }
 
-void sws_drain_begin(sws_server *s)
-{
+void sws_drain_begin(sws_server *s) {
     atomic_store(&s->drain, 1);
     if (s->acceptor) {
         tl_acceptor_stop(s->acceptor);
@@ -77,14 +73,12 @@ void sws_drain_begin(sws_server *s)
     }
 }
 
-void sws_drain_force(sws_server *s)
-{
+void sws_drain_force(sws_server *s) {
     atomic_store(&s->drain, 2);
     post_all(s, SWS_MSG_FORCE);
 }
 
-static uint64_t sum(sws_server *s, size_t off)
-{
+static uint64_t sum(sws_server *s, size_t off) {
     uint64_t t = 0;
     for (int i = 0; i < s->nloops; i++)
         t += atomic_load_explicit((sws_ctr *)((char *)&s->workers[i].ctr + off),
@@ -92,8 +86,7 @@ static uint64_t sum(sws_server *s, size_t off)
     return t;
 }
 
-int sws_control_run(sws_server *s, int sigfd, int admin_fd)
-{
+int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
     int done = 0;
     bool draining = false, forced = false;
     uint64_t deadline = 0, drain_start = 0;
@@ -150,8 +143,7 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd)
     fprintf(stderr,
             "scalwsd: stopped after %s: drained in %" PRIu64 " ms; %" PRIu64 " requests, %" PRIu64
             " connections, %" PRIu64 " closed by the drain timeout\n",
-            draining ? signame : "loop failure", took,
-            sum(s, offsetof(sws_counters, requests)), sum(s, offsetof(sws_counters, accepted)),
-            sum(s, offsetof(sws_counters, forced)));
+            draining ? signame : "loop failure", took, sum(s, offsetof(sws_counters, requests)),
+            sum(s, offsetof(sws_counters, accepted)), sum(s, offsetof(sws_counters, forced)));
     return draining ? 0 : 1;
 }

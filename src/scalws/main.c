@@ -14,8 +14,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
     fprintf(f,
             "usage: scalwsd [options]\n"
             "  -c, --config FILE        ini file ([server] [respond] [limits] [admin]); every key\n"
@@ -30,8 +29,7 @@ static void usage(FILE *f)
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n");
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"listen", required_argument, NULL, 'l'},
@@ -46,13 +44,27 @@ int main(int argc, char **argv)
     int ch;
     while ((ch = getopt_long(argc, argv, "c:l:w:thV", opts, NULL)) != -1) {
         switch (ch) {
-        case 'c': config = optarg; break;
-        case 'l': listen = optarg; break;
-        case 'w': threads = optarg; break;
-        case 't': check = true; break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("scalwsd %s (turnloop %s)\n", SWS_VERSION, TL_VERSION_STRING); return 0;
-        default: usage(stderr); return 2;
+        case 'c':
+            config = optarg;
+            break;
+        case 'l':
+            listen = optarg;
+            break;
+        case 'w':
+            threads = optarg;
+            break;
+        case 't':
+            check = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("scalwsd %s (turnloop %s)\n", SWS_VERSION, TL_VERSION_STRING);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind < argc) {

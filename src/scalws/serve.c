@@ -19,23 +19,20 @@
 #define SWS_CQ_BATCH 256
 #define SWS_SWEEP_MS 1000
 
-uint64_t sws_now_ms(void)
-{
+uint64_t sws_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static sws_conn *conn_of(sws_worker *w, uint64_t token)
-{
+static sws_conn *conn_of(sws_worker *w, uint64_t token) {
     uint32_t i = SWS_TOKEN_IDX(token);
     if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
         return NULL;
     return w->conns[i];
 }
 
-static void list_add(sws_worker *w, sws_conn *c)
-{
+static void list_add(sws_worker *w, sws_conn *c) {
     c->prev = NULL;
     c->next = w->active;
     if (w->active)
@@ -43,8 +40,7 @@ static void list_add(sws_worker *w, sws_conn *c)
     w->active = c;
 }
 
-static void list_del(sws_worker *w, sws_conn *c)
-{
+static void list_del(sws_worker *w, sws_conn *c) {
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -54,14 +50,12 @@ static void list_del(sws_worker *w, sws_conn *c)
     c->prev = c->next = NULL;
 }
 
-static void release(sws_worker *w, uint32_t id)
-{
+static void release(sws_worker *w, uint32_t id) {
     tl_buffer_release(w->loop, id);
     w->released++;
 }
 
-static void arm_recv(sws_worker *w, sws_conn *c)
-{
+static void arm_recv(sws_worker *w, sws_conn *c) {
     if (c->recv_armed || c->closing)
         return;
     int rc = tl_recv(w->loop, c->h, SWS_TOKEN(c->index, SWS_T_RECV), &c->recv_op);
@@ -72,8 +66,7 @@ static void arm_recv(sws_worker *w, sws_conn *c)
     c->recv_armed = true;
 }
 
-void sws_conn_close(sws_worker *w, sws_conn *c)
-{
+void sws_conn_close(sws_worker *w, sws_conn *c) {
     if (c->closing)
         return;
     c->closing = true;
@@ -92,8 +85,7 @@ void sws_conn_close(sws_worker *w, sws_conn *c)
     }
 }
 
-static void conn_open(sws_worker *w, tl_handle h)
-{
+static void conn_open(sws_worker *w, tl_handle h) {
     if (w->nfree == 0) {
         /* Cannot happen while slots = handle ceiling; closing is the safe answer. */
         tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
@@ -119,11 +111,10 @@ static void conn_open(sws_worker *w, tl_handle h)
     c->dl_kind = SWS_DL_FRESH;
     c->deadline = tl_loop_now(w->loop) + w->srv->cfg->header_timeout_ms;
     sws_http_parser_init(&c->parser, &w->srv->cfg->limits);
-    int fd = tl_handle_fd(w->loop, h);
+    /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
+    int fd = w->access_log ? tl_handle_fd(w->loop, h) : -1;
     if (fd >= 0) {
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (w->access_log) {
+        {
             struct sockaddr_storage ss;
             socklen_t sl = sizeof(ss);
             if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
@@ -144,8 +135,7 @@ static void conn_open(sws_worker *w, tl_handle h)
     arm_recv(w, c);
 }
 
-static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes)
-{
+static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes) {
     if (w->clf_sec != w->date.sec) {
         struct tm tm;
         gmtime_r(&w->date.sec, &tm);
@@ -158,8 +148,7 @@ static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes)
             status, bytes);
 }
 
-static void set_idle_deadline(sws_worker *w, sws_conn *c)
-{
+static void set_idle_deadline(sws_worker *w, sws_conn *c) {
     const sws_config *cfg = w->srv->cfg;
     if (sws_http_partial(&c->parser)) {
         c->dl_kind = SWS_DL_HEADER;
@@ -171,8 +160,7 @@ static void set_idle_deadline(sws_worker *w, sws_conn *c)
 }
 
 /* Appends the answer to a complete request; room was checked before feeding. */
-static void answer(sws_worker *w, sws_conn *c)
-{
+static void answer(sws_worker *w, sws_conn *c) {
     const sws_http_request *r = &c->parser.req;
     bool ka = r->keep_alive && !w->draining;
     const char *src;
@@ -193,22 +181,26 @@ static void answer(sws_worker *w, sws_conn *c)
         access_log(w, c, w->srv->cfg->status, n);
 }
 
-static int status_slot(int status)
-{
+static int status_slot(int status) {
     switch (status) {
-    case 400: return SWS_ST_400;
-    case 408: return SWS_ST_408;
-    case 413: return SWS_ST_413;
-    case 414: return SWS_ST_414;
-    case 431: return SWS_ST_431;
-    default: return SWS_ST_OTHER;
+    case 400:
+        return SWS_ST_400;
+    case 408:
+        return SWS_ST_408;
+    case 413:
+        return SWS_ST_413;
+    case 414:
+        return SWS_ST_414;
+    case 431:
+        return SWS_ST_431;
+    default:
+        return SWS_ST_OTHER;
     }
 }
 
 /* An error answer ends the connection: nothing after a bad request can be
  * trusted to be framed right. */
-static void answer_error(sws_worker *w, sws_conn *c, int status)
-{
+static void answer_error(sws_worker *w, sws_conn *c, int status) {
     size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, false);
     SWS_ADD(w->ctr.errors[status_slot(status)], 1);
     c->close_after = true;
@@ -225,8 +217,7 @@ static void answer_error(sws_worker *w, sws_conn *c, int status)
 
 /* Parses from data[*off..len). Returns false when output is full and the rest
  * must be held until a write completes. */
-static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off)
-{
+static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
     while (*off < len) {
         if (c->close_after || c->closing) {
             c->linger = true; /* pipelined input after a close: see answer_error */
@@ -261,8 +252,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
 
 #define SWS_LINGER_MS 2000
 
-static void start_linger(sws_worker *w, sws_conn *c)
-{
+static void start_linger(sws_worker *w, sws_conn *c) {
     int fd = tl_handle_fd(w->loop, c->h);
     if (fd < 0 || shutdown(fd, SHUT_WR) < 0) {
         sws_conn_close(w, c);
@@ -279,8 +269,7 @@ static void start_linger(sws_worker *w, sws_conn *c)
     arm_recv(w, c);
 }
 
-static void flush(sws_worker *w, sws_conn *c)
-{
+static void flush(sws_worker *w, sws_conn *c) {
     if (c->closing || c->write_inflight)
         return;
     if (c->olen > 0) {
@@ -304,8 +293,7 @@ static void flush(sws_worker *w, sws_conn *c)
 }
 
 static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint32_t off,
-                 uint32_t len)
-{
+                 uint32_t len) {
     if (c->hcount == SWS_HELD_MAX) {
         /* The receive was cancelled when holding began; a peer that still
          * outruns it is not reading its answers. */
@@ -323,8 +311,7 @@ static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint
     }
 }
 
-static void on_recv(sws_worker *w, const tl_completion *e)
-{
+static void on_recv(sws_worker *w, const tl_completion *e) {
     sws_conn *c = conn_of(w, e->token);
     bool has_buf = (e->flags & TL_CQE_BUFFER) != 0;
     if (!c) {
@@ -381,8 +368,7 @@ static void on_recv(sws_worker *w, const tl_completion *e)
     flush(w, c);
 }
 
-static void on_write(sws_worker *w, const tl_completion *e)
-{
+static void on_write(sws_worker *w, const tl_completion *e) {
     sws_conn *c = conn_of(w, e->token);
     if (!c)
         return;
@@ -419,8 +405,7 @@ static void on_write(sws_worker *w, const tl_completion *e)
     flush(w, c);
 }
 
-static void on_closed(sws_worker *w, const tl_completion *e)
-{
+static void on_closed(sws_worker *w, const tl_completion *e) {
     uint32_t i = SWS_TOKEN_IDX(e->token);
     if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
         return;
@@ -432,8 +417,7 @@ static void on_closed(sws_worker *w, const tl_completion *e)
     SWS_ADD(w->ctr.closed, 1);
 }
 
-static void rearm_starved(sws_worker *w)
-{
+static void rearm_starved(sws_worker *w) {
     sws_conn *c = w->starved;
     w->starved = NULL;
     while (c) {
@@ -446,8 +430,7 @@ static void rearm_starved(sws_worker *w)
     }
 }
 
-static void arm_sweep(sws_worker *w)
-{
+static void arm_sweep(sws_worker *w) {
     if (w->sweep_armed || w->done)
         return;
     if (tl_timer(w->loop, w->draining ? 100 : SWS_SWEEP_MS, SWS_TOKEN(0, SWS_T_SWEEP),
@@ -457,8 +440,7 @@ static void arm_sweep(sws_worker *w)
 
 /* Once a second: expire idle and slow connections (a per-connection timer
  * per request would cost two operations per request), publish loop stats. */
-static void on_sweep(sws_worker *w, const tl_completion *e)
-{
+static void on_sweep(sws_worker *w, const tl_completion *e) {
     w->sweep_armed = false;
     w->sweep_cancelled = false;
     if (e->res < 0) {
@@ -491,8 +473,7 @@ static void on_sweep(sws_worker *w, const tl_completion *e)
         arm_sweep(w);
 }
 
-static void arm_accept(sws_worker *w)
-{
+static void arm_accept(sws_worker *w) {
     if (!w->listener || w->listener_closing)
         return;
     tl_op op;
@@ -500,8 +481,7 @@ static void arm_accept(sws_worker *w)
         fprintf(stderr, "scalwsd: loop %d: cannot accept\n", w->index);
 }
 
-static void on_accept(sws_worker *w, const tl_completion *e)
-{
+static void on_accept(sws_worker *w, const tl_completion *e) {
     if (e->res >= 0 && e->u.accepted) {
         if (w->srv->handoff) {
             /* Handoff: this loop only accepts; the policy picks the worker. */
@@ -514,18 +494,27 @@ static void on_accept(sws_worker *w, const tl_completion *e)
         arm_accept(w);
 }
 
-static void dispatch(sws_worker *w, const tl_completion *e)
-{
+static void dispatch(sws_worker *w, const tl_completion *e) {
     switch (SWS_TOKEN_TAG(e->token)) {
-    case SWS_T_RECV: on_recv(w, e); break;
-    case SWS_T_WRITE: on_write(w, e); break;
-    case SWS_T_ACCEPT: on_accept(w, e); break;
+    case SWS_T_RECV:
+        on_recv(w, e);
+        break;
+    case SWS_T_WRITE:
+        on_write(w, e);
+        break;
+    case SWS_T_ACCEPT:
+        on_accept(w, e);
+        break;
     case SWS_T_ADOPT:
         if (e->res >= 0 && e->u.accepted)
             conn_open(w, e->u.accepted);
         break;
-    case SWS_T_CLOSE: on_closed(w, e); break;
-    case SWS_T_SWEEP: on_sweep(w, e); break;
+    case SWS_T_CLOSE:
+        on_closed(w, e);
+        break;
+    case SWS_T_SWEEP:
+        on_sweep(w, e);
+        break;
     case SWS_T_POST:
         if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
             sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
@@ -542,8 +531,7 @@ static void dispatch(sws_worker *w, const tl_completion *e)
 }
 
 /* One turn and its dispatch. Returns false when the worker is finished. */
-static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms)
-{
+static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms) {
     int n = tl_loop_turn(w->loop, timeout_ms, cq, SWS_CQ_BATCH);
     if (n < 0 && n != -EINTR) {
         fprintf(stderr, "scalwsd: loop %d: turn failed: %s\n", w->index, tl_strerror(n));
@@ -569,15 +557,13 @@ static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms)
     return true;
 }
 
-static void signal_done(sws_server *s)
-{
+static void signal_done(sws_server *s) {
     uint64_t one = 1;
     ssize_t r = write(s->done_fd, &one, sizeof(one));
     (void)r;
 }
 
-static void *worker_main(void *arg)
-{
+static void *worker_main(void *arg) {
     sws_worker *w = arg;
     tl_completion cq[SWS_CQ_BATCH];
     while (worker_turn(w, cq, -1)) {
@@ -589,8 +575,7 @@ static void *worker_main(void *arg)
 /* The shared baseline (event_loops = 0): several threads take turns on one
  * loop. turnloop allows one thread at a time per loop, so the lock is held for
  * a whole turn and its dispatch: leader/followers over one wait set. */
-static void *shared_main(void *arg)
-{
+static void *shared_main(void *arg) {
     sws_server *s = arg;
     sws_worker *w = &s->workers[0];
     tl_completion cq[SWS_CQ_BATCH];
@@ -605,16 +590,14 @@ static void *shared_main(void *arg)
     return NULL;
 }
 
-static int pin_thread(pthread_t t, int cpu)
-{
+static int pin_thread(pthread_t t, int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     return -pthread_setaffinity_np(t, sizeof(set), &set);
 }
 
-static int open_shared_fd(const sws_config *cfg, char *err, size_t errlen)
-{
+static int open_shared_fd(const sws_config *cfg, char *err, size_t errlen) {
     int fd = socket(cfg->listen.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
@@ -634,8 +617,7 @@ static int open_shared_fd(const sws_config *cfg, char *err, size_t errlen)
 /* SO_REUSEPORT lets another process of the same user join a port that is in
  * use, which would hide a second scalwsd behind the first. A plain bind tells
  * a busy port from a free one first. */
-static int probe_busy(const sws_config *cfg)
-{
+static int probe_busy(const sws_config *cfg) {
     int fd = socket(cfg->listen.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
@@ -647,8 +629,7 @@ static int probe_busy(const sws_config *cfg)
     return rc;
 }
 
-static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listener)
-{
+static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listener) {
     const sws_config *cfg = s->cfg;
     w->index = index;
     w->srv = s;
@@ -685,13 +666,17 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
                 : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
                                                     : TL_BACKEND_AUTO;
+    /* EPOLLEXCLUSIVE is an epoll feature: with backend auto, the exclusive
+     * route runs on epoll rather than failing (uring refuses it, and says so
+     * when asked for by name). */
+    if (cfg->backend == SWS_BACKEND_AUTO && !s->shared && cfg->accept == SWS_ACCEPT_EXCLUSIVE)
+        o.backend = TL_BACKEND_EPOLL;
     o.recv_buffers = 256;
     o.recv_buffer_size = 16384;
     return tl_loop_new(&w->loop, &o);
 }
 
-int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen)
-{
+int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
     int rc;
     memset(s, 0, sizeof(*s));
     s->cfg = cfg;
@@ -775,6 +760,19 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
                  rc == -EADDRINUSE ? "address already in use" : tl_strerror(rc));
         return rc;
     }
+    if (cfg->defer_accept) {
+        /* The client speaks first in HTTP: let the kernel hand over a
+         * connection with its request, so the first read never finds nothing
+         * (nginx's listen ... deferred). Best effort: a refusal is harmless. */
+        int secs = 1;
+        if (s->shared_fd >= 0)
+            setsockopt(s->shared_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
+        for (int i = 0; i < s->nloops; i++) {
+            int fd = s->workers[i].listener ? tl_handle_fd(s->loops[i], s->workers[i].listener) : -1;
+            if (fd >= 0)
+                setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
+        }
+    }
     for (int i = 0; i < s->nloops; i++) {
         arm_accept(&s->workers[i]);
         arm_sweep(&s->workers[i]);
@@ -793,9 +791,9 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
             "backend %s, listening on %s\n",
             SWS_VERSION, s->shared ? "shared model, " : "", s->nloops, s->nloops == 1 ? "" : "s",
             cfg->event_loops < 0 ? "auto" : "configured", s->cpus.in_mask,
-            s->cpus.in_mask == 1 ? "" : "s", s->cpus.quota_cpus ? "" : "none/",
-            s->cpus.quota_cpus, s->nthreads, s->nthreads == 1 ? "" : "s", sws_accept_name(route),
-            s->backend, cfg->listen.text);
+            s->cpus.in_mask == 1 ? "" : "s", s->cpus.quota_cpus ? "" : "none/", s->cpus.quota_cpus,
+            s->nthreads, s->nthreads == 1 ? "" : "s", sws_accept_name(route), s->backend,
+            cfg->listen.text);
     if (!s->pinned && !s->shared)
         fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
                 s->cpus.in_mask);
@@ -822,8 +820,7 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     return 0;
 }
 
-void sws_server_free(sws_server *s)
-{
+void sws_server_free(sws_server *s) {
     if (s->shared) {
         for (int i = 0; i < s->nthreads; i++)
             pthread_join(s->threads[i], NULL);

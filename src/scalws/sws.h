@@ -21,7 +21,7 @@
  * load + store is enough and costs a plain add, never a locked one. */
 typedef _Atomic uint64_t sws_ctr;
 #define SWS_ADD(c, n)                                                                              \
-    atomic_store_explicit(&(c), atomic_load_explicit(&(c), memory_order_relaxed) + (n),          \
+    atomic_store_explicit(&(c), atomic_load_explicit(&(c), memory_order_relaxed) + (n),            \
                           memory_order_relaxed)
 #define SWS_GET(c) atomic_load_explicit(&(c), memory_order_relaxed)
 
@@ -74,15 +74,15 @@ typedef struct sws_conn {
     uint32_t index;
     tl_handle h;
     tl_op recv_op;
-    bool live;         /* between open and the close completion */
+    bool live; /* between open and the close completion */
     bool recv_armed;
-    bool recv_paused;  /* recv cancelled because output is full */
+    bool recv_paused; /* recv cancelled because output is full */
     bool write_inflight;
-    bool close_after;  /* close once the output is flushed; ignore further input */
-    bool closing;      /* tl_close issued */
-    bool starved;      /* waits for a loop buffer to re-arm its receive */
-    bool linger;       /* the peer may still be sending: half-close, drain, then close */
-    bool lingering;    /* write side shut; input is read and dropped until EOF */
+    bool close_after; /* close once the output is flushed; ignore further input */
+    bool closing;     /* tl_close issued */
+    bool starved;     /* waits for a loop buffer to re-arm its receive */
+    bool linger;      /* the peer may still be sending: half-close, drain, then close */
+    bool lingering;   /* write side shut; input is read and dropped until EOF */
     bool peer_eof;
     uint8_t dl_kind;
     uint64_t deadline;

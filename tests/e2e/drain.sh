@@ -41,7 +41,7 @@ grep -q "0 closed by the drain timeout" "$T/log" || fail "nothing should be forc
 
 # Drain timeout: a request that never completes is closed after drain_timeout.
 start_sws '\ndrain_timeout = 1s'
-( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\n' >&3; timeout 6 cat <&3 ) >/dev/null 2>&1 &
+( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\nHost: a\r\n' >&3; timeout 6 cat <&3 ) >/dev/null 2>&1 &
 slow=$!
 sleep 0.3
 SECONDS=0
@@ -53,7 +53,7 @@ wait "$slow" || true
 
 # A second signal exits at once.
 start_sws '\ndrain_timeout = 30s'
-( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\n' >&3; timeout 6 cat <&3 ) >/dev/null 2>&1 &
+( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\nHost: a\r\n' >&3; timeout 6 cat <&3 ) >/dev/null 2>&1 &
 slow=$!
 sleep 0.3
 kill -TERM "$SWS_PID"

@@ -4,13 +4,13 @@
 . "$(dirname "$0")/lib.sh"
 start_sws '\nevent_loops = 1\n[limits]\nmax_connections = 2'
 # start_sws's readiness probe has closed; hold both slots with idle connections.
-( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\n\r\n' >&3; sleep 2; exec 3>&- ) >/dev/null 2>&1 &
+( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\nHost: a\r\n\r\n' >&3; sleep 2; exec 3>&- ) >/dev/null 2>&1 &
 a=$!
-( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\n\r\n' >&3; sleep 4; exec 3>&- ) >/dev/null 2>&1 &
+( exec 3<>/dev/tcp/127.0.0.1/$PORT; printf 'GET / HTTP/1.1\r\nHost: a\r\n\r\n' >&3; sleep 4; exec 3>&- ) >/dev/null 2>&1 &
 b=$!
 sleep 0.5
 SECONDS=0
-r=$(raw 'GET / HTTP/1.1\r\nConnection: close\r\n\r\n' 6)
+r=$(raw 'GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' 6)
 echo "$r" | grep -q "^HTTP/1.1 200" || fail "third connection dropped: $r"
 [ "$SECONDS" -ge 1 ] || fail "third connection served while the loop was full"
 wait "$a" "$b" || true

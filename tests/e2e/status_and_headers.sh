@@ -27,7 +27,7 @@ v=$(curl -sv "http://127.0.0.1:$PORT/a" "http://127.0.0.1:$PORT/b" 2>&1 >/dev/nu
 echo "$v" | grep -q "Re-using existing connection" || fail "keep-alive not reused"
 
 # Request bodies are read and discarded, framed right: the next request parses.
-r=$(raw 'POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloPOST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n')
+r=$(raw 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloPOST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
 [ "$(echo "$r" | count '^HTTP/1.1 201')" = 3 ] || fail "bodies not discarded: $r"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
