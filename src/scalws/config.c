@@ -19,7 +19,10 @@ void sws_config_defaults(sws_config *c) {
     c->event_loops = -1;
     c->worker_threads = -1;
     c->accept = SWS_ACCEPT_REUSE_PORT;
-    c->backend = SWS_BACKEND_AUTO;
+    /* epoll, not auto: on this project's machines scalwsd on io_uring spent
+     * ~1.5x the CPU per request of epoll (bench/results/vs-nginx-*.json);
+     * `backend = auto` or `uring` choose it explicitly. */
+    c->backend = SWS_BACKEND_EPOLL;
     c->drain_timeout_ms = 10000;
     c->defer_accept = true;
     c->status = 200;

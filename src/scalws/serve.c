@@ -78,6 +78,8 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
     if (tl_close(w->loop, c->h, SWS_TOKEN(c->index, SWS_T_CLOSE)) < 0) {
         /* A handle turnloop no longer knows: nothing will complete, free now. */
         c->live = false;
+        if (c->starved)
+            w->nstarved--;
         list_del(w, c);
         w->free_idx[w->nfree++] = c->index;
         SWS_ADD(w->ctr.active, (uint64_t)-1);
@@ -172,6 +174,12 @@ static void answer(sws_worker *w, sws_conn *c) {
         src = w->resp.close;
         n = r->head ? w->resp.close_head : w->resp.close_len;
         c->close_after = true;
+    }
+    if (c->close_after && c->recv_armed && !c->recv_paused) {
+        /* Nothing more will be read: stop receiving now, or the loop reads the
+         * peer's FIN (or the rest of a pipeline) before our close lands. */
+        c->recv_paused = true;
+        tl_cancel(w->loop, c->recv_op);
     }
     memcpy(c->out + c->olen, src, n);
     c->olen += n;
@@ -355,8 +363,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             SWS_ADD(w->ctr.recv_starved, 1);
             if (!c->starved) {
                 c->starved = true;
-                c->starved_next = w->starved;
-                w->starved = c;
+                w->nstarved++;
             }
         } else if (e->res < 0 && e->res != -ECANCELED) {
             sws_conn_close(w, c);
@@ -411,22 +418,25 @@ static void on_closed(sws_worker *w, const tl_completion *e) {
         return;
     sws_conn *c = w->conns[i];
     c->live = false;
+    if (c->starved)
+        w->nstarved--;
     list_del(w, c);
     w->free_idx[w->nfree++] = i;
     SWS_ADD(w->ctr.active, (uint64_t)-1);
     SWS_ADD(w->ctr.closed, 1);
 }
 
+/* Starvation is rare (every loop buffer held by output-blocked connections):
+ * a walk of the active list when buffers come back is cheaper than keeping a
+ * second list consistent with slot reuse. */
 static void rearm_starved(sws_worker *w) {
-    sws_conn *c = w->starved;
-    w->starved = NULL;
-    while (c) {
-        sws_conn *next = c->starved_next;
+    for (sws_conn *c = w->active; c && w->nstarved; c = c->next) {
+        if (!c->starved)
+            continue;
         c->starved = false;
-        c->starved_next = NULL;
-        if (c->live && !c->closing && !c->recv_paused && !c->close_after)
+        w->nstarved--;
+        if (!c->closing && !c->recv_paused && !c->close_after)
             arm_recv(w, c);
-        c = next;
     }
 }
 
@@ -542,7 +552,7 @@ static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms) {
     w->released = 0;
     for (int i = 0; i < n; i++)
         dispatch(w, &cq[i]);
-    if (w->released && w->starved)
+    if (w->released && w->nstarved)
         rearm_starved(w);
     if (sws_worker_finished(w)) {
         if (w->sweep_armed && !w->sweep_cancelled) {
@@ -768,7 +778,8 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
         if (s->shared_fd >= 0)
             setsockopt(s->shared_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
         for (int i = 0; i < s->nloops; i++) {
-            int fd = s->workers[i].listener ? tl_handle_fd(s->loops[i], s->workers[i].listener) : -1;
+            int fd =
+                s->workers[i].listener ? tl_handle_fd(s->loops[i], s->workers[i].listener) : -1;
             if (fd >= 0)
                 setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
         }

@@ -92,7 +92,6 @@ typedef struct sws_conn {
     uint8_t hhead, hcount;
     sws_held held[SWS_HELD_MAX];
     struct sws_conn *prev, *next; /* the worker's active list */
-    struct sws_conn *starved_next;
     sws_http_parser parser;
     char peer[48]; /* for the access log only */
     char out[];    /* worker->out_cap bytes */
@@ -131,8 +130,8 @@ typedef struct sws_worker {
     uint32_t *free_idx;
     uint32_t nfree;
     uint32_t out_cap;
-    sws_conn *active; /* list head */
-    sws_conn *starved;
+    sws_conn *active;  /* list head */
+    uint32_t nstarved; /* connections waiting for a loop buffer */
     uint32_t released; /* buffers given back this turn */
     sws_date_cache date;
     sws_respond resp;

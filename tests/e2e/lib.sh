@@ -17,6 +17,8 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
+# A command that fails outside fail() still says where, with the server's log.
+trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2; [ -f "$T/log" ] && cat "$T/log" >&2' ERR
 
 fail() {
     echo "FAIL: $*" >&2
@@ -29,6 +31,12 @@ rand_port() { echo $(((RANDOM % 25000) + 30000)); }
 # start_sws [ini text] [extra args...]: writes the ini with listen (and admin)
 # on random ports and starts scalwsd; retries when a port is taken.
 start_sws() {
+    start_sws_try "$@" || fail "scalwsd did not start"
+}
+
+# start_sws_try: the same, but returns 1 (with the log in $T/log) when scalwsd
+# exits for another reason than a taken port.
+start_sws_try() {
     local ini=${1:-}
     shift || true
     for _ in 1 2 3 4 5 6 7 8; do
@@ -53,7 +61,8 @@ start_sws() {
             sleep 0.1
         done
         wait "$SWS_PID" 2>/dev/null || true
-        grep -q "address already in use" "$T/log" || fail "scalwsd did not start"
+        SWS_PID=""
+        grep -q "address already in use" "$T/log" || return 1
     done
     fail "no free port"
 }
