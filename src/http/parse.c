@@ -51,36 +51,44 @@ static int fail(sws_http_parser *p, int status) {
  * accept; we do not, because a peer that reads lines differently from us (a
  * proxy in front, or an upstream behind) is how requests are smuggled. Same for
  * obs-fold (5.2: a server MUST reject it or replace it) and for runs of SP in
- * the request line (3: recipients MAY split on any whitespace). Returns 0 or the
- * status to answer. */
-static int scan_head(sws_http_parser *p, const char *data, size_t len) {
+ * the request line (3: recipients MAY split on any whitespace). It also counts
+ * the head's raw bytes (skipped whitespace included) against header_bytes: one
+ * exact count, whatever the reads were. Returns 0, or the status to answer with
+ * the offset of the offending byte in *at. */
+static int scan_head(sws_http_parser *p, const char *data, size_t len, size_t *at) {
     uint8_t s = p->scan;
-    for (size_t i = 0; i < len && s != S_DONE; i++) {
+    size_t i;
+    int st = 0;
+    for (i = 0; i < len && s != S_DONE; i++) {
         unsigned char c = (unsigned char)data[i];
+        if (++p->raw_head > p->limits->header_bytes) {
+            st = 431;
+            break;
+        }
         switch (s) {
         case S_START:
             if (c == '\r')
                 s = S_START_CR;
             else if (c == '\n')
-                return 400;
+                st = 400;
             else
                 s = S_LINE1;
             break;
         case S_START_CR:
             if (c != '\n')
-                return 400;
+                st = 400;
             s = S_START;
             break;
         case S_LINE1:
         case S_LINE1_SP:
             if (c == ' ') {
                 if (s == S_LINE1_SP)
-                    return 400;
+                    st = 400;
                 s = S_LINE1_SP;
             } else if (c == '\r') {
                 s = S_CR;
             } else if (c == '\n') {
-                return 400;
+                st = 400;
             } else {
                 s = S_LINE1;
             }
@@ -89,38 +97,40 @@ static int scan_head(sws_http_parser *p, const char *data, size_t len) {
             if (c == '\r')
                 s = S_CR;
             else if (c == '\n')
-                return 400;
+                st = 400;
             break;
         case S_CR:
             if (c != '\n')
-                return 400;
+                st = 400;
             s = S_BOL;
             break;
         case S_BOL:
             if (c == '\r')
                 s = S_END_CR;
             else if (c == '\n' || c == ' ' || c == '\t')
-                return 400;
+                st = 400;
             else
                 s = S_LINE;
             break;
         case S_END_CR:
             if (c != '\n')
-                return 400;
+                st = 400;
             s = S_DONE;
             break;
         }
+        if (st)
+            break;
     }
     p->scan = s;
-    return 0;
+    *at = i;
+    return st;
 }
 
 static int on_message_begin(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->in_message = true;
     p->headers_done = false;
-    p->head_bytes = 16; /* method, version and the request line's separators */
-    p->raw_head = 0;
+    p->head_bytes = 0;
     p->header_count = 0;
     p->uri_len = 0;
     p->body_bytes = 0;
@@ -142,9 +152,6 @@ static int on_url(llhttp_t *lp, const char *at, size_t len) {
     p->uri_len += (uint32_t)len;
     if (p->uri_len > p->limits->uri_length)
         return fail(p, 414);
-    p->head_bytes += (uint32_t)len;
-    if (p->head_bytes > p->limits->header_bytes)
-        return fail(p, 431);
     size_t room = SWS_HTTP_PATH_MAX - 1 - p->req.path_len;
     size_t n = len < room ? len : room;
     memcpy(p->req.path + p->req.path_len, at, n);
@@ -173,10 +180,18 @@ static int on_version_complete(llhttp_t *lp) {
     return 0;
 }
 
+/* The head's bytes are counted by scan_head; trailer fields, which it does not
+ * see, are counted here (": " and CRLF as 4) and share header_bytes with it. */
+static bool trailer_too_big(sws_http_parser *p, size_t len) {
+    if (!p->headers_done)
+        return false;
+    p->head_bytes += (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
+    return p->head_bytes > p->limits->header_bytes;
+}
+
 static int on_header_field(llhttp_t *lp, const char *at, size_t len) {
     sws_http_parser *p = P(lp);
-    p->head_bytes += (uint32_t)len;
-    if (p->head_bytes > p->limits->header_bytes)
+    if (trailer_too_big(p, len))
         return fail(p, 431);
     for (size_t i = 0; i < len; i++) {
         if (p->name_len >= sizeof(p->name)) {
@@ -235,8 +250,7 @@ static bool host_char(unsigned char c) {
 
 static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
     sws_http_parser *p = P(lp);
-    p->head_bytes += (uint32_t)len;
-    if (p->head_bytes > p->limits->header_bytes)
+    if (trailer_too_big(p, len))
         return fail(p, 431);
     if (p->field == F_HOST) {
         /* llhttp strips leading OWS and hands over trailing OWS. */
@@ -260,9 +274,8 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
 
 static int on_header_value_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
-    p->head_bytes += 4; /* ": " and CRLF */
     p->field = F_OTHER;
-    if (++p->header_count > p->limits->header_count || p->head_bytes > p->limits->header_bytes)
+    if (++p->header_count > p->limits->header_count || trailer_too_big(p, 4))
         return fail(p, 431);
     return 0;
 }
@@ -298,6 +311,7 @@ static int check_transfer_encoding(const sws_http_parser *p) {
 static int on_headers_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->headers_done = true;
+    p->head_bytes = p->raw_head;
     if ((lp->flags & F_CONTENT_LENGTH) && lp->content_length > p->limits->body_size)
         return fail(p, 413);
     p->req.method = llhttp_get_method(lp);
@@ -337,6 +351,7 @@ static int on_message_complete(llhttp_t *lp) {
     p->in_message = false;
     p->complete = true;
     p->scan = S_START;
+    p->raw_head = 0;
     return HPE_PAUSED;
 }
 
@@ -370,6 +385,22 @@ static int refuse(sws_http_parser *p, int status, size_t len, size_t *consumed, 
     return -EBADMSG;
 }
 
+/* The status of an llhttp error: the one a callback chose, else 505 or 400. */
+static int llhttp_status(sws_http_parser *p, llhttp_errno_t e) {
+    if (p->status)
+        return p->status;
+    /* llhttp refuses a well-formed but unknown version ("HTTP/1.2") itself, with
+     * this reason; malformed ones ("HTTP/1.x", "HTTP/11.1") get other reasons.
+     * The reason is the only split-independent sign: the version span may not
+     * have reached on_version when the check fails. test_strict pins it. */
+    if (e == HPE_INVALID_VERSION) {
+        const char *why = llhttp_get_error_reason(&p->p);
+        if (why && strcmp(why, "Invalid HTTP version") == 0)
+            return 505;
+    }
+    return 400;
+}
+
 int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status) {
     *consumed = 0;
     *status = 0;
@@ -384,19 +415,18 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
      * byte, and a pipelined request's bytes are scanned when they are fed again
      * after the previous request is returned. */
     if (p->scan != S_DONE) {
-        int st = scan_head(p, data, len);
-        if (st)
-            return refuse(p, st, len, consumed, status);
+        size_t at;
+        int st = scan_head(p, data, len, &at);
+        if (st) {
+            /* llhttp sees the bytes before the offending one first, so that the
+             * first fault in the stream is the one answered, however it was
+             * split. They cannot complete a request: the head is not over. */
+            llhttp_errno_t e = at ? llhttp_execute(&p->p, data, at) : HPE_OK;
+            return refuse(p, e == HPE_OK ? st : llhttp_status(p, e), len, consumed, status);
+        }
     }
     llhttp_errno_t e = llhttp_execute(&p->p, data, len);
     if (e == HPE_OK) {
-        /* Whitespace llhttp skips is not seen by the callbacks: count raw bytes
-         * too, so that no head grows without bound. */
-        if (p->in_message && !p->headers_done) {
-            p->raw_head += (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
-            if (p->raw_head > p->limits->header_bytes)
-                return refuse(p, 431, len, consumed, status);
-        }
         *consumed = len;
         return SWS_HTTP_NEED_MORE;
     }
@@ -417,14 +447,5 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
         *consumed = len;
         return SWS_HTTP_NEED_MORE;
     }
-    /* llhttp refuses a well-formed but unknown version ("HTTP/1.2") itself, with
-     * this reason; malformed ones ("HTTP/1.x", "HTTP/11.1") get other reasons.
-     * The reason is the only split-independent sign: the version span may not
-     * have reached on_version when the check fails. test_strict pins it. */
-    if (e == HPE_INVALID_VERSION) {
-        const char *why = llhttp_get_error_reason(&p->p);
-        if (why && strcmp(why, "Invalid HTTP version") == 0)
-            return refuse(p, 505, len, consumed, status);
-    }
-    return refuse(p, 400, len, consumed, status);
+    return refuse(p, llhttp_status(p, e), len, consumed, status);
 }

@@ -15,7 +15,7 @@
 /* Request limits. A request past one of them is answered with the status in
  * the comment and the connection is closed. */
 typedef struct sws_http_limits {
-    uint32_t header_bytes; /* request line + headers; 431 */
+    uint32_t header_bytes; /* raw request line + fields + CRLFs, and trailers; 431 */
     uint32_t header_count; /* 431 */
     uint32_t uri_length;   /* 414 */
     uint64_t body_size;    /* Content-Length or chunked total; 413 */
@@ -47,8 +47,8 @@ typedef struct sws_http_request {
 typedef struct sws_http_parser {
     llhttp_t p;
     const sws_http_limits *limits;
-    uint32_t head_bytes; /* bytes of the request head seen through callbacks */
-    uint32_t raw_head;   /* bytes fed while the head was not complete */
+    uint32_t head_bytes; /* the head's raw bytes, then its trailer fields' */
+    uint32_t raw_head;   /* raw bytes of the head so far, blank lines before it too */
     uint32_t header_count;
     uint32_t uri_len;
     uint64_t body_bytes;
