@@ -318,7 +318,12 @@ static int on_headers_complete(llhttp_t *lp) {
     p->req.http_major = llhttp_get_http_major(lp);
     p->req.http_minor = llhttp_get_http_minor(lp);
     p->req.head = p->req.method == HTTP_HEAD;
-    p->req.keep_alive = llhttp_should_keep_alive(lp) != 0;
+    /* Upgrades (and CONNECT) are not served: the request is answered, then the
+     * connection closes, since llhttp takes every later byte as the other
+     * protocol's. Found by fuzz_request: the bytes after an upgrade were
+     * swallowed when they came in the same read and refused when they came
+     * in the next. */
+    p->req.keep_alive = llhttp_should_keep_alive(lp) != 0 && !lp->upgrade;
     /* A request line with no version is HTTP/0.9 to llhttp; we serve none. */
     if (p->ver_len == 0)
         return fail(p, 400);
@@ -346,6 +351,13 @@ static int on_body(llhttp_t *lp, const char *at, size_t len) {
     return 0;
 }
 
+/* Chunk extensions are framing nobody reads, but llhttp takes them without end:
+ * they count against body_size, or a client could send one forever. */
+static int on_chunk_extension(llhttp_t *lp, const char *at, size_t len) {
+    (void)at;
+    return on_body(lp, NULL, len);
+}
+
 static int on_message_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->in_message = false;
@@ -366,6 +378,8 @@ static const llhttp_settings_t settings = {
     .on_header_value_complete = on_header_value_complete,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
+    .on_chunk_extension_name = on_chunk_extension,
+    .on_chunk_extension_value = on_chunk_extension,
     .on_message_complete = on_message_complete,
 };
 
@@ -435,15 +449,14 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
         *consumed = pos ? (size_t)(pos - data) : len;
         if (e == HPE_PAUSED)
             llhttp_resume(&p->p);
-        else {
-            /* Upgrades are not served: answer the request, then close. */
-            p->req.keep_alive = false;
-            p->status = 400;
-        }
+        else
+            p->status = 400; /* what follows an upgrade is not HTTP/1.1 to llhttp */
         if (p->complete) {
             p->complete = false;
             return SWS_HTTP_REQUEST;
         }
+        if (p->status)
+            return refuse(p, p->status, len, consumed, status);
         *consumed = len;
         return SWS_HTTP_NEED_MORE;
     }

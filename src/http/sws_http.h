@@ -18,7 +18,7 @@ typedef struct sws_http_limits {
     uint32_t header_bytes; /* raw request line + fields + CRLFs, and trailers; 431 */
     uint32_t header_count; /* 431 */
     uint32_t uri_length;   /* 414 */
-    uint64_t body_size;    /* Content-Length or chunked total; 413 */
+    uint64_t body_size;    /* Content-Length, or chunked data + chunk extensions; 413 */
 } sws_http_limits;
 
 #define SWS_HTTP_DEFAULT_LIMITS                                                                    \

@@ -18,12 +18,13 @@
 #include "sws_http.h"
 
 static const sws_http_limits lim = SWS_HTTP_DEFAULT_LIMITS;
+static const sws_http_limits *cur = &lim; /* the limits feed() parses with */
 
 /* Feeds r in pieces of at most step bytes. Returns the status of the refusal
  * (0 when none) and counts the requests returned before it. */
 static int feed(const char *r, size_t len, size_t step, int *requests) {
     sws_http_parser p;
-    sws_http_parser_init(&p, &lim);
+    sws_http_parser_init(&p, cur);
     *requests = 0;
     size_t off = 0;
     while (off < len) {
@@ -149,6 +150,24 @@ static void strict_bad_chunk_size(void **state) {
     REFUSED(CHUNKED "3\r\nabcX\r\n0\r\n\r\n", 400); /* data longer than its size */
 }
 
+/* Extensions are bounded like data (body_size), or one could grow forever. */
+static void strict_chunk_extensions_are_bounded(void **state) {
+    (void)state;
+    char r[2048];
+    int n = snprintf(r, sizeof(r), CHUNKED "1;x=");
+    memset(r + n, 'v', 1100);
+    memcpy(r + n + 1100, "\r\na\r\n0\r\n\r\n", 10);
+    sws_http_limits small = lim;
+    small.body_size = 1024;
+    cur = &small;
+    refused_len(r, (size_t)n + 1110, 413);
+    /* the same with extensions inside the limit is served */
+    accepted_len(r, (size_t)n + 110, 0);
+    memcpy(r + n + 100, "\r\na\r\n0\r\n\r\n", 10);
+    accepted_len(r, (size_t)n + 110, 1);
+    cur = &lim;
+}
+
 static void strict_obs_fold(void **state) {
     (void)state;
     REFUSED(GET "X: a\r\n b\r\n\r\n", 400);
@@ -237,6 +256,35 @@ static void strict_request_line_single_spaces(void **state) {
     REFUSED(" GET / HTTP/1.1\r\nHost: a\r\n\r\n", 400);
 }
 
+/* Regression (fuzz_request): the bytes after an Upgrade request were swallowed
+ * when they came in the same read as it, and refused when they came later. Now
+ * the request is served without keep-alive and whatever follows is refused, in
+ * every reading. */
+static void strict_upgrade_is_answered_then_closed(void **state) {
+    (void)state;
+    static const char r[] = "POST / HTTP/1.1\r\nHost: [::1]a:8080\r\nTransfer-Encot: a\r\n"
+                            "Connection: Upgrade\r\nUpgrade: websocketgrade\r\nUpgrade: "
+                            "websocket\r\n\r\nGET / HT\r\n\r\n";
+    size_t len = sizeof(r) - 1;
+    const size_t steps[] = {len, 1, 4, 7};
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        int requests;
+        assert_int_equal(feed(r, len, steps[i], &requests), 400);
+        assert_int_equal(requests, 1);
+    }
+    sws_http_parser p;
+    sws_http_parser_init(&p, &lim);
+    const char *u = "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: ws\r\n\r\n";
+    size_t used;
+    int st;
+    assert_int_equal(sws_http_feed(&p, u, strlen(u), &used, &st), SWS_HTTP_REQUEST);
+    assert_false(p.req.keep_alive);
+    const char *c = "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n";
+    sws_http_parser_init(&p, &lim);
+    assert_int_equal(sws_http_feed(&p, c, strlen(c), &used, &st), SWS_HTTP_REQUEST);
+    assert_false(p.req.keep_alive);
+}
+
 /* What the RFC allows is served: these would fail if a rule refused too much. */
 static void strict_accepts_what_the_rfc_allows(void **state) {
     (void)state;
@@ -267,6 +315,7 @@ int main(void) {
         cmocka_unit_test(strict_transfer_encoding_must_end_in_chunked),
         cmocka_unit_test(strict_coding_before_chunked_is_501),
         cmocka_unit_test(strict_bad_chunk_size),
+        cmocka_unit_test(strict_chunk_extensions_are_bounded),
         cmocka_unit_test(strict_obs_fold),
         cmocka_unit_test(strict_bare_cr),
         cmocka_unit_test(strict_bare_lf),
@@ -275,6 +324,7 @@ int main(void) {
         cmocka_unit_test(strict_host_missing_or_duplicated),
         cmocka_unit_test(strict_unknown_version_is_505),
         cmocka_unit_test(strict_request_line_single_spaces),
+        cmocka_unit_test(strict_upgrade_is_answered_then_closed),
         cmocka_unit_test(strict_accepts_what_the_rfc_allows),
     };
     return cmocka_run_group_tests_name("http_strict", tests, NULL, NULL);
