@@ -180,19 +180,8 @@ static int on_version_complete(llhttp_t *lp) {
     return 0;
 }
 
-/* The head's bytes are counted by scan_head; trailer fields, which it does not
- * see, are counted here (": " and CRLF as 4) and share header_bytes with it. */
-static bool trailer_too_big(sws_http_parser *p, size_t len) {
-    if (!p->headers_done)
-        return false;
-    p->head_bytes += (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
-    return p->head_bytes > p->limits->header_bytes;
-}
-
 static int on_header_field(llhttp_t *lp, const char *at, size_t len) {
     sws_http_parser *p = P(lp);
-    if (trailer_too_big(p, len))
-        return fail(p, 431);
     for (size_t i = 0; i < len; i++) {
         if (p->name_len >= sizeof(p->name)) {
             p->name_len = UINT8_MAX; /* longer than any name we look for */
@@ -250,8 +239,6 @@ static bool host_char(unsigned char c) {
 
 static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
     sws_http_parser *p = P(lp);
-    if (trailer_too_big(p, len))
-        return fail(p, 431);
     if (p->field == F_HOST) {
         /* llhttp strips leading OWS and hands over trailing OWS. */
         for (size_t i = 0; i < len; i++) {
@@ -275,7 +262,7 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
 static int on_header_value_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->field = F_OTHER;
-    if (++p->header_count > p->limits->header_count || trailer_too_big(p, 4))
+    if (++p->header_count > p->limits->header_count)
         return fail(p, 431);
     return 0;
 }
@@ -311,6 +298,7 @@ static int check_transfer_encoding(const sws_http_parser *p) {
 static int on_headers_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->headers_done = true;
+    /* raw_head counts on through the trailers: they share header_bytes. */
     p->head_bytes = p->raw_head;
     if ((lp->flags & F_CONTENT_LENGTH) && lp->content_length > p->limits->body_size)
         return fail(p, 413);
@@ -351,6 +339,16 @@ static int on_body(llhttp_t *lp, const char *at, size_t len) {
     return 0;
 }
 
+/* The last chunk (size 0) is followed by the trailer section: pause, so that
+ * sws_http_feed knows where it starts and scans it as it scans the head. */
+static int on_chunk_header(llhttp_t *lp) {
+    sws_http_parser *p = P(lp);
+    if (lp->content_length != 0)
+        return 0;
+    p->last_chunk = true;
+    return HPE_PAUSED;
+}
+
 /* Chunk extensions are framing nobody reads, but llhttp takes them without end:
  * they count against body_size, or a client could send one forever. */
 static int on_chunk_extension(llhttp_t *lp, const char *at, size_t len) {
@@ -380,6 +378,7 @@ static const llhttp_settings_t settings = {
     .on_body = on_body,
     .on_chunk_extension_name = on_chunk_extension,
     .on_chunk_extension_value = on_chunk_extension,
+    .on_chunk_header = on_chunk_header,
     .on_message_complete = on_message_complete,
 };
 
@@ -424,22 +423,40 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
     }
     if (len == 0)
         return SWS_HTTP_NEED_MORE;
-    /* The scanner stops at the blank line that ends the head, which is where
-     * llhttp's head ends too once bare LFs are refused: it never judges a body
-     * byte, and a pipelined request's bytes are scanned when they are fed again
-     * after the previous request is returned. */
-    if (p->scan != S_DONE) {
-        size_t at;
-        int st = scan_head(p, data, len, &at);
-        if (st) {
-            /* llhttp sees the bytes before the offending one first, so that the
-             * first fault in the stream is the one answered, however it was
-             * split. They cannot complete a request: the head is not over. */
-            llhttp_errno_t e = at ? llhttp_execute(&p->p, data, at) : HPE_OK;
-            return refuse(p, e == HPE_OK ? st : llhttp_status(p, e), len, consumed, status);
+    size_t off = 0;
+    llhttp_errno_t e;
+    for (;;) {
+        /* The scanner stops at the blank line that ends the head (or the
+         * trailers), which is where llhttp's ends too once bare LFs are
+         * refused: it never judges a body byte, and a pipelined request's bytes
+         * are scanned when they are fed again after the previous request. */
+        if (p->scan != S_DONE) {
+            size_t at;
+            int st = scan_head(p, data + off, len - off, &at);
+            if (st) {
+                /* llhttp sees the bytes before the offending one first, so that
+                 * the first fault in the stream is the one answered, however it
+                 * was split. They cannot complete a request: the section is not
+                 * over. */
+                e = at ? llhttp_execute(&p->p, data + off, at) : HPE_OK;
+                return refuse(p, e == HPE_OK ? st : llhttp_status(p, e), len, consumed, status);
+            }
+        }
+        e = llhttp_execute(&p->p, data + off, len - off);
+        if (e != HPE_PAUSED || !p->last_chunk)
+            break;
+        /* Paused after the last chunk's size line: the trailer section starts
+         * here, at the start of a line, and is scanned like the head. */
+        const char *pos = llhttp_get_error_pos(&p->p);
+        llhttp_resume(&p->p);
+        p->last_chunk = false;
+        p->scan = S_BOL;
+        off = pos ? (size_t)(pos - data) : len;
+        if (off >= len) {
+            *consumed = len;
+            return SWS_HTTP_NEED_MORE;
         }
     }
-    llhttp_errno_t e = llhttp_execute(&p->p, data, len);
     if (e == HPE_OK) {
         *consumed = len;
         return SWS_HTTP_NEED_MORE;

@@ -47,8 +47,8 @@ typedef struct sws_http_request {
 typedef struct sws_http_parser {
     llhttp_t p;
     const sws_http_limits *limits;
-    uint32_t head_bytes; /* the head's raw bytes, then its trailer fields' */
-    uint32_t raw_head;   /* raw bytes of the head so far, blank lines before it too */
+    uint32_t head_bytes; /* raw bytes of the last complete head */
+    uint32_t raw_head;   /* raw head + trailer bytes so far, blank lines before too */
     uint32_t header_count;
     uint32_t uri_len;
     uint64_t body_bytes;
@@ -64,6 +64,7 @@ typedef struct sws_http_parser {
     uint8_t te_len;     /* bytes kept in te[]; SWS_HTTP_TE_MAX + 1 once it overflowed */
     uint8_t ver_len;    /* nonzero once the request line gave a version */
     bool te_seen;
+    bool last_chunk;              /* paused after the size line of the last chunk */
     bool host_ws;                 /* whitespace seen in the Host value: only OWS may follow */
     char name[SWS_HTTP_NAME_MAX]; /* lowercased start of the current field name */
     char te[SWS_HTTP_TE_MAX];     /* every Transfer-Encoding value, joined by ',' */

@@ -256,6 +256,25 @@ static void strict_request_line_single_spaces(void **state) {
     REFUSED(" GET / HTTP/1.1\r\nHost: a\r\n\r\n", 400);
 }
 
+/* The trailer section is read like the head: no obs-fold, no bare LF or CR,
+ * and it counts against header_bytes. */
+static void strict_trailers_are_scanned_too(void **state) {
+    (void)state;
+    REFUSED(CHUNKED "0\r\nX: a\r\n b\r\n\r\n", 400);
+    REFUSED(CHUNKED "0\r\nX: a\n\r\n", 400);
+    REFUSED(CHUNKED "0\r\nX: a\r\n\n", 400);
+    REFUSED(CHUNKED "0\r\n\n", 400);
+    REFUSED(CHUNKED "0\r\n\r\r\n", 400);
+    REFUSED(CHUNKED "3\r\nabc\r\n0;e=1\r\nX: a\rb\r\n\r\n", 400);
+    char r[9000];
+    int n = snprintf(r, sizeof(r), CHUNKED "0\r\nX-Big: ");
+    memset(r + n, 't', 8200);
+    memcpy(r + n + 8200, "\r\n\r\n", 4);
+    refused_len(r, (size_t)n + 8204, 431);
+    ACCEPTED(CHUNKED "0\r\nX: a\r\nY: b\r\n\r\n" GET "\r\n", 2);
+    ACCEPTED(CHUNKED "2\r\n\n \r\n0\r\n\r\n", 1); /* data may hold anything */
+}
+
 /* Regression (fuzz_request): the bytes after an Upgrade request were swallowed
  * when they came in the same read as it, and refused when they came later. Now
  * the request is served without keep-alive and whatever follows is refused, in
@@ -324,6 +343,7 @@ int main(void) {
         cmocka_unit_test(strict_host_missing_or_duplicated),
         cmocka_unit_test(strict_unknown_version_is_505),
         cmocka_unit_test(strict_request_line_single_spaces),
+        cmocka_unit_test(strict_trailers_are_scanned_too),
         cmocka_unit_test(strict_upgrade_is_answered_then_closed),
         cmocka_unit_test(strict_accepts_what_the_rfc_allows),
     };
