@@ -188,7 +188,9 @@ int tl_listen(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
 /* Adopts an existing listening socket that other loops share. The loop dup()s
  * fd and owns only its duplicate; the caller keeps fd. Without
  * TL_SHARED_EXCLUSIVE every loop is woken for every connection (the herd).
- * A backend that cannot honour TL_SHARED_EXCLUSIVE refuses it with -EOPNOTSUPP. */
+ * A backend that cannot honour TL_SHARED_EXCLUSIVE refuses it with -EOPNOTSUPP
+ * (io_uring: an accept SQE has no wake-one). A loop made with TL_BACKEND_AUTO
+ * that holds nothing yet moves to epoll instead, and tl_loop_backend() says so. */
 int tl_listen_shared(tl_loop *loop, int fd, unsigned flags, tl_handle *out);
 
 /* Adopts a connected stream socket (from accept4 or socketpair) as a handle.

@@ -97,6 +97,7 @@ struct tl_loop {
     unsigned flags;
     const struct tl_backend_ops *be;
     void *be_state;
+    bool be_auto; /* chosen by TL_BACKEND_AUTO: may still move to epoll while empty */
 
     tl_hslot *h;
     uint32_t h_cap, h_max, h_free, h_open;
@@ -167,6 +168,9 @@ int tl__uring_probe(void);
 uint64_t tl__make_id(const tl_loop *loop, uint32_t gen, uint32_t index);
 int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index);
 int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index);
+/* An AUTO loop that holds nothing yet moves to epoll (for what only epoll can
+ * honour); -EOPNOTSUPP when it was not AUTO, is on epoll already, or is in use. */
+int tl__loop_fall_back_to_epoll(tl_loop *loop);
 
 /* Creates a handle for fd (the loop owns fd from here; closed on error). */
 int tl__handle_new(tl_loop *loop, int fd, uint8_t type, unsigned shared_flags, uint32_t *index);

@@ -90,6 +90,14 @@ int tl_listen_shared(tl_loop *loop, int fd, unsigned flags, tl_handle *out) {
         return -EINVAL;
     if (!tl__handle_room(loop))
         return -EMFILE;
+    /* Wake-one exists only as an epoll flag. A loop that AUTO put on io_uring
+     * and that holds nothing yet goes to epoll for it (tl_loop_backend() says
+     * so); one asked for io_uring by name, or already in use, refuses it. */
+    if ((flags & TL_SHARED_EXCLUSIVE) && loop->be_auto && loop->be != &tl__backend_epoll) {
+        int err = tl__loop_fall_back_to_epoll(loop);
+        if (err < 0 && err != -EOPNOTSUPP)
+            return err;
+    }
     int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (dup_fd < 0)
         return -errno;

@@ -45,6 +45,7 @@ static int select_backend(tl_loop *loop, tl_backend_kind kind) {
         return -EOPNOTSUPP; /* not built: liburing was absent at build time */
 #endif
     case TL_BACKEND_AUTO:
+        loop->be_auto = true;
 #ifdef TL_HAVE_URING
         loop->be = tl__uring_probe() == 0 ? &tl__backend_uring : &tl__backend_epoll;
 #else
@@ -106,6 +107,20 @@ int tl_loop_new(tl_loop **out, const tl_loop_options *opts) {
     }
     *out = loop;
     return 0;
+}
+
+int tl__loop_fall_back_to_epoll(tl_loop *loop) {
+    if (!loop->be_auto || loop->be == &tl__backend_epoll)
+        return -EOPNOTSUPP;
+    if (loop->h_open > 0 || loop->o_live > 0 || loop->cq.len > 0 || loop->adopt_len > 0)
+        return -EOPNOTSUPP; /* something is in flight on the first backend */
+    /* The wake descriptor stays: other threads may be writing to it right now. */
+    int wake = loop->wake_fd;
+    loop->wake_fd = -1;
+    loop->be->fini(loop);
+    loop->wake_fd = wake;
+    loop->be = &tl__backend_epoll;
+    return loop->be->init(loop);
 }
 
 void tl_loop_free(tl_loop *loop) {

@@ -359,6 +359,72 @@ static void shared_listener_counts_spurious_wakeups(void **state) {
     }
 }
 
+/* Wake-one is an epoll flag. Asked for by name, io_uring refuses an exclusive
+ * listener and leaves nothing behind; an AUTO loop that holds nothing yet moves
+ * to epoll to serve it (visibly), and one already in use refuses. */
+static void shared_exclusive_refused_or_served_by_epoll(void **state) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = loopback_any_port();
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 64), 0);
+    socklen_t al = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &al);
+
+    tl_loop *named = test_loop(0, 0, 0);
+    int fds_before = open_fd_count();
+    tl_handle ls;
+    int err = tl_listen_shared(named, fd, TL_SHARED_EXCLUSIVE, &ls);
+    if (test_backend == TL_BACKEND_URING) {
+        assert_int_equal(err, -EOPNOTSUPP);
+        assert_int_equal(tl_loop_handles(named), 0);
+        assert_int_equal(open_fd_count(), fds_before); /* the duplicate is closed */
+        assert_string_equal(tl_loop_backend(named), "uring");
+    } else {
+        assert_int_equal(err, 0);
+        tl_close(named, ls, 0);
+    }
+    assert_int_equal(drain_loop(named), 0);
+    tl_loop_free(named);
+
+    /* AUTO, empty: served by epoll, and it really accepts. */
+    tl_loop_options o = {.backend = TL_BACKEND_AUTO};
+    tl_loop *fresh;
+    assert_int_equal(tl_loop_new(&fresh, &o), 0);
+    assert_int_equal(tl_listen_shared(fresh, fd, TL_SHARED_EXCLUSIVE, &ls), 0);
+    assert_string_equal(tl_loop_backend(fresh), "epoll");
+    assert_int_equal(tl_accept(fresh, ls, 0, 1, NULL), 0);
+    int cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(connect(cfd, (struct sockaddr *)&a, sizeof a), 0);
+    tl_completion c[4];
+    assert_int_equal(turn_until(fresh, c, 4, 1), 1);
+    assert_int_equal(c[0].kind, TL_OP_ACCEPT);
+    assert_int_equal(c[0].res, 0);
+    tl_close(fresh, c[0].u.accepted, 0);
+    tl_close(fresh, ls, 0);
+    assert_int_equal(drain_loop(fresh), 0);
+    tl_loop_free(fresh);
+    close(cfd);
+
+    /* AUTO, in use: it stays where it is; on io_uring that is a refusal. */
+    tl_loop *busy;
+    assert_int_equal(tl_loop_new(&busy, &o), 0);
+    const char *was = tl_loop_backend(busy);
+    tl_op t;
+    assert_int_equal(tl_timer(busy, 60000, 0, &t), 0);
+    err = tl_listen_shared(busy, fd, TL_SHARED_EXCLUSIVE, &ls);
+    assert_string_equal(tl_loop_backend(busy), was);
+    if (strcmp(was, "uring") == 0)
+        assert_int_equal(err, -EOPNOTSUPP);
+    else
+        assert_int_equal(err, 0);
+    assert_int_equal(tl_cancel(busy, t), 0);
+    if (err == 0)
+        tl_close(busy, ls, 0);
+    assert_int_equal(drain_loop(busy), 0);
+    tl_loop_free(busy);
+    close(fd);
+}
+
 static const struct CMUnitTest accept_route_tests[] = {
     cmocka_unit_test(reuse_port_share_binds_twice),
     cmocka_unit_test(reuse_port_distribution),
@@ -370,6 +436,7 @@ static const struct CMUnitTest accept_route_tests[] = {
     cmocka_unit_test(multishot_accept_honours_ceiling),
     cmocka_unit_test(multishot_accept_pauses_and_resumes),
     cmocka_unit_test(shared_listener_counts_spurious_wakeups),
+    cmocka_unit_test(shared_exclusive_refused_or_served_by_epoll),
 };
 const size_t accept_route_test_count = sizeof accept_route_tests / sizeof accept_route_tests[0];
 const struct CMUnitTest *const accept_route_tests_p = accept_route_tests;

@@ -42,7 +42,8 @@ static int ep_init(tl_loop *loop) {
         return err;
     }
     loop->be_state = s;
-    loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (loop->wake_fd < 0) /* kept when an AUTO loop moves here from io_uring */
+        loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (loop->wake_fd < 0)
         return -errno;
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0}; /* 0 is never a handle id */

@@ -214,7 +214,8 @@ static int ur_init(tl_loop *loop) {
     s->msgs = calloc(s->msg_cap, sizeof *s->msgs);
     if (!s->msgs)
         return -ENOMEM;
-    loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (loop->wake_fd < 0)
+        loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (loop->wake_fd < 0)
         return -errno;
     if (!no_buf_ring)
@@ -233,8 +234,15 @@ static void ur_fini(tl_loop *loop) {
         close(s->parked[i].fd);
     if (s->ring_ok)
         io_uring_queue_exit(&s->ring); /* cancels what is still in flight */
-    if (s->br)
+    if (s->br) {
         munmap(s->br, s->br_bytes);
+        /* The kernel held the free buffers; the core's stack holds them again
+         * (an AUTO loop moving to epoll goes on with the same buffers). */
+        loop->buf_free_len = 0;
+        for (uint32_t i = loop->buf_count; i-- > 0;)
+            if (loop->buf_owner[i] == 0)
+                loop->buf_free[loop->buf_free_len++] = i;
+    }
     free(s->pend);
     free(s->pend_spare);
     free(s->paused);
