@@ -2,12 +2,12 @@
  * Only the head of each handle queue is in flight, and every SQE is prepared in
  * the arm phase right before that one submit, so nothing the kernel reads can
  * move (loop->o grows by realloc) between prep and submit. user_data is the
- * generational op id; an op ends only on its own terminating CQE. */
-#include "../internal.h"
+ * generational op id; an op ends only on its own terminating CQE. Accepting
+ * under the handle ceiling lives in uring_accept.c. */
+#include "uring.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <liburing.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -18,80 +18,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define SQ_ENTRIES 256
-#define CQ_ENTRIES 4096 /* multishot ops post many CQEs per SQE */
-#define CQE_BATCH 64
-#define ACCEPT_BACKOFF_MS 100
-#define BUF_GROUP 0
-
-/* user_data values that are never op ids (an op id carries a non-zero loop tag). */
-#define UD_WAKE 0u   /* the poll on loop->wake_fd */
-#define UD_IGNORE 1u /* async cancel requests: the target's own CQE is what counts */
-
-/* Per-op backend state, kept in tl_oslot.backend_data as bits. */
-#define OP_ARMED 0x1u   /* an SQE of this op is in the kernel: it ends on its own CQE */
-#define OP_PENDING 0x2u /* listed for the arm phase */
-#define OP_STOP 0x4u    /* wants an async cancel (the host's, or a pause at the ceiling) */
-#define OP_CANCEL_SENT 0x8u
-#define OP_MS_SQE 0x10u     /* the SQE in flight is a multishot one (for the -EINVAL fallback) */
-#define OP_AT_CEILING 0x20u /* accept: stopped at max_handles (counted once per pause) */
-
-typedef struct parked_fd {
-    tl_handle listener; /* accepted by the kernel while the loop was at its ceiling */
-    int fd;
-} parked_fd;
-
-typedef struct uring_state {
-    struct io_uring ring;
-    bool ring_ok;
-    bool wake_armed;
-    bool resume;     /* a handle slot was freed: look at paused listeners */
-    bool sq_starved; /* no SQE even after a flush: the rest waits for the next turn */
-    /* features, probed at init or learnt from -EINVAL (then off for this loop) */
-    bool ms_accept, ms_recv, stable_submit;
-    /* the provided-buffer ring over loop->buf_mem; NULL: recv is poll + read */
-    struct io_uring_buf_ring *br;
-    size_t br_bytes;
-    unsigned br_mask;
-    /* ops waiting for the arm phase (ids: a slot reused meanwhile is stale) */
-    uint64_t *pend, *pend_spare;
-    uint32_t pend_len, pend_cap, pend_spare_cap;
-    /* listeners waiting for room or for a backoff to end (ids) */
-    uint64_t *paused;
-    uint32_t paused_len, paused_cap;
-    parked_fd *parked;
-    uint32_t parked_len, parked_cap;
-    /* sendmsg headers, stable until the submit that carries them */
-    struct msghdr *msgs;
-    uint32_t msg_used, msg_cap;
-} uring_state;
-
-static uring_state *state(tl_loop *loop) {
-    return loop->be_state;
-}
-
-static uintptr_t bits(const tl_oslot *o) {
-    return (uintptr_t)o->backend_data;
-}
-static void set_bits(tl_oslot *o, uintptr_t b) {
-    o->backend_data = (void *)b;
-}
-
-/* The SQE ended; whether the op is listed, or paused, stays as it was. */
-static void disarm(tl_oslot *o) {
-    set_bits(o, bits(o) & (OP_PENDING | OP_AT_CEILING));
-}
-
-static uint64_t op_id(const tl_loop *loop, uint32_t oi) {
-    return tl__make_id(loop, loop->o[oi].gen, oi);
-}
-
-static uint64_t handle_id(const tl_loop *loop, uint32_t hi) {
-    return tl__make_id(loop, loop->h[hi].gen, hi);
-}
-
 /* Amortised growth for the backend's id lists; they settle at the loop's size. */
-static void push_id(uint64_t **arr, uint32_t *len, uint32_t *cap, uint64_t id) {
+void tl__ur_push_id(uint64_t **arr, uint32_t *len, uint32_t *cap, uint64_t id) {
     if (*len == *cap) {
         uint32_t ncap = *cap ? *cap * 2 : 64;
         uint64_t *n = realloc(*arr, (size_t)ncap * sizeof *n);
@@ -279,17 +207,17 @@ static void ur_handle_remove(tl_loop *loop, uint32_t hi) {
 
 /* ---- the arm list ---------------------------------------------------------- */
 
-static void want_arm(tl_loop *loop, uint32_t oi) {
+void tl__ur_want_arm(tl_loop *loop, uint32_t oi) {
     tl_oslot *o = &loop->o[oi];
     if (bits(o) & OP_PENDING)
         return;
     set_bits(o, bits(o) | OP_PENDING);
     uring_state *s = state(loop);
-    push_id(&s->pend, &s->pend_len, &s->pend_cap, op_id(loop, oi));
+    tl__ur_push_id(&s->pend, &s->pend_len, &s->pend_cap, op_id(loop, oi));
 }
 
 /* The final completion of a queued op, then the next op of that queue goes in. */
-static void finish(tl_loop *loop, uint32_t oi, int32_t res, const tl_completion *extra) {
+void tl__ur_finish(tl_loop *loop, uint32_t oi, int32_t res, const tl_completion *extra) {
     tl_oslot *o = &loop->o[oi];
     uint32_t hi = o->handle;
     bool rq = tl__op_on_read_queue(o->kind);
@@ -300,7 +228,7 @@ static void finish(tl_loop *loop, uint32_t oi, int32_t res, const tl_completion 
         return; /* the rest are being cancelled */
     uint32_t next = rq ? h->rq_head : h->wq_head;
     if (next != TL_NIL)
-        want_arm(loop, next);
+        tl__ur_want_arm(loop, next);
 }
 
 static struct io_uring_sqe *get_sqe(tl_loop *loop) {
@@ -317,10 +245,10 @@ static struct io_uring_sqe *get_sqe(tl_loop *loop) {
 }
 
 /* An SQE for op oi, marked in flight; NULL (and oi listed again) when none is free. */
-static struct io_uring_sqe *op_sqe(tl_loop *loop, uint32_t oi) {
+struct io_uring_sqe *tl__ur_op_sqe(tl_loop *loop, uint32_t oi) {
     struct io_uring_sqe *sqe = get_sqe(loop);
     if (!sqe) {
-        want_arm(loop, oi);
+        tl__ur_want_arm(loop, oi);
         return NULL;
     }
     tl_oslot *o = &loop->o[oi];
@@ -329,250 +257,13 @@ static struct io_uring_sqe *op_sqe(tl_loop *loop, uint32_t oi) {
     return sqe;
 }
 
-/* ---- accepting and the ceiling (turnloop#77) -------------------------------- */
-
-static void list_paused(tl_loop *loop, uint32_t hi) {
-    if (loop->h[hi].paused)
-        return;
-    loop->h[hi].paused = 1;
-    uring_state *s = state(loop);
-    push_id(&s->paused, &s->paused_len, &s->paused_cap, handle_id(loop, hi));
-}
-
-static void park_fd(tl_loop *loop, uint32_t hi, int fd) {
-    uring_state *s = state(loop);
-    if (s->parked_len == s->parked_cap) {
-        uint32_t ncap = s->parked_cap ? s->parked_cap * 2 : 16;
-        parked_fd *n = realloc(s->parked, (size_t)ncap * sizeof *n);
-        if (!n) {
-            close(fd); /* cannot even remember it: the one way a connection is lost */
-            loop->stats.accept_errors++;
-            return;
-        }
-        s->parked = n;
-        s->parked_cap = ncap;
-    }
-    s->parked[s->parked_len++] = (parked_fd){.listener = handle_id(loop, hi), .fd = fd};
-}
-
-/* The oldest parked connection of a listener, or -1. */
-static int parked_take(tl_loop *loop, uint32_t hi) {
-    uring_state *s = state(loop);
-    tl_handle id = handle_id(loop, hi);
-    for (uint32_t i = 0; i < s->parked_len; i++) {
-        if (s->parked[i].listener != id)
-            continue;
-        int fd = s->parked[i].fd;
-        memmove(&s->parked[i], &s->parked[i + 1], (s->parked_len - i - 1) * sizeof *s->parked);
-        s->parked_len--;
-        return fd;
-    }
-    return -1;
-}
-
-/* Parked connections of a listener that is gone or closing go the way of its
- * kernel queue: closed. */
-static void sweep_parked(tl_loop *loop) {
-    uring_state *s = state(loop);
-    uint32_t keep = 0;
-    for (uint32_t i = 0; i < s->parked_len; i++) {
-        uint32_t hi;
-        if (tl__handle_lookup(loop, s->parked[i].listener, &hi) < 0 || loop->h[hi].closing) {
-            close(s->parked[i].fd);
-            continue;
-        }
-        s->parked[keep++] = s->parked[i];
-    }
-    s->parked_len = keep;
-}
-
-/* Makes fd a handle and reports it on the accept op oi. */
-static void accept_fd(tl_loop *loop, uint32_t oi, int fd) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    uint32_t ci;
-    int err = tl__handle_new(loop, fd, TL_H_STREAM, 0, &ci); /* may move loop->h */
-    bool multishot = loop->o[oi].multishot;
-    if (err < 0) { /* room was checked: only -ENOMEM; say so rather than drop silently */
-        loop->stats.accept_errors++;
-        if (multishot)
-            tl__op_complete(loop, oi, err, true, NULL);
-        else
-            finish(loop, oi, err, NULL);
-        return;
-    }
-    loop->stats.accepted++;
-    set_bits(&loop->o[oi], bits(&loop->o[oi]) & ~(uintptr_t)OP_AT_CEILING);
-    tl_completion extra = {.u.accepted = handle_id(loop, ci)};
-    if (multishot)
-        tl__op_complete(loop, oi, 0, true, &extra);
-    else
-        finish(loop, oi, 0, &extra);
-}
-
-/* Moves the head accept op of listener hi on: adopts parked connections while
- * there is room, pauses at the ceiling, or arms the SQE. Returns true while the
- * listener must wait on the paused list (for room, or for its backoff). */
-static bool accept_step(tl_loop *loop, uint32_t hi) {
-    uring_state *s = state(loop);
-    for (;;) {
-        tl_hslot *h = &loop->h[hi];
-        uint32_t oi = h->rq_head;
-        if (oi == TL_NIL || h->closing || h->detaching)
-            return false;
-        tl_oslot *o = &loop->o[oi];
-        if (o->cancelling)
-            return false; /* its cancellation completes it */
-        if (h->backoff_until) {
-            if (h->backoff_until > loop->now_ms)
-                return true;
-            h->backoff_until = 0;
-            loop->backoff_listeners--;
-        }
-        if (!tl__handle_room(loop)) {
-            if (!o->multishot) { /* the seed's ResourceLimit, loud, as on epoll */
-                finish(loop, oi, -EMFILE, NULL);
-                continue;
-            }
-            if (!(bits(o) & OP_AT_CEILING)) {
-                loop->stats.accept_pauses++;
-                set_bits(o, bits(o) | OP_AT_CEILING);
-            }
-            if ((bits(o) & OP_ARMED) && !(bits(o) & OP_STOP)) {
-                set_bits(o, bits(o) | OP_STOP); /* stop the kernel accepting for us */
-                want_arm(loop, oi);
-            }
-            return true;
-        }
-        int fd = parked_take(loop, hi);
-        if (fd >= 0) {
-            accept_fd(loop, oi, fd);
-            continue;
-        }
-        if (bits(o) & OP_ARMED)
-            return false; /* in flight, or its pause-cancel ends soon and re-arms it */
-        struct io_uring_sqe *sqe = op_sqe(loop, oi);
-        if (!sqe)
-            return false;
-        if (o->multishot && s->ms_accept) {
-            io_uring_prep_multishot_accept(sqe, h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            set_bits(o, bits(o) | OP_MS_SQE);
-        } else {
-            io_uring_prep_accept(sqe, h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        }
-        return false;
-    }
-}
-
-static void run_paused(tl_loop *loop) {
-    uring_state *s = state(loop);
-    uint32_t keep = 0;
-    uint32_t len = s->paused_len;
-    for (uint32_t i = 0; i < len; i++) {
-        uint32_t hi;
-        if (tl__handle_lookup(loop, s->paused[i], &hi) < 0)
-            continue;
-        uint64_t id = s->paused[i];
-        if (accept_step(loop, hi))
-            s->paused[keep++] = id;
-        else
-            loop->h[hi].paused = 0;
-    }
-    /* accept_step never lists, so nothing was appended behind len */
-    s->paused_len = keep;
-}
-
-static void ur_resume_accepts(tl_loop *loop) {
-    uring_state *s = state(loop);
-    /* Called from inside slot release (delivery, detach, a failed handle_new):
-     * handles are made in the next wait, never re-entrantly here. */
-    if (s && (s->paused_len > 0 || s->parked_len > 0))
-        s->resume = true;
-}
-
-static void on_accept(tl_loop *loop, uint32_t oi, int32_t res, bool more) {
-    uring_state *s = state(loop);
-    tl_oslot *o = &loop->o[oi];
-    uint32_t hi = o->handle;
-    uintptr_t was = bits(o);
-    if (!more)
-        disarm(o);
-    if (res >= 0) {
-        bool queued_first = false;
-        for (uint32_t i = 0; i < s->parked_len && !queued_first; i++)
-            queued_first = s->parked[i].listener == handle_id(loop, hi);
-        if (tl__handle_room(loop) && !queued_first) {
-            accept_fd(loop, oi, res);
-        } else {
-            /* turnloop#77: the kernel accepted past the ceiling. Keep the
-             * connection, stop the multishot, and adopt it when room comes. */
-            park_fd(loop, hi, res);
-            if (o->multishot && !(bits(o) & OP_AT_CEILING)) {
-                loop->stats.accept_pauses++;
-                set_bits(o, bits(o) | OP_AT_CEILING);
-            }
-            list_paused(loop, hi);
-            if (!o->multishot) {
-                finish(loop, oi, -EMFILE, NULL);
-                return;
-            }
-            if (more && !(bits(o) & OP_STOP)) {
-                set_bits(o, bits(o) | OP_STOP);
-                want_arm(loop, oi);
-            }
-        }
-        if (!more && loop->o[oi].state == TL_SLOT_LIVE) {
-            if (loop->o[oi].cancelling)
-                finish(loop, oi, -ECANCELED, NULL);
-            else
-                want_arm(loop, oi); /* re-arm (single accepts standing in for multishot) */
-        }
-        return;
-    }
-    if (more)
-        return; /* an error that did not end the request */
-    if (o->cancelling) {
-        finish(loop, oi, res == -ECANCELED ? -ECANCELED : res, NULL);
-        return;
-    }
-    if (res == -EINVAL && (was & OP_MS_SQE)) {
-        s->ms_accept = false; /* before 5.19: single accepts, re-armed */
-        want_arm(loop, oi);
-        return;
-    }
-    switch (res) {
-    case -ECANCELED: /* our own pause-cancel (or a stale cancel): go on when there is room */
-    case -EINTR:
-    case -EAGAIN:
-    case -ECONNABORTED:
-    case -EPROTO:
-        want_arm(loop, oi);
-        return;
-    case -EMFILE:
-    case -ENFILE:
-    case -ENOBUFS:
-    case -ENOMEM:
-        loop->stats.accept_errors++;
-        if (o->multishot) { /* out of descriptors: back off, do not spin */
-            loop->h[hi].backoff_until = loop->now_ms + ACCEPT_BACKOFF_MS;
-            loop->backoff_listeners++;
-            list_paused(loop, hi);
-            return;
-        }
-        break;
-    default:
-        break;
-    }
-    finish(loop, oi, res, NULL);
-}
-
 /* ---- streams ---------------------------------------------------------------- */
 
 static void arm_recv(tl_loop *loop, uint32_t oi) {
     uring_state *s = state(loop);
     tl_oslot *o = &loop->o[oi];
     int fd = loop->h[o->handle].fd;
-    struct io_uring_sqe *sqe = op_sqe(loop, oi);
+    struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
     if (!sqe)
         return;
     if (!s->br) {
@@ -600,7 +291,7 @@ static void arm_write(tl_loop *loop, uint32_t oi) {
         io_uring_submit(&s->ring);
         s->msg_used = 0;
     }
-    struct io_uring_sqe *sqe = op_sqe(loop, oi);
+    struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
     if (!sqe)
         return;
     if (!vec) {
@@ -630,7 +321,7 @@ static void iov_advance(tl_oslot *o, uint32_t n) {
 }
 
 /* Errors after which the same SQE is simply issued again. A -ECANCELED the host
- * did not ask for is a cancel that outlived its target (see on_accept). */
+ * did not ask for is a cancel that outlived its target (see tl__ur_on_accept). */
 static bool retry(const tl_oslot *o, int32_t res) {
     return res == -EAGAIN || res == -EINTR || (res == -ECANCELED && !o->cancelling);
 }
@@ -639,9 +330,9 @@ static void on_read(tl_loop *loop, uint32_t oi, int32_t res) {
     tl_oslot *o = &loop->o[oi];
     disarm(o);
     if (retry(o, res))
-        want_arm(loop, oi);
+        tl__ur_want_arm(loop, oi);
     else
-        finish(loop, oi, res, NULL);
+        tl__ur_finish(loop, oi, res, NULL);
 }
 
 static void deliver_buffer(tl_loop *loop, uint32_t oi, uint32_t id, int32_t n) {
@@ -668,25 +359,25 @@ static void on_recv_ring(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags
     disarm(o);
     if (res > 0) { /* the request ended, the stream did not */
         if (o->cancelling)
-            finish(loop, oi, -ECANCELED, NULL);
+            tl__ur_finish(loop, oi, -ECANCELED, NULL);
         else
-            want_arm(loop, oi);
+            tl__ur_want_arm(loop, oi);
         return;
     }
     if (res == -EINVAL && (was & OP_MS_SQE) && !o->cancelling) {
         s->ms_recv = false; /* before 6.0: single recvs from the same ring */
-        want_arm(loop, oi);
+        tl__ur_want_arm(loop, oi);
         return;
     }
     if (res == -ENOBUFS) { /* every buffer is with the host: end, as on epoll */
         loop->stats.recv_buffer_starved++;
-        finish(loop, oi, -ENOBUFS, NULL);
+        tl__ur_finish(loop, oi, -ENOBUFS, NULL);
         return;
     }
     if (retry(o, res))
-        want_arm(loop, oi);
+        tl__ur_want_arm(loop, oi);
     else
-        finish(loop, oi, res, NULL); /* 0: end of stream; or the error, or -ECANCELED */
+        tl__ur_finish(loop, oi, res, NULL); /* 0: end of stream; or the error, or -ECANCELED */
 }
 
 /* Without a buffer ring: the poll said readable; read into a loop buffer now, so
@@ -696,33 +387,33 @@ static void on_recv_poll(tl_loop *loop, uint32_t oi, int32_t res) {
     disarm(o);
     if (res < 0) {
         if (retry(o, res))
-            want_arm(loop, oi);
+            tl__ur_want_arm(loop, oi);
         else
-            finish(loop, oi, res, NULL);
+            tl__ur_finish(loop, oi, res, NULL);
         return;
     }
     if (o->cancelling) {
-        finish(loop, oi, -ECANCELED, NULL);
+        tl__ur_finish(loop, oi, -ECANCELED, NULL);
         return;
     }
     uint32_t hi = o->handle, id;
     if (tl__buffer_take(loop, hi, &id) < 0) {
         loop->stats.recv_buffer_starved++;
-        finish(loop, oi, -ENOBUFS, NULL);
+        tl__ur_finish(loop, oi, -ENOBUFS, NULL);
         return;
     }
     ssize_t n = read(loop->h[hi].fd, tl__buffer_data(loop, id), loop->buf_size);
     if (n > 0) {
         deliver_buffer(loop, oi, id, (int32_t)n);
-        want_arm(loop, oi);
+        tl__ur_want_arm(loop, oi);
         return;
     }
     int e = n < 0 ? errno : 0;
     tl__buffer_untake(loop, id);
     if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR)
-        want_arm(loop, oi);
+        tl__ur_want_arm(loop, oi);
     else
-        finish(loop, oi, -e, NULL);
+        tl__ur_finish(loop, oi, -e, NULL);
 }
 
 static void on_write(tl_loop *loop, uint32_t oi, int32_t res) {
@@ -730,22 +421,22 @@ static void on_write(tl_loop *loop, uint32_t oi, int32_t res) {
     disarm(o);
     if (res < 0) {
         if (retry(o, res))
-            want_arm(loop, oi);
+            tl__ur_want_arm(loop, oi);
         else
-            finish(loop, oi, res, NULL);
+            tl__ur_finish(loop, oi, res, NULL);
         return;
     }
     o->done += (uint32_t)res;
     if (o->done >= o->total) {
-        finish(loop, oi, (int32_t)o->total, NULL);
+        tl__ur_finish(loop, oi, (int32_t)o->total, NULL);
         return;
     }
     if (o->cancelling) {
-        finish(loop, oi, -ECANCELED, NULL);
+        tl__ur_finish(loop, oi, -ECANCELED, NULL);
         return;
     }
     iov_advance(o, (uint32_t)res); /* partial: send the rest */
-    want_arm(loop, oi);
+    tl__ur_want_arm(loop, oi);
 }
 
 static void on_connect(tl_loop *loop, uint32_t oi, int32_t res) {
@@ -754,9 +445,9 @@ static void on_connect(tl_loop *loop, uint32_t oi, int32_t res) {
     disarm(o);
     if (res < 0) {
         if (retry(o, res))
-            want_arm(loop, oi);
+            tl__ur_want_arm(loop, oi);
         else
-            finish(loop, oi, res, NULL);
+            tl__ur_finish(loop, oi, res, NULL);
         return;
     }
     int soerr = 0;
@@ -764,7 +455,7 @@ static void on_connect(tl_loop *loop, uint32_t oi, int32_t res) {
     if (getsockopt(h->fd, SOL_SOCKET, SO_ERROR, &soerr, &l) < 0)
         soerr = errno;
     h->connecting = 0;
-    finish(loop, oi, -soerr, NULL);
+    tl__ur_finish(loop, oi, -soerr, NULL);
 }
 
 /* ---- the seam: submit, cancel, release ------------------------------------ */
@@ -773,12 +464,12 @@ static void ur_submit(tl_loop *loop, uint32_t oi) {
     tl_oslot *o = &loop->o[oi];
     tl_hslot *h = &loop->h[o->handle];
     if (o->kind == TL_OP_CONNECT && !h->connecting) {
-        finish(loop, oi, 0, NULL); /* connected at once (loopback) */
+        tl__ur_finish(loop, oi, 0, NULL); /* connected at once (loopback) */
         return;
     }
     uint32_t head = tl__op_on_read_queue(o->kind) ? h->rq_head : h->wq_head;
     if (head == oi)
-        want_arm(loop, oi); /* the others go in as the ones ahead of them finish */
+        tl__ur_want_arm(loop, oi); /* the others go in as the ones ahead of them tl__ur_finish */
 }
 
 static void ur_cancel(tl_loop *loop, uint32_t oi) {
@@ -786,7 +477,7 @@ static void ur_cancel(tl_loop *loop, uint32_t oi) {
     if (bits(o) & OP_ARMED) { /* in the kernel: it ends on its own CQE */
         if (!(bits(o) & OP_STOP)) {
             set_bits(o, bits(o) | OP_STOP);
-            want_arm(loop, oi);
+            tl__ur_want_arm(loop, oi);
         }
         return;
     }
@@ -795,7 +486,7 @@ static void ur_cancel(tl_loop *loop, uint32_t oi) {
         h->backoff_until = 0;
         loop->backoff_listeners--;
     }
-    finish(loop, oi, -ECANCELED, NULL); /* never reached the kernel */
+    tl__ur_finish(loop, oi, -ECANCELED, NULL); /* never reached the kernel */
 }
 
 static void ur_buffer_released(tl_loop *loop, uint32_t id) {
@@ -816,7 +507,7 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
         if ((b & OP_STOP) && !(b & OP_CANCEL_SENT)) {
             struct io_uring_sqe *sqe = get_sqe(loop);
             if (!sqe) {
-                want_arm(loop, oi);
+                tl__ur_want_arm(loop, oi);
                 return;
             }
             io_uring_prep_cancel64(sqe, op_id(loop, oi), 0);
@@ -826,23 +517,23 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
         return;
     }
     if (o->cancelling) { /* a retry (-EAGAIN) that raced the host's cancel */
-        finish(loop, oi, -ECANCELED, NULL);
+        tl__ur_finish(loop, oi, -ECANCELED, NULL);
         return;
     }
     tl_hslot *h = &loop->h[o->handle];
     switch (o->kind) {
     case TL_OP_ACCEPT:
-        if (accept_step(loop, o->handle))
-            list_paused(loop, o->handle);
+        if (tl__ur_accept_step(loop, o->handle))
+            tl__ur_list_paused(loop, o->handle);
         return;
     case TL_OP_CONNECT: {
-        struct io_uring_sqe *sqe = op_sqe(loop, oi);
+        struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
         if (sqe) /* connect() already started: writable is its outcome */
             io_uring_prep_poll_add(sqe, h->fd, POLLOUT);
         return;
     }
     case TL_OP_READ: {
-        struct io_uring_sqe *sqe = op_sqe(loop, oi);
+        struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
         if (sqe)
             io_uring_prep_recv(sqe, h->fd, o->iov[0].iov_base, o->iov[0].iov_len, 0);
         return;
@@ -884,7 +575,7 @@ static void arm_phase(tl_loop *loop) {
                 continue;        /* finished (cancelled) since it was listed */
             if (s->sq_starved) { /* keep the rest for the next turn */
                 set_bits(&loop->o[oi], bits(&loop->o[oi]) & ~(uintptr_t)OP_PENDING);
-                want_arm(loop, oi);
+                tl__ur_want_arm(loop, oi);
                 continue;
             }
             arm_one(loop, oi);
@@ -912,7 +603,7 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
     }
     switch (loop->o[oi].kind) {
     case TL_OP_ACCEPT:
-        on_accept(loop, oi, res, (flags & IORING_CQE_F_MORE) != 0);
+        tl__ur_on_accept(loop, oi, res, (flags & IORING_CQE_F_MORE) != 0);
         return;
     case TL_OP_CONNECT:
         on_connect(loop, oi, res);
@@ -938,10 +629,10 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
     uring_state *s = state(loop);
     uint32_t queued = loop->cq.len;
     if (s->parked_len > 0)
-        sweep_parked(loop);
+        tl__ur_sweep_parked(loop);
     if (s->resume || loop->backoff_listeners > 0) {
         s->resume = false;
-        run_paused(loop);
+        tl__ur_run_paused(loop);
     }
     arm_phase(loop);
     if (loop->cq.len != queued || s->pend_len > 0)
@@ -981,6 +672,6 @@ const tl_backend_ops tl__backend_uring = {
     .submit = ur_submit,
     .cancel = ur_cancel,
     .wait = ur_wait,
-    .resume_accepts = ur_resume_accepts,
+    .resume_accepts = tl__ur_resume_accepts,
     .buffer_released = ur_buffer_released,
 };
