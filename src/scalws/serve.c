@@ -55,6 +55,25 @@ static void release(sws_worker *w, uint32_t id) {
     w->released++;
 }
 
+#define SWS_RECV_BUFFERS 256
+
+static void held_drop_head(sws_worker *w, sws_conn *c) {
+    uint32_t i = c->hhead;
+    c->hhead = w->hpool[i].next;
+    if (c->hhead == SWS_NIL)
+        c->htail = SWS_NIL;
+    c->hcount--;
+    w->hpool[i].next = w->hfree;
+    w->hfree = i;
+}
+
+static void held_release_all(sws_worker *w, sws_conn *c) {
+    while (c->hcount) {
+        release(w, w->hpool[c->hhead].id);
+        held_drop_head(w, c);
+    }
+}
+
 static void arm_recv(sws_worker *w, sws_conn *c) {
     if (c->recv_armed || c->closing)
         return;
@@ -70,11 +89,7 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
     if (c->closing)
         return;
     c->closing = true;
-    while (c->hcount) {
-        release(w, c->held[c->hhead].id);
-        c->hhead = (uint8_t)((c->hhead + 1) % SWS_HELD_MAX);
-        c->hcount--;
-    }
+    held_release_all(w, c);
     if (tl_close(w->loop, c->h, SWS_TOKEN(c->index, SWS_T_CLOSE)) < 0) {
         /* A handle turnloop no longer knows: nothing will complete, free now. */
         c->live = false;
@@ -109,6 +124,7 @@ static void conn_open(sws_worker *w, tl_handle h) {
     memset(c, 0, sizeof(*c));
     c->index = i;
     c->h = h;
+    c->hhead = c->htail = SWS_NIL;
     c->live = true;
     c->dl_kind = SWS_DL_FRESH;
     c->deadline = tl_loop_now(w->loop) + w->srv->cfg->header_timeout_ms;
@@ -268,11 +284,7 @@ static void start_linger(sws_worker *w, sws_conn *c) {
     }
     c->lingering = true;
     c->deadline = tl_loop_now(w->loop) + SWS_LINGER_MS;
-    while (c->hcount) {
-        release(w, c->held[c->hhead].id);
-        c->hhead = (uint8_t)((c->hhead + 1) % SWS_HELD_MAX);
-        c->hcount--;
-    }
+    held_release_all(w, c);
     c->recv_paused = false;
     arm_recv(w, c);
 }
@@ -302,15 +314,20 @@ static void flush(sws_worker *w, sws_conn *c) {
 
 static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint32_t off,
                  uint32_t len) {
-    if (c->hcount == SWS_HELD_MAX) {
-        /* The receive was cancelled when holding began; a peer that still
-         * outruns it is not reading its answers. */
+    uint32_t i = w->hfree;
+    if (i == SWS_NIL) {
+        /* Cannot happen (one node per loop buffer); closing is the safe answer. */
         release(w, id);
         sws_conn_close(w, c);
         return;
     }
-    uint8_t slot = (uint8_t)((c->hhead + c->hcount) % SWS_HELD_MAX);
-    c->held[slot] = (sws_held){.id = id, .off = off, .len = len, .data = data};
+    w->hfree = w->hpool[i].next;
+    w->hpool[i] = (sws_held){.id = id, .off = off, .len = len, .next = SWS_NIL, .data = data};
+    if (c->htail == SWS_NIL)
+        c->hhead = i;
+    else
+        w->hpool[c->htail].next = i;
+    c->htail = i;
     c->hcount++;
     if (!c->recv_paused) {
         c->recv_paused = true;
@@ -392,15 +409,14 @@ static void on_write(sws_worker *w, const tl_completion *e) {
     c->olen -= c->wlen;
     c->wlen = 0;
     while (c->hcount && !c->closing) {
-        sws_held *h = &c->held[c->hhead];
+        sws_held *h = &w->hpool[c->hhead];
         uint32_t off = h->off;
         if (!c->close_after && !consume(w, c, h->data, h->len, &off)) {
             h->off = off;
             break;
         }
         release(w, h->id);
-        c->hhead = (uint8_t)((c->hhead + 1) % SWS_HELD_MAX);
-        c->hcount--;
+        held_drop_head(w, c);
     }
     if (c->closing)
         return;
@@ -652,6 +668,12 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     for (uint32_t i = 0; i < w->nslots; i++)
         w->free_idx[i] = w->nslots - 1 - i;
     w->nfree = w->nslots;
+    w->hpool = malloc(SWS_RECV_BUFFERS * sizeof(*w->hpool));
+    if (!w->hpool)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < SWS_RECV_BUFFERS; k++)
+        w->hpool[k].next = k + 1 < SWS_RECV_BUFFERS ? k + 1 : SWS_NIL;
+    w->hfree = 0;
     sws_date_init(&w->date);
     int rc = sws_respond_init(&w->resp, cfg, &w->date);
     if (rc < 0)
@@ -681,7 +703,7 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
      * when asked for by name). */
     if (cfg->backend == SWS_BACKEND_AUTO && !s->shared && cfg->accept == SWS_ACCEPT_EXCLUSIVE)
         o.backend = TL_BACKEND_EPOLL;
-    o.recv_buffers = 256;
+    o.recv_buffers = SWS_RECV_BUFFERS;
     o.recv_buffer_size = 16384;
     return tl_loop_new(&w->loop, &o);
 }
@@ -853,6 +875,7 @@ void sws_server_free(sws_server *s) {
             free(w->conns[k]);
         free(w->conns);
         free(w->free_idx);
+        free(w->hpool);
         sws_respond_free(&w->resp);
         if (w->access_log)
             fclose(w->access_log);

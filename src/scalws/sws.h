@@ -61,14 +61,17 @@ enum { SWS_MSG_DRAIN = 1, SWS_MSG_FORCE = 2 };
 
 enum sws_deadline { SWS_DL_IDLE = 0, SWS_DL_HEADER, SWS_DL_FRESH };
 
-#define SWS_HELD_MAX 8
-
+/* A loop buffer whose bytes wait for room in the connection's output. The
+ * nodes come from a per-worker pool as large as the loop's buffer count: every
+ * held node holds a distinct loop buffer, so the pool cannot run dry. */
 typedef struct sws_held {
     uint32_t id;
     uint32_t off;
     uint32_t len;
+    uint32_t next; /* pool index, SWS_NIL at the end */
     const char *data;
 } sws_held;
+#define SWS_NIL UINT32_MAX
 
 typedef struct sws_conn {
     uint32_t index;
@@ -87,10 +90,10 @@ typedef struct sws_conn {
     uint8_t dl_kind;
     uint64_t deadline;
     uint64_t served;
-    uint32_t wlen; /* bytes of out in flight */
-    uint32_t olen; /* bytes of out filled (>= wlen) */
-    uint8_t hhead, hcount;
-    sws_held held[SWS_HELD_MAX];
+    uint32_t wlen;         /* bytes of out in flight */
+    uint32_t olen;         /* bytes of out filled (>= wlen) */
+    uint32_t hhead, htail; /* held input, oldest first (pool indices) */
+    uint32_t hcount;
     struct sws_conn *prev, *next; /* the worker's active list */
     sws_http_parser parser;
     char peer[48]; /* for the access log only */
@@ -132,6 +135,8 @@ typedef struct sws_worker {
     uint32_t out_cap;
     sws_conn *active;  /* list head */
     uint32_t nstarved; /* connections waiting for a loop buffer */
+    sws_held *hpool;   /* recv_buffers nodes */
+    uint32_t hfree;    /* free list head */
     uint32_t released; /* buffers given back this turn */
     sws_date_cache date;
     sws_respond resp;

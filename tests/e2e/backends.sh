@@ -24,6 +24,15 @@ for be in epoll uring; do
     req="${req}GET /32 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
     r=$(raw "$req" 5)
     [ "$(echo "$r" | count '^HTTP/1.1 200')" = 32 ] || fail "$be: pipelined"
+    # A flood read late: on uring many buffers arrive after the receive is
+    # cancelled, and each must wait for room, never end the connection.
+    ( exec 3<>/dev/tcp/127.0.0.1/$PORT
+      { printf 'GET / HTTP/1.1\r\nHost: a\r\n\r\n%.0s' $(seq 1 4999)
+        printf 'GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'; } >&3 &
+      sleep 1
+      timeout 10 cat <&3
+      wait ) >"$T/flood" 2>&1
+    [ "$(grep -c '^HTTP/1.1 200' "$T/flood" || true)" = 5000 ] || fail "$be: slow reader"
     r=$(raw "GET / HTTP/1.1\r\nHost: a\r\nBad Line\r\n\r\n")
     echo "$r" | grep -q "^HTTP/1.1 400" || fail "$be: malformed: $r"
     stop_sws
