@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -15,6 +16,9 @@
 #include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#ifdef SWS_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #define SWS_CQ_BATCH 256
 #define SWS_SWEEP_MS 1000
@@ -655,6 +659,21 @@ static int probe_busy(const sws_config *cfg) {
     return rc;
 }
 
+/* systemd socket activation (or systemd-socket-activate): the first
+ * inherited descriptor, when it is a listening stream socket; else -1. */
+static int activated_fd(void) {
+#ifdef SWS_HAVE_SYSTEMD
+    int n = sd_listen_fds(1);
+    if (n >= 1 && sd_is_socket(SD_LISTEN_FDS_START, AF_UNSPEC, SOCK_STREAM, 1) > 0) {
+        fcntl(SD_LISTEN_FDS_START, F_SETFD, FD_CLOEXEC);
+        if (n > 1)
+            fprintf(stderr, "scalwsd: socket activation passed %d sockets; serving the first\n", n);
+        return SD_LISTEN_FDS_START;
+    }
+#endif
+    return -1;
+}
+
 static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listener) {
     const sws_config *cfg = s->cfg;
     w->index = index;
@@ -735,6 +754,12 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     if (!s->workers || !s->loops)
         return -ENOMEM;
     sws_accept_route route = s->shared ? SWS_ACCEPT_ACCEPTOR : cfg->accept;
+    int activated = activated_fd();
+    if (activated >= 0 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF)) {
+        /* One inherited socket cannot be bound once per loop: share it. */
+        route = cfg->backend == SWS_BACKEND_EPOLL ? SWS_ACCEPT_EXCLUSIVE : SWS_ACCEPT_ACCEPTOR;
+    }
+    s->route = route;
     for (int i = 0; i < s->nloops; i++) {
         bool has_listener = route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_EXCLUSIVE ||
                             route == SWS_ACCEPT_HERD || (route == SWS_ACCEPT_HANDOFF && i == 0);
@@ -773,7 +798,7 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     case SWS_ACCEPT_EXCLUSIVE:
     case SWS_ACCEPT_HERD:
     case SWS_ACCEPT_ACCEPTOR:
-        rc = open_shared_fd(cfg, err, errlen);
+        rc = activated >= 0 ? activated : open_shared_fd(cfg, err, errlen);
         if (rc < 0)
             break;
         s->shared_fd = rc;
@@ -826,7 +851,7 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
             cfg->event_loops < 0 ? "auto" : "configured", s->cpus.in_mask,
             s->cpus.in_mask == 1 ? "" : "s", s->cpus.quota_cpus ? "" : "none/", s->cpus.quota_cpus,
             s->nthreads, s->nthreads == 1 ? "" : "s", sws_accept_name(route), s->backend,
-            cfg->listen.text);
+            activated >= 0 ? "an activated socket (fd 3)" : cfg->listen.text);
     if (!s->pinned && !s->shared)
         fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
                 s->cpus.in_mask);

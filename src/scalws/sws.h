@@ -150,7 +150,8 @@ typedef struct sws_worker {
 typedef struct sws_server {
     const sws_config *cfg;
     sws_cpus cpus;
-    bool shared;  /* event_loops = 0: one loop turned by nthreads threads */
+    bool shared; /* event_loops = 0: one loop turned by nthreads threads */
+    sws_accept_route route;
     int nloops;   /* loops (1 when shared) */
     int nthreads; /* threads turning loops */
     bool pinned;
