@@ -19,7 +19,8 @@
 #define ACCEPT_BACKOFF_MS 100
 
 typedef struct parked {
-    tl_handle id; /* a listener that stopped accepting: at the ceiling, or backing off */
+    tl_handle id;    /* a listener that stopped accepting: at the ceiling, or backing off */
+    uint8_t backoff; /* counted in loop->backoff_listeners */
 } parked;
 
 typedef struct epoll_state {
@@ -30,6 +31,8 @@ typedef struct epoll_state {
 } epoll_state;
 
 static epoll_state *state(tl_loop *loop) { return loop->be_state; }
+
+static void ep_fini(tl_loop *loop);
 
 static int ep_init(tl_loop *loop) {
     epoll_state *s = calloc(1, sizeof *s);
@@ -44,11 +47,12 @@ static int ep_init(tl_loop *loop) {
     loop->be_state = s;
     if (loop->wake_fd < 0) /* kept when an AUTO loop moves here from io_uring */
         loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (loop->wake_fd < 0)
-        return -errno;
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0}; /* 0 is never a handle id */
-    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0)
-        return -errno;
+    if (loop->wake_fd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0) {
+        int err = -errno;
+        ep_fini(loop); /* a failed init cleans up after itself: the core will not call fini */
+        return err;
+    }
     return 0;
 }
 
@@ -87,8 +91,13 @@ static void ep_handle_remove(tl_loop *loop, uint32_t hi) {
 
 static void park(tl_loop *loop, uint32_t hi) {
     epoll_state *s = state(loop);
-    if (loop->h[hi].paused)
-        return; /* listed already */
+    if (loop->h[hi].paused) { /* listed already: only its reason may change */
+        tl_handle id = tl__make_id(loop, loop->h[hi].gen, hi);
+        for (uint32_t i = 0; i < s->parked_len; i++)
+            if (s->parked[i].id == id)
+                s->parked[i].backoff |= loop->h[hi].backoff_until != 0;
+        return;
+    }
     if (s->parked_len == s->parked_cap) {
         uint32_t ncap = s->parked_cap ? s->parked_cap * 2 : 8;
         parked *n = realloc(s->parked, (size_t)ncap * sizeof *n);
@@ -97,7 +106,8 @@ static void park(tl_loop *loop, uint32_t hi) {
         s->parked = n;
         s->parked_cap = ncap;
     }
-    s->parked[s->parked_len++].id = tl__make_id(loop, loop->h[hi].gen, hi);
+    s->parked[s->parked_len].id = tl__make_id(loop, loop->h[hi].gen, hi);
+    s->parked[s->parked_len++].backoff = loop->h[hi].backoff_until != 0;
     loop->h[hi].paused = 1;
 }
 
@@ -107,8 +117,11 @@ static void unpark(tl_loop *loop) {
     uint32_t keep = 0;
     for (uint32_t i = 0; i < s->parked_len; i++) {
         uint32_t hi;
-        if (tl__handle_lookup(loop, s->parked[i].id, &hi) < 0)
-            continue; /* closed meanwhile */
+        if (tl__handle_lookup(loop, s->parked[i].id, &hi) < 0) {
+            if (s->parked[i].backoff) /* closed while backing off */
+                loop->backoff_listeners--;
+            continue;
+        }
         tl_hslot *h = &loop->h[hi];
         bool backoff = h->backoff_until > loop->now_ms;
         if (backoff || !tl__handle_room(loop)) {
