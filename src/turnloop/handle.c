@@ -28,19 +28,9 @@ bool tl__handle_room(const tl_loop *loop) {
 
 static int grow_handles(tl_loop *loop) {
     uint32_t ncap = loop->h_cap ? loop->h_cap * 2 : 64;
-    if (ncap > TL_ID_MAX_SLOTS)
-        return -EMFILE;
-    tl_hslot *n = realloc(loop->h, (size_t)ncap * sizeof *n);
-    if (!n)
-        return -ENOMEM;
-    memset(n + loop->h_cap, 0, (size_t)(ncap - loop->h_cap) * sizeof *n);
-    for (uint32_t i = ncap; i-- > loop->h_cap;) {
-        n[i].free_next = loop->h_free;
-        loop->h_free = i;
-    }
-    loop->h = n;
-    loop->h_cap = ncap;
-    return 0;
+    int err = tl__slots_grow((void **)&loop->h, &loop->h_cap, ncap, sizeof *loop->h,
+                             offsetof(tl_hslot, free_next), &loop->h_free);
+    return err == -ENOSPC ? -EMFILE : err;
 }
 
 int tl__handle_new(tl_loop *loop, int fd, uint8_t type, unsigned shared_flags, uint32_t *index) {

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/uio.h>
 
 #define TL_NIL UINT32_MAX
@@ -165,6 +166,8 @@ int tl__uring_probe(void);
 #endif
 
 /* ---- core services for backends and the other core files ----------------- */
+int tl__slots_grow(void **table, uint32_t *cap, uint32_t ncap, size_t size, size_t link_off,
+                   uint32_t *free_head);
 uint64_t tl__make_id(const tl_loop *loop, uint32_t gen, uint32_t index);
 int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index);
 int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index);

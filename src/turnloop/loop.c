@@ -77,24 +77,13 @@ int tl_loop_new(tl_loop **out, const tl_loop_options *opts) {
     tl__inbox_init(&loop->inbox);
 
     int err = select_backend(loop, o.backend);
-    if (err == 0 && loop->h_fixed) {
-        loop->h = calloc(loop->h_max, sizeof *loop->h);
-        err = loop->h ? 0 : -ENOMEM;
-        for (uint32_t i = loop->h_max; err == 0 && i-- > 0;) {
-            loop->h[i].free_next = loop->h_free;
-            loop->h_free = i;
-        }
-        loop->h_cap = loop->h_max;
-    }
-    if (err == 0 && loop->o_fixed) {
-        loop->o = calloc(loop->o_max, sizeof *loop->o);
-        err = loop->o ? 0 : -ENOMEM;
-        for (uint32_t i = loop->o_max; err == 0 && i-- > 0;) {
-            loop->o[i].next = loop->o_free;
-            loop->o_free = i;
-        }
-        loop->o_cap = loop->o_max;
-    }
+    /* A fixed ceiling is preallocated whole: no allocation on the way to it. */
+    if (err == 0 && loop->h_fixed)
+        err = tl__slots_grow((void **)&loop->h, &loop->h_cap, loop->h_max, sizeof *loop->h,
+                             offsetof(tl_hslot, free_next), &loop->h_free);
+    if (err == 0 && loop->o_fixed)
+        err = tl__slots_grow((void **)&loop->o, &loop->o_cap, loop->o_max, sizeof *loop->o,
+                             offsetof(tl_oslot, next), &loop->o_free);
     if (err == 0)
         err = tl__buffers_init(loop, o.recv_buffers ? o.recv_buffers : 64,
                                o.recv_buffer_size ? o.recv_buffer_size : 16384);

@@ -27,19 +27,8 @@ int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index) {
 
 static int grow_ops(tl_loop *loop) {
     uint32_t ncap = loop->o_cap ? loop->o_cap * 2 : 128;
-    if (ncap > TL_ID_MAX_SLOTS)
-        return -ENOSPC;
-    tl_oslot *n = realloc(loop->o, (size_t)ncap * sizeof *n);
-    if (!n)
-        return -ENOMEM;
-    memset(n + loop->o_cap, 0, (size_t)(ncap - loop->o_cap) * sizeof *n);
-    for (uint32_t i = ncap; i-- > loop->o_cap;) {
-        n[i].next = loop->o_free;
-        loop->o_free = i;
-    }
-    loop->o = n;
-    loop->o_cap = ncap;
-    return 0;
+    return tl__slots_grow((void **)&loop->o, &loop->o_cap, ncap, sizeof *loop->o,
+                          offsetof(tl_oslot, next), &loop->o_free);
 }
 
 int tl__op_new(tl_loop *loop, uint8_t kind, uint32_t hi, uint64_t token, uint32_t *index) {
