@@ -12,6 +12,7 @@ int main(void) {
     if (tl_loop_new(&loop, NULL) < 0 || tl_listen(loop, (struct sockaddr *)&a, sizeof a, NULL, &ls) < 0)
         return 1;
     printf("echo on 127.0.0.1:7007 (%s backend)\n", tl_loop_backend(loop));
+    fflush(stdout);
     tl_accept(loop, ls, TL_ACCEPT_MULTISHOT, 0, NULL);
     for (;;) {
         tl_completion c[64];
