@@ -171,6 +171,9 @@ int tl_loop_post(tl_loop *loop, uint64_t token, const tl_message *msg);
 
 /* ---- handles ----------------------------------------------------------- */
 
+/* Every listening TCP socket a loop is given (tl_listen, tl_listen_shared,
+ * tl_adopt_fd of a listener, tl_acceptor_start) gets TCP_NODELAY, which the
+ * connections accepted from it inherit: responses are not held by Nagle. */
 typedef struct tl_listen_options {
     tl_reuse_port reuse_port;
     int backlog; /* 0 = SOMAXCONN */

@@ -143,8 +143,6 @@ static void *acceptor_main(void *arg) {
             }
             break; /* EINVAL after shutdown(): we are stopping */
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         tl_detached d = {.fd = fd, .kind = TL_H_STREAM};
         placement_send(&a->place, placement_pick(&a->place), &d, a->token); /* closes on error */
     }
@@ -165,6 +163,7 @@ int tl_acceptor_start(tl_acceptor **out, int fd, int nthreads, tl_loop **loops, 
     }
     a->fd = fd;
     a->token = token;
+    tl__listener_nodelay(fd);
     atomic_init(&a->stopping, 0);
     a->threads = calloc((size_t)nthreads, sizeof *a->threads);
     if (!a->threads) {

@@ -215,6 +215,7 @@ static inline uint8_t *tl__buffer_data(const tl_loop *loop, uint32_t id) {
 }
 
 uint64_t tl__clock_ms(void);
+void tl__listener_nodelay(int fd);
 
 static inline bool tl__op_on_read_queue(uint8_t kind) {
     return kind == TL_OP_ACCEPT || kind == TL_OP_READ || kind == TL_OP_RECV;

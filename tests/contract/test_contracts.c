@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -478,8 +479,15 @@ static void connect_reports_refused_and_success(void **state) {
     assert_int_equal(n, 2);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(c[i].res, 0);
-        if (c[i].kind == TL_OP_ACCEPT)
+        if (c[i].kind == TL_OP_ACCEPT) {
+            /* inherited from the listener: no per-connection setsockopt */
+            int nodelay = 0;
+            socklen_t nl = sizeof nodelay;
+            int afd = tl_handle_fd(loop, c[i].u.accepted);
+            assert_int_equal(getsockopt(afd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &nl), 0);
+            assert_int_equal(nodelay, 1);
             tl_close(loop, c[i].u.accepted, 0);
+        }
     }
     tl_close(loop, ch, 0);
     tl_close(loop, ls, 0);

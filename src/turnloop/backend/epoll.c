@@ -188,9 +188,7 @@ static void run_accepts(tl_loop *loop, uint32_t hi) {
             continue;
         }
         got_one = true;
-        loop->h[hi].woken = 0;
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        loop->h[hi].woken = 0; /* TCP_NODELAY is inherited from the listener */
         uint32_t ci;
         int err = tl__handle_new(loop, fd, TL_H_STREAM, 0, &ci); /* may move loop->h */
         if (err < 0) {

@@ -71,9 +71,7 @@ void tl__ur_sweep_parked(tl_loop *loop) {
 
 /* Makes fd a handle and reports it on the accept op oi. */
 static void accept_fd(tl_loop *loop, uint32_t oi, int fd) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    uint32_t ci;
+    uint32_t ci; /* TCP_NODELAY is inherited from the listener */
     int err = tl__handle_new(loop, fd, TL_H_STREAM, 0, &ci); /* may move loop->h */
     bool multishot = loop->o[oi].multishot;
     if (err < 0) { /* room was checked: only -ENOMEM; say so rather than drop silently */
