@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# contrib/scalwsd.ini, the installed example, cannot rot: scalwsd accepts it,
+# it names every key that config.c reads (in the right section), and scalwsd
+# started with it serves the default response.
+. "$(dirname "$0")/lib.sh"
+INI=$(cd "$(dirname "$0")/../.." && pwd)/contrib/scalwsd.ini
+CONFIG_C=$(cd "$(dirname "$0")/../.." && pwd)/src/scalws/config.c
+[ -f "$INI" ] || fail "no $INI"
+
+out=$("$SWS" --check-config --config "$INI" 2>&1) || fail "--check-config: $out"
+case $out in *"configuration ok"*) ;; *) fail "--check-config said: $out" ;; esac
+
+# Every [section] key of config.c's table, in the order the code tests them.
+section=""
+checked=0
+while read -r kind name; do
+    if [ "$kind" = section ]; then
+        section=$name
+        continue
+    fi
+    # The key must appear, uncommented, inside its section of the example.
+    awk -v s="[$section]" -v k="$name" '
+        /^\[/ { in_s = ($0 == s); next }
+        in_s && $0 ~ "^" k "[ \t]*=" { found = 1 }
+        END { exit !found }' "$INI" || fail "contrib/scalwsd.ini lacks [$section] $name"
+    checked=$((checked + 1))
+done < <(grep -o 'strcmp(section, "[a-z_]*")\|strcmp(key, "[a-z_]*")' "$CONFIG_C" |
+    sed -e 's/strcmp(section, "\(.*\)")/section \1/' -e 's/strcmp(key, "\(.*\)")/key \1/')
+[ "$checked" -ge 15 ] || fail "found only $checked keys in config.c"
+
+# Started with it (on a free port), scalwsd answers with the default response.
+for _ in 1 2 3 4 5; do
+    PORT=$(rand_port)
+    "$SWS" --config "$INI" --listen "127.0.0.1:$PORT" 2>"$T/log" &
+    SWS_PID=$!
+    for _ in $(seq 1 50); do
+        grep -q "listening on" "$T/log" 2>/dev/null && break
+        kill -0 "$SWS_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$SWS_PID" 2>/dev/null && break
+    wait "$SWS_PID" || true
+    SWS_PID=""
+done
+[ -n "$SWS_PID" ] || fail "scalwsd did not start with the example"
+[ "$(curl -s -m 3 "http://127.0.0.1:$PORT/")" = "Hello from scalwsd" ] || fail "default response"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
+echo "ok ($checked keys)"
