@@ -4,6 +4,8 @@
  * blocking I/O with a one-second timeout keeps this small. */
 #include "sws.h"
 
+#include "proxy.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -73,6 +75,7 @@ static char *metrics_text(sws_server *s, size_t *len) {
             "# HELP scalwsd_draining 1 while draining, 2 after the drain timeout.\n"
             "# TYPE scalwsd_draining gauge\nscalwsd_draining %d\n",
             atomic_load(&s->drain));
+    sws_proxy_metrics(s, f);
     fclose(f);
     return buf;
 }

@@ -35,6 +35,7 @@ void sws_config_defaults(sws_config *c) {
     c->keepalive_timeout_ms = 75000;
     c->max_connections = 10000;
     c->admin_enabled = false;
+    sws_proxy_config_defaults(&c->proxy);
 }
 
 static const char *const accept_names[] = {"reuse-port", "handoff", "exclusive", "acceptor",
@@ -223,6 +224,13 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
                 c->defer_accept = false;
             else
                 BAD("bad value '%s' (want on or off)", v);
+        } else if (strcmp(key, "scenario") == 0) {
+            if (strcmp(v, "respond") == 0)
+                c->scenario = SWS_SCENARIO_RESPOND;
+            else if (strcmp(v, "proxy") == 0)
+                c->scenario = SWS_SCENARIO_PROXY;
+            else
+                BAD("bad value '%s' (want respond or proxy)", v);
         } else if (strcmp(key, "access_log") == 0) {
             if (strlen(v) >= sizeof(c->access_log))
                 BAD("path too long");
@@ -272,6 +280,8 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
             c->max_connections = (uint32_t)n;
         } else
             BAD("unknown key");
+    } else if (strcmp(section, "proxy") == 0) {
+        return sws_proxy_config_set(&c->proxy, key, v, err, errlen);
     } else if (strcmp(section, "admin") == 0) {
         if (strcmp(key, "listen") == 0) {
             if (!*v || strcmp(v, "off") == 0)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "proxy_config.h"
 #include "sws_http.h"
 
 typedef enum sws_accept_route {
@@ -18,6 +19,8 @@ typedef enum sws_accept_route {
     SWS_ACCEPT_ACCEPTOR,
     SWS_ACCEPT_HERD,
 } sws_accept_route;
+
+typedef enum sws_scenario { SWS_SCENARIO_RESPOND = 0, SWS_SCENARIO_PROXY } sws_scenario;
 
 typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_URING } sws_backend;
 
@@ -41,6 +44,9 @@ typedef struct sws_config {
     uint32_t drain_timeout_ms;
     char access_log[256]; /* empty: none */
     bool defer_accept;    /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
+    sws_scenario scenario;
+    /* [proxy] */
+    sws_proxy_config proxy;
     /* [respond] */
     int status;
     char body[SWS_BODY_MAX];

@@ -4,6 +4,8 @@
  * one with Connection: close. After drain_timeout FORCE closes the rest. */
 #include "sws.h"
 
+#include "proxy.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -46,10 +48,12 @@ void sws_worker_drain(sws_worker *w, bool force) {
                 c->deadline = now + 1000;
         }
     }
+    sws_proxy_drain(w, force);
 }
 
 bool sws_worker_finished(sws_worker *w) {
-    return w->draining && !w->listener && !w->listener_closing && !w->active;
+    return w->draining && !w->listener && !w->listener_closing && !w->active &&
+           sws_proxy_finished(w);
 }
 
 static void post_all(sws_server *s, uint64_t value) {

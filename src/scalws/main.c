@@ -22,6 +22,8 @@ static void usage(FILE *f) {
             "  -l, --listen ADDR        listen on host:port (overrides [server] listen)\n"
             "  -w, --worker-threads N   number of event loops (overrides [server] event_loops);\n"
             "                           with event_loops = 0, threads of the shared loop\n"
+            "  -s, --scenario NAME      respond or proxy (overrides [server] scenario)\n"
+            "  -u, --upstream LIST      host:port[,host:port...] (overrides [proxy] upstream)\n"
             "  -t, --check-config       validate the configuration and exit\n"
             "  -h, --help               this text\n"
             "  -V, --version            print the version\n"
@@ -34,15 +36,17 @@ int main(int argc, char **argv) {
         {"config", required_argument, NULL, 'c'},
         {"listen", required_argument, NULL, 'l'},
         {"worker-threads", required_argument, NULL, 'w'},
+        {"scenario", required_argument, NULL, 's'},
+        {"upstream", required_argument, NULL, 'u'},
         {"check-config", no_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    const char *config = NULL, *listen = NULL, *threads = NULL;
+    const char *config = NULL, *listen = NULL, *threads = NULL, *scenario = NULL, *upstream = NULL;
     bool check = false;
     int ch;
-    while ((ch = getopt_long(argc, argv, "c:l:w:thV", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:l:w:s:u:thV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             config = optarg;
@@ -52,6 +56,12 @@ int main(int argc, char **argv) {
             break;
         case 'w':
             threads = optarg;
+            break;
+        case 's':
+            scenario = optarg;
+            break;
+        case 'u':
+            upstream = optarg;
             break;
         case 't':
             check = true;
@@ -93,6 +103,19 @@ int main(int argc, char **argv) {
             fprintf(stderr, "scalwsd: --worker-threads: bad value '%s' (want 1..1024)\n", threads);
             return 2;
         }
+    }
+    if (scenario && sws_config_set(&cfg, "server", "scenario", scenario, err, sizeof(err)) < 0) {
+        fprintf(stderr, "scalwsd: --scenario: %s\n", err);
+        return 2;
+    }
+    if (upstream && sws_config_set(&cfg, "proxy", "upstream", upstream, err, sizeof(err)) < 0) {
+        fprintf(stderr, "scalwsd: --upstream: %s\n", err);
+        return 2;
+    }
+    if (cfg.scenario == SWS_SCENARIO_PROXY && cfg.proxy.nupstreams == 0) {
+        fprintf(stderr, "scalwsd: %s: scenario proxy needs [proxy] upstream (or --upstream)\n",
+                config ? config : "--scenario");
+        return 2;
     }
     if (check) {
         printf("scalwsd: configuration ok (%s)\n", config ? config : "defaults");

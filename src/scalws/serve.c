@@ -5,6 +5,8 @@
  * can reach a slot that has been handed to another connection. */
 #include "sws.h"
 
+#include "proxy.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -107,6 +109,10 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
 }
 
 static void conn_open(sws_worker *w, tl_handle h) {
+    if (w->proxy) {
+        sws_proxy_open(w, h);
+        return;
+    }
     if (w->nfree == 0) {
         /* Cannot happen while slots = handle ceiling; closing is the safe answer. */
         tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
@@ -525,6 +531,10 @@ static void on_accept(sws_worker *w, const tl_completion *e) {
 }
 
 static void dispatch(sws_worker *w, const tl_completion *e) {
+    if (SWS_TOKEN_TAG(e->token) >= SWS_T_PROXY_FIRST) {
+        sws_proxy_dispatch(w, e);
+        return;
+    }
     switch (SWS_TOKEN_TAG(e->token)) {
     case SWS_T_RECV:
         on_recv(w, e);
@@ -713,7 +723,7 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     tl_loop_options o = {0};
     /* Exactly max_connections plus the listener: accepting pauses at the
      * ceiling (turnloop#77) and the rest wait in the kernel's queue. */
-    o.max_handles = cfg->max_connections + (has_listener ? 1u : 0u);
+    o.max_handles = cfg->max_connections + (has_listener ? 1u : 0u) + sws_proxy_extra_handles(cfg);
     o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
                 : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
                                                     : TL_BACKEND_AUTO;
@@ -724,7 +734,10 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
         o.backend = TL_BACKEND_EPOLL;
     o.recv_buffers = SWS_RECV_BUFFERS;
     o.recv_buffer_size = 16384;
-    return tl_loop_new(&w->loop, &o);
+    rc = tl_loop_new(&w->loop, &o);
+    if (rc == 0 && cfg->scenario == SWS_SCENARIO_PROXY)
+        rc = sws_proxy_init(w);
+    return rc;
 }
 
 int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
@@ -896,6 +909,7 @@ void sws_server_free(sws_server *s) {
         sws_worker *w = &s->workers[i];
         if (w->loop)
             tl_loop_free(w->loop);
+        sws_proxy_free(w);
         for (uint32_t k = 0; k < w->nslots && w->conns; k++)
             free(w->conns[k]);
         free(w->conns);

@@ -52,6 +52,8 @@ enum sws_tag {
     SWS_T_POST,
     SWS_T_LISTENER_CLOSE,
 };
+/* Tags from 32 up belong to the proxy scenario (proxy.c, upstream.c). */
+#define SWS_T_PROXY_FIRST 32
 #define SWS_TOKEN(idx, tag) (((uint64_t)(idx) << 8) | (uint64_t)(tag))
 #define SWS_TOKEN_IDX(t) ((uint32_t)((t) >> 8))
 #define SWS_TOKEN_TAG(t) ((unsigned)((t)&0xffu))
@@ -145,6 +147,7 @@ typedef struct sws_worker {
     time_t clf_sec;
     FILE *access_log;
     sws_counters ctr;
+    struct sws_proxy *proxy; /* scenario proxy: this loop's sessions and upstream pool */
 } sws_worker;
 
 typedef struct sws_server {

@@ -1,0 +1,162 @@
+/* The proxy's message reader: llhttp in request or response mode, keeping the
+ * head in a fixed buffer for rewriting and passing decoded body bytes on.
+ * A complete message pauses the parser, so one feed never runs into the next
+ * message: the proxy decides when the stream may go on (keep-alive). */
+#include "sws_msg.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+static sws_msg *of(llhttp_t *p) {
+    return p->data;
+}
+
+static int append(sws_msg *m, const char *at, size_t n) {
+    if (m->len + n > SWS_MSG_HEAD_MAX) {
+        m->overflow = true;
+        return -1;
+    }
+    memcpy(m->buf + m->len, at, n);
+    m->len += (uint32_t)n;
+    return 0;
+}
+
+static int on_begin(llhttp_t *p) {
+    sws_msg *m = of(p);
+    m->len = m->start_off = m->start_len = m->nf = 0;
+    m->last = 0;
+    m->started = true;
+    m->headers_done = false;
+    return 0;
+}
+
+static int on_start(llhttp_t *p, const char *at, size_t n) {
+    sws_msg *m = of(p);
+    if (append(m, at, n) < 0)
+        return -1;
+    m->start_len += (uint32_t)n;
+    return 0;
+}
+
+static int on_field(llhttp_t *p, const char *at, size_t n) {
+    sws_msg *m = of(p);
+    if (m->last != 1) {
+        if (m->nf == SWS_MSG_FIELDS_MAX) {
+            m->overflow = true;
+            return -1;
+        }
+        m->f[m->nf++] = (sws_msg_field){.name_off = (uint16_t)m->len};
+        m->last = 1;
+    }
+    if (append(m, at, n) < 0)
+        return -1;
+    m->f[m->nf - 1].name_len += (uint16_t)n;
+    return 0;
+}
+
+static int on_value(llhttp_t *p, const char *at, size_t n) {
+    sws_msg *m = of(p);
+    if (m->last != 2) {
+        m->f[m->nf - 1].val_off = (uint16_t)m->len;
+        m->last = 2;
+    }
+    if (append(m, at, n) < 0)
+        return -1;
+    m->f[m->nf - 1].val_len += (uint16_t)n;
+    return 0;
+}
+
+static int on_headers(llhttp_t *p) {
+    sws_msg *m = of(p);
+    m->headers_done = true;
+    int rc = m->cb->on_head(m->user, m);
+    return rc < 0 ? -1 : rc;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n) {
+    sws_msg *m = of(p);
+    return m->cb->on_body(m->user, at, n) < 0 ? -1 : 0;
+}
+
+static int on_complete(llhttp_t *p) {
+    sws_msg *m = of(p);
+    m->started = false;
+    if (m->cb->on_done(m->user, m) < 0)
+        return -1;
+    return HPE_PAUSED;
+}
+
+void sws_msg_init(sws_msg *m, llhttp_type_t type, const sws_msg_cb *cb, void *user) {
+    llhttp_settings_init(&m->s);
+    m->s.on_message_begin = on_begin;
+    m->s.on_url = on_start;
+    m->s.on_status = on_start;
+    m->s.on_header_field = on_field;
+    m->s.on_header_value = on_value;
+    m->s.on_headers_complete = on_headers;
+    m->s.on_body = on_body;
+    m->s.on_message_complete = on_complete;
+    llhttp_init(&m->p, type, &m->s);
+    m->p.data = m;
+    m->cb = cb;
+    m->user = user;
+    m->len = m->nf = 0;
+    m->overflow = m->started = m->headers_done = false;
+}
+
+int sws_msg_feed(sws_msg *m, const char *data, size_t len, size_t *used) {
+    llhttp_errno_t e = llhttp_execute(&m->p, data, len);
+    if (e == HPE_OK) {
+        *used = len;
+        return SWS_MSG_NEED_MORE;
+    }
+    if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+        *used = (size_t)(llhttp_get_error_pos(&m->p) - data);
+        return SWS_MSG_DONE;
+    }
+    *used = 0;
+    return m->overflow ? -E2BIG : -EBADMSG;
+}
+
+int sws_msg_eof(sws_msg *m) {
+    if (!m->started)
+        return 0;
+    /* Only a message whose framing is the end of the stream ends well here;
+     * llhttp_finish reports a cut Content-Length or chunked body as an error. */
+    if (!m->headers_done || !llhttp_message_needs_eof(&m->p))
+        return -EPIPE;
+    llhttp_errno_t e = llhttp_finish(&m->p);
+    if (e == HPE_OK || e == HPE_PAUSED)
+        return SWS_MSG_DONE;
+    return -EPIPE;
+}
+
+void sws_msg_next(sws_msg *m) {
+    llhttp_resume(&m->p);
+    m->started = false;
+    m->headers_done = false;
+}
+
+bool sws_msg_name_is(const sws_msg *m, uint32_t i, const char *name) {
+    size_t n = strlen(name);
+    return m->f[i].name_len == n && strncasecmp(m->buf + m->f[i].name_off, name, n) == 0;
+}
+
+bool sws_msg_value_has(const sws_msg *m, uint32_t i, const char *token) {
+    const char *v = m->buf + m->f[i].val_off, *end = v + m->f[i].val_len;
+    size_t tl = strlen(token);
+    while (v < end) {
+        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
+            v++;
+        const char *s = v;
+        while (v < end && *v != ',')
+            v++;
+        const char *e = v;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if ((size_t)(e - s) == tl && strncasecmp(s, token, tl) == 0)
+            return true;
+    }
+    return false;
+}

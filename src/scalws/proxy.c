@@ -1,0 +1,960 @@
+/* The proxy scenario: a per-loop connection machine that forwards each client
+ * request to an upstream taken from this loop's pool and streams the answer
+ * back. Bodies flow through fixed buffers with back-pressure (a side is read
+ * only while the other side's output has room); nothing is buffered whole. */
+#include "proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sws_msg.h"
+#include "upstream.h"
+
+#define PX_T_READ 32
+#define PX_T_WRITE 33
+#define PX_T_CLOSE 34
+#define PX_T_TICK 35
+#define PX_TICK_MS 100
+
+#define PX_IN 16384
+#define PX_OUT 40960
+#define PX_REPLAY 16384
+/* Room kept for a rewritten head (at most SWS_MSG_HEAD_MAX plus the added
+ * fields) and chunk framing, on top of one full read. */
+#define PX_HEAD_SLACK 9216
+
+typedef struct px_sess {
+    uint32_t index;
+    tl_handle h;
+    tl_op read_op;
+    struct sws_proxy *px;
+    bool live, closing, read_armed, write_inflight, eof, close_after, dl_idle;
+    bool req_done, resp_started, resp_done, resp_info, resp_up_ka;
+    bool req_ka, req_head, req_chunked, req_http10, idem;
+    bool resp_chunked_out, retried, replay_over;
+    int bad_status; /* chosen by a callback that refused the request */
+    uint32_t up;    /* pool slot, or SWS_NIL */
+    uint64_t deadline, up_deadline;
+    uint64_t t0_us;
+    struct px_sess *prev, *next;
+    uint32_t in_off, in_len, olen, wlen, rlen;
+    char peer[48];
+    sws_msg req, resp;
+    char in[PX_IN];
+    char out[PX_OUT];
+    char replay[PX_REPLAY]; /* what was sent upstream, for one retry */
+} px_sess;
+
+struct sws_proxy {
+    sws_worker *w;
+    sws_pool pool;
+    px_sess **slots;
+    uint32_t nslots;
+    uint32_t *free_idx;
+    uint32_t nfree;
+    px_sess *active;
+    uint32_t nlive;
+    bool draining;
+    bool tick_armed;
+    uint64_t last_expire;
+};
+
+static uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static sws_up_conn *up_of(sws_proxy *px, px_sess *s) {
+    return s->up == SWS_NIL ? NULL : px->pool.slots[s->up];
+}
+
+/* ---- output helpers ----------------------------------------------------- */
+
+typedef struct wbuf {
+    char *p;
+    uint32_t *len;
+    uint32_t cap;
+    bool over;
+} wbuf;
+
+static void wr(wbuf *b, const char *d, size_t n) {
+    if (b->over || *b->len + n > b->cap) {
+        b->over = true;
+        return;
+    }
+    memcpy(b->p + *b->len, d, n);
+    *b->len += (uint32_t)n;
+}
+
+static void wrs(wbuf *b, const char *s) {
+    wr(b, s, strlen(s));
+}
+
+static void wr_chunk(wbuf *b, const char *d, size_t n) {
+    char hdr[24];
+    int k = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
+    wr(b, hdr, (size_t)k);
+    wr(b, d, n);
+    wr(b, "\r\n", 2);
+}
+
+/* Appends to the upstream's output and to the replay copy. */
+static int put_up(px_sess *s, sws_up_conn *u, const char *d, size_t n) {
+    if (u->olen + n > SWS_UP_OBUF)
+        return -1;
+    memcpy(u->obuf + u->olen, d, n);
+    u->olen += (uint32_t)n;
+    if (!s->replay_over) {
+        if (s->rlen + n > PX_REPLAY) {
+            s->replay_over = true;
+        } else {
+            memcpy(s->replay + s->rlen, d, n);
+            s->rlen += (uint32_t)n;
+        }
+    }
+    return 0;
+}
+
+static bool hop_by_hop(const sws_msg *m, uint32_t i) {
+    static const char *const names[] = {"connection", "keep-alive",        "proxy-connection", "te",
+                                        "trailer",    "transfer-encoding", "upgrade"};
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+        if (sws_msg_name_is(m, i, names[k]))
+            return true;
+    /* Fields named by Connection are hop-by-hop too (RFC 9110 7.6.1). */
+    char name[64];
+    uint32_t nl = m->f[i].name_len;
+    if (nl >= sizeof(name))
+        return false;
+    memcpy(name, m->buf + m->f[i].name_off, nl);
+    name[nl] = '\0';
+    for (uint32_t j = 0; j < m->nf; j++)
+        if (sws_msg_name_is(m, j, "connection") && sws_msg_value_has(m, j, name))
+            return true;
+    return false;
+}
+
+static void wr_field(wbuf *b, const sws_msg *m, uint32_t i) {
+    wr(b, m->buf + m->f[i].name_off, m->f[i].name_len);
+    wr(b, ": ", 2);
+    wr(b, m->buf + m->f[i].val_off, m->f[i].val_len);
+    wr(b, "\r\n", 2);
+}
+
+/* ---- request callbacks -------------------------------------------------- */
+
+static int req_head(void *user, sws_msg *m) {
+    px_sess *s = user;
+    sws_proxy *px = s->px;
+    llhttp_t *p = &m->p;
+    if (p->method == HTTP_CONNECT) {
+        s->bad_status = 501;
+        return -1;
+    }
+    s->req_head = p->method == HTTP_HEAD;
+    s->idem = p->method == HTTP_GET || p->method == HTTP_HEAD || p->method == HTTP_OPTIONS ||
+              p->method == HTTP_PUT || p->method == HTTP_DELETE;
+    s->req_http10 = p->http_major == 1 && p->http_minor == 0;
+    s->req_ka = llhttp_should_keep_alive(p);
+    s->req_chunked = (p->flags & F_CHUNKED) != 0;
+    bool has_body = s->req_chunked || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
+
+    int rc = sws_pool_acquire(&px->pool, s->index, false, -1);
+    if (rc < 0) {
+        sws_up_error(&px->pool, SWS_UPE_OTHER);
+        s->bad_status = 502;
+        return -1;
+    }
+    s->up = (uint32_t)rc;
+    sws_up_conn *u = px->pool.slots[rc];
+    s->rlen = 0;
+    s->replay_over = false;
+    s->retried = false;
+    s->t0_us = now_us();
+    uint64_t now = tl_loop_now(px->w->loop);
+    s->up_deadline = now + (u->state == SWS_UP_CONNECTING ? px->pool.cfg->connect_timeout_ms
+                                                          : px->pool.cfg->read_timeout_ms);
+
+    char head[SWS_MSG_HEAD_MAX + 512];
+    uint32_t hl = 0;
+    wbuf b = {head, &hl, sizeof(head), false};
+    wrs(&b, llhttp_method_name((llhttp_method_t)p->method));
+    wr(&b, " ", 1);
+    wr(&b, m->buf + m->start_off, m->start_len);
+    wrs(&b, " HTTP/1.1\r\n");
+    int xff = -1;
+    bool expect = false;
+    for (uint32_t i = 0; i < m->nf; i++) {
+        if (hop_by_hop(m, i))
+            continue;
+        if (sws_msg_name_is(m, i, "x-forwarded-for")) {
+            xff = (int)i;
+            continue;
+        }
+        if (sws_msg_name_is(m, i, "expect")) {
+            /* Answered here: the upstream sees the body without waiting. */
+            expect = sws_msg_value_has(m, i, "100-continue");
+            continue;
+        }
+        wr_field(&b, m, i);
+    }
+    wrs(&b, "X-Forwarded-For: ");
+    if (xff >= 0) {
+        wr(&b, m->buf + m->f[xff].val_off, m->f[xff].val_len);
+        wrs(&b, ", ");
+    }
+    wrs(&b, s->peer);
+    wrs(&b, "\r\nVia: 1.1 scalwsd\r\n");
+    if (s->req_chunked)
+        wrs(&b, "Transfer-Encoding: chunked\r\n");
+    wr(&b, "\r\n", 2);
+    if (b.over || put_up(s, u, head, hl) < 0) {
+        s->bad_status = 431;
+        return -1;
+    }
+    if (expect && has_body && !s->req_http10) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        wbuf c = {s->out, &s->olen, PX_OUT, false};
+        wr(&c, cont, sizeof(cont) - 1);
+    }
+    return 0;
+}
+
+static int req_body(void *user, const char *d, size_t n) {
+    px_sess *s = user;
+    sws_up_conn *u = up_of(s->px, s);
+    if (!u)
+        return -1;
+    if (s->req_chunked) {
+        char hdr[24];
+        int k = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
+        if (put_up(s, u, hdr, (size_t)k) < 0 || put_up(s, u, d, n) < 0 ||
+            put_up(s, u, "\r\n", 2) < 0)
+            return -1;
+        return 0;
+    }
+    return put_up(s, u, d, n);
+}
+
+static int req_done(void *user, sws_msg *m) {
+    (void)m;
+    px_sess *s = user;
+    sws_up_conn *u = up_of(s->px, s);
+    if (u && s->req_chunked && put_up(s, u, "0\r\n\r\n", 5) < 0)
+        return -1;
+    s->req_done = true;
+    return 0;
+}
+
+static const sws_msg_cb req_cb = {req_head, req_body, req_done};
+
+/* ---- response callbacks ------------------------------------------------- */
+
+static int resp_head(void *user, sws_msg *m) {
+    px_sess *s = user;
+    sws_proxy *px = s->px;
+    llhttp_t *p = &m->p;
+    int status = p->status_code;
+    if (status == 101)
+        return -1; /* an upgrade was never asked for: Upgrade is not forwarded */
+    if (status >= 100 && status < 200) {
+        s->resp_info = true; /* 100 Continue and friends: the client got ours */
+        return 0;
+    }
+    bool nobody = s->req_head || status == 204 || status == 304;
+    bool chunked = (p->flags & F_CHUNKED) != 0;
+    bool eofbody = !nobody && !chunked && !(p->flags & F_CONTENT_LENGTH);
+    bool ka = s->req_ka && !px->draining && !s->eof;
+    wbuf b = {s->out, &s->olen, PX_OUT, false};
+    char line[32];
+    int k = snprintf(line, sizeof(line), "HTTP/1.1 %d ", status);
+    wr(&b, line, (size_t)k);
+    wr(&b, m->buf + m->start_off, m->start_len);
+    wr(&b, "\r\n", 2);
+    for (uint32_t i = 0; i < m->nf; i++)
+        if (!hop_by_hop(m, i))
+            wr_field(&b, m, i);
+    wrs(&b, "Via: 1.1 scalwsd\r\n");
+    s->resp_chunked_out = false;
+    if (!nobody && (chunked || eofbody)) {
+        if (!s->req_http10) {
+            wrs(&b, "Transfer-Encoding: chunked\r\n");
+            s->resp_chunked_out = true;
+        } else {
+            ka = false; /* an HTTP/1.0 client learns the end from the close */
+        }
+    }
+    if (!ka) {
+        wrs(&b, "Connection: close\r\n");
+        s->close_after = true;
+    } else if (s->req_http10) {
+        wrs(&b, "Connection: keep-alive\r\n");
+    }
+    wr(&b, "\r\n", 2);
+    if (b.over)
+        return -1;
+    s->resp_started = true;
+    s->resp_up_ka = !eofbody;
+    sws_up_observe_latency(&px->pool, now_us() - s->t0_us);
+    return nobody ? 1 : 0;
+}
+
+static int resp_body(void *user, const char *d, size_t n) {
+    px_sess *s = user;
+    wbuf b = {s->out, &s->olen, PX_OUT, false};
+    if (s->resp_chunked_out)
+        wr_chunk(&b, d, n);
+    else
+        wr(&b, d, n);
+    return b.over ? -1 : 0;
+}
+
+static int resp_done(void *user, sws_msg *m) {
+    px_sess *s = user;
+    if (s->resp_info)
+        return 0;
+    if (s->resp_chunked_out) {
+        wbuf b = {s->out, &s->olen, PX_OUT, false};
+        wr(&b, "0\r\n\r\n", 5);
+        if (b.over)
+            return -1;
+    }
+    s->resp_done = true;
+    s->resp_up_ka = s->resp_up_ka && llhttp_should_keep_alive(&m->p);
+    return 0;
+}
+
+static const sws_msg_cb resp_cb = {resp_head, resp_body, resp_done};
+
+/* ---- session machinery -------------------------------------------------- */
+
+static void process_client(sws_proxy *px, px_sess *s);
+static void exchange_end(sws_proxy *px, px_sess *s);
+
+static void list_del(sws_proxy *px, px_sess *s) {
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        px->active = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+static void sess_free(sws_proxy *px, px_sess *s) {
+    s->live = false;
+    list_del(px, s);
+    px->free_idx[px->nfree++] = s->index;
+    px->nlive--;
+    SWS_ADD(px->w->ctr.active, (uint64_t)-1);
+    SWS_ADD(px->w->ctr.closed, 1);
+}
+
+static void sess_close(sws_proxy *px, px_sess *s) {
+    if (s->closing)
+        return;
+    s->closing = true;
+    sws_up_conn *u = up_of(px, s);
+    if (u) {
+        sws_pool_release(&px->pool, u, false);
+        s->up = SWS_NIL;
+    }
+    if (tl_close(px->w->loop, s->h, SWS_TOKEN(s->index, PX_T_CLOSE)) < 0)
+        sess_free(px, s);
+}
+
+static void flush_client(sws_proxy *px, px_sess *s) {
+    if (s->write_inflight || s->olen == 0 || s->closing)
+        return;
+    tl_op op;
+    if (tl_write(px->w->loop, s->h, s->out, s->olen, SWS_TOKEN(s->index, PX_T_WRITE), &op) < 0) {
+        sess_close(px, s);
+        return;
+    }
+    s->wlen = s->olen;
+    s->write_inflight = true;
+}
+
+static void stop_reading(sws_proxy *px, px_sess *s) {
+    if (s->read_armed)
+        tl_cancel(px->w->loop, s->read_op);
+}
+
+/* An answer of our own (400, 502, 504...): the connection ends after it. */
+static void answer_error(sws_proxy *px, px_sess *s, int status) {
+    sws_up_conn *u = up_of(px, s);
+    if (u) {
+        sws_pool_release(&px->pool, u, false);
+        s->up = SWS_NIL;
+    }
+    size_t n =
+        sws_http_error(s->out + s->olen, PX_OUT - s->olen, status, px->w->date.str, s->req_head);
+    SWS_ADD(px->w->ctr.errors[status == 400   ? SWS_ST_400
+                              : status == 431 ? SWS_ST_431
+                                              : SWS_ST_OTHER],
+            1);
+    s->close_after = true;
+    stop_reading(px, s);
+    if (n == 0) {
+        sess_close(px, s);
+        return;
+    }
+    s->olen += (uint32_t)n;
+    flush_client(px, s);
+    if (!s->write_inflight && !s->closing)
+        sess_close(px, s);
+}
+
+static void flush_up(sws_proxy *px, px_sess *s) {
+    sws_up_conn *u = up_of(px, s);
+    if (!u || u->state != SWS_UP_BUSY || u->write_inflight || u->olen == 0)
+        return;
+    tl_op op;
+    if (tl_write(px->w->loop, u->h, u->obuf, u->olen, SWS_TOKEN(u->index, SWS_UP_T_WRITE), &op) <
+        0) {
+        u->olen = 0; /* the failure is seen as an error on the upstream read */
+        return;
+    }
+    u->wlen = u->olen;
+    u->write_inflight = true;
+}
+
+static void arm_up_read(sws_proxy *px, px_sess *s) {
+    sws_up_conn *u = up_of(px, s);
+    if (!u || u->state != SWS_UP_BUSY || u->read_armed || s->resp_done)
+        return;
+    if (PX_OUT - s->olen < SWS_UP_RBUF + PX_HEAD_SLACK)
+        return; /* back-pressure: the client has not taken what we have */
+    tl_op op;
+    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, SWS_TOKEN(u->index, SWS_UP_T_READ), &op) ==
+        0)
+        u->read_armed = true;
+}
+
+static void client_arm_read(sws_proxy *px, px_sess *s) {
+    if (s->read_armed || s->closing || s->close_after || s->eof || s->req_done ||
+        s->in_len >= PX_IN)
+        return;
+    sws_up_conn *u = up_of(px, s);
+    if (u && SWS_UP_OBUF - u->olen < PX_IN + PX_HEAD_SLACK)
+        return;
+    if (tl_read(px->w->loop, s->h, s->in + s->in_len, PX_IN - s->in_len,
+                SWS_TOKEN(s->index, PX_T_READ), &s->read_op) < 0) {
+        sess_close(px, s);
+        return;
+    }
+    s->read_armed = true;
+}
+
+/* The upstream failed. Retries once, on a fresh connection, a request sent on
+ * a pooled connection that died before a response byte, when the method is
+ * idempotent and everything sent is still at hand. */
+static void up_fail(sws_proxy *px, px_sess *s, enum sws_up_err kind, int status) {
+    sws_up_conn *u = up_of(px, s);
+    if (!u)
+        return;
+    bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && s->idem && !s->retried &&
+                 !s->replay_over && !s->resp_started;
+    int upstream = u->upstream;
+    sws_pool_release(&px->pool, u, false);
+    s->up = SWS_NIL;
+    if (retry) {
+        int rc = sws_pool_acquire(&px->pool, s->index, true, upstream);
+        if (rc >= 0) {
+            SWS_ADD(px->pool.st.retries, 1);
+            s->up = (uint32_t)rc;
+            s->retried = true;
+            sws_up_conn *n = px->pool.slots[rc];
+            memcpy(n->obuf, s->replay, s->rlen);
+            n->olen = s->rlen;
+            sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
+            s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->connect_timeout_ms;
+            return;
+        }
+    }
+    sws_up_error(&px->pool, kind);
+    if (!s->resp_started)
+        answer_error(px, s, status);
+    else
+        sess_close(px, s); /* never a truncated answer that looks complete */
+}
+
+static void exchange_end(sws_proxy *px, px_sess *s) {
+    sws_up_conn *u = up_of(px, s);
+    bool keep = s->resp_up_ka && s->req_done && u && u->olen == 0 && !u->write_inflight;
+    if (!s->req_done) {
+        s->close_after = true; /* the rest of the request was never read */
+        stop_reading(px, s);
+    }
+    if (u)
+        sws_pool_release(&px->pool, u, keep);
+    s->up = SWS_NIL;
+    SWS_ADD(px->w->ctr.requests, 1);
+    if (px->draining)
+        s->close_after = true;
+    s->req_done = s->resp_started = s->resp_done = false;
+    sws_msg_next(&s->req);
+    sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
+    s->dl_idle = true;
+    s->deadline = tl_loop_now(px->w->loop) + px->w->srv->cfg->keepalive_timeout_ms;
+    flush_client(px, s);
+    if (s->close_after) {
+        if (!s->write_inflight)
+            sess_close(px, s);
+        return;
+    }
+    process_client(px, s);
+}
+
+static void process_client(sws_proxy *px, px_sess *s) {
+    while (!s->closing && !s->close_after && !s->req_done && s->in_off < s->in_len) {
+        sws_up_conn *u = up_of(px, s);
+        uint32_t avail = s->in_len - s->in_off;
+        if (u && SWS_UP_OBUF - u->olen < avail + PX_HEAD_SLACK)
+            break; /* the upstream has not taken what we have */
+        size_t used;
+        int rc = sws_msg_feed(&s->req, s->in + s->in_off, avail, &used);
+        if (rc < 0) {
+            int st = s->bad_status ? s->bad_status : rc == -E2BIG ? 431 : 400;
+            s->bad_status = 0;
+            answer_error(px, s, st);
+            return;
+        }
+        s->in_off += (uint32_t)used;
+        if (rc == SWS_MSG_DONE)
+            s->req_done = true;
+    }
+    if (s->closing)
+        return;
+    if (!s->read_armed && s->in_off) {
+        /* No read is pending into in[]: the unread rest may move. */
+        memmove(s->in, s->in + s->in_off, s->in_len - s->in_off);
+        s->in_len -= s->in_off;
+        s->in_off = 0;
+    }
+    if (s->dl_idle && s->req.started) {
+        s->dl_idle = false;
+        s->deadline = tl_loop_now(px->w->loop) + px->w->srv->cfg->header_timeout_ms;
+    }
+    flush_client(px, s);
+    flush_up(px, s);
+    arm_up_read(px, s);
+    client_arm_read(px, s);
+}
+
+/* ---- completions ------------------------------------------------------- */
+
+static void on_client_read(sws_proxy *px, px_sess *s, const tl_completion *e) {
+    s->read_armed = false;
+    if (s->closing)
+        return;
+    if (e->res > 0) {
+        SWS_ADD(px->w->ctr.bytes_in, (uint64_t)e->res);
+        if (s->close_after)
+            return;
+        s->in_len += (uint32_t)e->res;
+        process_client(px, s);
+        return;
+    }
+    if (e->res == -ECANCELED && s->close_after)
+        return;
+    s->eof = true;
+    if (s->req_done || s->up != SWS_NIL) {
+        if (!s->req_done && s->up != SWS_NIL) {
+            sess_close(px, s); /* the client left in the middle of its request */
+            return;
+        }
+        if (s->resp_started)
+            s->close_after = true; /* answer the request it sent, then close */
+        return;
+    }
+    if (s->olen || s->write_inflight)
+        s->close_after = true;
+    else
+        sess_close(px, s);
+}
+
+static void on_client_write(sws_proxy *px, px_sess *s, const tl_completion *e) {
+    s->write_inflight = false;
+    if (s->closing)
+        return;
+    if (e->res < 0) {
+        sess_close(px, s);
+        return;
+    }
+    SWS_ADD(px->w->ctr.bytes_out, s->wlen);
+    memmove(s->out, s->out + s->wlen, s->olen - s->wlen);
+    s->olen -= s->wlen;
+    s->wlen = 0;
+    if (s->olen) {
+        flush_client(px, s);
+    } else if (s->close_after && s->up == SWS_NIL) {
+        sess_close(px, s);
+        return;
+    }
+    arm_up_read(px, s);
+}
+
+static px_sess *sess_of_up(sws_proxy *px, sws_up_conn *u) {
+    if (u->sess >= px->nslots)
+        return NULL;
+    px_sess *s = px->slots[u->sess];
+    return s && s->live && !s->closing && s->up == u->index ? s : NULL;
+}
+
+static void on_up_connect(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
+    px_sess *s = sess_of_up(px, u);
+    if (u->state != SWS_UP_CONNECTING || !s)
+        return;
+    if (e->res < 0) {
+        enum sws_up_err k = e->res == -ECONNREFUSED ? SWS_UPE_REFUSED
+                            : e->res == -ENETUNREACH || e->res == -EHOSTUNREACH
+                                ? SWS_UPE_UNREACHABLE
+                            : e->res == -ETIMEDOUT ? SWS_UPE_CONNECT_TIMEOUT
+                                                   : SWS_UPE_OTHER;
+        up_fail(px, s, k, 502);
+        return;
+    }
+    u->state = SWS_UP_BUSY;
+    int fd = tl_handle_fd(px->w->loop, u->h);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
+    process_client(px, s);
+}
+
+static void on_up_write(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
+    u->write_inflight = false;
+    px_sess *s = sess_of_up(px, u);
+    if (u->state != SWS_UP_BUSY || !s)
+        return;
+    if (e->res < 0) {
+        up_fail(px, s, SWS_UPE_RESET, 502);
+        return;
+    }
+    memmove(u->obuf, u->obuf + u->wlen, u->olen - u->wlen);
+    u->olen -= u->wlen;
+    u->wlen = 0;
+    s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
+    process_client(px, s);
+}
+
+/* Feeds a read of the upstream. 1 when the response is complete. */
+static int up_feed(px_sess *s, const char *d, size_t len) {
+    size_t off = 0;
+    while (off < len) {
+        size_t used;
+        int rc = sws_msg_feed(&s->resp, d + off, len - off, &used);
+        if (rc < 0)
+            return rc;
+        off += used;
+        if (rc == SWS_MSG_DONE) {
+            sws_msg_next(&s->resp);
+            if (s->resp_info) {
+                s->resp_info = false;
+                continue;
+            }
+            if (off < len)
+                s->resp_up_ka = false; /* bytes past the response: not a connection to trust */
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void on_up_read(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
+    u->read_armed = false;
+    px_sess *s = sess_of_up(px, u);
+    if (u->state != SWS_UP_BUSY || !s)
+        return;
+    if (e->res > 0) {
+        u->got_bytes = true;
+        s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
+        int rc = up_feed(s, u->rbuf, (size_t)e->res);
+        if (rc < 0) {
+            up_fail(px, s, SWS_UPE_BAD_RESPONSE, 502);
+            return;
+        }
+        flush_client(px, s);
+        if (rc == 1)
+            exchange_end(px, s);
+        else
+            arm_up_read(px, s);
+        return;
+    }
+    if (e->res == 0 && s->resp_started && sws_msg_eof(&s->resp) == SWS_MSG_DONE) {
+        s->resp_up_ka = false; /* close-delimited: complete, and the connection is done */
+        flush_client(px, s);
+        exchange_end(px, s);
+        return;
+    }
+    up_fail(px, s, s->resp_started ? SWS_UPE_TRUNCATED : SWS_UPE_RESET, 502);
+}
+
+static void arm_tick(sws_proxy *px) {
+    if (px->tick_armed)
+        return;
+    tl_op op;
+    if (tl_timer(px->w->loop, PX_TICK_MS, SWS_TOKEN(0, PX_T_TICK), &op) == 0)
+        px->tick_armed = true;
+}
+
+/* Ten times a second: upstream timeouts (504), client idle and header
+ * timeouts, and once a second the pool's idle expiry. */
+static void on_tick(sws_proxy *px) {
+    px->tick_armed = false;
+    uint64_t now = tl_loop_now(px->w->loop);
+    for (px_sess *s = px->active, *next; s; s = next) {
+        next = s->next;
+        if (s->closing)
+            continue;
+        sws_up_conn *u = up_of(px, s);
+        if (u) {
+            if (now >= s->up_deadline)
+                up_fail(px, s,
+                        u->state == SWS_UP_CONNECTING ? SWS_UPE_CONNECT_TIMEOUT
+                                                      : SWS_UPE_READ_TIMEOUT,
+                        504);
+        } else if (!s->write_inflight && s->olen == 0 && now >= s->deadline) {
+            sess_close(px, s);
+        }
+    }
+    if (now >= px->last_expire + 1000 || px->draining) {
+        px->last_expire = now;
+        sws_pool_expire(&px->pool, now);
+    }
+    if (!(px->draining && px->nlive == 0 && px->pool.live == 0))
+        arm_tick(px);
+}
+
+void sws_proxy_dispatch(sws_worker *w, const tl_completion *e) {
+    sws_proxy *px = w->proxy;
+    uint32_t i = SWS_TOKEN_IDX(e->token);
+    unsigned tag = SWS_TOKEN_TAG(e->token);
+    if (e->flags & TL_CQE_BUFFER)
+        tl_buffer_release(w->loop, e->u.buf.id); /* never asked for; kept safe */
+    if (!px)
+        return;
+    if (tag >= SWS_UP_T_CONNECT) {
+        if (tag == SWS_UP_T_CLOSE) {
+            sws_pool_closed(&px->pool, i);
+            return;
+        }
+        sws_up_conn *u = sws_pool_conn(&px->pool, i);
+        if (!u)
+            return;
+        if (u->owner != w->loop)
+            SWS_ADD(px->pool.st.foreign_loop_uses, 1);
+        if (tag == SWS_UP_T_CONNECT)
+            on_up_connect(px, u, e);
+        else if (tag == SWS_UP_T_READ)
+            on_up_read(px, u, e);
+        else if (tag == SWS_UP_T_WRITE)
+            on_up_write(px, u, e);
+        return;
+    }
+    if (tag == PX_T_TICK) {
+        on_tick(px);
+        return;
+    }
+    if (i >= px->nslots || !px->slots[i] || !px->slots[i]->live)
+        return;
+    px_sess *s = px->slots[i];
+    if (tag == PX_T_READ)
+        on_client_read(px, s, e);
+    else if (tag == PX_T_WRITE)
+        on_client_write(px, s, e);
+    else if (tag == PX_T_CLOSE)
+        sess_free(px, s);
+}
+
+void sws_proxy_open(sws_worker *w, tl_handle h) {
+    sws_proxy *px = w->proxy;
+    if (px->nfree == 0) {
+        tl_close(w->loop, h, SWS_TOKEN(px->nslots, PX_T_CLOSE));
+        return;
+    }
+    uint32_t i = px->free_idx[px->nfree - 1];
+    px_sess *s = px->slots[i];
+    if (!s) {
+        /* A slot is allocated on first use and reused: never one per request. */
+        s = malloc(sizeof(*s));
+        if (!s) {
+            tl_close(w->loop, h, SWS_TOKEN(px->nslots, PX_T_CLOSE));
+            return;
+        }
+        px->slots[i] = s;
+    }
+    px->nfree--;
+    memset(s, 0, offsetof(px_sess, req));
+    s->index = i;
+    s->h = h;
+    s->px = px;
+    s->live = true;
+    s->up = SWS_NIL;
+    s->dl_idle = true;
+    s->deadline = tl_loop_now(w->loop) + w->srv->cfg->header_timeout_ms;
+    sws_msg_init(&s->req, HTTP_REQUEST, &req_cb, s);
+    sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (tl_handle_peername(w->loop, h, &ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, s->peer, sizeof(s->peer));
+        else if (ss.ss_family == AF_INET6)
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, s->peer, sizeof(s->peer));
+    }
+    if (!s->peer[0])
+        strcpy(s->peer, "unknown");
+    s->next = px->active;
+    if (px->active)
+        px->active->prev = s;
+    px->active = s;
+    px->nlive++;
+    SWS_ADD(w->ctr.accepted, 1);
+    SWS_ADD(w->ctr.active, 1);
+    client_arm_read(px, s);
+}
+
+uint32_t sws_proxy_extra_handles(const sws_config *cfg) {
+    if (cfg->scenario != SWS_SCENARIO_PROXY)
+        return 0;
+    /* One upstream per client, one more closing during a retry, and the pool. */
+    return cfg->max_connections * 2 + cfg->proxy.pool_per_loop * (uint32_t)cfg->proxy.nupstreams;
+}
+
+int sws_proxy_init(sws_worker *w) {
+    const sws_config *cfg = w->srv->cfg;
+    sws_proxy *px = calloc(1, sizeof(*px));
+    if (!px)
+        return -ENOMEM;
+    w->proxy = px;
+    px->w = w;
+    px->nslots = cfg->max_connections + 1;
+    px->slots = calloc(px->nslots, sizeof(*px->slots));
+    px->free_idx = malloc(px->nslots * sizeof(*px->free_idx));
+    if (!px->slots || !px->free_idx)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < px->nslots; i++)
+        px->free_idx[i] = px->nslots - 1 - i;
+    px->nfree = px->nslots;
+    int rc = sws_pool_init(&px->pool, w->loop, &cfg->proxy, sws_proxy_extra_handles(cfg));
+    if (rc < 0)
+        return rc;
+    arm_tick(px);
+    return 0;
+}
+
+void sws_proxy_free(sws_worker *w) {
+    sws_proxy *px = w->proxy;
+    if (!px)
+        return;
+    for (uint32_t i = 0; i < px->nslots && px->slots; i++)
+        free(px->slots[i]);
+    free(px->slots);
+    free(px->free_idx);
+    sws_pool_free(&px->pool);
+    free(px);
+    w->proxy = NULL;
+}
+
+void sws_proxy_drain(sws_worker *w, bool force) {
+    sws_proxy *px = w->proxy;
+    if (!px)
+        return;
+    px->draining = px->pool.draining = true;
+    sws_pool_expire(&px->pool, tl_loop_now(w->loop));
+    for (px_sess *s = px->active, *next; s; s = next) {
+        next = s->next;
+        if (s->closing)
+            continue;
+        bool idle = s->up == SWS_NIL && !s->req.started && !s->olen && !s->write_inflight;
+        if (force) {
+            SWS_ADD(w->ctr.forced, 1);
+            sess_close(px, s);
+        } else if (idle) {
+            sess_close(px, s);
+        }
+    }
+    arm_tick(px);
+}
+
+bool sws_proxy_finished(const sws_worker *w) {
+    const sws_proxy *px = w->proxy;
+    return !px || (px->nlive == 0 && px->pool.live == 0);
+}
+
+static void metric_head(FILE *f, const char *name, const char *type, const char *help) {
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void sws_proxy_metrics(const sws_server *s, FILE *f) {
+    if (s->cfg->scenario != SWS_SCENARIO_PROXY)
+        return;
+    static const struct {
+        const char *name, *type, *help;
+        size_t off;
+    } per_loop[] = {
+        {"scalwsd_upstream_connects_total", "counter", "Upstream connections opened.",
+         offsetof(sws_up_stats, connects)},
+        {"scalwsd_upstream_reuses_total", "counter", "Requests sent on a pooled connection.",
+         offsetof(sws_up_stats, reuses)},
+        {"scalwsd_upstream_retries_total", "counter",
+         "Idempotent requests retried after a pooled connection was found dead.",
+         offsetof(sws_up_stats, retries)},
+        {"scalwsd_upstream_pool_idle", "gauge", "Idle keep-alive connections in the loop's pool.",
+         offsetof(sws_up_stats, idle)},
+        {"scalwsd_upstream_foreign_loop_uses_total", "counter",
+         "Debug: pooled connections used by a loop that does not own them (must stay 0).",
+         offsetof(sws_up_stats, foreign_loop_uses)},
+    };
+    for (size_t k = 0; k < sizeof(per_loop) / sizeof(per_loop[0]); k++) {
+        metric_head(f, per_loop[k].name, per_loop[k].type, per_loop[k].help);
+        for (int i = 0; i < s->nloops; i++) {
+            const sws_proxy *px = s->workers[i].proxy;
+            if (!px)
+                continue;
+            const sws_up_ctr *c =
+                (const sws_up_ctr *)((const char *)&px->pool.st + per_loop[k].off);
+            fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", per_loop[k].name, i,
+                    atomic_load_explicit(c, memory_order_relaxed));
+        }
+    }
+    metric_head(f, "scalwsd_upstream_errors_total", "counter", "Upstream failures by kind.");
+    for (int i = 0; i < s->nloops; i++) {
+        const sws_proxy *px = s->workers[i].proxy;
+        for (int k = 0; px && k < SWS_UPE_N; k++)
+            fprintf(f, "scalwsd_upstream_errors_total{loop=\"%d\",kind=\"%s\"} %" PRIu64 "\n", i,
+                    sws_up_err_names[k], SWS_GET(px->pool.st.errors[k]));
+    }
+    uint64_t b[SWS_UP_LAT_BUCKETS + 1] = {0}, sum = 0, count = 0;
+    for (int i = 0; i < s->nloops; i++) {
+        const sws_proxy *px = s->workers[i].proxy;
+        if (!px)
+            continue;
+        for (int k = 0; k <= SWS_UP_LAT_BUCKETS; k++)
+            b[k] += SWS_GET(px->pool.st.lat[k]);
+        sum += SWS_GET(px->pool.st.lat_sum_us);
+        count += SWS_GET(px->pool.st.lat_count);
+    }
+    metric_head(f, "scalwsd_upstream_latency_seconds", "histogram",
+                "From sending a request upstream to its response head.");
+    uint64_t cum = 0;
+    for (int k = 0; k < SWS_UP_LAT_BUCKETS; k++) {
+        cum += b[k];
+        fprintf(f, "scalwsd_upstream_latency_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",
+                sws_up_lat_bounds_us[k] / 1e6, cum);
+    }
+    cum += b[SWS_UP_LAT_BUCKETS];
+    fprintf(f, "scalwsd_upstream_latency_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cum);
+    fprintf(f, "scalwsd_upstream_latency_seconds_sum %g\n", (double)sum / 1e6);
+    fprintf(f, "scalwsd_upstream_latency_seconds_count %" PRIu64 "\n", count);
+}

@@ -1,0 +1,132 @@
+/* Parsing of the [proxy] section, kept out of config.c so the proxy's keys
+ * live beside the proxy. Same rules as config.c: one reason per bad value. */
+#include "proxy_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sws_proxy_config_defaults(sws_proxy_config *p) {
+    memset(p, 0, sizeof(*p));
+    p->pool_per_loop = 32;
+    p->connect_timeout_ms = 5000;
+    p->read_timeout_ms = 60000;
+    p->idle_timeout_ms = 60000;
+}
+
+/* host:port with a numeric or resolvable host; the port is required. */
+static int parse_upstream(const char *s, size_t n, sws_upstream_addr *out) {
+    char text[128], host[128];
+    if (n == 0 || n >= sizeof(text))
+        return -EINVAL;
+    memcpy(text, s, n);
+    text[n] = '\0';
+    const char *port;
+    if (text[0] == '[') {
+        char *end = strchr(text, ']');
+        if (!end || end[1] != ':')
+            return -EINVAL;
+        size_t hl = (size_t)(end - text - 1);
+        memcpy(host, text + 1, hl);
+        host[hl] = '\0';
+        port = end + 2;
+    } else {
+        char *colon = strrchr(text, ':');
+        if (!colon || colon == text)
+            return -EINVAL;
+        size_t hl = (size_t)(colon - text);
+        memcpy(host, text, hl);
+        host[hl] = '\0';
+        port = colon + 1;
+    }
+    char *e;
+    long pn = strtol(port, &e, 10);
+    if (!*port || *e || pn < 1 || pn > 65535)
+        return -EINVAL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV},
+                    *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+        return -EINVAL;
+    memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
+    out->len = res->ai_addrlen;
+    freeaddrinfo(res);
+    snprintf(out->text, sizeof(out->text), "%s", text);
+    return 0;
+}
+
+static int parse_ms(const char *v, uint32_t *out) {
+    char *e;
+    if (!isdigit((unsigned char)*v))
+        return -EINVAL;
+    unsigned long long n = strtoull(v, &e, 10);
+    if (strcmp(e, "ms") == 0)
+        ;
+    else if (*e == '\0' || strcmp(e, "s") == 0)
+        n *= 1000; /* a bare number is seconds, as elsewhere in the file */
+    else if (strcmp(e, "m") == 0)
+        n *= 60000;
+    else
+        return -EINVAL;
+    if (n == 0 || n > UINT32_MAX)
+        return -EINVAL;
+    *out = (uint32_t)n;
+    return 0;
+}
+
+int sws_proxy_config_set(sws_proxy_config *p, const char *key, const char *v, char *err,
+                         size_t errlen) {
+    if (strcmp(key, "upstream") == 0) {
+        int n = 0;
+        const char *s = v;
+        while (*s) {
+            while (*s == ' ' || *s == ',')
+                s++;
+            if (!*s)
+                break;
+            const char *e = s;
+            while (*e && *e != ',' && *e != ' ')
+                e++;
+            if (n == SWS_UPSTREAMS_MAX) {
+                snprintf(err, errlen, "more than %d upstreams", SWS_UPSTREAMS_MAX);
+                return -EINVAL;
+            }
+            if (parse_upstream(s, (size_t)(e - s), &p->up[n]) < 0) {
+                snprintf(err, errlen, "bad upstream '%.*s' (want host:port)", (int)(e - s), s);
+                return -EINVAL;
+            }
+            n++;
+            s = e;
+        }
+        if (n == 0) {
+            snprintf(err, errlen, "no upstream given (want host:port[, host:port...])");
+            return -EINVAL;
+        }
+        p->nupstreams = n;
+    } else if (strcmp(key, "pool_per_loop") == 0) {
+        char *e;
+        unsigned long n = strtoul(v, &e, 10);
+        if (!isdigit((unsigned char)*v) || *e || n > 100000) {
+            snprintf(err, errlen, "bad count '%s' (want 0..100000)", v);
+            return -EINVAL;
+        }
+        p->pool_per_loop = (uint32_t)n;
+    } else if (strcmp(key, "connect_timeout") == 0 || strcmp(key, "read_timeout") == 0 ||
+               strcmp(key, "idle_timeout") == 0) {
+        uint32_t *dst = key[0] == 'c'   ? &p->connect_timeout_ms
+                        : key[0] == 'r' ? &p->read_timeout_ms
+                                        : &p->idle_timeout_ms;
+        if (parse_ms(v, dst) < 0) {
+            snprintf(err, errlen, "bad duration '%s' (e.g. 5s, 500ms)", v);
+            return -EINVAL;
+        }
+    } else {
+        snprintf(err, errlen, "unknown key");
+        return -EINVAL;
+    }
+    return 0;
+}

@@ -1,0 +1,115 @@
+/* Per-loop upstream connection pools. A pool belongs to one worker's loop and
+ * is touched only by that loop's thread: an idle connection opened by loop i
+ * is only ever handed out again on loop i (ADR-0029's follow-up). */
+#ifndef SWS_UPSTREAM_H
+#define SWS_UPSTREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proxy_config.h"
+#include "turnloop.h"
+
+typedef _Atomic uint64_t sws_up_ctr;
+
+enum sws_up_err {
+    SWS_UPE_REFUSED,
+    SWS_UPE_UNREACHABLE,
+    SWS_UPE_CONNECT_TIMEOUT,
+    SWS_UPE_READ_TIMEOUT,
+    SWS_UPE_RESET,     /* error or EOF before the response */
+    SWS_UPE_TRUNCATED, /* closed mid-response */
+    SWS_UPE_BAD_RESPONSE,
+    SWS_UPE_OTHER,
+    SWS_UPE_N
+};
+
+#define SWS_UP_LAT_BUCKETS 12
+
+/* Written by the owning loop only, read by the control thread (relaxed). */
+typedef struct sws_up_stats {
+    sws_up_ctr connects;
+    sws_up_ctr reuses;
+    sws_up_ctr retries;
+    sws_up_ctr idle; /* gauge: connections in the pool now */
+    sws_up_ctr foreign_loop_uses;
+    sws_up_ctr errors[SWS_UPE_N];
+    sws_up_ctr lat[SWS_UP_LAT_BUCKETS + 1]; /* cumulative-free counts; last is +Inf */
+    sws_up_ctr lat_sum_us;
+    sws_up_ctr lat_count;
+} sws_up_stats;
+
+extern const uint32_t sws_up_lat_bounds_us[SWS_UP_LAT_BUCKETS];
+extern const char *const sws_up_err_names[SWS_UPE_N];
+
+enum sws_up_state { SWS_UP_FREE = 0, SWS_UP_CONNECTING, SWS_UP_BUSY, SWS_UP_IDLE, SWS_UP_CLOSING };
+
+#define SWS_UP_RBUF 16384
+#define SWS_UP_OBUF 40960
+
+/* One upstream connection. Its buffers live here, not in the session, so an
+ * operation still cancelling after its session ended never touches memory
+ * that another connection has been given. */
+typedef struct sws_up_conn {
+    uint32_t index;
+    uint8_t state;
+    uint8_t upstream;
+    bool reused;    /* taken from the pool for the current exchange */
+    bool got_bytes; /* a response byte arrived in the current exchange */
+    bool read_armed;
+    bool write_inflight;
+    tl_handle h;
+    tl_loop *owner; /* the loop that opened it: the only loop that may use it */
+    uint32_t sess;  /* session slot, or UINT32_MAX */
+    uint64_t idle_since;
+    uint32_t olen, wlen;
+    char rbuf[SWS_UP_RBUF];
+    char obuf[SWS_UP_OBUF];
+} sws_up_conn;
+
+typedef struct sws_pool {
+    tl_loop *loop;
+    const sws_proxy_config *cfg;
+    sws_up_conn **slots; /* allocated on first use, reused afterwards */
+    uint32_t nslots;
+    uint32_t *free_idx;
+    uint32_t nfree;
+    uint32_t *idle[SWS_UPSTREAMS_MAX]; /* LIFO stacks of slot indices */
+    uint32_t nidle[SWS_UPSTREAMS_MAX];
+    uint32_t live; /* slots not free */
+    uint32_t rr;
+    bool draining;
+    sws_up_stats st;
+} sws_pool;
+
+/* Token tags, above serve.c's. */
+#define SWS_UP_T_CONNECT 40
+#define SWS_UP_T_READ 41
+#define SWS_UP_T_WRITE 42
+#define SWS_UP_T_CLOSE 43
+
+int sws_pool_init(sws_pool *p, tl_loop *loop, const sws_proxy_config *cfg, uint32_t nslots);
+void sws_pool_free(sws_pool *p);
+
+/* A connection to the next upstream (round-robin) for session sess: an idle
+ * pooled one unless fresh, else a new connect (state CONNECTING). Returns the
+ * slot or a negative errno. */
+int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int upstream_hint);
+
+/* Ends an exchange: back to the pool when keep and there is room, else closed.
+ * No operation may be pending on it when keep is true. */
+void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep);
+
+/* Closes idle connections older than idle_timeout (all of them when draining). */
+void sws_pool_expire(sws_pool *p, uint64_t now);
+
+/* The slot of a token's connection, or NULL when stale. */
+sws_up_conn *sws_pool_conn(sws_pool *p, uint32_t index);
+
+/* The TL_OP_CLOSE completion of a connection. */
+void sws_pool_closed(sws_pool *p, uint32_t index);
+
+void sws_up_observe_latency(sws_pool *p, uint64_t us);
+void sws_up_error(sws_pool *p, enum sws_up_err kind);
+
+#endif
