@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # contrib/scalwsd.ini, the installed example, cannot rot: scalwsd accepts it,
-# it names every key that config.c reads (in the right section), and scalwsd
+# it names every key that config.c reads (in the right section; commented out
+# only when the key has no default), and scalwsd
 # started with it serves the default response.
 . "$(dirname "$0")/lib.sh"
 INI=$(cd "$(dirname "$0")/../.." && pwd)/contrib/scalwsd.ini
@@ -10,7 +11,19 @@ CONFIG_C=$(cd "$(dirname "$0")/../.." && pwd)/src/scalws/config.c
 out=$("$SWS" --check-config --config "$INI" 2>&1) || fail "--check-config: $out"
 case $out in *"configuration ok"*) ;; *) fail "--check-config said: $out" ;; esac
 
-# Every [section] key of config.c's table, in the order the code tests them.
+# Every [section] key of config.c's table, in the order the code tests them;
+# a section that config.c hands to <section>_config.c takes that file's keys.
+keys_of() {
+    grep -o 'strcmp(section, "[a-z_]*")\|strcmp(key, "[a-z_]*")' "$1" |
+        sed -e 's/strcmp(section, "\(.*\)")/section \1/' -e 's/strcmp(key, "\(.*\)")/key \1/'
+}
+SRC=$(dirname "$CONFIG_C")
+keys_of "$CONFIG_C" | while read -r kind name; do
+    echo "$kind $name"
+    if [ "$kind" = section ] && [ -f "$SRC/${name}_config.c" ]; then
+        keys_of "$SRC/${name}_config.c" | grep '^key ' || true
+    fi
+done >"$T/keys"
 section=""
 checked=0
 while read -r kind name; do
@@ -18,14 +31,14 @@ while read -r kind name; do
         section=$name
         continue
     fi
-    # The key must appear, uncommented, inside its section of the example.
+    # The key must appear inside its section of the example: set, or commented
+    # out (";key = example") for a key that has no default.
     awk -v s="[$section]" -v k="$name" '
         /^\[/ { in_s = ($0 == s); next }
-        in_s && $0 ~ "^" k "[ \t]*=" { found = 1 }
+        in_s && $0 ~ "^;?" k "[ \t]*=" { found = 1 }
         END { exit !found }' "$INI" || fail "contrib/scalwsd.ini lacks [$section] $name"
     checked=$((checked + 1))
-done < <(grep -o 'strcmp(section, "[a-z_]*")\|strcmp(key, "[a-z_]*")' "$CONFIG_C" |
-    sed -e 's/strcmp(section, "\(.*\)")/section \1/' -e 's/strcmp(key, "\(.*\)")/key \1/')
+done <"$T/keys"
 [ "$checked" -ge 15 ] || fail "found only $checked keys in config.c"
 
 # Started with it (on a free port), scalwsd answers with the default response.
