@@ -1,10 +1,12 @@
 /* The admin listener, served by the control thread one request at a time:
- * GET /metrics (Prometheus text) and GET /status (JSON, jansson). It reads only
+ * GET /metrics (Prometheus text), GET /status (JSON, jansson) and GET / (a live
+ * HTML page drawing /status, status_page.h). It reads only
  * the workers' atomic counters, never a loop. Admin traffic is rare, so
  * blocking I/O with a one-second timeout keeps this small. */
 #include "sws.h"
 
 #include "proxy.h"
+#include "status_page.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -152,7 +154,13 @@ void sws_admin_serve_one(sws_server *s, int listen_fd) {
         const char *ctype = "text/plain";
         int st = 200;
         bool get = p.req.method == HTTP_GET || p.req.method == HTTP_HEAD;
-        if (get && strcmp(p.req.path, "/metrics") == 0) {
+        if (get && strcmp(p.req.path, "/") == 0) {
+            blen = sizeof(sws_status_page) - 1;
+            body = malloc(blen);
+            if (body)
+                memcpy(body, sws_status_page, blen);
+            ctype = "text/html; charset=utf-8";
+        } else if (get && strcmp(p.req.path, "/metrics") == 0) {
             body = metrics_text(s, &blen);
             ctype = "text/plain; version=0.0.4";
         } else if (get && strcmp(p.req.path, "/status") == 0) {
