@@ -28,6 +28,9 @@ enum tl_handle_type { TL_H_STREAM = 1, TL_H_LISTENER, TL_H_SHARED_LISTENER };
 /* Readiness cached from edge-triggered events (epoll) */
 #define TL_READY_IN 0x1u
 #define TL_READY_OUT 0x2u
+/* The peer's FIN (or an error) has been seen: end of stream stays readable,
+ * and no new edge will come for it, so a short read must not clear IN. */
+#define TL_READY_EOF 0x4u
 
 typedef struct tl_hslot {
     uint32_t gen;

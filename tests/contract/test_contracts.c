@@ -465,6 +465,38 @@ static void vanished_peer_is_an_error_not_a_signal(void **state) {
     tl_loop_free(loop);
 }
 
+/* Data and the peer's FIN arriving together are one readiness edge: after the
+ * short read of the data, the end of stream must still be reported. */
+static void data_then_end_of_stream_in_one_edge(void **state) {
+    for (int multishot = 0; multishot < 2; multishot++) {
+        tl_loop *loop = test_loop(0, 0, 0);
+        int peer;
+        tl_handle h = stream_pair(loop, &peer);
+        assert_int_equal(write(peer, "last", 4), 4);
+        close(peer);
+        char buf[64];
+        tl_completion c[4];
+        if (multishot) {
+            assert_int_equal(tl_recv(loop, h, 1, NULL), 0);
+            assert_int_equal(turn_until(loop, c, 4, 2), 2);
+            assert_int_equal(c[0].res, 4);
+            tl_buffer_release(loop, c[0].u.buf.id);
+            assert_int_equal(c[1].res, 0); /* end of stream, final */
+            assert_true(c[1].flags & TL_CQE_FINAL);
+        } else {
+            assert_int_equal(tl_read(loop, h, buf, sizeof buf, 1, NULL), 0);
+            assert_int_equal(turn_until(loop, c, 4, 1), 1);
+            assert_int_equal(c[0].res, 4);
+            assert_int_equal(tl_read(loop, h, buf, sizeof buf, 2, NULL), 0);
+            assert_int_equal(turn_until(loop, c, 4, 1), 1);
+            assert_int_equal(c[0].res, 0);
+        }
+        tl_close(loop, h, 0);
+        assert_int_equal(drain_loop(loop), 0);
+        tl_loop_free(loop);
+    }
+}
+
 static void connect_reports_refused_and_success(void **state) {
     tl_loop *loop = test_loop(0, 0, 0);
     struct sockaddr_in a = loopback_any_port();
@@ -517,6 +549,7 @@ static const struct CMUnitTest contract_tests[] = {
     cmocka_unit_test(write_continues_partial_writes),
     cmocka_unit_test(vanished_peer_is_an_error_not_a_signal),
     cmocka_unit_test(connect_reports_refused_and_success),
+    cmocka_unit_test(data_then_end_of_stream_in_one_edge),
 };
 const size_t contract_test_count = sizeof contract_tests / sizeof contract_tests[0];
 const struct CMUnitTest *const contract_tests_p = contract_tests;

@@ -220,7 +220,7 @@ static void run_reads(tl_loop *loop, uint32_t hi) {
                 continue;
             /* Edge-triggered: a short read means the socket was drained, and any
              * later arrival raises a new edge. End of stream stays readable. */
-            if (n > 0 && (size_t)n < o->iov[0].iov_len)
+            if (n > 0 && (size_t)n < o->iov[0].iov_len && !(h->ready & TL_READY_EOF))
                 h->ready &= ~TL_READY_IN;
             tl__op_complete(loop, oi, n < 0 ? -errno : (int32_t)n, false, NULL);
             continue;
@@ -248,7 +248,7 @@ static void run_reads(tl_loop *loop, uint32_t hi) {
         tl_completion extra = {.flags = TL_CQE_BUFFER,
                                .u.buf = {.data = tl__buffer_data(loop, id), .id = id}};
         tl__op_complete(loop, oi, (int32_t)n, true, &extra);
-        if ((uint32_t)n < loop->buf_size)
+        if ((uint32_t)n < loop->buf_size && !(h->ready & TL_READY_EOF))
             h->ready &= ~TL_READY_IN;
         else
             tl__ready_push(loop, hi); /* a full buffer: more is likely; others first */
@@ -364,6 +364,8 @@ static int ep_wait(tl_loop *loop, int timeout_ms) {
             h->ready |= TL_READY_IN;
             h->woken = 1;
         }
+        if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            h->ready |= TL_READY_EOF;
         if (ev->events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
             h->ready |= TL_READY_OUT;
         if (h->rq_head != TL_NIL || h->wq_head != TL_NIL)
