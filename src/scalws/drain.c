@@ -110,8 +110,13 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
             return 1;
         }
         if (n > 0 && (p[0].revents & POLLIN)) {
-            struct signalfd_siginfo si;
-            if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+            struct signalfd_siginfo si = {0}; /* a short read leaves no signal */
+            if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && si.ssi_signo == SIGHUP) {
+                /* Blocked so that a reload request never kills the server; reading
+                 * the file again while serving is not built yet. */
+                fprintf(stderr, "scalwsd: SIGHUP: reload is not supported yet; ignored "
+                                "(restart to apply a new configuration)\n");
+            } else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
                 signame = si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
                 if (draining) {
                     fprintf(stderr, "scalwsd: second %s: exiting now\n", signame);

@@ -72,4 +72,14 @@ SWS_PID=""
 [ "$st" != 0 ] || fail "second signal should not report a clean drain"
 grep -q "second SIGINT" "$T/log" || fail "log: $(cat "$T/log")"
 wait "$slow" || true
+
+# SIGHUP (what a service manager sends for a reload) never stops the server:
+# it is reported and ignored until reload exists.
+start_sws
+kill -HUP "$SWS_PID"
+for _ in $(seq 1 30); do grep -q "SIGHUP" "$T/log" && break; sleep 0.1; done
+grep -q "SIGHUP: reload is not supported yet; ignored" "$T/log" || fail "log: $(cat "$T/log")"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/")" = 200 ] || fail "not serving after SIGHUP"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "drain after SIGHUP exited $SWS_STATUS"
 echo ok
