@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""A small upstream for the proxy e2e tests: each path is one behaviour
+(echo, chunked, close-delimited, slow, cut, die after answering). It writes
+its port to argv[1] and stops by itself after argv[2] seconds."""
+import socket
+import sys
+import threading
+import time
+
+
+def read_head(f):
+    lines = []
+    while True:
+        line = f.readline(65537)
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            return lines
+        lines.append(line.decode("latin-1").rstrip("\r\n"))
+
+
+def read_body(f, fields):
+    te = fields.get("transfer-encoding", "")
+    if "chunked" in te.lower():
+        body = b""
+        while True:
+            size = int(f.readline().split(b";")[0].strip(), 16)
+            if size == 0:
+                while f.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return body
+            body += f.read(size)
+            f.readline()
+    n = int(fields.get("content-length", "0"))
+    return f.read(n) if n else b""
+
+
+def serve(conn):
+    f = conn.makefile("rb")
+    try:
+        while True:
+            head = read_head(f)
+            if not head:
+                return
+            method, path, _ = head[0].split(" ", 2)
+            fields = {}
+            for h in head[1:]:
+                k, v = h.split(":", 1)
+                fields[k.strip().lower()] = v.strip()
+            body = read_body(f, fields)
+            info = ("names=%s;xff=%s;via=%s;te=%s;len=%d" % (
+                ",".join(sorted(fields)), fields.get("x-forwarded-for", ""),
+                fields.get("via", ""), fields.get("transfer-encoding", ""), len(body)))
+            if path.startswith("/echo"):
+                out = (b"HTTP/1.1 200 OK\r\nX-Info: " + info.encode() +
+                       b"\r\nContent-Length: %d\r\n\r\n" % len(body))
+                conn.sendall(out + (b"" if method == "HEAD" else body))
+            elif path.startswith("/chunked"):
+                out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                if method != "HEAD":
+                    for i in range(50):
+                        part = (b"part%02d-" % i) * 100
+                        out += b"%x\r\n%s\r\n" % (len(part), part)
+                    out += b"0\r\n\r\n"
+                conn.sendall(out)
+            elif path.startswith("/eof"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"x" * 30000)
+                return
+            elif path.startswith("/nocontent"):
+                conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
+            elif path.startswith("/slow"):
+                time.sleep(3)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow")
+            elif path.startswith("/cut"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"y" * 1000)
+                return
+            elif path.startswith("/die"):
+                # Looks keep-alive, then the connection dies: the proxy pools it.
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ndie")
+                return
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+    except (OSError, ValueError):
+        pass
+    finally:
+        # The file object holds the socket open: close both, or no FIN is sent.
+        f.close()
+        conn.close()
+
+
+def main():
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    with open(sys.argv[1], "w") as pf:
+        pf.write(str(s.getsockname()[1]))
+    deadline = time.time() + float(sys.argv[2])
+    s.settimeout(0.5)
+    while time.time() < deadline:
+        try:
+            c, _ = s.accept()
+        except socket.timeout:
+            continue
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+main()
