@@ -26,7 +26,10 @@ fail() {
     exit 1
 }
 
-rand_port() { echo $(((RANDOM % 25000) + 30000)); }
+# Below the kernel's ephemeral range (ip_local_port_range, 32768.. by default):
+# a port picked there can collide with the local port of any client connection
+# a parallel test has open, which made starts fail under load.
+rand_port() { echo $(((RANDOM % 20000) + 11000)); }
 
 # start_sws [ini text] [extra args...]: writes the ini with listen (and admin)
 # on random ports and starts scalwsd; retries when a port is taken.
@@ -42,6 +45,7 @@ start_sws_try() {
     for _ in 1 2 3 4 5 6 7 8; do
         PORT=$(rand_port)
         ADMIN_PORT=$(rand_port)
+        [ "$ADMIN_PORT" != "$PORT" ] || ADMIN_PORT=$((PORT + 1))
         {
             echo "[server]"
             echo "listen = 127.0.0.1:$PORT"
