@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "sws_msg.h"
@@ -21,6 +22,7 @@
 #define PX_T_CLOSE 34
 #define PX_T_TICK 35
 #define PX_TICK_MS 100
+#define PX_LINGER_MS 2000
 
 #define PX_IN 16384
 #define PX_OUT 40960
@@ -38,6 +40,8 @@ typedef struct px_sess {
     bool req_done, resp_started, resp_done, resp_info, resp_up_ka;
     bool req_ka, req_head, req_chunked, req_http10, idem;
     bool resp_chunked_out, retried, replay_over;
+    bool linger;    /* closing with part of a request unread: half-close and drain first */
+    bool lingering; /* write side shut; input is read and dropped until EOF or timeout */
     int bad_status; /* chosen by a callback that refused the request */
     uint32_t up;    /* pool slot, or SWS_NIL */
     uint64_t deadline, up_deadline;
@@ -370,6 +374,32 @@ static void sess_close(sws_proxy *px, px_sess *s) {
         sess_free(px, s);
 }
 
+static void linger_read(sws_proxy *px, px_sess *s) {
+    if (tl_read(px->w->loop, s->h, s->in, PX_IN, SWS_TOKEN(s->index, PX_T_READ), &s->read_op) < 0) {
+        sess_close(px, s);
+        return;
+    }
+    s->read_armed = true;
+}
+
+/* Ends a connection whose answer is flushed. With request bytes still on the
+ * wire a close would send a reset that can destroy the answer before the
+ * client reads it: shut the write side and drain first (nginx's lingering
+ * close), bounded by PX_LINGER_MS. */
+static void sess_end(sws_proxy *px, px_sess *s) {
+    if (s->closing || s->lingering)
+        return;
+    int fd = s->linger && !s->eof ? tl_handle_fd(px->w->loop, s->h) : -1;
+    if (fd < 0 || shutdown(fd, SHUT_WR) < 0) {
+        sess_close(px, s);
+        return;
+    }
+    s->lingering = true;
+    s->deadline = tl_loop_now(px->w->loop) + PX_LINGER_MS;
+    if (!s->read_armed)
+        linger_read(px, s); /* else the cancelled read comes back and re-arms */
+}
+
 static void flush_client(sws_proxy *px, px_sess *s) {
     if (s->write_inflight || s->olen == 0 || s->closing)
         return;
@@ -401,6 +431,8 @@ static void answer_error(sws_proxy *px, px_sess *s, int status) {
                                               : SWS_ST_OTHER],
             1);
     s->close_after = true;
+    if (!s->req_done)
+        s->linger = true;
     stop_reading(px, s);
     if (n == 0) {
         sess_close(px, s);
@@ -409,7 +441,7 @@ static void answer_error(sws_proxy *px, px_sess *s, int status) {
     s->olen += (uint32_t)n;
     flush_client(px, s);
     if (!s->write_inflight && !s->closing)
-        sess_close(px, s);
+        sess_end(px, s);
 }
 
 static void flush_up(sws_proxy *px, px_sess *s) {
@@ -491,6 +523,7 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
     bool keep = s->resp_up_ka && s->req_done && u && u->olen == 0 && !u->write_inflight;
     if (!s->req_done) {
         s->close_after = true; /* the rest of the request was never read */
+        s->linger = true;
         stop_reading(px, s);
     }
     if (u)
@@ -507,7 +540,7 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
     flush_client(px, s);
     if (s->close_after) {
         if (!s->write_inflight)
-            sess_close(px, s);
+            sess_end(px, s);
         return;
     }
     process_client(px, s);
@@ -555,6 +588,13 @@ static void on_client_read(sws_proxy *px, px_sess *s, const tl_completion *e) {
     s->read_armed = false;
     if (s->closing)
         return;
+    if (s->lingering) {
+        if (e->res > 0 || e->res == -ECANCELED)
+            linger_read(px, s);
+        else
+            sess_close(px, s);
+        return;
+    }
     if (e->res > 0) {
         SWS_ADD(px->w->ctr.bytes_in, (uint64_t)e->res);
         if (s->close_after)
@@ -596,7 +636,7 @@ static void on_client_write(sws_proxy *px, px_sess *s, const tl_completion *e) {
     if (s->olen) {
         flush_client(px, s);
     } else if (s->close_after && s->up == SWS_NIL) {
-        sess_close(px, s);
+        sess_end(px, s);
         return;
     }
     arm_up_read(px, s);

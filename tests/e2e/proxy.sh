@@ -54,6 +54,15 @@ curl -s -o "$T/b" -H 'Transfer-Encoding: chunked' --data-binary @<(head -c 50000
     "http://127.0.0.1:$PORT/chunked" || fail "chunked POST"
 [ "$(cat "$T/b")" = "Hello from scalwsd" ] || fail "chunked POST body: $(cat "$T/b")"
 
+# The upstream refuses a body past its limit before reading it: the 413 must
+# reach the client every time (the proxy half-closes and drains, never resets
+# the answer away while the client is still sending).
+head -c 2000000 /dev/zero >"$T/big"
+for _ in $(seq 1 10); do
+    code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' --data-binary @"$T/big" "http://127.0.0.1:$PORT/big")
+    [ "$code" = 413 ] || fail "early 413 from the upstream: got $code"
+done
+
 m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
 sum() { echo "$m" | awk -v n="$1" '$1 ~ "^"n"[{]" { s += $2 } END { print s + 0 }'; }
 reuses=$(sum scalwsd_upstream_reuses_total)
