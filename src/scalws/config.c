@@ -49,7 +49,7 @@ const char *sws_backend_name(sws_backend b) {
     return backend_names[b];
 }
 
-int sws_parse_addr(const char *text, sws_addr *out) {
+int sws_parse_endpoint(const char *text, bool peer, struct sockaddr_storage *ss, socklen_t *len) {
     char host[SWS_ADDR_MAX];
     const char *port;
     if (strlen(text) >= SWS_ADDR_MAX || !*text)
@@ -74,21 +74,29 @@ int sws_parse_addr(const char *text, sws_addr *out) {
             port = text;
         }
     }
+    /* A peer needs a host and a real port; a listener may omit the host
+     * (every address) and ask for port 0 (any port). */
     char *e;
     long p = strtol(port, &e, 10);
-    if (!*port || *e || p < 0 || p > 65535)
+    if (!*port || *e || p < (peer ? 1 : 0) || p > 65535 || (peer && !host[0]))
         return -EINVAL;
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                             .ai_flags = (peer ? 0 : AI_PASSIVE) | AI_NUMERICSERV},
                     *res = NULL;
     if (getaddrinfo(host[0] ? host : NULL, port, &hints, &res) != 0 || !res)
         return -EINVAL;
-    memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
-    out->len = res->ai_addrlen;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
     freeaddrinfo(res);
-    snprintf(out->text, sizeof(out->text), "%s", text);
     return 0;
+}
+
+int sws_parse_addr(const char *text, sws_addr *out) {
+    int err = sws_parse_endpoint(text, false, &out->ss, &out->len);
+    if (err == 0)
+        snprintf(out->text, sizeof(out->text), "%s", text);
+    return err;
 }
 
 /* Unsigned integer with an optional multiplier suffix from units. */

@@ -75,6 +75,9 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
 
 /* "host:port", "[v6]:port", ":port" or "port" into a socket address. */
 int sws_parse_addr(const char *text, sws_addr *out);
+/* host:port (or [v6]:port) to an address. peer: a host and a port 1..65535 are
+ * required (an upstream); otherwise the host may be empty (a listener). */
+int sws_parse_endpoint(const char *text, bool peer, struct sockaddr_storage *ss, socklen_t *len);
 
 const char *sws_accept_name(sws_accept_route r);
 const char *sws_backend_name(sws_backend b);

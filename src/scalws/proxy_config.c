@@ -1,6 +1,7 @@
 /* Parsing of the [proxy] section, kept out of config.c so the proxy's keys
  * live beside the proxy. Same rules as config.c: one reason per bad value. */
 #include "proxy_config.h"
+#include "config.h" /* sws_parse_endpoint */
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,44 +20,11 @@ void sws_proxy_config_defaults(sws_proxy_config *p) {
 
 /* host:port with a numeric or resolvable host; the port is required. */
 static int parse_upstream(const char *s, size_t n, sws_upstream_addr *out) {
-    char text[128], host[128];
-    if (n == 0 || n >= sizeof(text))
+    if (n == 0 || n >= sizeof(out->text))
         return -EINVAL;
-    memcpy(text, s, n);
-    text[n] = '\0';
-    const char *port;
-    if (text[0] == '[') {
-        char *end = strchr(text, ']');
-        if (!end || end[1] != ':')
-            return -EINVAL;
-        size_t hl = (size_t)(end - text - 1);
-        memcpy(host, text + 1, hl);
-        host[hl] = '\0';
-        port = end + 2;
-    } else {
-        char *colon = strrchr(text, ':');
-        if (!colon || colon == text)
-            return -EINVAL;
-        size_t hl = (size_t)(colon - text);
-        memcpy(host, text, hl);
-        host[hl] = '\0';
-        port = colon + 1;
-    }
-    char *e;
-    long pn = strtol(port, &e, 10);
-    if (!*port || *e || pn < 1 || pn > 65535)
-        return -EINVAL;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV},
-                    *res = NULL;
-    if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
-        return -EINVAL;
-    memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
-    out->len = res->ai_addrlen;
-    freeaddrinfo(res);
-    snprintf(out->text, sizeof(out->text), "%s", text);
-    return 0;
+    memcpy(out->text, s, n);
+    out->text[n] = '\0';
+    return sws_parse_endpoint(out->text, true, &out->ss, &out->len);
 }
 
 static int parse_ms(const char *v, uint32_t *out) {
