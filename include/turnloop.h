@@ -257,7 +257,9 @@ int tl_timer(tl_loop *loop, uint64_t timeout_ms, uint64_t token, tl_op *out);
 
 /* Asks a pending operation to end. It still completes exactly once: with
  * -ECANCELED, or with its result if it finished first. -ENOENT if the id is
- * stale (already finished). */
+ * stale (already finished). A multishot operation may still deliver results
+ * (TL_OP_RECV data, TL_OP_ACCEPT connections) between the cancel and its
+ * final completion: on io_uring the kernel finishes what it had in hand. */
 int tl_cancel(tl_loop *loop, tl_op op);
 
 /* Milliseconds on the loop's monotonic clock, cached at each turn. */
