@@ -326,13 +326,18 @@ static bool retry(const tl_oslot *o, int32_t res) {
     return res == -EAGAIN || res == -EINTR || (res == -ECANCELED && !o->cancelling);
 }
 
-static void on_read(tl_loop *loop, uint32_t oi, int32_t res) {
-    tl_oslot *o = &loop->o[oi];
-    disarm(o);
-    if (retry(o, res))
+/* The one answer to a result that is not progress: issue the same SQE again
+ * (a transient error, a stray cancel) or end the op with it. */
+static void reissue_or_finish(tl_loop *loop, uint32_t oi, int32_t res) {
+    if (retry(&loop->o[oi], res))
         tl__ur_want_arm(loop, oi);
     else
         tl__ur_finish(loop, oi, res, NULL);
+}
+
+static void on_read(tl_loop *loop, uint32_t oi, int32_t res) {
+    disarm(&loop->o[oi]);
+    reissue_or_finish(loop, oi, res);
 }
 
 static void deliver_buffer(tl_loop *loop, uint32_t oi, uint32_t id, int32_t n) {
@@ -386,10 +391,7 @@ static void on_recv_poll(tl_loop *loop, uint32_t oi, int32_t res) {
     tl_oslot *o = &loop->o[oi];
     disarm(o);
     if (res < 0) {
-        if (retry(o, res))
-            tl__ur_want_arm(loop, oi);
-        else
-            tl__ur_finish(loop, oi, res, NULL);
+        reissue_or_finish(loop, oi, res);
         return;
     }
     if (o->cancelling) {
@@ -420,10 +422,7 @@ static void on_write(tl_loop *loop, uint32_t oi, int32_t res) {
     tl_oslot *o = &loop->o[oi];
     disarm(o);
     if (res < 0) {
-        if (retry(o, res))
-            tl__ur_want_arm(loop, oi);
-        else
-            tl__ur_finish(loop, oi, res, NULL);
+        reissue_or_finish(loop, oi, res);
         return;
     }
     o->done += (uint32_t)res;
@@ -444,10 +443,7 @@ static void on_connect(tl_loop *loop, uint32_t oi, int32_t res) {
     tl_hslot *h = &loop->h[o->handle];
     disarm(o);
     if (res < 0) {
-        if (retry(o, res))
-            tl__ur_want_arm(loop, oi);
-        else
-            tl__ur_finish(loop, oi, res, NULL);
+        reissue_or_finish(loop, oi, res);
         return;
     }
     int soerr = 0;
