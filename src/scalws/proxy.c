@@ -536,7 +536,7 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
     sws_msg_next(&s->req);
     sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
     s->dl_idle = true;
-    s->deadline = tl_loop_now(px->w->loop) + px->w->srv->cfg->keepalive_timeout_ms;
+    s->deadline = tl_loop_now(px->w->loop) + px->w->cfg->keepalive_timeout_ms;
     flush_client(px, s);
     if (s->close_after) {
         if (!s->write_inflight)
@@ -574,7 +574,7 @@ static void process_client(sws_proxy *px, px_sess *s) {
     }
     if (s->dl_idle && s->req.started) {
         s->dl_idle = false;
-        s->deadline = tl_loop_now(px->w->loop) + px->w->srv->cfg->header_timeout_ms;
+        s->deadline = tl_loop_now(px->w->loop) + px->w->cfg->header_timeout_ms;
     }
     flush_client(px, s);
     flush_up(px, s);
@@ -841,7 +841,7 @@ void sws_proxy_open(sws_worker *w, tl_handle h) {
     s->live = true;
     s->up = SWS_NIL;
     s->dl_idle = true;
-    s->deadline = tl_loop_now(w->loop) + w->srv->cfg->header_timeout_ms;
+    s->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
     sws_msg_init(&s->req, HTTP_REQUEST, &req_cb, s);
     sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
     struct sockaddr_storage ss;
@@ -872,7 +872,7 @@ uint32_t sws_proxy_extra_handles(const sws_config *cfg) {
 }
 
 int sws_proxy_init(sws_worker *w) {
-    const sws_config *cfg = w->srv->cfg;
+    const sws_config *cfg = w->cfg;
     sws_proxy *px = calloc(1, sizeof(*px));
     if (!px)
         return -ENOMEM;

@@ -137,8 +137,8 @@ static void conn_open(sws_worker *w, tl_handle h) {
     c->hhead = c->htail = SWS_NIL;
     c->live = true;
     c->dl_kind = SWS_DL_FRESH;
-    c->deadline = tl_loop_now(w->loop) + w->srv->cfg->header_timeout_ms;
-    sws_http_parser_init(&c->parser, &w->srv->cfg->limits);
+    c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
+    sws_http_parser_init(&c->parser, &w->limits);
     /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
     int fd = w->access_log ? tl_handle_fd(w->loop, h) : -1;
     if (fd >= 0) {
@@ -177,7 +177,7 @@ static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes) {
 }
 
 static void set_idle_deadline(sws_worker *w, sws_conn *c) {
-    const sws_config *cfg = w->srv->cfg;
+    const sws_config *cfg = w->cfg;
     if (sws_http_partial(&c->parser)) {
         c->dl_kind = SWS_DL_HEADER;
         c->deadline = tl_loop_now(w->loop) + cfg->header_timeout_ms;
@@ -212,7 +212,7 @@ static void answer(sws_worker *w, sws_conn *c) {
     c->served++;
     SWS_ADD(w->ctr.requests, 1);
     if (w->access_log)
-        access_log(w, c, w->srv->cfg->status, n);
+        access_log(w, c, w->cfg->status, n);
 }
 
 static int status_slot(int status) {
@@ -267,7 +267,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             *off = len;
             if (c->dl_kind == SWS_DL_IDLE && sws_http_partial(&c->parser)) {
                 c->dl_kind = SWS_DL_HEADER;
-                c->deadline = tl_loop_now(w->loop) + w->srv->cfg->header_timeout_ms;
+                c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
             }
             break;
         }
@@ -578,7 +578,7 @@ static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms) {
         return false;
     }
     if (sws_date_refresh(&w->date))
-        sws_respond_refresh(&w->resp, w->srv->cfg, &w->date);
+        sws_respond_refresh(&w->resp, w->cfg, &w->date);
     w->released = 0;
     for (int i = 0; i < n; i++)
         dispatch(w, &cq[i]);
@@ -688,6 +688,8 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     const sws_config *cfg = s->cfg;
     w->index = index;
     w->srv = s;
+    w->cfg = cfg;
+    w->limits = cfg->limits;
     w->cpu = -1;
     w->nslots = cfg->max_connections + 1;
     w->conns = calloc(w->nslots, sizeof(*w->conns));

@@ -120,6 +120,11 @@ typedef struct sws_worker {
     int cpu; /* pinned CPU, or -1 */
     pthread_t thread;
     struct sws_server *srv;
+    /* The configuration this loop serves with. Read only on the loop's own
+     * thread, so that a reload can swap it inside a turn; the request limits
+     * are copied because every parser of the loop points at them. */
+    const sws_config *cfg;
+    sws_http_limits limits;
     tl_loop *loop;
     tl_handle listener; /* 0 when the loop has none */
     bool listener_closing;
