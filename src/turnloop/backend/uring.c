@@ -35,7 +35,7 @@ void tl__ur_push_id(uint64_t **arr, uint32_t *len, uint32_t *cap, uint64_t id) {
 
 /* Opens a ring with the opcodes this backend needs; *submit_all tells whether
  * the kernel goes on past a failing SQE (5.18), which the sendmsg headers need. */
-static int ring_open(struct io_uring *ring, bool *submit_all) {
+static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun) {
     FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "re");
     if (f) {
         int v = 0;
@@ -45,9 +45,18 @@ static int ring_open(struct io_uring *ring, bool *submit_all) {
         if (v == 2)
             return -EPERM; /* disabled for everyone: do not even try */
     }
-    struct io_uring_params p = {.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL,
+    /* COOP_TASKRUN (5.19): completions are run when this thread next enters
+     * the kernel instead of interrupting it; a loop is only ever turned by one
+     * thread at a time and enters the kernel every turn, so nothing waits on it. */
+    unsigned coop = coop_taskrun ? IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG : 0;
+    struct io_uring_params p = {.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | coop,
                                 .cq_entries = CQ_ENTRIES};
     int err = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
+    if (err == -EINVAL && coop) {
+        p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL,
+                                     .cq_entries = CQ_ENTRIES};
+        err = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
+    }
     *submit_all = err == 0;
     if (err == -EINVAL) {
         p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE, .cq_entries = CQ_ENTRIES};
@@ -73,7 +82,7 @@ static int ring_open(struct io_uring *ring, bool *submit_all) {
 int tl__uring_probe(void) {
     struct io_uring ring;
     bool submit_all;
-    int err = ring_open(&ring, &submit_all);
+    int err = ring_open(&ring, &submit_all, false);
     if (err == 0)
         io_uring_queue_exit(&ring);
     return err;
@@ -120,7 +129,9 @@ static int ur_init(tl_loop *loop) {
         return -ENOMEM;
     loop->be_state = s;
     bool submit_all;
-    int err = ring_open(&s->ring, &submit_all);
+    const char *off = getenv("TURNLOOP_URING_DISABLE");
+    bool coop = !off || (!strstr(off, "all") && !strstr(off, "coop_taskrun"));
+    int err = ring_open(&s->ring, &submit_all, coop);
     if (err < 0)
         return err;
     s->ring_ok = true;
@@ -129,7 +140,6 @@ static int ur_init(tl_loop *loop) {
     s->stable_submit = submit_all && (s->ring.features & IORING_FEAT_SUBMIT_STABLE) != 0;
     s->ms_accept = s->ms_recv = true; /* tried; -EINVAL turns each off */
     /* Tests run the fallbacks on a kernel that has every feature. */
-    const char *off = getenv("TURNLOOP_URING_DISABLE");
     bool no_buf_ring = false;
     if (off) {
         bool all = strstr(off, "all") != NULL;
