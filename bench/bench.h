@@ -60,6 +60,10 @@ typedef struct bench_loop {
     tl_loop_stats stats;    /* read on the loop's own thread at the end */
     int alive_at_end;       /* tl_loop_alive() when the thread gave up draining */
     uint64_t cpu_ns;        /* CLOCK_THREAD_CPUTIME_ID of the loop thread */
+    /* Context switches of the loop thread (getrusage RUSAGE_THREAD): the herd's
+     * real cost is every loop woken per connection, and a loop that wakes to
+     * find nothing does not always count as a spurious wakeup. */
+    uint64_t vcsw, ivcsw;
 } bench_loop;
 
 /* serve.c */

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench.h"
@@ -206,12 +207,22 @@ static uint64_t thread_cpu_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static void thread_csw(uint64_t *vol, uint64_t *invol) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) < 0)
+        memset(&ru, 0, sizeof(ru));
+    *vol = (uint64_t)ru.ru_nvcsw;
+    *invol = (uint64_t)ru.ru_nivcsw;
+}
+
 static void *loop_main(void *arg) {
     bench_loop *bl = arg;
     server s = {.bl = bl, .payload = bl->cfg->payload};
     s.miscount_pending = bl->cfg->test_miscount && bl->index == 0;
     tl_completion out[BATCH];
     uint64_t cpu0 = thread_cpu_ns();
+    uint64_t vcsw0, ivcsw0;
+    thread_csw(&vcsw0, &ivcsw0);
 
     arm_accept(&s);
     int stopping = 0;
@@ -243,6 +254,9 @@ static void *loop_main(void *arg) {
     bl->alive_at_end = tl_loop_alive(bl->loop);
     tl_loop_get_stats(bl->loop, &bl->stats);
     bl->cpu_ns = thread_cpu_ns() - cpu0;
+    thread_csw(&bl->vcsw, &bl->ivcsw);
+    bl->vcsw -= vcsw0;
+    bl->ivcsw -= ivcsw0;
     while (s.free_list) {
         conn *c = s.free_list;
         s.free_list = c->next_free;

@@ -415,6 +415,8 @@ static json_t *u64_array(const run *r, uint64_t (*get)(const bench_loop *)) {
 static uint64_t get_served(const bench_loop *bl) { return atomic_load(&bl->served); }
 static uint64_t get_spurious(const bench_loop *bl) { return bl->stats.spurious_wakeups; }
 static uint64_t get_waits(const bench_loop *bl) { return bl->stats.waits; }
+static uint64_t get_vcsw(const bench_loop *bl) { return bl->vcsw; }
+static uint64_t get_ivcsw(const bench_loop *bl) { return bl->ivcsw; }
 
 int main(int argc, char **argv) {
     static run r;
@@ -607,6 +609,8 @@ int main(int argc, char **argv) {
     if (cfg->route == ROUTE_EXCLUSIVE || cfg->route == ROUTE_HERD)
         json_object_set_new(o, "spurious_wakeups", u64_array(&r, get_spurious));
     json_object_set_new(o, "waits", u64_array(&r, get_waits));
+    json_object_set_new(o, "voluntary_context_switches", u64_array(&r, get_vcsw));
+    json_object_set_new(o, "involuntary_context_switches", u64_array(&r, get_ivcsw));
     json_object_set_new(o, "measure", json_string(have_instr ? "instructions" : "elapsed_ns"));
     json_object_set_new(o, "elapsed_ns", json_integer((json_int_t)elapsed));
     if (have_instr) {
