@@ -19,10 +19,10 @@ void sws_config_defaults(sws_config *c) {
     c->event_loops = -1;
     c->worker_threads = -1;
     c->accept = SWS_ACCEPT_REUSE_PORT;
-    /* epoll, not auto: on this project's machines scalwsd on io_uring spent
-     * ~1.5x the CPU per request of epoll (bench/results/vs-nginx-*.json);
-     * `backend = auto` or `uring` choose it explicitly. */
-    c->backend = SWS_BACKEND_EPOLL;
+    /* auto: io_uring where the kernel has it. With COOP_TASKRUN it serves
+     * more requests per CPU-second than epoll in every shape measured
+     * (bench/results/vs-nginx-uring-coop-*.json against vs-nginx-epoll-*). */
+    c->backend = SWS_BACKEND_AUTO;
     c->drain_timeout_ms = 10000;
     c->defer_accept = true;
     c->status = 200;

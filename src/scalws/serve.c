@@ -732,7 +732,7 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     /* EPOLLEXCLUSIVE is an epoll feature: with backend auto, the exclusive
      * route runs on epoll rather than failing (uring refuses it, and says so
      * when asked for by name). */
-    if (cfg->backend == SWS_BACKEND_AUTO && !s->shared && cfg->accept == SWS_ACCEPT_EXCLUSIVE)
+    if (cfg->backend == SWS_BACKEND_AUTO && !s->shared && s->route == SWS_ACCEPT_EXCLUSIVE)
         o.backend = TL_BACKEND_EPOLL;
     o.recv_buffers = SWS_RECV_BUFFERS;
     o.recv_buffer_size = 16384;
@@ -771,8 +771,10 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     sws_accept_route route = s->shared ? SWS_ACCEPT_ACCEPTOR : cfg->accept;
     int activated = activated_fd();
     if (activated >= 0 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF)) {
-        /* One inherited socket cannot be bound once per loop: share it. */
-        route = cfg->backend == SWS_BACKEND_EPOLL ? SWS_ACCEPT_EXCLUSIVE : SWS_ACCEPT_ACCEPTOR;
+        /* One inherited socket cannot be bound once per loop: share it, with
+         * EPOLLEXCLUSIVE unless io_uring was asked for by name (it has no
+         * wake-one; blocking acceptor threads serve it then). */
+        route = cfg->backend != SWS_BACKEND_URING ? SWS_ACCEPT_EXCLUSIVE : SWS_ACCEPT_ACCEPTOR;
     }
     s->route = route;
     for (int i = 0; i < s->nloops; i++) {
