@@ -132,7 +132,8 @@ typedef struct tl_loop_stats {
 
 /* Creates a loop. Allocates; free with tl_loop_free(). opts may be NULL.
  * A backend asked for by name that cannot run is an error (-ENOSYS, -EPERM,
- * -EOPNOTSUPP), never a silent fallback; TL_BACKEND_AUTO falls back to epoll. */
+ * -EOPNOTSUPP), never a silent fallback; TL_BACKEND_AUTO falls back to epoll,
+ * and chooses epoll outright when the environment has TURNLOOP_BACKEND=epoll. */
 int tl_loop_new(tl_loop **out, const tl_loop_options *opts);
 
 /* Frees the loop and everything it still holds (open descriptors are closed,

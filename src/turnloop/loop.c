@@ -44,14 +44,22 @@ static int select_backend(tl_loop *loop, tl_backend_kind kind) {
 #else
         return -EOPNOTSUPP; /* not built: liburing was absent at build time */
 #endif
-    case TL_BACKEND_AUTO:
+    case TL_BACKEND_AUTO: {
         loop->be_auto = true;
+        /* An operator's switch, like libuv's UV_USE_IO_URING=0: run a host
+         * that asks for auto on epoll without rebuilding or reconfiguring it. */
+        const char *env = getenv("TURNLOOP_BACKEND");
+        if (env && strcmp(env, "epoll") == 0) {
+            loop->be = &tl__backend_epoll;
+            return 0;
+        }
 #ifdef TL_HAVE_URING
         loop->be = tl__uring_probe() == 0 ? &tl__backend_uring : &tl__backend_epoll;
 #else
         loop->be = &tl__backend_epoll;
 #endif
         return 0;
+    }
     }
     return -EINVAL;
 }

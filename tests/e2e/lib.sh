@@ -57,6 +57,11 @@ start_sws_try() {
         SWS_PID=$!
         for _ in $(seq 1 50); do
             if grep -q "listening on" "$T/log" 2>/dev/null && curl -s -o /dev/null "http://127.0.0.1:$PORT/"; then
+                # The e2e_epoll_* runs must really be on epoll where the ini left
+                # the backend to auto.
+                if [ "${TURNLOOP_BACKEND:-}" = epoll ] && ! grep -q "backend = " "$T/sws.ini"; then
+                    grep -q "backend epoll" "$T/log" || fail "TURNLOOP_BACKEND=epoll ignored"
+                fi
                 return 0
             fi
             if ! kill -0 "$SWS_PID" 2>/dev/null; then
