@@ -45,12 +45,19 @@ int tl__handle_new(tl_loop *loop, int fd, uint8_t type, unsigned shared_flags, u
             return err;
         }
     }
+    int fit = tl__loop_fit_if_grown(loop);
+    if (fit < 0) {
+        close(fd);
+        return fit;
+    }
     uint32_t i = loop->h_free;
     tl_hslot *h = &loop->h[i];
     loop->h_free = h->free_next;
     uint32_t gen = h->gen;
+    uint8_t on_ready = h->on_ready; /* a listing of the old handle counts for the new */
     memset(h, 0, sizeof *h);
     h->gen = gen;
+    h->on_ready = on_ready;
     h->state = TL_SLOT_LIVE;
     h->type = type;
     h->fd = fd;

@@ -110,10 +110,16 @@ struct tl_loop {
     uint32_t o_cap, o_max, o_free, o_live; /* o_live: LIVE + DONE */
     bool o_fixed;
 
-    /* handles with cached readiness and work: ids, so a reused slot is stale */
-    uint64_t *ready, *ready_spare;
+    /* handles with cached readiness and work: slot indices, each at most once
+     * (on_ready survives a slot's reuse), so h_cap entries always suffice */
+    uint32_t *ready, *ready_spare;
     uint32_t ready_len, ready_cap, ready_spare_cap;
     tl_cqueue cq;
+    /* Completions from the inbox (posts, adoptions) queued and not delivered:
+     * the only ones the table sizes do not bound (see tl__loop_fit). */
+    uint32_t cq_extra;
+    /* The table sizes tl__loop_fit last sized everything for. */
+    uint32_t fit_h, fit_o;
 
     uint32_t *heap; /* timer op indices, min-heap on deadline */
     uint32_t heap_len, heap_cap;
@@ -160,6 +166,9 @@ typedef struct tl_backend_ops {
      * decides where it goes (io_uring re-provides it to the kernel's buffer
      * ring, or calls tl__buffer_untake); when NULL it returns to buf_free. */
     void (*buffer_released)(tl_loop *loop, uint32_t id);
+    /* Optional: size the backend's own lists for the loop's tables (h_cap,
+     * o_cap), so that nothing it does inside a turn has to allocate. */
+    int (*fit)(tl_loop *loop);
 } tl_backend_ops;
 
 extern const tl_backend_ops tl__backend_epoll;
@@ -171,6 +180,16 @@ int tl__uring_probe(void);
 /* ---- core services for backends and the other core files ----------------- */
 int tl__slots_grow(void **table, uint32_t *cap, uint32_t ncap, size_t size, size_t link_off,
                    uint32_t *free_head);
+/* Sizes the completion queue, the ready lists, the timer heap and the
+ * backend's lists for the handle and op tables as they are now. Called before
+ * a slot is taken from a table that has grown: an allocation that fails there
+ * is an error for the call that wanted the slot, never an abort in a turn. */
+int tl__loop_fit(tl_loop *loop);
+static inline int tl__loop_fit_if_grown(tl_loop *loop) {
+    return loop->fit_h == loop->h_cap && loop->fit_o == loop->o_cap ? 0 : tl__loop_fit(loop);
+}
+/* Makes room for n more completions from the inbox. */
+int tl__cq_reserve_extra(tl_loop *loop, uint32_t n);
 uint64_t tl__make_id(const tl_loop *loop, uint32_t gen, uint32_t index);
 int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index);
 int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index);
@@ -195,7 +214,7 @@ void tl__op_complete(tl_loop *loop, uint32_t oi, int32_t res, bool more, const t
 tl_completion *tl__cq_push(tl_loop *loop);
 void tl__ready_push(tl_loop *loop, uint32_t hi);
 /* Takes the ready list for running; pushes during the run go to a fresh one. */
-uint64_t *tl__ready_take(tl_loop *loop, uint32_t *len);
+uint32_t *tl__ready_take(tl_loop *loop, uint32_t *len);
 
 void tl__timer_insert(tl_loop *loop, uint32_t oi);
 void tl__timer_remove(tl_loop *loop, uint32_t oi);

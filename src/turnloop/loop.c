@@ -4,6 +4,7 @@
  * final completion holds its operation slot until the host has received it. */
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,11 @@ int tl_loop_new(tl_loop **out, const tl_loop_options *opts) {
                                o.recv_buffer_size ? o.recv_buffer_size : 16384);
     if (err == 0)
         err = loop->be->init(loop);
+    if (err == 0) {
+        err = tl__loop_fit(loop);
+        if (err < 0)
+            loop->be->fini(loop); /* init succeeded: its state must go */
+    }
     if (err < 0) {
         loop->be = NULL;
         tl_loop_free(loop);
@@ -117,7 +123,8 @@ int tl__loop_fall_back_to_epoll(tl_loop *loop) {
     loop->be->fini(loop);
     loop->wake_fd = wake;
     loop->be = &tl__backend_epoll;
-    return loop->be->init(loop);
+    int err = loop->be->init(loop);
+    return err < 0 ? err : tl__loop_fit(loop);
 }
 
 void tl_loop_free(tl_loop *loop) {
@@ -163,6 +170,8 @@ static void delivered(tl_loop *loop, const tl_completion *c) {
     }
     if (c->kind == TL_OP_CLOSE && hi != TL_NIL)
         tl__handle_release_slot(loop, hi);
+    if (c->kind == TL_OP_POST || c->kind == TL_OP_ADOPT)
+        loop->cq_extra--;
 }
 
 int tl_loop_turn(tl_loop *loop, int timeout_ms, tl_completion *out, int cap) {
@@ -214,20 +223,13 @@ void tl__ready_push(tl_loop *loop, uint32_t hi) {
     tl_hslot *h = &loop->h[hi];
     if (h->on_ready)
         return;
-    if (loop->ready_len == loop->ready_cap) {
-        uint32_t ncap = loop->ready_cap ? loop->ready_cap * 2 : 64;
-        uint64_t *n = realloc(loop->ready, (size_t)ncap * sizeof *n);
-        if (!n)
-            abort(); /* a ready handle that is forgotten would hang its ops */
-        loop->ready = n;
-        loop->ready_cap = ncap;
-    }
+    assert(loop->ready_len < loop->ready_cap); /* tl__loop_fit: h_cap entries */
     h->on_ready = 1;
-    loop->ready[loop->ready_len++] = tl__make_id(loop, h->gen, hi);
+    loop->ready[loop->ready_len++] = hi;
 }
 
-uint64_t *tl__ready_take(tl_loop *loop, uint32_t *len) {
-    uint64_t *list = loop->ready;
+uint32_t *tl__ready_take(tl_loop *loop, uint32_t *len) {
+    uint32_t *list = loop->ready;
     uint32_t cap = loop->ready_cap;
     *len = loop->ready_len;
     loop->ready = loop->ready_spare;
@@ -238,22 +240,74 @@ uint64_t *tl__ready_take(tl_loop *loop, uint32_t *len) {
     return list;
 }
 
+/* What the completion queue must hold besides the inbox's completions: a final
+ * completion per op slot (a slot is free only once its final is delivered), a
+ * close and an accepted connection per handle slot, and a received buffer per
+ * loop buffer (a buffer is back only once the host releases it). */
+static uint32_t cq_bound(const tl_loop *loop) {
+    return loop->o_cap + 2 * loop->h_cap + loop->buf_count;
+}
+
+static int cq_grow(tl_loop *loop, uint64_t need) {
+    tl_cqueue *q = &loop->cq;
+    if (need <= q->cap)
+        return 0;
+    if (need > (1u << 31))
+        return -ENOMEM;
+    uint32_t ncap = q->cap ? q->cap : 256;
+    while (ncap < need)
+        ncap *= 2;
+    tl_completion *n = malloc((size_t)ncap * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < q->len; i++)
+        n[i] = q->rec[(q->head + i) & (q->cap - 1)];
+    free(q->rec);
+    q->rec = n;
+    q->cap = ncap;
+    q->head = 0;
+    return 0;
+}
+
+static int grow_u32(uint32_t **arr, uint32_t *cap, uint32_t need) {
+    if (need <= *cap)
+        return 0;
+    uint32_t *n = realloc(*arr, (size_t)need * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    *arr = n;
+    *cap = need;
+    return 0;
+}
+
+int tl__loop_fit(tl_loop *loop) {
+    int err = cq_grow(loop, (uint64_t)cq_bound(loop) + loop->cq_extra);
+    if (err == 0)
+        err = grow_u32(&loop->ready, &loop->ready_cap, loop->h_cap);
+    if (err == 0)
+        err = grow_u32(&loop->ready_spare, &loop->ready_spare_cap, loop->h_cap);
+    if (err == 0)
+        err = grow_u32(&loop->heap, &loop->heap_cap, loop->o_cap); /* timers are ops */
+    if (err == 0 && loop->be && loop->be->fit)
+        err = loop->be->fit(loop);
+    if (err < 0)
+        return err;
+    loop->fit_h = loop->h_cap;
+    loop->fit_o = loop->o_cap;
+    return 0;
+}
+
+int tl__cq_reserve_extra(tl_loop *loop, uint32_t n) {
+    return cq_grow(loop, (uint64_t)cq_bound(loop) + loop->cq_extra + n);
+}
+
 tl_completion *tl__cq_push(tl_loop *loop) {
     tl_cqueue *q = &loop->cq;
-    if (q->len == q->cap) {
-        /* Grows (rarely, amortised): what one wait can produce is bounded by the
-         * ops and handles the loop holds, so the queue settles at a size. */
-        uint32_t ncap = q->cap ? q->cap * 2 : 256;
-        tl_completion *n = malloc((size_t)ncap * sizeof *n);
-        if (!n)
-            abort(); /* cannot keep the exactly-once promise without memory */
-        for (uint32_t i = 0; i < q->len; i++)
-            n[i] = q->rec[(q->head + i) & (q->cap - 1)];
-        free(q->rec);
-        q->rec = n;
-        q->cap = ncap;
-        q->head = 0;
-    }
+    /* Never grows here, inside a turn: tl__loop_fit and tl__cq_reserve_extra
+     * made the room before the op, handle or inbox item that completes. */
+    assert(q->len < q->cap);
+    if (q->len == q->cap)
+        abort(); /* a broken bound; losing a completion would break exactly-once */
     tl_completion *c = &q->rec[(q->head + q->len) & (q->cap - 1)];
     q->len++;
     memset(c, 0, sizeof *c);

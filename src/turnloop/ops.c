@@ -39,6 +39,9 @@ int tl__op_new(tl_loop *loop, uint8_t kind, uint32_t hi, uint64_t token, uint32_
         if (err < 0)
             return err;
     }
+    int err = tl__loop_fit_if_grown(loop);
+    if (err < 0)
+        return err;
     uint32_t i = loop->o_free;
     tl_oslot *o = &loop->o[i];
     loop->o_free = o->next;

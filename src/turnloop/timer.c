@@ -3,6 +3,7 @@
  * tombstone that would pile up under per-request idle timers. */
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -44,14 +45,7 @@ static void sift_down(tl_loop *loop, uint32_t pos) {
 }
 
 void tl__timer_insert(tl_loop *loop, uint32_t oi) {
-    if (loop->heap_len == loop->heap_cap) {
-        uint32_t ncap = loop->heap_cap ? loop->heap_cap * 2 : 64;
-        uint32_t *n = realloc(loop->heap, (size_t)ncap * sizeof *n);
-        if (!n)
-            abort(); /* the slot was already taken; see tl_timer for the reserve */
-        loop->heap = n;
-        loop->heap_cap = ncap;
-    }
+    assert(loop->heap_len < loop->heap_cap); /* tl__loop_fit: one entry per op slot */
     loop->heap[loop->heap_len++] = oi;
     sift_up(loop, loop->heap_len - 1);
 }
@@ -93,16 +87,7 @@ int tl__timers_timeout(const tl_loop *loop, int timeout_ms) {
 }
 
 int tl_timer(tl_loop *loop, uint64_t timeout_ms, uint64_t token, tl_op *out) {
-    /* Make room in the heap first, so that taking the slot cannot fail after. */
-    if (loop->heap_len == loop->heap_cap) {
-        uint32_t ncap = loop->heap_cap ? loop->heap_cap * 2 : 64;
-        uint32_t *n = realloc(loop->heap, (size_t)ncap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        loop->heap = n;
-        loop->heap_cap = ncap;
-    }
-    uint32_t oi;
+    uint32_t oi; /* taking the op slot sizes the heap for it (tl__loop_fit) */
     int err = tl__op_new(loop, TL_OP_TIMER, TL_NIL, token, &oi);
     if (err < 0)
         return err;

@@ -81,6 +81,7 @@ static void adopt(tl_loop *loop, const tl_inbox_item *it) {
     tl_handle h = 0;
     int err = tl_attach(loop, &it->transport, &h);
     tl_completion *c = tl__cq_push(loop);
+    loop->cq_extra++;
     c->token = it->token;
     c->kind = TL_OP_ADOPT;
     c->flags = TL_CQE_FINAL;
@@ -104,6 +105,7 @@ static void wait_for_room(tl_loop *loop, const tl_inbox_item *it) {
             atomic_fetch_sub_explicit(&loop->load, 1, memory_order_relaxed);
             close(it->transport.fd);
             tl_completion *c = tl__cq_push(loop);
+            loop->cq_extra++;
             c->token = it->token;
             c->kind = TL_OP_ADOPT;
             c->flags = TL_CQE_FINAL;
@@ -118,7 +120,7 @@ static void wait_for_room(tl_loop *loop, const tl_inbox_item *it) {
 
 void tl__adopt_waiting(tl_loop *loop) {
     uint32_t i = 0;
-    while (i < loop->adopt_len && tl__handle_room(loop))
+    while (i < loop->adopt_len && tl__handle_room(loop) && tl__cq_reserve_extra(loop, 1) == 0)
         adopt(loop, &loop->adopt_wait[i++]);
     if (i == 0)
         return;
@@ -131,6 +133,13 @@ void tl__inbox_drain(tl_loop *loop) {
     tl_inbox *ib = &loop->inbox;
     /* Swap the array out under the lock; handle the items without it. */
     pthread_mutex_lock(&ib->mu);
+    /* Room for every item's completion first: without it the items stay
+     * queued (the loop stays busy) and the next turn tries again. Growing
+     * under the lock is rare, and amortised like the inbox itself. */
+    if (tl__cq_reserve_extra(loop, ib->len) < 0) {
+        pthread_mutex_unlock(&ib->mu);
+        return;
+    }
     tl_inbox_item *items = ib->items;
     uint32_t len = ib->len;
     uint32_t cap = ib->cap;
@@ -143,6 +152,7 @@ void tl__inbox_drain(tl_loop *loop) {
         const tl_inbox_item *it = &items[i];
         if (!it->is_transport) {
             tl_completion *c = tl__cq_push(loop);
+            loop->cq_extra++;
             c->token = it->token;
             c->kind = TL_OP_POST;
             c->flags = TL_CQE_FINAL;

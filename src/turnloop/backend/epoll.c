@@ -376,12 +376,12 @@ static int ep_wait(tl_loop *loop, int timeout_ms) {
     /* Run the handles that are ready now; those that ask to go on (a budget
      * spent, a full buffer) join a fresh list for the next turn. */
     uint32_t len;
-    uint64_t *list = tl__ready_take(loop, &len);
+    uint32_t *list = tl__ready_take(loop, &len);
     for (uint32_t i = 0; i < len; i++) {
-        uint32_t hi;
-        if (tl__handle_lookup(loop, list[i], &hi) < 0)
-            continue; /* closed since it was listed */
+        uint32_t hi = list[i];
         loop->h[hi].on_ready = 0;
+        if (loop->h[hi].state != TL_SLOT_LIVE)
+            continue; /* closed since it was listed */
         run_handle(loop, hi);
     }
     return 0;

@@ -18,17 +18,34 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Amortised growth for the backend's id lists; they settle at the loop's size. */
+static int grow_ids(uint64_t **arr, uint32_t *cap, uint32_t need) {
+    if (need <= *cap)
+        return 0;
+    uint64_t *n = realloc(*arr, (size_t)need * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    *arr = n;
+    *cap = need;
+    return 0;
+}
+
+/* The id lists are sized with the loop's tables (ur_fit, from tl__loop_fit),
+ * where a failure is an error for the call that wanted a slot. Growth here is
+ * the rare case of an id listed again while a stale copy is still queued. */
 void tl__ur_push_id(uint64_t **arr, uint32_t *len, uint32_t *cap, uint64_t id) {
-    if (*len == *cap) {
-        uint32_t ncap = *cap ? *cap * 2 : 64;
-        uint64_t *n = realloc(*arr, (size_t)ncap * sizeof *n);
-        if (!n)
-            abort(); /* a forgotten op would never complete: exactly-once needs memory */
-        *arr = n;
-        *cap = ncap;
-    }
+    if (*len == *cap && grow_ids(arr, cap, *cap ? *cap * 2 : 64) < 0)
+        abort(); /* a forgotten op would never complete: exactly-once needs memory */
     (*arr)[(*len)++] = id;
+}
+
+static int ur_fit(tl_loop *loop) {
+    uring_state *s = state(loop);
+    int err = grow_ids(&s->pend, &s->pend_cap, loop->o_cap);
+    if (err == 0)
+        err = grow_ids(&s->pend_spare, &s->pend_spare_cap, loop->o_cap);
+    if (err == 0)
+        err = grow_ids(&s->paused, &s->paused_cap, loop->h_cap);
+    return err;
 }
 
 /* ---- probing and setup ---------------------------------------------------- */
@@ -680,4 +697,5 @@ const tl_backend_ops tl__backend_uring = {
     .wait = ur_wait,
     .resume_accepts = tl__ur_resume_accepts,
     .buffer_released = ur_buffer_released,
+    .fit = ur_fit,
 };
