@@ -126,7 +126,7 @@ def nonreading(n, secs):
     the server takes them and never read; reports how much each got in, when
     each was reset by the server (seconds after it stopped taking input)."""
     req = b"GET /nr HTTP/1.1\r\nHost: a\r\nX-Pad: " + b"p" * 200 + b"\r\n\r\n"
-    blob = req * 4096  # ~930 KB per send attempt
+    blob = memoryview(req * 4096)  # ~930 KB per send attempt, never copied
     conns = []
     for _ in range(n):
         s = socket.socket()

@@ -8,4 +8,4 @@ start_sws '' --worker-threads 1
 out=$(timeout 50 python3 "$(dirname "$0")/hostile.py" flood "$PORT" "$SWS_PID" 50) || fail "hostile.py: $out"
 echo "$out"
 jq -e '.errors == [] and .answers == .requests_sent' <<<"$out" >/dev/null || fail "answers lost: $out"
-jq -e '.rss_growth_kib < 32768' <<<"$out" >/dev/null || fail "RSS grew past 32 MiB: $out"
+jq -e '.rss_growth_kib < 16384' <<<"$out" >/dev/null || fail "RSS grew past 16 MiB: $out"
