@@ -492,6 +492,10 @@ static void on_write(sws_worker *w, const tl_completion *e) {
             arm_recv(w, c);
     }
     flush(w, c);
+    /* keepalive_timeout counts from the last answer written, not from when it
+     * was queued: a slow but reading client is not cut as idle. */
+    if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE)
+        c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
 }
 
 static void on_closed(sws_worker *w, const tl_completion *e) {
