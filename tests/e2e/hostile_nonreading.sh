@@ -17,11 +17,11 @@ for be in epoll uring; do
     out=$(python3 "$(dirname "$0")/hostile.py" nonreading "$PORT" "$SWS_PID" 4 15) || fail "$be: hostile.py: $out"
     echo "$be: $out"
     [ "$(echo "$out" | jq -r .reset)" = 4 ] || fail "$be: a non-reading connection was not closed: $out"
-    jq -e '.reset_after_stall_max_s <= 5' <<<"$out" >/dev/null ||
+    jq -e '.reset_after_stall_max_s <= 8' <<<"$out" >/dev/null ||
         fail "$be: closed later than send_timeout + a sweep: $out"
     jq -e '.sent_max_bytes < 64 * 1048576' <<<"$out" >/dev/null || fail "$be: the server kept reading: $out"
     jq -e '.rss_growth_kib < 16384' <<<"$out" >/dev/null || fail "$be: RSS grew past 16 MiB: $out"
-    jq -e '.probes_failed == 0 and .probes_ok >= 10 and .probe_slowest_s < 2' <<<"$out" >/dev/null ||
+    jq -e '.probes_failed == 0 and .probes_ok >= 10 and .probe_slowest_s < 5' <<<"$out" >/dev/null ||
         fail "$be: ordinary requests suffered: $out"
     n=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" |
         awk '$1 ~ /^scalwsd_send_timeouts_total[{]/ {s += $2} END {print s + 0}')
