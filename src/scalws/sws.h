@@ -39,7 +39,7 @@ typedef struct sws_counters {
     sws_ctr turns;
     sws_ctr accept_pauses;
     sws_ctr recv_starved;
-    sws_ctr send_timeouts; /* closed because a write made no progress for send_timeout */
+    sws_ctr send_timeouts; /* closed: a write was not done within send_timeout */
 } sws_counters;
 
 /* Token layout: connection index << 8 | tag. */
