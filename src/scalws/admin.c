@@ -65,6 +65,7 @@ static char *metrics_text(sws_server *s, size_t *len) {
       accept_pauses);
     M("scalwsd_recv_starved_total", "counter", "Receives ended for lack of a loop buffer.",
       recv_starved);
+    M("scalwsd_send_timeouts_total", "counter", "Writes cut by send_timeout.", send_timeouts);
 #undef M
     static const char *const codes[SWS_ST_N] = {"400", "408", "413", "414", "431", "other"};
     fprintf(f, "# HELP scalwsd_errors_total Error answers by status.\n"

@@ -33,6 +33,7 @@ void sws_config_defaults(sws_config *c) {
     c->limits = (sws_http_limits)SWS_HTTP_DEFAULT_LIMITS;
     c->header_timeout_ms = 10000;
     c->keepalive_timeout_ms = 75000;
+    c->send_timeout_ms = 30000;
     c->max_connections = 10000;
     c->admin_enabled = false;
     sws_proxy_config_defaults(&c->proxy);
@@ -282,6 +283,9 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
         } else if (strcmp(key, "keepalive_timeout") == 0) {
             if (parse_ms(v, &c->keepalive_timeout_ms) < 0 || c->keepalive_timeout_ms == 0)
                 BAD("bad duration '%s' (e.g. 75s)", v);
+        } else if (strcmp(key, "send_timeout") == 0) {
+            if (parse_ms(v, &c->send_timeout_ms) < 0 || c->send_timeout_ms == 0)
+                BAD("bad duration '%s' (e.g. 30s)", v);
         } else if (strcmp(key, "max_connections") == 0) {
             if (parse_uint(v, 1, 1000000, &n) < 0)
                 BAD("bad count '%s' (want 1..1000000)", v);

@@ -56,6 +56,7 @@ typedef struct sws_config {
     sws_http_limits limits;
     uint32_t header_timeout_ms;
     uint32_t keepalive_timeout_ms;
+    uint32_t send_timeout_ms; /* a write of out (16 KiB) not done by then closes */
     uint32_t max_connections; /* per loop */
     /* [admin] */
     bool admin_enabled;

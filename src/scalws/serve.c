@@ -80,6 +80,46 @@ static void held_release_all(sws_worker *w, sws_conn *c) {
     }
 }
 
+/* Output buffers are taken when the first byte of an answer is appended and
+ * given back when the last byte is written: an idle keep-alive connection
+ * holds none. The free stack is trimmed by the sweep (out_trim), so a steady
+ * load reuses buffers without allocating while a burst's buffers are freed
+ * within two sweeps. */
+#define SWS_OUT_CACHE 64
+
+static bool out_take(sws_worker *w, sws_conn *c) {
+    if (c->out)
+        return true;
+    if (w->out_nfree)
+        c->out = w->out_free[--w->out_nfree];
+    else if (!(c->out = malloc(w->out_cap)))
+        return false;
+    if (++w->out_used > w->out_peak)
+        w->out_peak = w->out_used;
+    return true;
+}
+
+/* Only once no write of c->out can be in flight. */
+static void out_give(sws_worker *w, sws_conn *c) {
+    if (!c->out)
+        return;
+    /* Room for every buffer: out_free has one entry per connection slot. */
+    w->out_free[w->out_nfree++] = c->out;
+    c->out = NULL;
+    w->out_used--;
+}
+
+/* Keeps as many free buffers as the last interval's peak needed beyond those
+ * still in use, and at least SWS_OUT_CACHE. */
+static void out_trim(sws_worker *w) {
+    uint32_t keep = w->out_peak - w->out_used;
+    if (keep < SWS_OUT_CACHE)
+        keep = SWS_OUT_CACHE;
+    while (w->out_nfree > keep)
+        free(w->out_free[--w->out_nfree]);
+    w->out_peak = w->out_used;
+}
+
 static void arm_recv(sws_worker *w, sws_conn *c) {
     if (c->recv_armed || c->closing)
         return;
@@ -101,6 +141,7 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
         c->live = false;
         if (c->starved)
             w->nstarved--;
+        out_give(w, c);
         list_del(w, c);
         w->free_idx[w->nfree++] = c->index;
         SWS_ADD(w->ctr.active, (uint64_t)-1);
@@ -123,7 +164,7 @@ static void conn_open(sws_worker *w, tl_handle h) {
     if (!c) {
         /* Slots are allocated on first use and reused afterwards: the only
          * allocation a connection ever causes, never one per request. */
-        c = malloc(sizeof(*c) + w->out_cap);
+        c = malloc(sizeof(*c));
         if (!c) {
             tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
             return;
@@ -201,6 +242,11 @@ static void answer(sws_worker *w, sws_conn *c) {
         n = r->head ? w->resp.close_head : w->resp.close_len;
         c->close_after = true;
     }
+    if (!out_take(w, c)) {
+        /* Out of memory: this connection ends, the others keep their buffers. */
+        sws_conn_close(w, c);
+        return;
+    }
     if (c->close_after && c->recv_armed && !c->recv_paused) {
         /* Nothing more will be read: stop receiving now, or the loop reads the
          * peer's FIN (or the rest of a pipeline) before our close lands. */
@@ -235,8 +281,12 @@ static int status_slot(int status) {
 /* An error answer ends the connection: nothing after a bad request can be
  * trusted to be framed right. */
 static void answer_error(sws_worker *w, sws_conn *c, int status) {
-    size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, false);
     SWS_ADD(w->ctr.errors[status_slot(status)], 1);
+    if (!out_take(w, c)) {
+        sws_conn_close(w, c);
+        return;
+    }
+    size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, false);
     c->close_after = true;
     /* The rest of a refused request may still be on the wire: closing with
      * unread input would send a reset that destroys the answer (nginx's
@@ -311,7 +361,13 @@ static void flush(sws_worker *w, sws_conn *c) {
         }
         c->wlen = c->olen;
         c->write_inflight = true;
-    } else if (c->close_after) {
+        /* A write is at most out_cap bytes: one that has not completed in
+         * send_timeout is a peer that reads (next to) nothing. */
+        c->wdeadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+        return;
+    }
+    out_give(w, c);
+    if (c->close_after) {
         if (c->linger && !c->peer_eof && !c->lingering)
             start_linger(w, c);
         else if (!c->lingering)
@@ -436,6 +492,10 @@ static void on_write(sws_worker *w, const tl_completion *e) {
             arm_recv(w, c);
     }
     flush(w, c);
+    /* keepalive_timeout counts from the last answer written, not from when it
+     * was queued: a slow but reading client is not cut as idle. */
+    if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE)
+        c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
 }
 
 static void on_closed(sws_worker *w, const tl_completion *e) {
@@ -446,6 +506,9 @@ static void on_closed(sws_worker *w, const tl_completion *e) {
     c->live = false;
     if (c->starved)
         w->nstarved--;
+    /* Every completion of the handle came before this one: no write can
+     * still be reading the buffer. */
+    out_give(w, c);
     list_del(w, c);
     w->free_idx[w->nfree++] = i;
     SWS_ADD(w->ctr.active, (uint64_t)-1);
@@ -489,7 +552,16 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
     uint64_t now = tl_loop_now(w->loop);
     for (sws_conn *c = w->active, *next; c; c = next) {
         next = c->next;
-        if (c->closing || c->write_inflight || now < c->deadline)
+        if (c->closing)
+            continue;
+        if (c->write_inflight) {
+            if (now >= c->wdeadline) {
+                SWS_ADD(w->ctr.send_timeouts, 1);
+                sws_conn_close(w, c);
+            }
+            continue;
+        }
+        if (now < c->deadline)
             continue;
         if (sws_http_partial(&c->parser) && !c->close_after) {
             if (c->olen + 512 <= w->out_cap) {
@@ -501,6 +573,7 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
         sws_conn_close(w, c);
     }
     rearm_starved(w);
+    out_trim(w);
     tl_loop_stats st;
     tl_loop_get_stats(w->loop, &st);
     atomic_store_explicit(&w->ctr.turns, st.turns, memory_order_relaxed);
@@ -699,6 +772,9 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     for (uint32_t i = 0; i < w->nslots; i++)
         w->free_idx[i] = w->nslots - 1 - i;
     w->nfree = w->nslots;
+    w->out_free = malloc(w->nslots * sizeof(*w->out_free));
+    if (!w->out_free)
+        return -ENOMEM;
     w->hpool = malloc(SWS_RECV_BUFFERS * sizeof(*w->hpool));
     if (!w->hpool)
         return -ENOMEM;
@@ -915,7 +991,13 @@ void sws_server_free(sws_server *s) {
             tl_loop_free(w->loop);
         sws_proxy_free(w);
         for (uint32_t k = 0; k < w->nslots && w->conns; k++)
-            free(w->conns[k]);
+            if (w->conns[k]) {
+                free(w->conns[k]->out);
+                free(w->conns[k]);
+            }
+        while (w->out_nfree)
+            free(w->out_free[--w->out_nfree]);
+        free(w->out_free);
         free(w->conns);
         free(w->free_idx);
         free(w->hpool);

@@ -39,6 +39,7 @@ typedef struct sws_counters {
     sws_ctr turns;
     sws_ctr accept_pauses;
     sws_ctr recv_starved;
+    sws_ctr send_timeouts; /* closed: a write was not done within send_timeout */
 } sws_counters;
 
 /* Token layout: connection index << 8 | tag. */
@@ -91,6 +92,7 @@ typedef struct sws_conn {
     bool peer_eof;
     uint8_t dl_kind;
     uint64_t deadline;
+    uint64_t wdeadline; /* while write_inflight: close if the write has not completed by then */
     uint64_t served;
     uint32_t wlen;         /* bytes of out in flight */
     uint32_t olen;         /* bytes of out filled (>= wlen) */
@@ -98,8 +100,8 @@ typedef struct sws_conn {
     uint32_t hcount;
     struct sws_conn *prev, *next; /* the worker's active list */
     sws_http_parser parser;
+    char *out;     /* a worker output buffer (out_cap bytes) while there is output, else NULL */
     char peer[48]; /* for the access log only */
-    char out[];    /* worker->out_cap bytes */
 } sws_conn;
 
 /* The prebuilt respond answer: head + body, for keep-alive and for close,
@@ -140,6 +142,12 @@ typedef struct sws_worker {
     uint32_t *free_idx;
     uint32_t nfree;
     uint32_t out_cap;
+    /* Output buffers: a connection holds one only while it has output, so an
+     * idle connection costs no buffer (see out_take in serve.c). */
+    char **out_free; /* free buffers, a stack with room for one per slot */
+    uint32_t out_nfree;
+    uint32_t out_used; /* buffers held by connections */
+    uint32_t out_peak; /* most held at once since the last sweep */
     sws_conn *active;  /* list head */
     uint32_t nstarved; /* connections waiting for a loop buffer */
     sws_held *hpool;   /* recv_buffers nodes */
