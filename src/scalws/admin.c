@@ -66,7 +66,8 @@ static char *metrics_text(sws_server *s, size_t *len) {
     M("scalwsd_recv_starved_total", "counter", "Receives ended for lack of a loop buffer.",
       recv_starved);
 #undef M
-    static const char *const codes[SWS_ST_N] = {"400", "408", "413", "414", "431", "other"};
+    static const char *const codes[SWS_ST_N] = {"400", "408", "413", "414",
+                                                "431", "502", "504", "other"};
     fprintf(f, "# HELP scalwsd_errors_total Error answers by status.\n"
                "# TYPE scalwsd_errors_total counter\n");
     for (int i = 0; i < s->nloops; i++)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A small upstream for the proxy e2e tests: each path is one behaviour
 (echo, chunked, close-delimited, slow, cut, die after answering). It writes
-its port to argv[1] and stops by itself after argv[2] seconds."""
+its port to argv[1] and stops by itself after argv[2] seconds. With argv[3],
+every byte it receives is appended to that file (to prove what a proxy never
+forwarded), and the number of connections it accepted is kept in argv[3].conns."""
 import socket
 import sys
 import threading
@@ -88,20 +90,47 @@ def serve(conn):
         conn.close()
 
 
+RECORD = sys.argv[3] if len(sys.argv) > 3 else None
+LOCK = threading.Lock()
+
+
+class RecSocket(socket.socket):
+    """A socket whose reads are recorded; accept() makes more of them."""
+
+    def accept(self):
+        fd, addr = self._accept()
+        sock = RecSocket(self.family, self.type, self.proto, fileno=fd)
+        sock.setblocking(True)
+        return sock, addr
+
+    def recv_into(self, buf, nbytes=0, flags=0):
+        n = super().recv_into(buf, nbytes, flags)
+        if RECORD and n:
+            with LOCK, open(RECORD, "ab") as rf:
+                rf.write(bytes(memoryview(buf)[:n]))
+        return n
+
+
 def main():
-    s = socket.socket()
+    s = RecSocket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
     s.listen(64)
     with open(sys.argv[1], "w") as pf:
         pf.write(str(s.getsockname()[1]))
     deadline = time.time() + float(sys.argv[2])
+    conns_seen = [0]
     s.settimeout(0.5)
     while time.time() < deadline:
         try:
             c, _ = s.accept()
         except socket.timeout:
             continue
+        if RECORD:
+            with LOCK:
+                conns = conns_seen[0] = conns_seen[0] + 1
+                with open(RECORD + ".conns", "w") as cf:
+                    cf.write(str(conns))
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
