@@ -56,9 +56,16 @@ out=$(raw 'GET /nocontent HTTP/1.1\r\nHost: x\r\n\r\nHEAD /chunked HTTP/1.1\r\nH
 case $out in *part00*) fail "HEAD answered with a body: $out" ;; esac
 [ "$(echo "$out" | tail -n 1)" = ok ] || fail "GET after 204 and HEAD: $out"
 
-# Upstream faults.
+# Upstream faults. A generated 504 counts in requests_total and in
+# errors_total{status="504"}, one each.
+metric() { curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
+req0=$(metric 'scalwsd_requests_total{loop="0"}')
+e504=$(metric 'scalwsd_errors_total{loop="0",status="504"}')
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/slow")
 [ "$code" = 504 ] || fail "slow upstream: $code, want 504"
+[ "$(metric 'scalwsd_requests_total{loop="0"}')" = $((req0 + 1)) ] || fail "504 not in requests_total"
+[ "$(metric 'scalwsd_errors_total{loop="0",status="504"}')" = $((e504 + 1)) ] ||
+    fail "504 not in errors_total: $(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep errors_total)"
 rc=0
 "${C[@]}" -o "$T/out" "$URL/cut" || rc=$?
 [ "$rc" = 18 ] || fail "cut answer: curl exit $rc, want 18 (partial file)"
@@ -90,6 +97,8 @@ code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/")
 [ "$code" = 502 ] || fail "refused upstream: $code, want 502"
 m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
 echo "$m" | grep -q 'kind="refused"} [1-9]' || fail "refused not counted"
+echo "$m" | grep -q '^scalwsd_errors_total{loop="[0-9]*",status="502"} [1-9]' ||
+    fail "502 not in errors_total: $(echo "$m" | grep errors_total)"
 stop_sws
 
 # Bad values: one line naming file, line and key; exit 2.
