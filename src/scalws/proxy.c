@@ -184,6 +184,13 @@ static int req_head(void *user, sws_msg *m) {
     }
     s->up = (uint32_t)rc;
     sws_up_conn *u = px->pool.slots[rc];
+    if (u->read_armed && PX_OUT - s->olen < SWS_UP_RBUF + PX_HEAD_SLACK) {
+        /* The idle watch read would become this exchange's first response
+         * read, but the output has no room for a full one yet (an answer
+         * before is still flushing): cancel it, and send once it is back. */
+        tl_cancel(px->w->loop, u->read_op);
+        u->cancelling = true;
+    }
     s->rlen = 0;
     s->replay_over = false;
     s->retried = false;
@@ -486,6 +493,8 @@ static void flush_up(sws_proxy *px, px_sess *s) {
         return;
     if (!s->req_done && u->olen <= PX_UP_HOLD)
         return;
+    if (u->cancelling)
+        return; /* bytes that came while it was idle must not pass for the answer */
     tl_op op;
     if (tl_write(px->w->loop, u->h, u->obuf, u->olen, SWS_TOKEN(u->index, SWS_UP_T_WRITE), &op) <
         0) {
@@ -494,6 +503,7 @@ static void flush_up(sws_proxy *px, px_sess *s) {
     }
     u->wlen = u->olen;
     u->write_inflight = true;
+    u->sent = true;
 }
 
 static void arm_up_read(sws_proxy *px, px_sess *s) {
@@ -502,9 +512,8 @@ static void arm_up_read(sws_proxy *px, px_sess *s) {
         return;
     if (PX_OUT - s->olen < SWS_UP_RBUF + PX_HEAD_SLACK)
         return; /* back-pressure: the client has not taken what we have */
-    tl_op op;
-    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, SWS_TOKEN(u->index, SWS_UP_T_READ), &op) ==
-        0)
+    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, SWS_TOKEN(u->index, SWS_UP_T_READ),
+                &u->read_op) == 0)
         u->read_armed = true;
 }
 
@@ -525,13 +534,14 @@ static void client_arm_read(sws_proxy *px, px_sess *s) {
 
 /* The upstream failed. Retries once, on a fresh connection, a request sent on
  * a pooled connection that died before a response byte, when the method is
- * idempotent and everything sent is still at hand. */
+ * idempotent (or nothing was sent yet) and everything sent is still at hand:
+ * a request whose copy passed PX_REPLAY (16 KiB) is answered 502 instead. */
 static void up_fail(sws_proxy *px, px_sess *s, enum sws_up_err kind, int status) {
     sws_up_conn *u = up_of(px, s);
     if (!u)
         return;
-    bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && s->idem && !s->retried &&
-                 !s->replay_over && !s->resp_started;
+    bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && (s->idem || !u->sent) &&
+                 !s->retried && !s->replay_over && !s->resp_started;
     int upstream = u->upstream;
     sws_pool_release(&px->pool, u, false);
     s->up = SWS_NIL;
@@ -784,9 +794,18 @@ static int up_feed(px_sess *s, const char *d, size_t len) {
 
 static void on_up_read(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     u->read_armed = false;
+    bool was_cancelling = u->cancelling;
+    u->cancelling = false;
     px_sess *s = sess_of_up(px, u);
     if (u->state != SWS_UP_BUSY || !s)
         return;
+    if (was_cancelling) {
+        if (e->res == -ECANCELED)
+            process_client(px, s); /* the request may go now */
+        else
+            up_fail(px, s, SWS_UPE_RESET, 502); /* it died (or spoke) while idle; nothing sent */
+        return;
+    }
     if (e->res > 0) {
         u->got_bytes = true;
         s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
@@ -867,6 +886,10 @@ void sws_proxy_dispatch(sws_worker *w, const tl_completion *e) {
         sws_up_conn *u = sws_pool_conn(&px->pool, i);
         if (!u)
             return;
+        if (tag == SWS_UP_T_READ && u->state == SWS_UP_IDLE) {
+            sws_pool_idle_event(&px->pool, u); /* the watch: closed or spoke while idle */
+            return;
+        }
         if (u->owner != w->loop)
             SWS_ADD(px->pool.st.foreign_loop_uses, 1);
         if (tag == SWS_UP_T_CONNECT)
@@ -1032,6 +1055,12 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
         {"scalwsd_upstream_foreign_loop_uses_total", "counter",
          "Debug: pooled connections used by a loop that does not own them (must stay 0).",
          offsetof(sws_up_stats, foreign_loop_uses)},
+        {"scalwsd_upstream_idle_closed_total", "counter",
+         "Idle pooled connections dropped because the upstream closed them (or sent bytes).",
+         offsetof(sws_up_stats, idle_closed)},
+        {"scalwsd_upstream_handovers_total", "counter",
+         "pool = shared: idle connections taken by another loop than the one that pooled them.",
+         offsetof(sws_up_stats, handovers)},
     };
     for (size_t k = 0; k < sizeof(per_loop) / sizeof(per_loop[0]); k++) {
         metric_head(f, per_loop[k].name, per_loop[k].type, per_loop[k].help);
@@ -1044,6 +1073,11 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
             fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", per_loop[k].name, i,
                     atomic_load_explicit(c, memory_order_relaxed));
         }
+    }
+    if (s->cfg->proxy.pool_mode == SWS_POOL_SHARED) {
+        metric_head(f, "scalwsd_upstream_shared_pool_idle", "gauge",
+                    "pool = shared: idle keep-alive connections in the process-wide pool.");
+        fprintf(f, "scalwsd_upstream_shared_pool_idle %" PRIu64 "\n", sws_pool_shared_idle());
     }
     metric_head(f, "scalwsd_upstream_errors_total", "counter", "Upstream failures by kind.");
     for (int i = 0; i < s->nloops; i++) {

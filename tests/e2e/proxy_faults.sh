@@ -3,7 +3,8 @@
 # bodies and chunked both ways, close-delimited answers, 204, and each fault
 # with its answer (502, 504, a cut answer closes the client, a dead pooled
 # connection retried once for idempotent methods only). No client hangs:
-# every curl has -m.
+# every curl has -m. Idle pooled connections are watched: one the upstream
+# closes is dropped at once.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -89,6 +90,28 @@ val() { echo "$m" | awk -v n="$1" '$1 == n { print $2 }'; }
 [ "$(val 'scalwsd_upstream_foreign_loop_uses_total{loop="0"}')" = 0 ] || fail "foreign uses"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
+
+# An idle pooled connection the upstream closes leaves the pool at once (its
+# watch read sees the end of stream): the next request goes on a fresh
+# connection, not through the retry path.
+start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP"
+URL="http://127.0.0.1:$PORT"
+[ "$("${C[@]}" "$URL/idleclose")" = bye ] || fail "idleclose"
+for _ in $(seq 1 30); do
+    [ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0"}')" = 1 ] && break
+    sleep 0.1
+done
+[ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0"}')" = 1 ] || fail "idle close not seen"
+[ "$(metric 'scalwsd_upstream_pool_idle{loop="0"}')" = 0 ] || fail "closed connection still pooled"
+reuses=$(metric 'scalwsd_upstream_reuses_total{loop="0"}')
+connects=$(metric 'scalwsd_upstream_connects_total{loop="0"}')
+[ "$("${C[@]}" "$URL/after")" = ok ] || fail "GET after an idle close"
+[ "$(metric 'scalwsd_upstream_retries_total{loop="0"}')" = 0 ] || fail "went through the retry path"
+[ "$(metric 'scalwsd_upstream_reuses_total{loop="0"}')" = "$reuses" ] ||
+    fail "reused a closed connection"
+[ "$(metric 'scalwsd_upstream_connects_total{loop="0"}')" = $((connects + 1)) ] ||
+    fail "no fresh connection"
+stop_sws
 
 # Refused: nothing listens on the upstream port.
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:1"

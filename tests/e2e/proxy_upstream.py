@@ -39,10 +39,11 @@ def read_body(f, fields):
 
 def serve(conn):
     f = conn.makefile("rb")
+    doomed = False
     try:
         while True:
             head = read_head(f)
-            if not head:
+            if not head or doomed:
                 return
             method, path, _ = head[0].split(" ", 2)
             fields = {}
@@ -77,8 +78,15 @@ def serve(conn):
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"y" * 1000)
                 return
             elif path.startswith("/die"):
-                # Looks keep-alive, then the connection dies: the proxy pools it.
+                # Looks keep-alive and stays open while idle (the proxy pools
+                # it), then dies on the next request without answering it.
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ndie")
+                doomed = True
+            elif path.startswith("/idleclose"):
+                # Looks keep-alive, then closes the idle connection, as an
+                # upstream's keep-alive timeout does.
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nbye")
+                time.sleep(0.3)
                 return
             else:
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
