@@ -79,6 +79,15 @@ sleep 0.2
 sleep 0.2
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' --data 'a=1' "$URL/post")
 [ "$code" = 502 ] || fail "POST on a dead pooled connection: $code, want 502"
+# PUT is retried while what was sent fits the 16 KiB replay copy, not past it.
+"${C[@]}" -o /dev/null "$URL/die" || fail "die 3"
+sleep 0.2
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -X PUT --data-binary @<(head -c 1000 /dev/zero) "$URL/put")
+[ "$code" = 200 ] || fail "small PUT on a dead pooled connection: $code, want 200 (retried)"
+"${C[@]}" -o /dev/null "$URL/die" || fail "die 4"
+sleep 0.2
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -X PUT -H 'Expect:' --data-binary @<(head -c 20000 /dev/zero) "$URL/put")
+[ "$code" = 502 ] || fail "20 KB PUT on a dead pooled connection: $code, want 502 (not retried)"
 
 m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
 val() { echo "$m" | awk -v n="$1" '$1 == n { print $2 }'; }
