@@ -16,10 +16,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef struct outcome {
     bool head_req;
-    int status;       /* of the final response; 0 before its head */
-    int interim;      /* 1xx answers seen */
-    int result;       /* 1 complete, 2 complete at the end of stream, <0 refused or cut, 0 open */
-    bool nobody;      /* HEAD, 204 or 304: no body may come */
+    int status;  /* of the final response; 0 before its head */
+    int interim; /* 1xx answers seen */
+    int result;  /* 1 complete, 2 complete at the end of stream, <0 refused or cut, 0 open */
+    bool nobody; /* HEAD, 204 or 304: no body may come */
     bool has_cl;
     uint64_t cl;
     uint64_t body_len;
@@ -53,6 +53,7 @@ static int on_head(void *user, sws_msg *m) {
     outcome *o = user;
     check_head(m);
     int st = m->p.status_code;
+    check(st >= 100 && st <= 599, "a status code outside 100..599 passed");
     if (st == 101)
         return -1; /* never asked for */
     if (st >= 100 && st < 200) {

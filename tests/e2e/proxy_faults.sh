@@ -67,6 +67,8 @@ code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/slow")
 [ "$(metric 'scalwsd_requests_total{loop="0"}')" = $((req0 + 1)) ] || fail "504 not in requests_total"
 [ "$(metric 'scalwsd_errors_total{loop="0",status="504"}')" = $((e504 + 1)) ] ||
     fail "504 not in errors_total: $(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep errors_total)"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/badstatus")
+[ "$code" = 502 ] || fail "status line with two spaces (status 0 to llhttp): $code, want 502"
 rc=0
 "${C[@]}" -o "$T/out" "$URL/cut" || rc=$?
 [ "$rc" = 18 ] || fail "cut answer: curl exit $rc, want 18 (partial file)"

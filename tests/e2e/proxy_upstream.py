@@ -82,6 +82,10 @@ def serve(conn):
                 # it), then dies on the next request without answering it.
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ndie")
                 doomed = True
+            elif path.startswith("/badstatus"):
+                # Two spaces: llhttp alone would read status 0.
+                conn.sendall(b"HTTP/1.1  200 OK\r\nContent-Length: 2\r\n\r\nok")
+                return
             elif path.startswith("/idleclose"):
                 # Looks keep-alive, then closes the idle connection, as an
                 # upstream's keep-alive timeout does.
