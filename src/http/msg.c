@@ -76,7 +76,14 @@ static int on_headers(llhttp_t *p) {
     if (p->type == HTTP_RESPONSE && (p->status_code < 100 || p->status_code > 599))
         return -1;
     int rc = m->cb->on_head(m->user, m);
-    return rc < 0 ? -1 : rc;
+    if (rc < 0)
+        return -1;
+    /* A 1xx answer never has content (RFC 9112 6.3), but llhttp 8.1 reads a
+     * body after 103 or 199 with a Content-Length, which the proxy would have
+     * passed on. Found by fuzz_response. */
+    if (p->type == HTTP_RESPONSE && p->status_code / 100 == 1)
+        return 1;
+    return rc;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
