@@ -124,6 +124,19 @@ connects=$(metric 'scalwsd_upstream_connects_total{loop="0"}')
     fail "no fresh connection"
 stop_sws
 
+# pool = shared: a detached idle connection has no read armed; the loop that
+# takes one peeks first, so one the upstream closed is dropped, not reused.
+start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\npool = shared"
+URL="http://127.0.0.1:$PORT"
+[ "$("${C[@]}" "$URL/idleclose")" = bye ] || fail "shared: idleclose"
+sleep 0.6
+[ "$(metric 'scalwsd_upstream_shared_pool_idle')" = 1 ] || fail "shared: not pooled"
+[ "$("${C[@]}" "$URL/after")" = ok ] || fail "shared: GET after an idle close"
+[ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0"}')" = 1 ] || fail "shared: close not seen"
+[ "$(metric 'scalwsd_upstream_retries_total{loop="0"}')" = 0 ] ||
+    fail "shared: went through the retry path"
+stop_sws
+
 # Refused: nothing listens on the upstream port.
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:1"
 URL="http://127.0.0.1:$PORT"
