@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# scenario proxy: a request that breaks a [limits] value or could be read two
-# ways (tests/http/test_strict.c's cases that apply to a proxy) is answered by
-# scalwsd with the respond scenario's status, and the upstream never receives
-# a byte of it: the python upstream records every byte it reads.
+# scenario proxy: a request that breaks a [limits] value, could be read two
+# ways (tests/http/test_strict.c's cases that apply to a proxy) or stops
+# half-way (408) is answered by scalwsd with the respond scenario's status,
+# and the upstream never receives a byte of it: the python upstream records
+# every byte it reads.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +14,7 @@ trap 'kill -KILL $PY_PID 2>/dev/null || true; cleanup' EXIT
 for _ in $(seq 1 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
 UP=$(cat "$T/up.port")
 
-start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\n[limits]\nheader_bytes = 1k\nheader_count = 10\nuri_length = 64\nbody_size = 100"
+start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\n[limits]\nheader_bytes = 1k\nheader_count = 10\nuri_length = 64\nbody_size = 100\nheader_timeout = 1s"
 touch "$T/rec"
 recorded() { stat -c %s "$T/rec"; }
 
@@ -196,8 +197,14 @@ sleep 0.3
 [ "$(recorded)" = "$(($(stat -c %s "$T/rec")))" ] || true
 grep -c 'Content-Length: 3' "$T/rec" >/dev/null && fail "a refused request reached the upstream"
 
+# Half a request, then silence: 408 (header_timeout), and nothing forwarded.
+before=$(recorded)
+r=$(raw 'GET /half HTTP/1.1\r\nHost: a\r\n' 4)
+case $r in "HTTP/1.1 408 "*) ;; *) fail "header timeout: $r" ;; esac
+[ "$(recorded)" = "$before" ] || fail "half a request reached the upstream"
+
 m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
-for st in 400 413 414 431; do
+for st in 400 408 413 414 431; do
     echo "$m" | grep -E "scalwsd_errors_total\{loop=\"0\",status=\"$st\"\} [1-9]" >/dev/null ||
         fail "metrics lack errors for $st: $(echo "$m" | grep errors_total)"
 done
