@@ -70,8 +70,20 @@ static int on_value(llhttp_t *p, const char *at, size_t n) {
 static int on_headers(llhttp_t *p) {
     sws_msg *m = of(p);
     m->headers_done = true;
+    /* llhttp 8.1 takes "HTTP/1.1  200 OK" as status 0, and two-digit or
+     * "000"/"999" codes as they are: none may pass on to a client. Found by
+     * fuzz_response (RFC 9110 15: a status code is three digits, 100..599). */
+    if (p->type == HTTP_RESPONSE && (p->status_code < 100 || p->status_code > 599))
+        return -1;
     int rc = m->cb->on_head(m->user, m);
-    return rc < 0 ? -1 : rc;
+    if (rc < 0)
+        return -1;
+    /* A 1xx answer never has content (RFC 9112 6.3), but llhttp 8.1 reads a
+     * body after 103 or 199 with a Content-Length, which the proxy would have
+     * passed on. Found by fuzz_response. */
+    if (p->type == HTTP_RESPONSE && p->status_code / 100 == 1)
+        return 1;
+    return rc;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {

@@ -22,7 +22,8 @@ typedef struct sws_msg_field {
 struct sws_msg;
 
 /* Callbacks. on_head returns 0, 1 (response only: no body follows, the answer
- * to HEAD) or -1 to stop with an error; on_body and on_done return 0 or -1. */
+ * to HEAD) or -1 to stop with an error; on_body and on_done return 0 or -1.
+ * A 1xx response never has a body, whatever on_head returns. */
 typedef struct sws_msg_cb {
     int (*on_head)(void *user, struct sws_msg *m);
     int (*on_body)(void *user, const char *data, size_t len);

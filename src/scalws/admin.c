@@ -67,7 +67,8 @@ static char *metrics_text(sws_server *s, size_t *len) {
       recv_starved);
     M("scalwsd_send_timeouts_total", "counter", "Writes cut by send_timeout.", send_timeouts);
 #undef M
-    static const char *const codes[SWS_ST_N] = {"400", "408", "413", "414", "431", "other"};
+    static const char *const codes[SWS_ST_N] = {"400", "408", "413", "414",
+                                                "431", "502", "504", "other"};
     fprintf(f, "# HELP scalwsd_errors_total Error answers by status.\n"
                "# TYPE scalwsd_errors_total counter\n");
     for (int i = 0; i < s->nloops; i++)

@@ -40,15 +40,21 @@ typedef struct px_sess {
     bool req_done, resp_started, resp_done, resp_info, resp_up_ka;
     bool req_ka, req_head, req_chunked, req_http10, idem;
     bool resp_chunked_out, retried, replay_over;
-    bool linger;    /* closing with part of a request unread: half-close and drain first */
-    bool lingering; /* write side shut; input is read and dropped until EOF or timeout */
-    int bad_status; /* chosen by a callback that refused the request */
-    uint32_t up;    /* pool slot, or SWS_NIL */
+    bool linger;      /* closing with part of a request unread: half-close and drain first */
+    bool lingering;   /* write side shut; input is read and dropped until EOF or timeout */
+    int bad_status;   /* chosen by a callback that refused the request */
+    int chk_status;   /* the strict parser refused what follows chk_off with this status */
+    uint32_t chk_off; /* in[] bytes the strict parser has passed: only these reach req */
+    uint32_t up;      /* pool slot, or SWS_NIL */
     uint64_t deadline, up_deadline;
     uint64_t t0_us;
     struct px_sess *prev, *next;
     uint32_t in_off, in_len, olen, wlen, rlen;
     char peer[48];
+    /* The respond scenario's strict parser, with the loop's limits, sees every
+     * client byte before req does: a request that breaks a limit or could be
+     * read two ways is refused before a byte of it is forwarded. */
+    sws_http_parser chk;
     sws_msg req, resp;
     char in[PX_IN];
     char out[PX_OUT];
@@ -178,6 +184,13 @@ static int req_head(void *user, sws_msg *m) {
     }
     s->up = (uint32_t)rc;
     sws_up_conn *u = px->pool.slots[rc];
+    if (u->read_armed && PX_OUT - s->olen < SWS_UP_RBUF + PX_HEAD_SLACK) {
+        /* The idle watch read would become this exchange's first response
+         * read, but the output has no room for a full one yet (an answer
+         * before is still flushing): cancel it, and send once it is back. */
+        tl_cancel(px->w->loop, u->read_op);
+        u->cancelling = true;
+    }
     s->rlen = 0;
     s->replay_over = false;
     s->retried = false;
@@ -417,8 +430,32 @@ static void stop_reading(sws_proxy *px, px_sess *s) {
         tl_cancel(px->w->loop, s->read_op);
 }
 
-/* An answer of our own (400, 502, 504...): the connection ends after it. */
-static void answer_error(sws_proxy *px, px_sess *s, int status) {
+static int status_slot(int status) {
+    switch (status) {
+    case 400:
+        return SWS_ST_400;
+    case 408:
+        return SWS_ST_408;
+    case 413:
+        return SWS_ST_413;
+    case 414:
+        return SWS_ST_414;
+    case 431:
+        return SWS_ST_431;
+    case 502:
+        return SWS_ST_502;
+    case 504:
+        return SWS_ST_504;
+    default:
+        return SWS_ST_OTHER;
+    }
+}
+
+/* An answer of our own (400, 502, 504...): the connection ends after it. It
+ * counts in errors_total by status, like the respond scenario's; a request
+ * that was read whole and then failed upstream (502, 504) counts in
+ * requests_total as well, since it was answered. */
+static void answer_error(sws_proxy *px, px_sess *s, int status, bool request) {
     sws_up_conn *u = up_of(px, s);
     if (u) {
         sws_pool_release(&px->pool, u, false);
@@ -426,10 +463,9 @@ static void answer_error(sws_proxy *px, px_sess *s, int status) {
     }
     size_t n =
         sws_http_error(s->out + s->olen, PX_OUT - s->olen, status, px->w->date.str, s->req_head);
-    SWS_ADD(px->w->ctr.errors[status == 400   ? SWS_ST_400
-                              : status == 431 ? SWS_ST_431
-                                              : SWS_ST_OTHER],
-            1);
+    SWS_ADD(px->w->ctr.errors[status_slot(status)], 1);
+    if (request)
+        SWS_ADD(px->w->ctr.requests, 1);
     s->close_after = true;
     if (!s->req_done)
         s->linger = true;
@@ -444,10 +480,21 @@ static void answer_error(sws_proxy *px, px_sess *s, int status) {
         sess_end(px, s);
 }
 
+/* A request is held until it is complete, or until its output holds this
+ * much (a body larger than that is streamed): a fault that the strict parser
+ * finds late in a request that fits never reaches the upstream at all, and
+ * one later in a streamed body ends the upstream connection mid-request. At
+ * this level there is always room for one more read (process_client). */
+#define PX_UP_HOLD (SWS_UP_OBUF - PX_IN - PX_HEAD_SLACK)
+
 static void flush_up(sws_proxy *px, px_sess *s) {
     sws_up_conn *u = up_of(px, s);
     if (!u || u->state != SWS_UP_BUSY || u->write_inflight || u->olen == 0)
         return;
+    if (!s->req_done && u->olen <= PX_UP_HOLD)
+        return;
+    if (u->cancelling)
+        return; /* bytes that came while it was idle must not pass for the answer */
     tl_op op;
     if (tl_write(px->w->loop, u->h, u->obuf, u->olen, SWS_TOKEN(u->index, SWS_UP_T_WRITE), &op) <
         0) {
@@ -456,6 +503,7 @@ static void flush_up(sws_proxy *px, px_sess *s) {
     }
     u->wlen = u->olen;
     u->write_inflight = true;
+    u->sent = true;
 }
 
 static void arm_up_read(sws_proxy *px, px_sess *s) {
@@ -464,14 +512,13 @@ static void arm_up_read(sws_proxy *px, px_sess *s) {
         return;
     if (PX_OUT - s->olen < SWS_UP_RBUF + PX_HEAD_SLACK)
         return; /* back-pressure: the client has not taken what we have */
-    tl_op op;
-    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, SWS_TOKEN(u->index, SWS_UP_T_READ), &op) ==
-        0)
+    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, SWS_TOKEN(u->index, SWS_UP_T_READ),
+                &u->read_op) == 0)
         u->read_armed = true;
 }
 
 static void client_arm_read(sws_proxy *px, px_sess *s) {
-    if (s->read_armed || s->closing || s->close_after || s->eof || s->req_done ||
+    if (s->read_armed || s->closing || s->close_after || s->eof || s->req_done || s->chk_status ||
         s->in_len >= PX_IN)
         return;
     sws_up_conn *u = up_of(px, s);
@@ -487,13 +534,14 @@ static void client_arm_read(sws_proxy *px, px_sess *s) {
 
 /* The upstream failed. Retries once, on a fresh connection, a request sent on
  * a pooled connection that died before a response byte, when the method is
- * idempotent and everything sent is still at hand. */
+ * idempotent (or nothing was sent yet) and everything sent is still at hand:
+ * a request whose copy passed PX_REPLAY (16 KiB) is answered 502 instead. */
 static void up_fail(sws_proxy *px, px_sess *s, enum sws_up_err kind, int status) {
     sws_up_conn *u = up_of(px, s);
     if (!u)
         return;
-    bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && s->idem && !s->retried &&
-                 !s->replay_over && !s->resp_started;
+    bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && (s->idem || !u->sent) &&
+                 !s->retried && !s->replay_over && !s->resp_started;
     int upstream = u->upstream;
     sws_pool_release(&px->pool, u, false);
     s->up = SWS_NIL;
@@ -513,7 +561,7 @@ static void up_fail(sws_proxy *px, px_sess *s, enum sws_up_err kind, int status)
     }
     sws_up_error(&px->pool, kind);
     if (!s->resp_started)
-        answer_error(px, s, status);
+        answer_error(px, s, status, true);
     else
         sess_close(px, s); /* never a truncated answer that looks complete */
 }
@@ -546,10 +594,31 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
     process_client(px, s);
 }
 
+/* Runs the strict parser over the bytes it has not seen. It stops at the
+ * start of the feed that failed: a request that starts in this read is not
+ * forwarded at all, one whose head was forwarded earlier ends with its
+ * upstream connection closed before it is complete. */
+static void validate(sws_proxy *px, px_sess *s) {
+    (void)px;
+    while (!s->chk_status && s->chk_off < s->in_len) {
+        size_t used;
+        int st;
+        int rc = sws_http_feed(&s->chk, s->in + s->chk_off, s->in_len - s->chk_off, &used, &st);
+        if (rc == SWS_HTTP_NEED_MORE) {
+            s->chk_off = s->in_len;
+        } else if (rc == SWS_HTTP_REQUEST) {
+            s->chk_off += (uint32_t)used;
+        } else {
+            s->chk_status = st ? st : 400;
+        }
+    }
+}
+
 static void process_client(sws_proxy *px, px_sess *s) {
-    while (!s->closing && !s->close_after && !s->req_done && s->in_off < s->in_len) {
+    validate(px, s);
+    while (!s->closing && !s->close_after && !s->req_done && s->in_off < s->chk_off) {
         sws_up_conn *u = up_of(px, s);
-        uint32_t avail = s->in_len - s->in_off;
+        uint32_t avail = s->chk_off - s->in_off;
         if (u && SWS_UP_OBUF - u->olen < avail + PX_HEAD_SLACK)
             break; /* the upstream has not taken what we have */
         size_t used;
@@ -557,7 +626,7 @@ static void process_client(sws_proxy *px, px_sess *s) {
         if (rc < 0) {
             int st = s->bad_status ? s->bad_status : rc == -E2BIG ? 431 : 400;
             s->bad_status = 0;
-            answer_error(px, s, st);
+            answer_error(px, s, st, st == 502);
             return;
         }
         s->in_off += (uint32_t)used;
@@ -566,12 +635,25 @@ static void process_client(sws_proxy *px, px_sess *s) {
     }
     if (s->closing)
         return;
+    if (s->chk_status && s->in_off == s->chk_off && !s->req_done && !s->close_after) {
+        /* Everything before the refused bytes has been answered. */
+        if (s->resp_started)
+            sess_close(px, s); /* never an error in the middle of an answer */
+        else
+            answer_error(px, s, s->chk_status, false);
+        return;
+    }
     if (!s->read_armed && s->in_off) {
         /* No read is pending into in[]: the unread rest may move. */
         memmove(s->in, s->in + s->in_off, s->in_len - s->in_off);
         s->in_len -= s->in_off;
+        s->chk_off -= s->in_off;
         s->in_off = 0;
     }
+    sws_up_conn *u = up_of(px, s);
+    if (u && u->state == SWS_UP_BUSY && !s->req_done && u->olen && !u->write_inflight)
+        /* Held while the client sends: that wait is not the upstream's. */
+        s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
     if (s->dl_idle && s->req.started) {
         s->dl_idle = false;
         s->deadline = tl_loop_now(px->w->loop) + px->w->cfg->header_timeout_ms;
@@ -712,9 +794,18 @@ static int up_feed(px_sess *s, const char *d, size_t len) {
 
 static void on_up_read(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     u->read_armed = false;
+    bool was_cancelling = u->cancelling;
+    u->cancelling = false;
     px_sess *s = sess_of_up(px, u);
     if (u->state != SWS_UP_BUSY || !s)
         return;
+    if (was_cancelling) {
+        if (e->res == -ECANCELED)
+            process_client(px, s); /* the request may go now */
+        else
+            up_fail(px, s, SWS_UPE_RESET, 502); /* it died (or spoke) while idle; nothing sent */
+        return;
+    }
     if (e->res > 0) {
         u->got_bytes = true;
         s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
@@ -764,7 +855,11 @@ static void on_tick(sws_proxy *px) {
                                                       : SWS_UPE_READ_TIMEOUT,
                         504);
         } else if (!s->write_inflight && s->olen == 0 && now >= s->deadline) {
-            sess_close(px, s);
+            /* Part of a request and then silence: 408, as the respond scenario. */
+            if (!s->lingering && !s->close_after && sws_http_partial(&s->chk))
+                answer_error(px, s, 408, false);
+            else
+                sess_close(px, s);
         }
     }
     if (now >= px->last_expire + 1000 || px->draining) {
@@ -791,6 +886,10 @@ void sws_proxy_dispatch(sws_worker *w, const tl_completion *e) {
         sws_up_conn *u = sws_pool_conn(&px->pool, i);
         if (!u)
             return;
+        if (tag == SWS_UP_T_READ && u->state == SWS_UP_IDLE) {
+            sws_pool_idle_event(&px->pool, u); /* the watch: closed or spoke while idle */
+            return;
+        }
         if (u->owner != w->loop)
             SWS_ADD(px->pool.st.foreign_loop_uses, 1);
         if (tag == SWS_UP_T_CONNECT)
@@ -842,6 +941,7 @@ void sws_proxy_open(sws_worker *w, tl_handle h) {
     s->up = SWS_NIL;
     s->dl_idle = true;
     s->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
+    sws_http_parser_init(&s->chk, &w->limits);
     sws_msg_init(&s->req, HTTP_REQUEST, &req_cb, s);
     sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
     struct sockaddr_storage ss;
@@ -955,6 +1055,12 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
         {"scalwsd_upstream_foreign_loop_uses_total", "counter",
          "Debug: pooled connections used by a loop that does not own them (must stay 0).",
          offsetof(sws_up_stats, foreign_loop_uses)},
+        {"scalwsd_upstream_idle_closed_total", "counter",
+         "Idle pooled connections dropped because the upstream closed them (or sent bytes).",
+         offsetof(sws_up_stats, idle_closed)},
+        {"scalwsd_upstream_handovers_total", "counter",
+         "pool = shared: idle connections taken by another loop than the one that pooled them.",
+         offsetof(sws_up_stats, handovers)},
     };
     for (size_t k = 0; k < sizeof(per_loop) / sizeof(per_loop[0]); k++) {
         metric_head(f, per_loop[k].name, per_loop[k].type, per_loop[k].help);
@@ -967,6 +1073,11 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
             fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", per_loop[k].name, i,
                     atomic_load_explicit(c, memory_order_relaxed));
         }
+    }
+    if (s->cfg->proxy.pool_mode == SWS_POOL_SHARED) {
+        metric_head(f, "scalwsd_upstream_shared_pool_idle", "gauge",
+                    "pool = shared: idle keep-alive connections in the process-wide pool.");
+        fprintf(f, "scalwsd_upstream_shared_pool_idle %" PRIu64 "\n", sws_pool_shared_idle());
     }
     metric_head(f, "scalwsd_upstream_errors_total", "counter", "Upstream failures by kind.");
     for (int i = 0; i < s->nloops; i++) {

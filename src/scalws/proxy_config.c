@@ -75,6 +75,15 @@ int sws_proxy_config_set(sws_proxy_config *p, const char *key, const char *v, ch
             return -EINVAL;
         }
         p->nupstreams = n;
+    } else if (strcmp(key, "pool") == 0) {
+        if (strcmp(v, "per_loop") == 0) {
+            p->pool_mode = SWS_POOL_PER_LOOP;
+        } else if (strcmp(v, "shared") == 0) {
+            p->pool_mode = SWS_POOL_SHARED;
+        } else {
+            snprintf(err, errlen, "bad value '%s' (want per_loop or shared)", v);
+            return -EINVAL;
+        }
     } else if (strcmp(key, "pool_per_loop") == 0) {
         char *e;
         unsigned long n = strtoul(v, &e, 10);

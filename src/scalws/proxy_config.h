@@ -1,5 +1,5 @@
-/* The [proxy] section: upstreams (round-robin), the per-loop pool size and
- * the upstream timeouts. Part of sws_config, read-only once loaded. */
+/* The [proxy] section: upstreams (round-robin), the pool (per loop or
+ * shared) and its size, and the upstream timeouts. Part of sws_config, read-only once loaded. */
 #ifndef SWS_PROXY_CONFIG_H
 #define SWS_PROXY_CONFIG_H
 
@@ -15,10 +15,14 @@ typedef struct sws_upstream_addr {
     socklen_t len;
 } sws_upstream_addr;
 
+enum sws_pool_mode { SWS_POOL_PER_LOOP = 0, SWS_POOL_SHARED };
+
 typedef struct sws_proxy_config {
     int nupstreams;
+    uint8_t pool_mode; /* enum sws_pool_mode */
     sws_upstream_addr up[SWS_UPSTREAMS_MAX];
-    uint32_t pool_per_loop; /* idle keep-alive connections kept per loop per upstream */
+    uint32_t pool_per_loop; /* idle keep-alive connections kept per loop per upstream (shared:
+                               that many per loop in the one pool) */
     uint32_t connect_timeout_ms;
     uint32_t read_timeout_ms;
     uint32_t idle_timeout_ms;

@@ -25,7 +25,18 @@ typedef _Atomic uint64_t sws_ctr;
                           memory_order_relaxed)
 #define SWS_GET(c) atomic_load_explicit(&(c), memory_order_relaxed)
 
-enum { SWS_ST_400, SWS_ST_408, SWS_ST_413, SWS_ST_414, SWS_ST_431, SWS_ST_OTHER, SWS_ST_N };
+/* Error answers by status; 502 and 504 come from the proxy scenario. */
+enum {
+    SWS_ST_400,
+    SWS_ST_408,
+    SWS_ST_413,
+    SWS_ST_414,
+    SWS_ST_431,
+    SWS_ST_502,
+    SWS_ST_504,
+    SWS_ST_OTHER,
+    SWS_ST_N
+};
 
 typedef struct sws_counters {
     sws_ctr requests;

@@ -1,6 +1,9 @@
-/* Per-loop upstream connection pools. A pool belongs to one worker's loop and
- * is touched only by that loop's thread: an idle connection opened by loop i
- * is only ever handed out again on loop i (ADR-0029's follow-up). */
+/* Upstream connection pools. A pool belongs to one worker's loop and is
+ * touched only by that loop's thread: with [proxy] pool = per_loop (the
+ * default) an idle connection opened by loop i is only ever handed out again
+ * on loop i (ADR-0029's follow-up). pool = shared is the baseline it is
+ * measured against: idle connections are detached into one process-wide,
+ * mutex-protected stack and attached by whichever loop takes them. */
 #ifndef SWS_UPSTREAM_H
 #define SWS_UPSTREAM_H
 
@@ -33,6 +36,8 @@ typedef struct sws_up_stats {
     sws_up_ctr retries;
     sws_up_ctr idle; /* gauge: connections in the pool now */
     sws_up_ctr foreign_loop_uses;
+    sws_up_ctr idle_closed; /* idle connections dropped: the upstream closed or spoke */
+    sws_up_ctr handovers;   /* shared: taken by another loop than the one that pooled it */
     sws_up_ctr errors[SWS_UPE_N];
     sws_up_ctr lat[SWS_UP_LAT_BUCKETS + 1]; /* cumulative-free counts; last is +Inf */
     sws_up_ctr lat_sum_us;
@@ -57,8 +62,11 @@ typedef struct sws_up_conn {
     bool reused;    /* taken from the pool for the current exchange */
     bool got_bytes; /* a response byte arrived in the current exchange */
     bool read_armed;
+    bool cancelling; /* the idle watch read is being cancelled: send nothing yet */
+    bool sent;       /* a byte of the current request was written */
     bool write_inflight;
     tl_handle h;
+    tl_op read_op;
     tl_loop *owner; /* the loop that opened it: the only loop that may use it */
     uint32_t sess;  /* session slot, or UINT32_MAX */
     uint64_t idle_since;
@@ -79,6 +87,7 @@ typedef struct sws_pool {
     uint32_t live; /* slots not free */
     uint32_t rr;
     bool draining;
+    bool shared_user; /* counted among the shared pool's users */
     sws_up_stats st;
 } sws_pool;
 
@@ -97,8 +106,17 @@ void sws_pool_free(sws_pool *p);
 int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int upstream_hint);
 
 /* Ends an exchange: back to the pool when keep and there is room, else closed.
- * No operation may be pending on it when keep is true. */
+ * No operation may be pending on it when keep is true. Per loop, an idle
+ * connection keeps a read armed into rbuf (its watch); shared, it is
+ * detached. */
 void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep);
+
+/* The watch read of an idle connection completed (end of stream, an error or
+ * bytes nobody asked for): it leaves the pool and is closed at once. */
+void sws_pool_idle_event(sws_pool *p, sws_up_conn *u);
+
+/* Idle connections in the shared pool now (pool = shared). Any thread. */
+uint64_t sws_pool_shared_idle(void);
 
 /* Closes idle connections older than idle_timeout (all of them when draining). */
 void sws_pool_expire(sws_pool *p, uint64_t now);

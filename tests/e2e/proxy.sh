@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scenario proxy in front of another scalwsd (respond): answers pass through,
 # keep-alive reuses pooled upstream connections (visible in /metrics) and no
-# pooled connection is ever used by a loop that does not own it.
+# pooled connection is ever used by a loop that does not own it, with either
+# pool (per_loop, shared).
 . "$(dirname "$0")/lib.sh"
 
 # The upstream: a second scalwsd in respond mode on its own port.
@@ -78,4 +79,26 @@ echo "$m" | grep -q '^scalwsd_upstream_errors_total{loop="0",kind="refused"} 0' 
 
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
-echo "ok (connects $connects, reuses $reuses, foreign $foreign)"
+
+# pool = shared: one process-wide pool. A connection pooled by one loop is
+# taken by the other (a handover, counted), attached there and used only
+# there: the foreign-loop counter stays 0.
+start_sws "scenario = proxy\nevent_loops = 2\n[proxy]\nupstream = 127.0.0.1:$UP\npool_per_loop = 8\npool = shared"
+for _ in $(seq 1 16); do
+    urls=()
+    for i in $(seq 1 5); do urls+=("http://127.0.0.1:$PORT/s$i"); done
+    n=$(curl -s "${urls[@]}" | count 'Hello from scalwsd')
+    [ "$n" = 5 ] || fail "shared pool answers: $n of 5"
+done
+m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
+s_reuses=$(sum scalwsd_upstream_reuses_total)
+s_connects=$(sum scalwsd_upstream_connects_total)
+handovers=$(sum scalwsd_upstream_handovers_total)
+[ "$s_reuses" -gt 50 ] || fail "shared: reuses $s_reuses (connects $s_connects)"
+[ "$s_connects" -le 16 ] || fail "shared: connects $s_connects"
+[ "$handovers" -ge 1 ] || fail "shared: no connection changed loops"
+[ "$(sum scalwsd_upstream_foreign_loop_uses_total)" = 0 ] || fail "shared: foreign-loop uses"
+echo "$m" | grep -q '^scalwsd_upstream_shared_pool_idle [1-9]' || fail "shared: no idle gauge"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "shared: exit $SWS_STATUS"
+echo "ok (connects $connects, reuses $reuses, foreign $foreign; shared: connects $s_connects, reuses $s_reuses, handovers $handovers)"

@@ -3,7 +3,8 @@
 # bodies and chunked both ways, close-delimited answers, 204, and each fault
 # with its answer (502, 504, a cut answer closes the client, a dead pooled
 # connection retried once for idempotent methods only). No client hangs:
-# every curl has -m.
+# every curl has -m. Idle pooled connections are watched: one the upstream
+# closes is dropped at once.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -56,9 +57,18 @@ out=$(raw 'GET /nocontent HTTP/1.1\r\nHost: x\r\n\r\nHEAD /chunked HTTP/1.1\r\nH
 case $out in *part00*) fail "HEAD answered with a body: $out" ;; esac
 [ "$(echo "$out" | tail -n 1)" = ok ] || fail "GET after 204 and HEAD: $out"
 
-# Upstream faults.
+# Upstream faults. A generated 504 counts in requests_total and in
+# errors_total{status="504"}, one each.
+metric() { curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
+req0=$(metric 'scalwsd_requests_total{loop="0"}')
+e504=$(metric 'scalwsd_errors_total{loop="0",status="504"}')
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/slow")
 [ "$code" = 504 ] || fail "slow upstream: $code, want 504"
+[ "$(metric 'scalwsd_requests_total{loop="0"}')" = $((req0 + 1)) ] || fail "504 not in requests_total"
+[ "$(metric 'scalwsd_errors_total{loop="0",status="504"}')" = $((e504 + 1)) ] ||
+    fail "504 not in errors_total: $(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep errors_total)"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/badstatus")
+[ "$code" = 502 ] || fail "status line with two spaces (status 0 to llhttp): $code, want 502"
 rc=0
 "${C[@]}" -o "$T/out" "$URL/cut" || rc=$?
 [ "$rc" = 18 ] || fail "cut answer: curl exit $rc, want 18 (partial file)"
@@ -71,6 +81,15 @@ sleep 0.2
 sleep 0.2
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' --data 'a=1' "$URL/post")
 [ "$code" = 502 ] || fail "POST on a dead pooled connection: $code, want 502"
+# PUT is retried while what was sent fits the 16 KiB replay copy, not past it.
+"${C[@]}" -o /dev/null "$URL/die" || fail "die 3"
+sleep 0.2
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -X PUT --data-binary @<(head -c 1000 /dev/zero) "$URL/put")
+[ "$code" = 200 ] || fail "small PUT on a dead pooled connection: $code, want 200 (retried)"
+"${C[@]}" -o /dev/null "$URL/die" || fail "die 4"
+sleep 0.2
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -X PUT -H 'Expect:' --data-binary @<(head -c 20000 /dev/zero) "$URL/put")
+[ "$code" = 502 ] || fail "20 KB PUT on a dead pooled connection: $code, want 502 (not retried)"
 
 m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
 val() { echo "$m" | awk -v n="$1" '$1 == n { print $2 }'; }
@@ -83,6 +102,41 @@ val() { echo "$m" | awk -v n="$1" '$1 == n { print $2 }'; }
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
 
+# An idle pooled connection the upstream closes leaves the pool at once (its
+# watch read sees the end of stream): the next request goes on a fresh
+# connection, not through the retry path.
+start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP"
+URL="http://127.0.0.1:$PORT"
+[ "$("${C[@]}" "$URL/idleclose")" = bye ] || fail "idleclose"
+for _ in $(seq 1 30); do
+    [ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0"}')" = 1 ] && break
+    sleep 0.1
+done
+[ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0"}')" = 1 ] || fail "idle close not seen"
+[ "$(metric 'scalwsd_upstream_pool_idle{loop="0"}')" = 0 ] || fail "closed connection still pooled"
+reuses=$(metric 'scalwsd_upstream_reuses_total{loop="0"}')
+connects=$(metric 'scalwsd_upstream_connects_total{loop="0"}')
+[ "$("${C[@]}" "$URL/after")" = ok ] || fail "GET after an idle close"
+[ "$(metric 'scalwsd_upstream_retries_total{loop="0"}')" = 0 ] || fail "went through the retry path"
+[ "$(metric 'scalwsd_upstream_reuses_total{loop="0"}')" = "$reuses" ] ||
+    fail "reused a closed connection"
+[ "$(metric 'scalwsd_upstream_connects_total{loop="0"}')" = $((connects + 1)) ] ||
+    fail "no fresh connection"
+stop_sws
+
+# pool = shared: a detached idle connection has no read armed; the loop that
+# takes one peeks first, so one the upstream closed is dropped, not reused.
+start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\npool = shared"
+URL="http://127.0.0.1:$PORT"
+[ "$("${C[@]}" "$URL/idleclose")" = bye ] || fail "shared: idleclose"
+sleep 0.6
+[ "$(metric 'scalwsd_upstream_shared_pool_idle')" = 1 ] || fail "shared: not pooled"
+[ "$("${C[@]}" "$URL/after")" = ok ] || fail "shared: GET after an idle close"
+[ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0"}')" = 1 ] || fail "shared: close not seen"
+[ "$(metric 'scalwsd_upstream_retries_total{loop="0"}')" = 0 ] ||
+    fail "shared: went through the retry path"
+stop_sws
+
 # Refused: nothing listens on the upstream port.
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:1"
 URL="http://127.0.0.1:$PORT"
@@ -90,6 +144,8 @@ code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/")
 [ "$code" = 502 ] || fail "refused upstream: $code, want 502"
 m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
 echo "$m" | grep -q 'kind="refused"} [1-9]' || fail "refused not counted"
+echo "$m" | grep -q '^scalwsd_errors_total{loop="[0-9]*",status="502"} [1-9]' ||
+    fail "502 not in errors_total: $(echo "$m" | grep errors_total)"
 stop_sws
 
 # Bad values: one line naming file, line and key; exit 2.

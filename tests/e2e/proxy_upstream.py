@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A small upstream for the proxy e2e tests: each path is one behaviour
 (echo, chunked, close-delimited, slow, cut, die after answering). It writes
-its port to argv[1] and stops by itself after argv[2] seconds."""
+its port to argv[1] and stops by itself after argv[2] seconds. With argv[3],
+every byte it receives is appended to that file (to prove what a proxy never
+forwarded), and the number of connections it accepted is kept in argv[3].conns."""
 import socket
 import sys
 import threading
@@ -37,10 +39,11 @@ def read_body(f, fields):
 
 def serve(conn):
     f = conn.makefile("rb")
+    doomed = False
     try:
         while True:
             head = read_head(f)
-            if not head:
+            if not head or doomed:
                 return
             method, path, _ = head[0].split(" ", 2)
             fields = {}
@@ -75,8 +78,19 @@ def serve(conn):
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"y" * 1000)
                 return
             elif path.startswith("/die"):
-                # Looks keep-alive, then the connection dies: the proxy pools it.
+                # Looks keep-alive and stays open while idle (the proxy pools
+                # it), then dies on the next request without answering it.
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ndie")
+                doomed = True
+            elif path.startswith("/badstatus"):
+                # Two spaces: llhttp alone would read status 0.
+                conn.sendall(b"HTTP/1.1  200 OK\r\nContent-Length: 2\r\n\r\nok")
+                return
+            elif path.startswith("/idleclose"):
+                # Looks keep-alive, then closes the idle connection, as an
+                # upstream's keep-alive timeout does.
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nbye")
+                time.sleep(0.3)
                 return
             else:
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
@@ -88,20 +102,47 @@ def serve(conn):
         conn.close()
 
 
+RECORD = sys.argv[3] if len(sys.argv) > 3 else None
+LOCK = threading.Lock()
+
+
+class RecSocket(socket.socket):
+    """A socket whose reads are recorded; accept() makes more of them."""
+
+    def accept(self):
+        fd, addr = self._accept()
+        sock = RecSocket(self.family, self.type, self.proto, fileno=fd)
+        sock.setblocking(True)
+        return sock, addr
+
+    def recv_into(self, buf, nbytes=0, flags=0):
+        n = super().recv_into(buf, nbytes, flags)
+        if RECORD and n:
+            with LOCK, open(RECORD, "ab") as rf:
+                rf.write(bytes(memoryview(buf)[:n]))
+        return n
+
+
 def main():
-    s = socket.socket()
+    s = RecSocket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
     s.listen(64)
     with open(sys.argv[1], "w") as pf:
         pf.write(str(s.getsockname()[1]))
     deadline = time.time() + float(sys.argv[2])
+    conns_seen = [0]
     s.settimeout(0.5)
     while time.time() < deadline:
         try:
             c, _ = s.accept()
         except socket.timeout:
             continue
+        if RECORD:
+            with LOCK:
+                conns = conns_seen[0] = conns_seen[0] + 1
+                with open(RECORD + ".conns", "w") as cf:
+                    cf.write(str(conns))
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 

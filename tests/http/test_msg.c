@@ -166,6 +166,13 @@ static void bad_responses_refused(void **state) {
         "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
         "HTTP/1.1 abc OK\r\n\r\n",
         "NOTHTTP\r\n\r\n",
+        /* Status codes llhttp passes through (fuzz_response): not three digits
+         * in 100..599. Two spaces read as status 0. */
+        "HTTP/1.1  200 OK\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 000 X\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 600 X\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 999 X\r\nContent-Length: 0\r\n\r\n",
     };
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
         seen s = {0};
@@ -173,6 +180,29 @@ static void bad_responses_refused(void **state) {
         sws_msg_init(&m, HTTP_RESPONSE, &cb, &s);
         size_t used;
         assert_true(feed(&m, bad[k], 1000, &used) < 0);
+    }
+}
+
+/* A 1xx answer ends at its head whatever it says (fuzz_response: llhttp read a
+ * body after 103 and 199 with a Content-Length). */
+static void interim_answers_have_no_body(void **state) {
+    (void)state;
+    static const char *const t[] = {
+        "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\nContent-Length: 3\r\n\r\n",
+        "HTTP/1.1 199 Whatever\r\nContent-Length: 3\r\n\r\n",
+        "HTTP/1.1 100 Continue\r\nTransfer-Encoding: chunked\r\n\r\n",
+    };
+    for (size_t k = 0; k < sizeof(t) / sizeof(t[0]); k++) {
+        for (size_t step = 1; step <= 64; step += 63) {
+            seen s = {0};
+            sws_msg m;
+            sws_msg_init(&m, HTTP_RESPONSE, &cb, &s);
+            size_t used;
+            if (feed(&m, t[k], step, &used) != SWS_MSG_DONE)
+                fail_msg("case %zu step %zu: not complete at the end of the head", k, step);
+            assert_int_equal(used, strlen(t[k]));
+            assert_int_equal(s.blen, 0);
+        }
     }
 }
 
@@ -218,6 +248,7 @@ int main(void) {
         cmocka_unit_test(close_delimited_ends_at_eof),
         cmocka_unit_test(cut_answers_are_never_complete),
         cmocka_unit_test(bad_responses_refused),
+        cmocka_unit_test(interim_answers_have_no_body),
         cmocka_unit_test(big_head_is_e2big),
         cmocka_unit_test(requests_pause_between_messages),
     };
