@@ -3,8 +3,8 @@
 # new scalwsd on the same listening sockets, then SIGTERM drains the old one.
 # Every failed request counts (connect error, reset, timeout, short or non-200
 # answer) and the count must be zero; both processes must have served. Runs for
-# reuse_port (one socket per loop) and exclusive (one shared socket) on epoll,
-# and reuse_port on io_uring when the kernel allows it.
+# reuse_port (one socket per loop), exclusive and acceptor threads (one shared
+# socket) on epoll, and reuse_port on io_uring when the kernel allows it.
 # ZLR_BREAK=restart (stop, then start a fresh one: the usual restart) shows that
 # the test sees lost requests: it then asserts that errors were counted.
 . "$(dirname "$0")/lib.sh"
@@ -69,8 +69,8 @@ run() {
     local label=$1 ini=$2
     start_sws "$ini"
     local old=$SWS_PID
-    load 6 "$T/load"
-    sleep 2
+    load 5 "$T/load"
+    sleep 1.5
     case "${ZLR_BREAK:-}" in
     restart)
         stop_sws
@@ -124,6 +124,7 @@ run() {
 
 run "reuse_port epoll" "event_loops = 2\naccept = reuse-port\nbackend = epoll"
 run "exclusive epoll" "event_loops = 2\naccept = exclusive\nbackend = epoll"
+run "acceptor epoll" "event_loops = 2\naccept = acceptor\nbackend = epoll"
 if start_sws_try "event_loops = 2\nbackend = uring" && grep -q "backend uring" "$T/log"; then
     stop_sws
     : >"$T/log"
