@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP); /* reported, never the default action (exit) */
+    sigaddset(&set, SIGHUP);  /* reported, never the default action (exit) */
     sigaddset(&set, SIGUSR2); /* re-exec on the same sockets (reexec.c) */
     sigaddset(&set, SIGCHLD); /* how that new process ended, if it did */
     pthread_sigmask(SIG_BLOCK, &set, NULL);

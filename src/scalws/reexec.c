@@ -56,8 +56,9 @@ void sws_inherit_parse(void) {
                 p = p[len] == ':' ? p + len + 1 : NULL;
             fcntl(fd, F_SETFD, FD_CLOEXEC);
             if (!listening_stream(fd)) {
-                fprintf(stderr, "scalwsd: inherited fd %d is not a listening stream socket; "
-                                "ignored\n",
+                fprintf(stderr,
+                        "scalwsd: inherited fd %d is not a listening stream socket; "
+                        "ignored\n",
                         fd);
                 continue;
             }

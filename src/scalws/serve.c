@@ -877,8 +877,8 @@ listening:
             if (s->workers[i].listener)
                 s->listen_fds[s->nlisten_fds++] = tl_handle_fd(s->loops[i], s->workers[i].listener);
     char inherited_text[64];
-    snprintf(inherited_text, sizeof(inherited_text), "%d activated socket%s (fd 3%s)",
-             ninherited, ninherited == 1 ? "" : "s", ninherited == 1 ? "" : "..");
+    snprintf(inherited_text, sizeof(inherited_text), "%d activated socket%s (fd 3%s)", ninherited,
+             ninherited == 1 ? "" : "s", ninherited == 1 ? "" : "..");
     fprintf(stderr,
             "scalwsd %s: %s%d loop%s (%s; affinity %d CPU%s, quota %s%d), %d thread%s, accept %s, "
             "backend %s, listening on %s\n",
