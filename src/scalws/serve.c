@@ -761,6 +761,8 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     } else if (ninherited > 1) {
         fprintf(stderr, "scalwsd: %d inherited sockets; the shared model serves the first\n",
                 ninherited);
+        for (int i = 1; i < ninherited; i++)
+            close(inherited[i]); /* not left open and never accepted: refused instead */
         ninherited = 1;
     }
     if (ninherited == 1 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF)) {
