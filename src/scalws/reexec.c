@@ -166,14 +166,25 @@ pid_t sws_reexec(const int *http, int nhttp, int admin) {
     return pid < 0 ? -e : pid;
 }
 
+static pid_t started; /* the process the last SIGUSR2 started, until it exits */
+
 void sws_reexec_on_signal(sws_server *s, int signo, bool draining, int admin) {
     if (signo == SIGCHLD) {
         int st;
         pid_t pid;
-        while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (pid == started)
+                started = 0;
             fprintf(stderr, "scalwsd: new process %d exited (%s %d); this one keeps serving\n",
                     (int)pid, WIFEXITED(st) ? "status" : "signal",
                     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        }
+        return;
+    }
+    if (started > 0) {
+        /* As nginx: one new process at a time, or two would serve after the drain. */
+        fprintf(stderr, "scalwsd: SIGUSR2: new process %d is running already; ignored\n",
+                (int)started);
         return;
     }
     if (draining) {
@@ -185,6 +196,8 @@ void sws_reexec_on_signal(sws_server *s, int signo, bool draining, int admin) {
     if (pid < 0)
         fprintf(stderr, "scalwsd: SIGUSR2: cannot start a new process: %s\n", strerror(-pid));
     else
+        started = pid;
+    if (pid > 0)
         fprintf(stderr,
                 "scalwsd: SIGUSR2: started new process %d on %d listening socket%s; "
                 "SIGTERM this one (%d) once it serves\n",
