@@ -31,12 +31,18 @@ def check(head, body):
     if not head.startswith(b"HTTP/1.1 200") or not body.startswith(b"Hello from scalwsd"):
         raise RuntimeError("answer %r" % (head[:80] + body[:20]))
 def one_close():
-    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    except OSError as e:
+        raise RuntimeError("connect: %r" % e)
     try:
         s.sendall(close_req)
         data = b""
         while True:
-            b = s.recv(65536)
+            try:
+                b = s.recv(65536)
+            except OSError as e:  # says which connection, to look for it server side
+                raise RuntimeError("port %d, after %d bytes: %r" % (s.getsockname()[1], len(data), e))
             if not b:
                 break
             data += b
