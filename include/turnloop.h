@@ -332,14 +332,17 @@ int tl_loop_can_distribute(const tl_loop *loop);
  * loop with tl_loop_post_transport(); loops report TL_OP_ADOPT with token. */
 typedef struct tl_acceptor tl_acceptor;
 
-/* Starts the threads. fd stays the caller's and must outlive tl_acceptor_stop().
- * The loops array is copied. */
+/* Starts the threads. fd stays the caller's and must outlive tl_acceptor_stop();
+ * it is made non-blocking (a file status flag: every descriptor of the socket
+ * sees it). The loops array is copied. Out of descriptors, a thread backs off
+ * for 100 ms rather than spin. */
 int tl_acceptor_start(tl_acceptor **out, int fd, int nthreads, tl_loop **loops, int nloops,
                       tl_handoff_policy policy, uint64_t token);
 
-/* Stops and joins the threads, then frees. shutdown(fd) is what wakes a thread
- * blocked in accept4, so stopping ends the listener itself: connections still
- * in its queue are reset. Stop accepting this way only when the server stops. */
+/* Stops and joins the threads, then frees. The listener itself is left alone
+ * (never shutdown()): it may be shared with another process, as in a re-exec
+ * restart or socket activation; connections in its queue stay there, for
+ * whoever else accepts on it. Close fd to end it. */
 void tl_acceptor_stop(tl_acceptor *a);
 
 /* Connections accepted by the threads so far, and handed to loop i. */

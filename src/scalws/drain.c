@@ -5,6 +5,7 @@
 #include "sws.h"
 
 #include "proxy.h"
+#include "reexec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -116,6 +117,8 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
                  * the file again while serving is not built yet. */
                 fprintf(stderr, "scalwsd: SIGHUP: reload is not supported yet; ignored "
                                 "(restart to apply a new configuration)\n");
+            } else if (si.ssi_signo == SIGUSR2 || si.ssi_signo == SIGCHLD) {
+                sws_reexec_on_signal(s, (int)si.ssi_signo, draining, admin_fd);
             } else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
                 signame = si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
                 if (draining) {

@@ -3,7 +3,10 @@
  * Signals are blocked before any thread starts, so only signalfd sees them. */
 #include "sws.h"
 
+#include "reexec.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -28,7 +31,9 @@ static void usage(FILE *f) {
             "  -h, --help               this text\n"
             "  -V, --version            print the version\n"
             "Without options it serves the respond scenario on 127.0.0.1:8080.\n"
-            "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n");
+            "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
+            "SIGUSR2 starts a new scalwsd on the same listening sockets (zero-loss restart);\n"
+            "SIGTERM the old one once the new one serves.\n");
 }
 
 int main(int argc, char **argv) {
@@ -126,7 +131,9 @@ int main(int argc, char **argv) {
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP); /* reported, never the default action (exit) */
+    sigaddset(&set, SIGHUP);  /* reported, never the default action (exit) */
+    sigaddset(&set, SIGUSR2); /* re-exec on the same sockets (reexec.c) */
+    sigaddset(&set, SIGCHLD); /* how that new process ended, if it did */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -135,8 +142,14 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    sws_inherit_parse();
+    sws_reexec_init(argv);
     int admin_fd = -1;
-    if (cfg.admin_enabled) {
+    if (cfg.admin_enabled && sws_inherited_admin() >= 0) {
+        /* A SIGUSR2 re-exec passed the admin socket with the others. */
+        admin_fd = sws_inherited_admin();
+        fcntl(admin_fd, F_SETFL, fcntl(admin_fd, F_GETFL) | O_NONBLOCK);
+    } else if (cfg.admin_enabled) {
         admin_fd = sws_admin_open(&cfg, err, sizeof(err));
         if (admin_fd < 0) {
             fprintf(stderr, "scalwsd: %s\n", err);

@@ -6,6 +6,7 @@
 #include "sws.h"
 
 #include "proxy.h"
+#include "reexec.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,9 +19,6 @@
 #include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#ifdef SWS_HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 #define SWS_CQ_BATCH 256
 #define SWS_SWEEP_MS 1000
@@ -742,21 +740,6 @@ static int probe_busy(const sws_config *cfg) {
     return rc;
 }
 
-/* systemd socket activation (or systemd-socket-activate): the first
- * inherited descriptor, when it is a listening stream socket; else -1. */
-static int activated_fd(void) {
-#ifdef SWS_HAVE_SYSTEMD
-    int n = sd_listen_fds(1);
-    if (n >= 1 && sd_is_socket(SD_LISTEN_FDS_START, AF_UNSPEC, SOCK_STREAM, 1) > 0) {
-        fcntl(SD_LISTEN_FDS_START, F_SETFD, FD_CLOEXEC);
-        if (n > 1)
-            fprintf(stderr, "scalwsd: socket activation passed %d sockets; serving the first\n", n);
-        return SD_LISTEN_FDS_START;
-    }
-#endif
-    return -1;
-}
-
 static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listener) {
     const sws_config *cfg = s->cfg;
     w->index = index;
@@ -839,20 +822,38 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
         s->nloops = cfg->event_loops > 0 ? cfg->event_loops : s->cpus.available;
         s->nthreads = s->nloops;
     }
-    s->pinned = !s->shared && s->nloops <= s->cpus.in_mask;
-    s->workers = calloc((size_t)s->nloops, sizeof(*s->workers));
-    s->loops = calloc((size_t)s->nloops, sizeof(*s->loops));
-    if (!s->workers || !s->loops)
-        return -ENOMEM;
     sws_accept_route route = s->shared ? SWS_ACCEPT_ACCEPTOR : cfg->accept;
-    int activated = activated_fd();
-    if (activated >= 0 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF)) {
+    /* Inherited sockets (socket activation, or the SIGUSR2 re-exec of an
+     * older scalwsd, reexec.c). Several: each is a queue of its own (one per
+     * loop of a reuse_port parent), so every one gets a loop, or connections
+     * queued on it would be lost when the parent closes its copy. */
+    const int *inherited = NULL;
+    int ninherited = sws_inherited_http(&inherited);
+    int activated = ninherited > 0 ? inherited[0] : -1;
+    if (ninherited > 1 && !s->shared) {
+        if (s->nloops < ninherited)
+            s->nloops = s->nthreads = ninherited;
+        route = ninherited == s->nloops ? SWS_ACCEPT_REUSE_PORT : SWS_ACCEPT_HERD;
+    } else if (ninherited > 1) {
+        fprintf(stderr, "scalwsd: %d inherited sockets; the shared model serves the first\n",
+                ninherited);
+        for (int i = 1; i < ninherited; i++)
+            close(inherited[i]); /* not left open and never accepted: refused instead */
+        ninherited = 1;
+    }
+    if (ninherited == 1 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF)) {
         /* One inherited socket cannot be bound once per loop: share it, with
          * EPOLLEXCLUSIVE unless io_uring was asked for by name (it has no
          * wake-one; blocking acceptor threads serve it then). */
         route = cfg->backend != SWS_BACKEND_URING ? SWS_ACCEPT_EXCLUSIVE : SWS_ACCEPT_ACCEPTOR;
     }
     s->route = route;
+    s->pinned = !s->shared && s->nloops <= s->cpus.in_mask;
+    s->workers = calloc((size_t)s->nloops, sizeof(*s->workers));
+    s->loops = calloc((size_t)s->nloops, sizeof(*s->loops));
+    s->listen_fds = calloc((size_t)s->nloops, sizeof(*s->listen_fds));
+    if (!s->workers || !s->loops || !s->listen_fds)
+        return -ENOMEM;
     for (int i = 0; i < s->nloops; i++) {
         bool has_listener = route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_EXCLUSIVE ||
                             route == SWS_ACCEPT_HERD || (route == SWS_ACCEPT_HANDOFF && i == 0);
@@ -867,6 +868,16 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     s->backend = tl_loop_backend(s->loops[0]);
 
     const struct sockaddr *addr = (const struct sockaddr *)&cfg->listen.ss;
+    if (ninherited > 1) {
+        /* Loop i serves inherited socket i % n: all of them when counts match. */
+        rc = 0;
+        for (int i = 0; i < s->nloops && rc == 0; i++)
+            rc = tl_listen_shared(s->loops[i], inherited[i % ninherited], 0,
+                                  &s->workers[i].listener);
+        for (int i = 0; i < ninherited; i++)
+            close(inherited[i]); /* the loops hold duplicates */
+        goto listening;
+    }
     switch (route) {
     case SWS_ACCEPT_REUSE_PORT: {
         tl_handle hs[s->nloops];
@@ -904,6 +915,7 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
                                   &s->workers[i].listener);
         break;
     }
+listening:
     if (rc < 0) {
         snprintf(err, errlen, "%s: cannot listen on %s (accept %s): %s", cfg->listen_origin,
                  cfg->listen.text, sws_accept_name(route),
@@ -937,6 +949,16 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
         }
     }
 
+    /* What a SIGUSR2 re-exec passes on: each distinct listening socket once. */
+    if (s->shared_fd >= 0)
+        s->listen_fds[s->nlisten_fds++] = s->shared_fd;
+    else
+        for (int i = 0; i < s->nloops && i < (ninherited > 1 ? ninherited : s->nloops); i++)
+            if (s->workers[i].listener)
+                s->listen_fds[s->nlisten_fds++] = tl_handle_fd(s->loops[i], s->workers[i].listener);
+    char inherited_text[64];
+    snprintf(inherited_text, sizeof(inherited_text), "%d activated socket%s (fd 3%s)", ninherited,
+             ninherited == 1 ? "" : "s", ninherited == 1 ? "" : "..");
     fprintf(stderr,
             "scalwsd %s: %s%d loop%s (%s; affinity %d CPU%s, quota %s%d), %d thread%s, accept %s, "
             "backend %s, listening on %s\n",
@@ -944,7 +966,7 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
             cfg->event_loops < 0 ? "auto" : "configured", s->cpus.in_mask,
             s->cpus.in_mask == 1 ? "" : "s", s->cpus.quota_cpus ? "" : "none/", s->cpus.quota_cpus,
             s->nthreads, s->nthreads == 1 ? "" : "s", sws_accept_name(route), s->backend,
-            activated >= 0 ? "an activated socket (fd 3)" : cfg->listen.text);
+            activated >= 0 ? inherited_text : cfg->listen.text);
     if (!s->pinned && !s->shared)
         fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
                 s->cpus.in_mask);
@@ -1008,6 +1030,7 @@ void sws_server_free(sws_server *s) {
     if (s->shared_fd >= 0)
         close(s->shared_fd);
     close(s->done_fd);
+    free(s->listen_fds);
     free(s->workers);
     free(s->loops);
 }

@@ -187,6 +187,8 @@ typedef struct sws_server {
     tl_handoff *handoff;
     tl_acceptor *acceptor;
     int shared_fd; /* the listening socket of exclusive/herd/acceptor, or -1 */
+    int *listen_fds; /* every distinct listening socket, for a SIGUSR2 re-exec */
+    int nlisten_fds;
     pthread_mutex_t shared_lock;
     pthread_t *threads; /* shared model */
     int done_fd;        /* eventfd: a worker thread has finished */

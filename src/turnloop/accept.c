@@ -5,10 +5,14 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 typedef struct placement {
@@ -119,34 +123,69 @@ uint64_t tl_handoff_count(const tl_handoff *ho, int worker) {
 
 /* ---- acceptor threads (yahns) ---------------------------------------------- */
 
+/* Each thread waits in its own epoll set, on the listener with EPOLLEXCLUSIVE
+ * (the kernel wakes one waiter per connection, as a blocking accept4 would)
+ * and on a stop eventfd. Stopping never touches the listener: it may be
+ * shared with another process (a re-exec restart, socket activation), where a
+ * shutdown() would end it for that process too and reset its queue. */
 struct tl_acceptor {
     placement place;
     int fd;
+    int stop_fd;
     uint64_t token;
     int nthreads;
     pthread_t *threads;
+    int *epfd;
     atomic_int stopping;
 };
 
+typedef struct acceptor_arg {
+    tl_acceptor *a;
+    int epfd;
+} acceptor_arg;
+
 static void *acceptor_main(void *arg) {
-    tl_acceptor *a = arg;
+    tl_acceptor *a = ((acceptor_arg *)arg)->a;
+    int epfd = ((acceptor_arg *)arg)->epfd;
+    free(arg);
     while (!atomic_load_explicit(&a->stopping, memory_order_acquire)) {
-        /* Blocking accept: the kernel queues waiters exclusively and FIFO, so it
-         * wakes exactly one thread per connection, in turn. */
         int fd = accept4(a->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
-                continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                usleep(100 * 1000); /* out of descriptors: back off, do not spin */
+            int e = errno;
+            if (e == EAGAIN || e == EWOULDBLOCK) {
+                struct epoll_event ev[2];
+                if (epoll_wait(epfd, ev, 2, -1) < 0 && errno != EINTR)
+                    break;
                 continue;
             }
-            break; /* EINVAL after shutdown(): we are stopping */
+            if (e == EINTR || e == ECONNABORTED || e == EPROTO)
+                continue;
+            if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+                /* Out of descriptors: back off, do not spin; still stoppable. */
+                struct pollfd p = {.fd = a->stop_fd, .events = POLLIN};
+                poll(&p, 1, 100);
+                continue;
+            }
+            break; /* the listener is gone */
         }
         tl_detached d = {.fd = fd, .kind = TL_H_STREAM};
         placement_send(&a->place, placement_pick(&a->place), &d, a->token); /* closes on error */
     }
     return NULL;
+}
+
+static void acceptor_free(tl_acceptor *a) {
+    for (int i = 0; i < a->nthreads; i++)
+        pthread_join(a->threads[i], NULL);
+    for (int i = 0; a->epfd && i < a->nthreads + 1; i++)
+        if (a->epfd[i] >= 0)
+            close(a->epfd[i]);
+    if (a->stop_fd >= 0)
+        close(a->stop_fd);
+    free(a->epfd);
+    free(a->threads);
+    placement_fini(&a->place);
+    free(a);
 }
 
 int tl_acceptor_start(tl_acceptor **out, int fd, int nthreads, tl_loop **loops, int nloops,
@@ -163,18 +202,42 @@ int tl_acceptor_start(tl_acceptor **out, int fd, int nthreads, tl_loop **loops, 
     }
     a->fd = fd;
     a->token = token;
-    tl__listener_nodelay(fd);
     atomic_init(&a->stopping, 0);
+    a->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     a->threads = calloc((size_t)nthreads, sizeof *a->threads);
-    if (!a->threads) {
-        placement_fini(&a->place);
-        free(a);
-        return -ENOMEM;
+    a->epfd = malloc(((size_t)nthreads + 1) * sizeof *a->epfd);
+    /* A thread woken with another must not block in accept4 where stop
+     * cannot reach it: the listener is made non-blocking. */
+    int fl = fcntl(fd, F_GETFL);
+    err = a->stop_fd < 0 || fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+    if (err == 0 && (!a->threads || !a->epfd))
+        err = -ENOMEM;
+    for (int i = 0; a->epfd && i <= nthreads; i++)
+        a->epfd[i] = -1;
+    if (err < 0) {
+        acceptor_free(a);
+        return err;
     }
+    tl__listener_nodelay(fd);
     for (; a->nthreads < nthreads; a->nthreads++) {
-        err = -pthread_create(&a->threads[a->nthreads], NULL, acceptor_main, a);
+        int ep = epoll_create1(EPOLL_CLOEXEC);
+        a->epfd[a->nthreads] = ep;
+        struct epoll_event lev = {.events = EPOLLIN | EPOLLEXCLUSIVE};
+        struct epoll_event sev = {.events = EPOLLIN};
+        acceptor_arg *arg = malloc(sizeof *arg);
+        err = 0;
+        if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &lev) < 0 ||
+            epoll_ctl(ep, EPOLL_CTL_ADD, a->stop_fd, &sev) < 0)
+            err = -errno;
+        else if (!arg)
+            err = -ENOMEM;
+        if (err == 0) {
+            *arg = (acceptor_arg){.a = a, .epfd = ep};
+            err = -pthread_create(&a->threads[a->nthreads], NULL, acceptor_main, arg);
+        }
         if (err < 0) {
-            tl_acceptor_stop(a);
+            free(arg);
+            tl_acceptor_stop(a); /* closes epfd[0..nthreads], this one's included */
             return err;
         }
     }
@@ -186,14 +249,12 @@ void tl_acceptor_stop(tl_acceptor *a) {
     if (!a)
         return;
     atomic_store_explicit(&a->stopping, 1, memory_order_release);
-    /* shutdown() on a listening socket wakes every thread blocked in accept4
-     * (EINVAL); it also ends the listener, which is what stopping means. */
-    shutdown(a->fd, SHUT_RDWR);
-    for (int i = 0; i < a->nthreads; i++)
-        pthread_join(a->threads[i], NULL);
-    free(a->threads);
-    placement_fini(&a->place);
-    free(a);
+    /* Level-triggered and never read: every thread sees it, now or later. */
+    uint64_t one = 1;
+    if (write(a->stop_fd, &one, sizeof one) < 0) {
+        /* an eventfd write of 1 cannot fail short of overflow */
+    }
+    acceptor_free(a);
 }
 
 uint64_t tl_acceptor_count(const tl_acceptor *a, int loop_index) {

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -425,6 +426,45 @@ static void shared_exclusive_refused_or_served_by_epoll(void **state) {
     close(fd);
 }
 
+/* Acceptor threads on a listener another holder shares (a re-exec restart's
+ * new process, a socket unit): they work on a non-blocking socket, and
+ * stopping them leaves it listening, with its queue, for the other holder. */
+static void acceptor_stop_leaves_shared_listener(void **state) {
+    (void)state;
+    tl_loop *loop = test_loop(0, 0, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = loopback_any_port();
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 16), 0);
+    socklen_t al = sizeof a;
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    tl_acceptor *acc;
+    assert_int_equal(tl_acceptor_start(&acc, fd, 2, &loop, 1, TL_HANDOFF_ROUND_ROBIN, 7), 0);
+    usleep(50 * 1000); /* the threads find the queue empty before anyone connects */
+    int c1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(connect(c1, (struct sockaddr *)&a, sizeof a), 0);
+    tl_completion c[4];
+    assert_int_equal(turn_until(loop, c, 4, 1), 1);
+    assert_int_equal(c[0].kind, TL_OP_ADOPT);
+    assert_int_equal(c[0].res, 0);
+    assert_int_equal(c[0].token, 7);
+    assert_int_equal(tl_close(loop, c[0].u.accepted, 0), 0);
+    tl_acceptor_stop(acc);
+    /* Still listening: a new connection queues and the other holder accepts it. */
+    int c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(connect(c2, (struct sockaddr *)&a, sizeof a), 0);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 2000), 1);
+    int s2 = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+    assert_true(s2 >= 0);
+    close(s2);
+    close(c2);
+    close(c1);
+    close(fd);
+    assert_int_equal(drain_loop(loop), 0);
+    tl_loop_free(loop);
+}
+
 static const struct CMUnitTest accept_route_tests[] = {
     cmocka_unit_test(reuse_port_share_binds_twice),
     cmocka_unit_test(reuse_port_distribution),
@@ -437,6 +477,7 @@ static const struct CMUnitTest accept_route_tests[] = {
     cmocka_unit_test(multishot_accept_pauses_and_resumes),
     cmocka_unit_test(shared_listener_counts_spurious_wakeups),
     cmocka_unit_test(shared_exclusive_refused_or_served_by_epoll),
+    cmocka_unit_test(acceptor_stop_leaves_shared_listener),
 };
 const size_t accept_route_test_count = sizeof accept_route_tests / sizeof accept_route_tests[0];
 const struct CMUnitTest *const accept_route_tests_p = accept_route_tests;

@@ -1,0 +1,205 @@
+/* The LISTEN_FDS protocol, both sides: reading the sockets a parent passed
+ * (systemd, systemd-socket-activate, or an older scalwsd on SIGUSR2) and
+ * passing ours to a new scalwsd by fork+exec, so that a restart never leaves
+ * the port without a listening socket and never drops a queued connection. */
+#include "reexec.h"
+
+#include "sws.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FDS_START 3 /* SD_LISTEN_FDS_START */
+
+extern char **environ;
+
+static int http_fds[SWS_INHERIT_MAX];
+static int nhttp_fds;
+static int admin_fd = -1;
+
+static char exe_path[PATH_MAX];
+static char **saved_argv;
+
+static bool listening_stream(int fd) {
+    int type = 0, acc = 0;
+    socklen_t tl = sizeof(type), al = sizeof(acc);
+    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM &&
+           getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) == 0 && acc;
+}
+
+/* Parsed here rather than with sd_listen_fds_with_names so that re-exec works
+ * in a build without libsystemd too; the protocol is three variables. */
+void sws_inherit_parse(void) {
+    const char *pid = getenv("LISTEN_PID"), *nfds = getenv("LISTEN_FDS");
+    const char *names = getenv("LISTEN_FDNAMES");
+    char *end;
+    long n = nfds ? strtol(nfds, &end, 10) : 0;
+    bool ours = pid && strtol(pid, NULL, 10) == (long)getpid() && nfds && *end == '\0';
+    if (ours && n > 0 && n <= SWS_INHERIT_MAX) {
+        const char *p = names;
+        for (int i = 0; i < (int)n; i++) {
+            int fd = FDS_START + i;
+            size_t len = 0;
+            if (p) {
+                len = strcspn(p, ":");
+            }
+            bool admin = p && len == 5 && strncmp(p, "admin", 5) == 0;
+            if (p)
+                p = p[len] == ':' ? p + len + 1 : NULL;
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+            if (!listening_stream(fd)) {
+                fprintf(stderr,
+                        "scalwsd: inherited fd %d is not a listening stream socket; "
+                        "ignored\n",
+                        fd);
+                continue;
+            }
+            if (admin && admin_fd < 0)
+                admin_fd = fd;
+            else
+                http_fds[nhttp_fds++] = fd;
+        }
+    } else if (ours && n != 0) {
+        fprintf(stderr, "scalwsd: LISTEN_FDS=%s out of range; ignored\n", nfds);
+    }
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+}
+
+int sws_inherited_http(const int **fds) {
+    *fds = http_fds;
+    return nhttp_fds;
+}
+
+int sws_inherited_admin(void) {
+    return admin_fd;
+}
+
+void sws_reexec_init(char **argv) {
+    saved_argv = argv;
+    /* The path, not /proc/self/exe: a binary replaced at the same path (an
+     * upgrade) is what the restart runs, as with nginx's USR2. */
+    ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+    exe_path[n > 0 ? n : 0] = '\0';
+    if (n > 10 && strcmp(exe_path + n - 10, " (deleted)") == 0)
+        exe_path[n - 10] = '\0';
+}
+
+static bool is_listen_var(const char *e) {
+    return strncmp(e, "LISTEN_PID=", 11) == 0 || strncmp(e, "LISTEN_FDS=", 11) == 0 ||
+           strncmp(e, "LISTEN_FDNAMES=", 15) == 0;
+}
+
+pid_t sws_reexec(const int *http, int nhttp, int admin) {
+    int n = nhttp + (admin >= 0 ? 1 : 0);
+    if (!exe_path[0] || !saved_argv)
+        return -ENOENT;
+    if (nhttp <= 0 || n > SWS_INHERIT_MAX)
+        return -EINVAL;
+    /* Everything the child needs is built here: between fork and exec a
+     * threaded process may only make async-signal-safe calls (no malloc). */
+    size_t nenv = 0;
+    while (environ[nenv])
+        nenv++;
+    char **envp = calloc(nenv + 4, sizeof(*envp));
+    char *names_var = malloc(16 + (size_t)n * 6);
+    int src[SWS_INHERIT_MAX];
+    if (!envp || !names_var) {
+        free(envp);
+        free(names_var);
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++)
+        if (!is_listen_var(environ[i]))
+            envp[k++] = environ[i];
+    char fds_var[32], pid_var[32];
+    snprintf(fds_var, sizeof(fds_var), "LISTEN_FDS=%d", n);
+    memcpy(pid_var, "LISTEN_PID=", 12); /* the child writes its pid after the '=' */
+    size_t nl = (size_t)sprintf(names_var, "LISTEN_FDNAMES=");
+    for (int i = 0; i < n; i++) {
+        src[i] = i < nhttp ? http[i] : admin;
+        nl += (size_t)sprintf(names_var + nl, "%s%s", i ? ":" : "", i < nhttp ? "http" : "admin");
+    }
+    envp[k++] = fds_var;
+    envp[k++] = names_var;
+    envp[k++] = pid_var;
+    envp[k] = NULL;
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The child: async-signal-safe calls only. The signal mask stays as
+         * the parent's (TERM, INT, HUP, USR2 blocked), so a signal sent to the
+         * new pid before its signalfd exists waits instead of killing it. */
+        char digits[16];
+        int nd = 0;
+        for (pid_t p = getpid(); p > 0 && nd < 15; p /= 10)
+            digits[nd++] = (char)('0' + p % 10);
+        for (int i = 0; i < nd; i++)
+            pid_var[11 + i] = digits[nd - 1 - i];
+        pid_var[11 + nd] = '\0';
+        /* First above the target range, so that no dup2 overwrites a source. */
+        int tmp[SWS_INHERIT_MAX];
+        for (int i = 0; i < n; i++) {
+            tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, FDS_START + n);
+            if (tmp[i] < 0)
+                _exit(127);
+        }
+        for (int i = 0; i < n; i++)
+            if (dup2(tmp[i], FDS_START + i) < 0) /* dup2 clears close-on-exec */
+                _exit(127);
+        execve(exe_path, saved_argv, envp);
+        _exit(127);
+    }
+    int e = errno;
+    free(envp);
+    free(names_var);
+    return pid < 0 ? -e : pid;
+}
+
+static pid_t started; /* the process the last SIGUSR2 started, until it exits */
+
+void sws_reexec_on_signal(sws_server *s, int signo, bool draining, int admin) {
+    if (signo == SIGCHLD) {
+        int st;
+        pid_t pid;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (pid == started)
+                started = 0;
+            fprintf(stderr, "scalwsd: new process %d exited (%s %d); this one keeps serving\n",
+                    (int)pid, WIFEXITED(st) ? "status" : "signal",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        }
+        return;
+    }
+    if (started > 0) {
+        /* As nginx: one new process at a time, or two would serve after the drain. */
+        fprintf(stderr, "scalwsd: SIGUSR2: new process %d is running already; ignored\n",
+                (int)started);
+        return;
+    }
+    if (draining) {
+        /* The loops are closing their listeners: nothing sound to pass on. */
+        fprintf(stderr, "scalwsd: SIGUSR2 while draining: ignored\n");
+        return;
+    }
+    pid_t pid = sws_reexec(s->listen_fds, s->nlisten_fds, admin);
+    if (pid < 0)
+        fprintf(stderr, "scalwsd: SIGUSR2: cannot start a new process: %s\n", strerror(-pid));
+    else
+        started = pid;
+    if (pid > 0)
+        fprintf(stderr,
+                "scalwsd: SIGUSR2: started new process %d on %d listening socket%s; "
+                "SIGTERM this one (%d) once it serves\n",
+                (int)pid, s->nlisten_fds, s->nlisten_fds == 1 ? "" : "s", (int)getpid());
+}
