@@ -3,6 +3,8 @@
  * Signals are blocked before any thread starts, so only signalfd sees them. */
 #include "sws.h"
 
+#include "reload.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -28,7 +30,8 @@ static void usage(FILE *f) {
             "  -h, --help               this text\n"
             "  -V, --version            print the version\n"
             "Without options it serves the respond scenario on 127.0.0.1:8080.\n"
-            "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n");
+            "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
+            "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n");
 }
 
 int main(int argc, char **argv) {
@@ -84,37 +87,13 @@ int main(int argc, char **argv) {
 
     static sws_config cfg; /* large (the body); static keeps it off the stack */
     char err[512];
-    sws_config_defaults(&cfg);
-    if (config && sws_config_load(&cfg, config, err, sizeof(err)) < 0) {
+    const sws_cli cli = {.config = config,
+                         .listen = listen,
+                         .threads = threads,
+                         .scenario = scenario,
+                         .upstream = upstream};
+    if (sws_config_build(&cfg, &cli, err, sizeof(err)) < 0) {
         fprintf(stderr, "scalwsd: %s\n", err);
-        return 2;
-    }
-    if (listen) {
-        if (sws_config_set(&cfg, "server", "listen", listen, err, sizeof(err)) < 0) {
-            fprintf(stderr, "scalwsd: --listen: %s\n", err);
-            return 2;
-        }
-        snprintf(cfg.listen_origin, sizeof(cfg.listen_origin), "--listen");
-    }
-    if (threads) {
-        const char *key = cfg.event_loops == 0 ? "worker_threads" : "event_loops";
-        if (sws_config_set(&cfg, "server", key, threads, err, sizeof(err)) < 0 ||
-            strcmp(threads, "auto") == 0 || atoi(threads) < 1) {
-            fprintf(stderr, "scalwsd: --worker-threads: bad value '%s' (want 1..1024)\n", threads);
-            return 2;
-        }
-    }
-    if (scenario && sws_config_set(&cfg, "server", "scenario", scenario, err, sizeof(err)) < 0) {
-        fprintf(stderr, "scalwsd: --scenario: %s\n", err);
-        return 2;
-    }
-    if (upstream && sws_config_set(&cfg, "proxy", "upstream", upstream, err, sizeof(err)) < 0) {
-        fprintf(stderr, "scalwsd: --upstream: %s\n", err);
-        return 2;
-    }
-    if (cfg.scenario == SWS_SCENARIO_PROXY && cfg.proxy.nupstreams == 0) {
-        fprintf(stderr, "scalwsd: %s: scenario proxy needs [proxy] upstream (or --upstream)\n",
-                config ? config : "--scenario");
         return 2;
     }
     if (check) {
@@ -126,7 +105,7 @@ int main(int argc, char **argv) {
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP); /* reported, never the default action (exit) */
+    sigaddset(&set, SIGHUP); /* reload (reload.c), never the default action (exit) */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -155,8 +134,10 @@ int main(int argc, char **argv) {
 #ifdef SWS_HAVE_SYSTEMD
     sd_notify(0, "READY=1");
 #endif
+    sws_reload_init(&cli, &cfg);
     int status = sws_control_run(&srv, sigfd, admin_fd);
     sws_server_free(&srv);
+    sws_reload_free_all();
     if (admin_fd >= 0)
         close(admin_fd);
     close(sigfd);

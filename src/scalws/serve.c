@@ -6,6 +6,7 @@
 #include "sws.h"
 
 #include "proxy.h"
+#include "reload.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -556,7 +557,9 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
         on_sweep(w, e);
         break;
     case SWS_T_POST:
-        if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
+        if (SWS_TOKEN_IDX(e->token) == SWS_POST_RELOAD)
+            sws_reload_apply(w, e->u.msg.value);
+        else if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
             sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
         break;
     case SWS_T_LISTENER_CLOSE:
