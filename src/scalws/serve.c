@@ -164,6 +164,30 @@ static void conn_open(sws_worker *w, tl_handle h) {
     arm_recv(w, c);
 }
 
+/* As nginx escapes log variables: '"', '\\', controls and bytes >= 0x7f as
+ * \xHH, so that a client's bytes can neither end a field nor forge a line.
+ * out holds 4 * n + 2 bytes; an empty value is "-". */
+static const char *log_escape(char *out, const char *s, size_t n) {
+    static const char hex[] = "0123456789ABCDEF";
+    char *o = out;
+    if (n == 0)
+        return "-";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
+            *o++ = '\\';
+            *o++ = 'x';
+            *o++ = hex[ch >> 4];
+            *o++ = hex[ch & 15];
+        } else {
+            *o++ = (char)ch;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* The combined format (nginx, Apache): %h - - [%t] "%r" %>s %b "Referer" "User-Agent". */
 static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes) {
     if (w->clf_sec != w->date.sec) {
         struct tm tm;
@@ -172,9 +196,13 @@ static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes) {
         w->clf_sec = w->date.sec;
     }
     const sws_http_request *r = &c->parser.req;
-    fprintf(w->access_log, "%s - - [%s] \"%s %s HTTP/%u.%u\" %d %u\n", c->peer, w->clf_date,
-            llhttp_method_name((llhttp_method_t)r->method), r->path, r->http_major, r->http_minor,
-            status, bytes);
+    char path[4 * SWS_HTTP_PATH_MAX + 2], ref[4 * SWS_HTTP_LOG_FIELD_MAX + 2],
+        ua[4 * SWS_HTTP_LOG_FIELD_MAX + 2];
+    fprintf(w->access_log, "%s - - [%s] \"%s %s HTTP/%u.%u\" %d %u \"%s\" \"%s\"\n", c->peer,
+            w->clf_date, llhttp_method_name((llhttp_method_t)r->method),
+            log_escape(path, r->path, r->path_len), r->http_major, r->http_minor, status, bytes,
+            log_escape(ref, r->referer, r->referer_len),
+            log_escape(ua, r->user_agent, r->user_agent_len));
 }
 
 static void set_idle_deadline(sws_worker *w, sws_conn *c) {
@@ -212,8 +240,9 @@ static void answer(sws_worker *w, sws_conn *c) {
     c->olen += n;
     c->served++;
     SWS_ADD(w->ctr.requests, 1);
-    if (w->access_log)
-        access_log(w, c, w->cfg->status, n);
+    if (w->access_log) /* %b is the body's bytes, as nginx's $body_bytes_sent */
+        access_log(w, c, w->cfg->status,
+                   r->head ? 0 : n - (ka ? w->resp.ka_head : w->resp.close_head));
 }
 
 static int status_slot(int status) {
