@@ -76,7 +76,7 @@ static void http_referer_and_user_agent_are_kept(void **state) {
     sws_http_parser_init(&p, &lim);
     assert_int_equal(feed_all(&p, r, (size_t)n, &used, &st), SWS_HTTP_REQUEST);
     assert_int_equal(p.req.user_agent_len, SWS_HTTP_LOG_FIELD_MAX); /* truncated */
-    assert_int_equal(p.req.referer_len, 9);                        /* first line, no OWS */
+    assert_int_equal(p.req.referer_len, 9);                         /* first line, no OWS */
     assert_memory_equal(p.req.referer, "http://r/", 9);
     /* The next request starts empty. */
     const char *b = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
