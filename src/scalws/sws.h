@@ -152,6 +152,7 @@ typedef struct sws_worker {
     time_t clf_sec;
     FILE *access_log;
     sws_counters ctr;
+    double cpu_seen;         /* control thread only: the last CPU time read (admin.c) */
     struct sws_proxy *proxy; /* scenario proxy: this loop's sessions and upstream pool */
 } sws_worker;
 
