@@ -84,7 +84,7 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
     SAME(o->admin_enabled == n->admin_enabled &&
              (!o->admin_enabled || strcmp(o->admin.text, n->admin.text) == 0),
          "[admin] listen changed");
-    SAME(o->proxy.pool_per_loop == n->proxy.pool_per_loop, "[proxy] pool_size changed");
+    SAME(o->proxy.pool_per_loop == n->proxy.pool_per_loop, "[proxy] pool_per_loop changed");
     bool ups = o->proxy.nupstreams == n->proxy.nupstreams;
     for (int i = 0; ups && i < o->proxy.nupstreams; i++)
         ups = strcmp(o->proxy.up[i].text, n->proxy.up[i].text) == 0;
