@@ -30,6 +30,16 @@ static void usage(FILE *f) {
             "  -h, --help               this text\n"
             "  -V, --version            print the version\n"
             "Without options it serves the respond scenario on 127.0.0.1:8080.\n"
+            "Configuration keys and their defaults (details in scalwsd(8)):\n"
+            "  [server]  listen 127.0.0.1:8080, event_loops auto, worker_threads auto,\n"
+            "            accept reuse-port, backend epoll, drain_timeout 10s,\n"
+            "            defer_accept on, access_log (off), scenario respond\n"
+            "  [respond] status 200, body \"Hello from scalwsd\\n\", content_type text/plain\n"
+            "  [limits]  header_bytes 8k, header_count 100, uri_length 4k, body_size 1m,\n"
+            "            header_timeout 10s, keepalive_timeout 75s, max_connections 10000\n"
+            "  [proxy]   upstream (none), pool_per_loop 32, connect_timeout 5s,\n"
+            "            read_timeout 60s, idle_timeout 60s\n"
+            "  [admin]   listen off\n"
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
             "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n");
 }
