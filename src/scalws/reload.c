@@ -179,7 +179,10 @@ int sws_reload_poll(sws_server *s) {
     if (pending)
         return 20;
     R.waiting = false;
-    fprintf(stderr, "scalwsd: SIGHUP: every loop serves generation %u (%" PRIu64 " ms)\n",
+    /* Printed only once every older config is freed: the tests rely on it. */
+    fprintf(stderr,
+            "scalwsd: SIGHUP: every loop serves generation %u; older configurations freed (%" PRIu64
+            " ms)\n",
             R.current ? R.current->number : 0, sws_now_ms() - R.posted_ms);
     notify("READY=1");
     return -1;

@@ -34,7 +34,7 @@ grep -q '"HEAD /two HTTP/1.1" 200 0 "-" "first"$' "$LOG" || fail "trailing OWS o
 # Rotation: move the file away, HUP, the next line goes to a new file.
 mv "$LOG" "$LOG.1"
 kill -HUP "$SWS_PID"
-for _ in $(seq 1 30); do grep -q "every loop serves generation 1 " "$T/log" && break; sleep 0.1; done
+for _ in $(seq 1 30); do grep -q "every loop serves generation 1;" "$T/log" && break; sleep 0.1; done
 curl -s -o /dev/null "http://127.0.0.1:$PORT/after-rotate"
 for _ in $(seq 1 20); do [ -s "$LOG" ] && break; sleep 0.1; done
 grep -q '"GET /after-rotate HTTP/1.1" 200' "$LOG" || fail "no line in the reopened log"

@@ -112,14 +112,15 @@ sed -i 's/^body = .*/body = reloaded\\n/' "$T/scalwsd.ini"
 reload=$(key ExecReload "$UNIT")
 read -r -a rl <<<"${reload//\$MAINPID/$SWS_PID}"
 "${rl[@]}" || fail "ExecReload: ${rl[*]}"
-for _ in $(seq 1 50); do
+for _ in $(seq 1 100); do
     [ "$(grep -c "READY=1" "$T/notify")" -ge 2 ] && break
     sleep 0.1
 done
 grep -q "RELOADING=1 MONOTONIC_USEC=[0-9]" "$T/notify" || fail "no RELOADING=1: $(cat "$T/notify")"
 [ "$(grep -c "READY=1" "$T/notify")" -ge 2 ] || fail "no READY=1 after the reload: $(cat "$T/notify")"
 for i in $(seq 1 10); do
-    [ "$(curl -s -m 2 "http://127.0.0.1:$PORT/")" = "reloaded" ] || fail "reloaded body, request $i"
+    b=$(curl -s -m 5 "http://127.0.0.1:$PORT/" || true)
+    [ "$b" = "reloaded" ] || fail "reloaded body, request $i: '$b'"
 done
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after SIGTERM"
