@@ -225,9 +225,9 @@ static int on_header_field_complete(llhttp_t *lp) {
             }
         } else if (name_is(p, "content-length")) {
             p->field = F_CL;
-        } else if (name_is(p, "referer") && p->req.referer_len == 0) {
+        } else if (p->req.log_fields && name_is(p, "referer") && p->req.referer_len == 0) {
             p->field = F_REFERER;
-        } else if (name_is(p, "user-agent") && p->req.user_agent_len == 0) {
+        } else if (p->req.log_fields && name_is(p, "user-agent") && p->req.user_agent_len == 0) {
             p->field = F_UA;
         }
     }
@@ -255,7 +255,7 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
                 return fail(p, 400);
         }
     } else if (p->field == F_REFERER || p->field == F_UA) {
-        char *dst = p->field == F_UA ? p->req.user_agent : p->req.referer;
+        char *dst = p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_FIELD_MAX : 0);
         uint16_t *n = p->field == F_UA ? &p->req.user_agent_len : &p->req.referer_len;
         size_t room = SWS_HTTP_LOG_FIELD_MAX - (size_t)*n;
         size_t k = len < room ? len : room;
@@ -275,14 +275,12 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
 static int on_header_value_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     /* llhttp hands over trailing OWS: not part of the value. */
-    if (p->field == F_REFERER)
-        while (p->req.referer_len && (p->req.referer[p->req.referer_len - 1] == ' ' ||
-                                      p->req.referer[p->req.referer_len - 1] == '\t'))
-            p->req.referer_len--;
-    if (p->field == F_UA)
-        while (p->req.user_agent_len && (p->req.user_agent[p->req.user_agent_len - 1] == ' ' ||
-                                         p->req.user_agent[p->req.user_agent_len - 1] == '\t'))
-            p->req.user_agent_len--;
+    if (p->field == F_REFERER || p->field == F_UA) {
+        const char *v = p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_FIELD_MAX : 0);
+        uint16_t *n = p->field == F_UA ? &p->req.user_agent_len : &p->req.referer_len;
+        while (*n && (v[*n - 1] == ' ' || v[*n - 1] == '\t'))
+            (*n)--;
+    }
     p->field = F_OTHER;
     if (++p->header_count > p->limits->header_count)
         return fail(p, 431);

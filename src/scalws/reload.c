@@ -241,6 +241,9 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
         fclose(w->access_log);
         w->access_log = NULL;
     }
+    /* Open connections keep Referer and User-Agent from now on, or stop. */
+    for (sws_conn *c = w->active; c; c = c->next)
+        c->parser.req.log_fields = w->access_log ? c->out + w->out_cap : NULL;
     w->cfg = n;
     sws_proxy_reconfigure(w);
     leave(old);

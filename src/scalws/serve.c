@@ -124,7 +124,7 @@ static void conn_open(sws_worker *w, tl_handle h) {
     if (!c) {
         /* Slots are allocated on first use and reused afterwards: the only
          * allocation a connection ever causes, never one per request. */
-        c = malloc(sizeof(*c) + w->out_cap);
+        c = malloc(sizeof(*c) + w->out_cap + SWS_LOG_FIELDS);
         if (!c) {
             tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
             return;
@@ -140,6 +140,7 @@ static void conn_open(sws_worker *w, tl_handle h) {
     c->dl_kind = SWS_DL_FRESH;
     c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
     sws_http_parser_init(&c->parser, &w->limits);
+    c->parser.req.log_fields = w->access_log ? c->out + w->out_cap : NULL;
     /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
     int fd = w->access_log ? tl_handle_fd(w->loop, h) : -1;
     if (fd >= 0) {
@@ -201,8 +202,8 @@ static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes) {
     fprintf(w->access_log, "%s - - [%s] \"%s %s HTTP/%u.%u\" %d %u \"%s\" \"%s\"\n", c->peer,
             w->clf_date, llhttp_method_name((llhttp_method_t)r->method),
             log_escape(path, r->path, r->path_len), r->http_major, r->http_minor, status, bytes,
-            log_escape(ref, r->referer, r->referer_len),
-            log_escape(ua, r->user_agent, r->user_agent_len));
+            log_escape(ref, r->log_fields, r->referer_len),
+            log_escape(ua, r->log_fields + SWS_HTTP_LOG_FIELD_MAX, r->user_agent_len));
 }
 
 static void set_idle_deadline(sws_worker *w, sws_conn *c) {

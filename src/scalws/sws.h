@@ -99,8 +99,11 @@ typedef struct sws_conn {
     struct sws_conn *prev, *next; /* the worker's active list */
     sws_http_parser parser;
     char peer[48]; /* for the access log only */
-    char out[];    /* worker->out_cap bytes */
+    char out[];    /* worker->out_cap bytes, then SWS_LOG_FIELDS for the parser */
 } sws_conn;
+/* Referer and User-Agent kept for the access log (parser.req.log_fields), after
+ * the output buffer: untouched, so not resident, while the access log is off. */
+#define SWS_LOG_FIELDS (2 * SWS_HTTP_LOG_FIELD_MAX)
 
 /* The prebuilt respond answer: head + body, for keep-alive and for close,
  * rebuilt when the Date changes (once a second at most). */
