@@ -6,6 +6,7 @@
 
 #include "proxy.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -198,6 +199,18 @@ void sws_reload_free_all(void) {
     R.current = NULL;
 }
 
+static void peer_name(sws_worker *w, sws_conn *c) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = tl_handle_fd(w->loop, c->h);
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+        return;
+    if (ss.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer, sizeof(c->peer));
+    else if (ss.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer, sizeof(c->peer));
+}
+
 static void leave(const sws_config *c) {
     if (c == R.initial)
         atomic_fetch_sub_explicit(&R.initial_refs, 1, memory_order_acq_rel);
@@ -241,9 +254,13 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
         fclose(w->access_log);
         w->access_log = NULL;
     }
-    /* Open connections keep Referer and User-Agent from now on, or stop. */
-    for (sws_conn *c = w->active; c; c = c->next)
+    /* Open connections keep Referer and User-Agent from now on, or stop; one
+     * opened while the log was off learns its peer address now. */
+    for (sws_conn *c = w->active; c; c = c->next) {
         c->parser.req.log_fields = w->access_log ? c->out + w->out_cap : NULL;
+        if (w->access_log && strcmp(c->peer, "-") == 0)
+            peer_name(w, c);
+    }
     w->cfg = n;
     sws_proxy_reconfigure(w);
     leave(old);

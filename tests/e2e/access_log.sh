@@ -3,7 +3,8 @@
 #   %h - - [%t] "%r" %>s %b "Referer" "User-Agent"
 # and a hostile User-Agent (quotes, backslashes, tabs, bytes >= 0x80) is
 # escaped as \xHH, so it can neither add a field nor forge a line. A reload
-# (SIGHUP) reopens the file: a moved log is recreated (rotation).
+# (SIGHUP) reopens the file: a moved log is recreated (rotation); a reload that
+# turns the log on covers connections already open.
 . "$(dirname "$0")/lib.sh"
 LOG="$T/access.log"
 start_sws "\naccess_log = $LOG"
@@ -39,6 +40,24 @@ curl -s -o /dev/null "http://127.0.0.1:$PORT/after-rotate"
 for _ in $(seq 1 20); do [ -s "$LOG" ] && break; sleep 0.1; done
 grep -q '"GET /after-rotate HTTP/1.1" 200' "$LOG" || fail "no line in the reopened log"
 ! grep -q after-rotate "$LOG.1" || fail "line went to the rotated file"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
+
+# A reload that turns the log on: a connection opened before it logs its
+# next request with its User-Agent.
+start_sws "\nevent_loops = 1"
+exec 3<>/dev/tcp/127.0.0.1/$PORT
+printf 'GET /before HTTP/1.1\r\nHost: a\r\n\r\n' >&3
+IFS= read -r -t 3 line <&3 || fail "no answer on the kept connection"
+sed -i "s|^event_loops = 1|event_loops = 1\naccess_log = $LOG.2|" "$T/sws.ini"
+kill -HUP "$SWS_PID"
+for _ in $(seq 1 30); do grep -q "every loop serves generation 1;" "$T/log" && break; sleep 0.1; done
+printf 'GET /kept HTTP/1.1\r\nHost: a\r\nUser-Agent: kept-ua\r\nConnection: close\r\n\r\n' >&3
+timeout 3 cat <&3 >/dev/null || true
+exec 3<&-
+for _ in $(seq 1 20); do [ -s "$LOG.2" ] && break; sleep 0.1; done
+grep -q '^127.0.0.1 - - .*"GET /kept HTTP/1.1" 200 19 "-" "kept-ua"$' "$LOG.2" || fail "kept connection after the log was turned on: $(cat "$LOG.2" 2>/dev/null)"
+! grep -q before "$LOG.2" || fail "a request before the reload was logged"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 echo "access_log: ok"
