@@ -21,7 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-enum { F_OTHER = 0, F_HOST, F_TE, F_CL };
+enum { F_OTHER = 0, F_HOST, F_TE, F_CL, F_REFERER, F_UA };
 
 /* Raw head scanner states: every byte of a request head is seen once, before
  * llhttp sees it, so that line ends are judged on the bytes as they came. */
@@ -144,6 +144,8 @@ static int on_message_begin(llhttp_t *lp) {
     p->req.path_len = 0;
     p->req.path[0] = '\0';
     p->req.path_truncated = false;
+    p->req.referer_len = 0;
+    p->req.user_agent_len = 0;
     return 0;
 }
 
@@ -223,6 +225,10 @@ static int on_header_field_complete(llhttp_t *lp) {
             }
         } else if (name_is(p, "content-length")) {
             p->field = F_CL;
+        } else if (p->req.log_fields && name_is(p, "referer") && p->req.referer_len == 0) {
+            p->field = F_REFERER;
+        } else if (p->req.log_fields && name_is(p, "user-agent") && p->req.user_agent_len == 0) {
+            p->field = F_UA;
         }
     }
     p->name_len = 0;
@@ -248,6 +254,13 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
             else if (p->host_ws || !host_char(c))
                 return fail(p, 400);
         }
+    } else if (p->field == F_REFERER || p->field == F_UA) {
+        char *dst = p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_FIELD_MAX : 0);
+        uint16_t *n = p->field == F_UA ? &p->req.user_agent_len : &p->req.referer_len;
+        size_t room = SWS_HTTP_LOG_FIELD_MAX - (size_t)*n;
+        size_t k = len < room ? len : room;
+        memcpy(dst + *n, at, k);
+        *n += (uint16_t)k;
     } else if (p->field == F_TE) {
         for (size_t i = 0; i < len && p->te_len <= SWS_HTTP_TE_MAX; i++) {
             if (p->te_len == SWS_HTTP_TE_MAX)
@@ -261,6 +274,13 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
 
 static int on_header_value_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
+    /* llhttp hands over trailing OWS: not part of the value. */
+    if (p->field == F_REFERER || p->field == F_UA) {
+        const char *v = p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_FIELD_MAX : 0);
+        uint16_t *n = p->field == F_UA ? &p->req.user_agent_len : &p->req.referer_len;
+        while (*n && (v[*n - 1] == ' ' || v[*n - 1] == '\t'))
+            (*n)--;
+    }
     p->field = F_OTHER;
     if (++p->header_count > p->limits->header_count)
         return fail(p, 431);

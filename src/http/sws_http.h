@@ -27,6 +27,9 @@ typedef struct sws_http_limits {
 /* The path is copied (truncated) so that a request can be routed after the
  * receive buffer that held it has been given back. */
 #define SWS_HTTP_PATH_MAX 128
+/* Referer and User-Agent, kept (truncated, first field line only) for the
+ * access log's combined format, in storage the caller lends (log_fields). */
+#define SWS_HTTP_LOG_FIELD_MAX 256
 
 typedef struct sws_http_request {
     uint8_t method; /* llhttp_method_t */
@@ -37,6 +40,11 @@ typedef struct sws_http_request {
     bool path_truncated;
     uint16_t path_len;
     char path[SWS_HTTP_PATH_MAX]; /* NUL-terminated */
+    uint16_t referer_len, user_agent_len; /* bytes kept; no NUL */
+    /* NULL (after init): not kept. Else 2 * SWS_HTTP_LOG_FIELD_MAX bytes, the
+     * Referer then the User-Agent; outside the parser, so that a connection
+     * without an access log does not carry (or touch) them. */
+    char *log_fields;
 } sws_http_request;
 
 /* Room to recognise the field names that frame or route a request

@@ -363,3 +363,44 @@ int sws_config_load(sws_config *c, const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s:%d: syntax error (want [section] or key = value)", path, line);
     return -EINVAL;
 }
+
+int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen) {
+    char why[400];
+    sws_config_defaults(c);
+    if (cli->config) {
+        int rc = sws_config_load(c, cli->config, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+    if (cli->listen) {
+        if (sws_config_set(c, "server", "listen", cli->listen, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "--listen: %s", why);
+            return -EINVAL;
+        }
+        snprintf(c->listen_origin, sizeof(c->listen_origin), "--listen");
+    }
+    if (cli->threads) {
+        const char *key = c->event_loops == 0 ? "worker_threads" : "event_loops";
+        if (sws_config_set(c, "server", key, cli->threads, why, sizeof(why)) < 0 ||
+            strcmp(cli->threads, "auto") == 0 || atoi(cli->threads) < 1) {
+            snprintf(err, errlen, "--worker-threads: bad value '%s' (want 1..1024)", cli->threads);
+            return -EINVAL;
+        }
+    }
+    if (cli->scenario &&
+        sws_config_set(c, "server", "scenario", cli->scenario, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--scenario: %s", why);
+        return -EINVAL;
+    }
+    if (cli->upstream &&
+        sws_config_set(c, "proxy", "upstream", cli->upstream, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--upstream: %s", why);
+        return -EINVAL;
+    }
+    if (c->scenario == SWS_SCENARIO_PROXY && c->proxy.nupstreams == 0) {
+        snprintf(err, errlen, "%s: scenario proxy needs [proxy] upstream (or --upstream)",
+                 cli->config ? cli->config : "--scenario");
+        return -EINVAL;
+    }
+    return 0;
+}

@@ -80,6 +80,16 @@ int sws_parse_addr(const char *text, sws_addr *out);
  * required (an upstream); otherwise the host may be empty (a listener). */
 int sws_parse_endpoint(const char *text, bool peer, struct sockaddr_storage *ss, socklen_t *len);
 
+/* What the command line sets: kept by the control thread so that a reload
+ * (SIGHUP) reads the same file and lets the same flags win over it. */
+typedef struct sws_cli {
+    const char *config, *listen, *threads, *scenario, *upstream;
+} sws_cli;
+
+/* Defaults, then the file, then the flags; checks what needs several keys.
+ * 0, or a negative errno with one line in err ("file:line: ..." or "--flag: ..."). */
+int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen);
+
 const char *sws_accept_name(sws_accept_route r);
 const char *sws_backend_name(sws_backend b);
 

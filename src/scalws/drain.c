@@ -6,6 +6,7 @@
 
 #include "proxy.h"
 #include "reexec.h"
+#include "reload.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -105,6 +106,9 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
             uint64_t now = sws_now_ms();
             timeout = now >= deadline ? 0 : (int)(deadline - now);
         }
+        int reload_wait = sws_reload_poll(s); /* a reload's old config may be freed */
+        if (reload_wait >= 0 && (timeout < 0 || reload_wait < timeout))
+            timeout = reload_wait;
         int n = poll(p, admin_fd >= 0 ? 3 : 2, timeout);
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "scalwsd: poll: %s\n", strerror(errno));
@@ -113,10 +117,7 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
         if (n > 0 && (p[0].revents & POLLIN)) {
             struct signalfd_siginfo si = {0}; /* a short read leaves no signal */
             if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && si.ssi_signo == SIGHUP) {
-                /* Blocked so that a reload request never kills the server; reading
-                 * the file again while serving is not built yet. */
-                fprintf(stderr, "scalwsd: SIGHUP: reload is not supported yet; ignored "
-                                "(restart to apply a new configuration)\n");
+                sws_reload_begin(s);
             } else if (si.ssi_signo == SIGUSR2 || si.ssi_signo == SIGCHLD) {
                 sws_reexec_on_signal(s, (int)si.ssi_signo, draining, admin_fd);
             } else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {

@@ -4,6 +4,7 @@
 #include "sws.h"
 
 #include "reexec.h"
+#include "reload.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +32,19 @@ static void usage(FILE *f) {
             "  -h, --help               this text\n"
             "  -V, --version            print the version\n"
             "Without options it serves the respond scenario on 127.0.0.1:8080.\n"
+            "Configuration keys and their defaults (details in scalwsd(8)):\n"
+            "  [server]  listen 127.0.0.1:8080, event_loops auto, worker_threads auto,\n"
+            "            accept reuse-port, backend auto, drain_timeout 10s,\n"
+            "            defer_accept on, access_log (off), scenario respond\n"
+            "  [respond] status 200, body \"Hello from scalwsd\\n\", content_type text/plain\n"
+            "  [limits]  header_bytes 8k, header_count 100, uri_length 4k, body_size 1m,\n"
+            "            header_timeout 10s, keepalive_timeout 75s, send_timeout 30s,\n"
+            "            max_connections 10000\n"
+            "  [proxy]   upstream (none), pool per_loop, pool_per_loop 32, connect_timeout 5s,\n"
+            "            read_timeout 60s, idle_timeout 60s\n"
+            "  [admin]   listen off\n"
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
+            "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n"
             "SIGUSR2 starts a new scalwsd on the same listening sockets (zero-loss restart);\n"
             "SIGTERM the old one once the new one serves.\n");
 }
@@ -89,37 +102,13 @@ int main(int argc, char **argv) {
 
     static sws_config cfg; /* large (the body); static keeps it off the stack */
     char err[512];
-    sws_config_defaults(&cfg);
-    if (config && sws_config_load(&cfg, config, err, sizeof(err)) < 0) {
+    const sws_cli cli = {.config = config,
+                         .listen = listen,
+                         .threads = threads,
+                         .scenario = scenario,
+                         .upstream = upstream};
+    if (sws_config_build(&cfg, &cli, err, sizeof(err)) < 0) {
         fprintf(stderr, "scalwsd: %s\n", err);
-        return 2;
-    }
-    if (listen) {
-        if (sws_config_set(&cfg, "server", "listen", listen, err, sizeof(err)) < 0) {
-            fprintf(stderr, "scalwsd: --listen: %s\n", err);
-            return 2;
-        }
-        snprintf(cfg.listen_origin, sizeof(cfg.listen_origin), "--listen");
-    }
-    if (threads) {
-        const char *key = cfg.event_loops == 0 ? "worker_threads" : "event_loops";
-        if (sws_config_set(&cfg, "server", key, threads, err, sizeof(err)) < 0 ||
-            strcmp(threads, "auto") == 0 || atoi(threads) < 1) {
-            fprintf(stderr, "scalwsd: --worker-threads: bad value '%s' (want 1..1024)\n", threads);
-            return 2;
-        }
-    }
-    if (scenario && sws_config_set(&cfg, "server", "scenario", scenario, err, sizeof(err)) < 0) {
-        fprintf(stderr, "scalwsd: --scenario: %s\n", err);
-        return 2;
-    }
-    if (upstream && sws_config_set(&cfg, "proxy", "upstream", upstream, err, sizeof(err)) < 0) {
-        fprintf(stderr, "scalwsd: --upstream: %s\n", err);
-        return 2;
-    }
-    if (cfg.scenario == SWS_SCENARIO_PROXY && cfg.proxy.nupstreams == 0) {
-        fprintf(stderr, "scalwsd: %s: scenario proxy needs [proxy] upstream (or --upstream)\n",
-                config ? config : "--scenario");
         return 2;
     }
     if (check) {
@@ -131,7 +120,7 @@ int main(int argc, char **argv) {
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);  /* reported, never the default action (exit) */
+    sigaddset(&set, SIGHUP);  /* reload (reload.c), never the default action (exit) */
     sigaddset(&set, SIGUSR2); /* re-exec on the same sockets (reexec.c) */
     sigaddset(&set, SIGCHLD); /* how that new process ended, if it did */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
@@ -168,8 +157,10 @@ int main(int argc, char **argv) {
 #ifdef SWS_HAVE_SYSTEMD
     sd_notify(0, "READY=1");
 #endif
+    sws_reload_init(&cli, &cfg);
     int status = sws_control_run(&srv, sigfd, admin_fd);
     sws_server_free(&srv);
+    sws_reload_free_all();
     if (admin_fd >= 0)
         close(admin_fd);
     close(sigfd);

@@ -1109,3 +1109,8 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
     fprintf(f, "scalwsd_upstream_latency_seconds_sum %g\n", (double)sum / 1e6);
     fprintf(f, "scalwsd_upstream_latency_seconds_count %" PRIu64 "\n", count);
 }
+
+void sws_proxy_reconfigure(sws_worker *w) {
+    if (w->proxy)
+        w->proxy->pool.cfg = &w->cfg->proxy;
+}

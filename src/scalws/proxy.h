@@ -16,6 +16,8 @@ void sws_proxy_dispatch(sws_worker *w, const tl_completion *e);
 void sws_proxy_drain(sws_worker *w, bool force);
 bool sws_proxy_finished(const sws_worker *w);
 uint32_t sws_proxy_extra_handles(const sws_config *cfg);
+/* After a reload switched w->cfg: the pool reads its timeouts from the new one. */
+void sws_proxy_reconfigure(sws_worker *w);
 /* Control thread: reads relaxed counters only. */
 void sws_proxy_metrics(const sws_server *s, FILE *f);
 

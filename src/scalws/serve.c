@@ -7,6 +7,7 @@
 
 #include "proxy.h"
 #include "reexec.h"
+#include "reload.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -129,6 +130,16 @@ static void arm_recv(sws_worker *w, sws_conn *c) {
     c->recv_armed = true;
 }
 
+char *sws_conn_log_fields(sws_worker *w, sws_conn *c) {
+    if (!w->access_log)
+        return NULL;
+    /* Once per slot, and only with the log on: an idle connection of a server
+     * without an access log carries none of it. Out of memory: "-" fields. */
+    if (!c->log_fields)
+        c->log_fields = malloc(SWS_LOG_FIELDS);
+    return c->log_fields;
+}
+
 void sws_conn_close(sws_worker *w, sws_conn *c) {
     if (c->closing)
         return;
@@ -170,7 +181,9 @@ static void conn_open(sws_worker *w, tl_handle h) {
         w->conns[i] = c;
     }
     w->nfree--;
+    char *log_fields = c->log_fields; /* kept with the slot */
     memset(c, 0, sizeof(*c));
+    c->log_fields = log_fields;
     c->index = i;
     c->h = h;
     c->hhead = c->htail = SWS_NIL;
@@ -178,6 +191,7 @@ static void conn_open(sws_worker *w, tl_handle h) {
     c->dl_kind = SWS_DL_FRESH;
     c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
     sws_http_parser_init(&c->parser, &w->limits);
+    c->parser.req.log_fields = sws_conn_log_fields(w, c);
     /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
     int fd = w->access_log ? tl_handle_fd(w->loop, h) : -1;
     if (fd >= 0) {
@@ -202,6 +216,30 @@ static void conn_open(sws_worker *w, tl_handle h) {
     arm_recv(w, c);
 }
 
+/* As nginx escapes log variables: '"', '\\', controls and bytes >= 0x7f as
+ * \xHH, so that a client's bytes can neither end a field nor forge a line.
+ * out holds 4 * n + 2 bytes; an empty value is "-". */
+static const char *log_escape(char *out, const char *s, size_t n) {
+    static const char hex[] = "0123456789ABCDEF";
+    char *o = out;
+    if (n == 0)
+        return "-";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
+            *o++ = '\\';
+            *o++ = 'x';
+            *o++ = hex[ch >> 4];
+            *o++ = hex[ch & 15];
+        } else {
+            *o++ = (char)ch;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* The combined format (nginx, Apache): %h - - [%t] "%r" %>s %b "Referer" "User-Agent". */
 static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes) {
     if (w->clf_sec != w->date.sec) {
         struct tm tm;
@@ -210,9 +248,13 @@ static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes) {
         w->clf_sec = w->date.sec;
     }
     const sws_http_request *r = &c->parser.req;
-    fprintf(w->access_log, "%s - - [%s] \"%s %s HTTP/%u.%u\" %d %u\n", c->peer, w->clf_date,
-            llhttp_method_name((llhttp_method_t)r->method), r->path, r->http_major, r->http_minor,
-            status, bytes);
+    char path[4 * SWS_HTTP_PATH_MAX + 2], ref[4 * SWS_HTTP_LOG_FIELD_MAX + 2],
+        ua[4 * SWS_HTTP_LOG_FIELD_MAX + 2];
+    fprintf(w->access_log, "%s - - [%s] \"%s %s HTTP/%u.%u\" %d %u \"%s\" \"%s\"\n", c->peer,
+            w->clf_date, llhttp_method_name((llhttp_method_t)r->method),
+            log_escape(path, r->path, r->path_len), r->http_major, r->http_minor, status, bytes,
+            log_escape(ref, r->log_fields, r->referer_len),
+            log_escape(ua, r->log_fields + SWS_HTTP_LOG_FIELD_MAX, r->user_agent_len));
 }
 
 static void set_idle_deadline(sws_worker *w, sws_conn *c) {
@@ -255,8 +297,9 @@ static void answer(sws_worker *w, sws_conn *c) {
     c->olen += n;
     c->served++;
     SWS_ADD(w->ctr.requests, 1);
-    if (w->access_log)
-        access_log(w, c, w->cfg->status, n);
+    if (w->access_log) /* %b is the body's bytes, as nginx's $body_bytes_sent */
+        access_log(w, c, w->cfg->status,
+                   r->head ? 0 : n - (ka ? w->resp.ka_head : w->resp.close_head));
 }
 
 static int status_slot(int status) {
@@ -627,7 +670,9 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
         on_sweep(w, e);
         break;
     case SWS_T_POST:
-        if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
+        if (SWS_TOKEN_IDX(e->token) == SWS_POST_RELOAD)
+            sws_reload_apply(w, e->u.msg.value);
+        else if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
             sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
         break;
     case SWS_T_LISTENER_CLOSE:
@@ -1015,6 +1060,7 @@ void sws_server_free(sws_server *s) {
         for (uint32_t k = 0; k < w->nslots && w->conns; k++)
             if (w->conns[k]) {
                 free(w->conns[k]->out);
+                free(w->conns[k]->log_fields);
                 free(w->conns[k]);
             }
         while (w->out_nfree)

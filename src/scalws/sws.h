@@ -113,7 +113,12 @@ typedef struct sws_conn {
     sws_http_parser parser;
     char *out;     /* a worker output buffer (out_cap bytes) while there is output, else NULL */
     char peer[48]; /* for the access log only */
+    /* Referer and User-Agent for the access log (SWS_LOG_FIELDS bytes), taken
+     * once the access log is on and kept with the slot; NULL while it is off. */
+    char *log_fields;
 } sws_conn;
+/* Referer and User-Agent kept for the access log (parser.req.log_fields). */
+#define SWS_LOG_FIELDS (2 * SWS_HTTP_LOG_FIELD_MAX)
 
 /* The prebuilt respond answer: head + body, for keep-alive and for close,
  * rebuilt when the Date changes (once a second at most). */
@@ -171,6 +176,7 @@ typedef struct sws_worker {
     time_t clf_sec;
     FILE *access_log;
     sws_counters ctr;
+    double cpu_seen;         /* control thread only: the last CPU time read (admin.c) */
     struct sws_proxy *proxy; /* scenario proxy: this loop's sessions and upstream pool */
 } sws_worker;
 
@@ -223,6 +229,9 @@ void sws_admin_serve_one(sws_server *s, int listen_fd);
 
 /* conn helpers shared by serve.c and drain.c */
 void sws_conn_close(sws_worker *w, sws_conn *c);
+/* Where c's parser keeps Referer and User-Agent: NULL while the access log is
+ * off (nothing is kept, or allocated), else storage kept with the slot. */
+char *sws_conn_log_fields(sws_worker *w, sws_conn *c);
 void sws_conn_try_finish(sws_worker *w, sws_conn *c);
 
 #endif

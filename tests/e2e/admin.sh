@@ -11,6 +11,17 @@ total=$(echo "$m" | awk '/^scalwsd_requests_total\{/ {s += $2} END {print s+0}')
 [ "$total" -ge 10 ] || fail "requests_total $total < 10"
 echo "$m" | grep -q '^scalwsd_connections_active{loop="1"}' || fail "per-loop gauge"
 echo "$m" | grep -q '^scalwsd_draining 0' || fail "drain state"
+# CPU per loop: a counter in seconds per loop, and cpu_seconds in /status; it
+# grows with load (a bounded burst of requests on one keep-alive connection).
+echo "$m" | grep -q '^# TYPE scalwsd_loop_cpu_seconds_total counter' || fail "cpu TYPE line"
+[ "$(echo "$m" | grep -cE '^scalwsd_loop_cpu_seconds_total\{loop="[01]"\} [0-9]+\.[0-9]+$')" = 2 ] ||
+    fail "cpu per loop: $(echo "$m" | grep cpu_seconds)"
+cpu0=$(curl -s "http://127.0.0.1:$ADMIN_PORT/status" | jq '[.loops[].cpu_seconds] | add')
+urls=()
+for _ in $(seq 1 3000); do urls+=(-o /dev/null "http://127.0.0.1:$PORT/"); done
+curl -s --max-time 20 "${urls[@]}"
+cpu1=$(curl -s "http://127.0.0.1:$ADMIN_PORT/status" | jq '[.loops[].cpu_seconds] | add')
+awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {exit !(b > a && b < 1000)}' || fail "cpu_seconds did not grow: $cpu0 -> $cpu1"
 s=$(curl -s "http://127.0.0.1:$ADMIN_PORT/status")
 echo "$s" | jq -e '.loops | length == 2' >/dev/null || fail "status loops: $s"
 echo "$s" | jq -e '.route == "reuse-port" and (.backend | length > 0) and .state == "serving"' >/dev/null ||

@@ -4,7 +4,8 @@
 # swapped for the build's), the socket of scalwsd.socket bound by a launcher
 # and passed in as fd 3 (LISTEN_FDS=1, LISTEN_PID = scalwsd's pid), and
 # NOTIFY_SOCKET pointing at a datagram socket that must receive READY=1 once
-# scalwsd serves (Type=notify). Then SIGTERM (KillSignal) drains it, exit 0.
+# scalwsd serves (Type=notify). ExecReload (SIGHUP) with a changed body: RELOADING=1,
+# READY=1 again, the new body on the same activated socket. Then SIGTERM (KillSignal) drains it, exit 0.
 # Skipped (77) when scalwsd was built without libsystemd.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,9 +23,7 @@ trap cleanup_unit EXIT
 key() { sed -n "s/^$1=//p" "$2"; }
 [ "$(key Type "$UNIT")" = notify ] || fail "Type is not notify"
 [ "$(key KillSignal "$UNIT")" = SIGTERM ] || fail "KillSignal is not SIGTERM"
-if grep -q '^ExecReload=' "$UNIT"; then
-    fail "ExecReload in the unit, but scalwsd has no SIGHUP reload"
-fi
+[ "$(key ExecReload "$UNIT")" = '/bin/kill -HUP $MAINPID' ] || fail "ExecReload is not kill -HUP"
 listen=$(key ListenStream "$SOCKET_UNIT")
 [ "${listen%:*}" = 127.0.0.1 ] || fail "scalwsd.socket ListenStream '$listen' (want loopback)"
 
@@ -107,6 +106,21 @@ grep -q "activated socket" "$T/log" || fail "scalwsd did not serve the passed so
 # Ready means serving: the passed socket answers at once.
 for i in $(seq 1 20); do
     [ "$(curl -s -m 2 "http://127.0.0.1:$PORT/")" = "Hello from scalwsd" ] || fail "request $i"
+done
+# ExecReload as written, $MAINPID being scalwsd's pid.
+sed -i 's/^body = .*/body = reloaded\\n/' "$T/scalwsd.ini"
+reload=$(key ExecReload "$UNIT")
+read -r -a rl <<<"${reload//\$MAINPID/$SWS_PID}"
+"${rl[@]}" || fail "ExecReload: ${rl[*]}"
+for _ in $(seq 1 100); do
+    [ "$(grep -c "READY=1" "$T/notify")" -ge 2 ] && break
+    sleep 0.1
+done
+grep -q "RELOADING=1 MONOTONIC_USEC=[0-9]" "$T/notify" || fail "no RELOADING=1: $(cat "$T/notify")"
+[ "$(grep -c "READY=1" "$T/notify")" -ge 2 ] || fail "no READY=1 after the reload: $(cat "$T/notify")"
+for i in $(seq 1 10); do
+    b=$(curl -s -m 5 "http://127.0.0.1:$PORT/" || true)
+    [ "$b" = "reloaded" ] || fail "reloaded body, request $i: '$b'"
 done
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after SIGTERM"

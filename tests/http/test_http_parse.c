@@ -61,6 +61,35 @@ static void http_connection_close_and_http10(void **state) {
     assert_int_equal(p.req.http_minor, 0);
 }
 
+static void http_referer_and_user_agent_are_kept(void **state) {
+    (void)state;
+    sws_http_parser p;
+    size_t used;
+    int st;
+    char big[600];
+    memset(big, 'u', sizeof(big));
+    char r[1024];
+    int n = snprintf(r, sizeof(r),
+                     "GET / HTTP/1.1\r\nHost: a\r\nuser-agent: %.*s\r\nReferer: http://r/ \t\r\n"
+                     "Referer: second\r\n\r\n",
+                     (int)sizeof(big), big);
+    static char keep[2 * SWS_HTTP_LOG_FIELD_MAX];
+    /* Not kept unless storage is lent. */
+    sws_http_parser_init(&p, &lim);
+    assert_int_equal(feed_all(&p, r, (size_t)n, &used, &st), SWS_HTTP_REQUEST);
+    assert_int_equal(p.req.user_agent_len, 0);
+    sws_http_parser_init(&p, &lim);
+    p.req.log_fields = keep;
+    assert_int_equal(feed_all(&p, r, (size_t)n, &used, &st), SWS_HTTP_REQUEST);
+    assert_int_equal(p.req.user_agent_len, SWS_HTTP_LOG_FIELD_MAX); /* truncated */
+    assert_int_equal(p.req.referer_len, 9);                         /* first line, no OWS */
+    assert_memory_equal(keep, "http://r/", 9);
+    /* The next request starts empty. */
+    const char *b = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    assert_int_equal(feed_all(&p, b, strlen(b), &used, &st), SWS_HTTP_REQUEST);
+    assert_int_equal(p.req.user_agent_len, 0);
+    assert_int_equal(p.req.referer_len, 0);
+}
 static void http_head_is_flagged(void **state) {
     (void)state;
     sws_http_parser p;
@@ -263,6 +292,7 @@ int main(void) {
         cmocka_unit_test(http_simple_get_keep_alive),
         cmocka_unit_test(http_connection_close_and_http10),
         cmocka_unit_test(http_head_is_flagged),
+        cmocka_unit_test(http_referer_and_user_agent_are_kept),
         cmocka_unit_test(http_pipelined_one_at_a_time_in_order),
         cmocka_unit_test(http_byte_by_byte),
         cmocka_unit_test(http_chunked_body_is_read),

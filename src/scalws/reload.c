@@ -1,0 +1,268 @@
+/* SIGHUP reload. The control thread builds a new config from the same file and
+ * flags, refuses what would need new listeners, loops or buffers, and posts the
+ * config to every loop; each loop switches inside its own turn. A config is
+ * freed once every loop has left it (a count of loops still on it). */
+#include "reload.h"
+
+#include "proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef SWS_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+typedef struct gen {
+    sws_config cfg;   /* first member: a loop's cfg pointer is its gen's address */
+    _Atomic int refs; /* loops that will still leave it */
+    unsigned number;
+    struct gen *next; /* retired list */
+} gen;
+
+/* Control thread only, except initial and initial_refs, which loops read and
+ * decrement once they have been posted a reload. */
+static struct {
+    sws_cli cli;
+    const sws_config *initial;
+    _Atomic int initial_refs;
+    bool initial_retired;
+    gen *current; /* NULL while the initial config serves */
+    gen *retired;
+    unsigned number;
+    bool waiting; /* posted, not yet left by every loop */
+    uint64_t posted_ms;
+} R;
+
+static void notify(const char *state) {
+#ifdef SWS_HAVE_SYSTEMD
+    if (strcmp(state, "RELOADING=1") == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64,
+                   (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
+    } else {
+        sd_notify(0, state);
+    }
+#else
+    (void)state;
+#endif
+}
+
+void sws_reload_init(const sws_cli *cli, const sws_config *initial) {
+    R.cli = *cli;
+    R.initial = initial;
+}
+
+/* The longest answer the loops' connection buffers were sized for (serve.c
+ * init_worker: four answers per buffer). */
+static size_t answer_room(const sws_server *s) {
+    return s->workers[0].out_cap / 4;
+}
+
+/* What cannot change without a restart: the listeners, the loops, their handle
+ * tables and buffers, the admin listener and the proxy's pools. NULL if none
+ * changed, else the first one, described in buf. */
+static const char *fixed_change(const sws_server *s, const sws_config *o, const sws_config *n,
+                                char *buf, size_t len) {
+#define SAME(cond, what)                                                                           \
+    if (!(cond))                                                                                   \
+        return what;
+    if (strcmp(o->listen.text, n->listen.text) != 0) {
+        snprintf(buf, len, "[server] listen changed (%s -> %s)", o->listen.text, n->listen.text);
+        return buf;
+    }
+    SAME(o->event_loops == n->event_loops, "[server] event_loops changed");
+    SAME(o->worker_threads == n->worker_threads, "[server] worker_threads changed");
+    SAME(o->accept == n->accept, "[server] accept changed");
+    SAME(o->backend == n->backend, "[server] backend changed");
+    SAME(o->defer_accept == n->defer_accept, "[server] defer_accept changed");
+    SAME(o->scenario == n->scenario, "[server] scenario changed");
+    SAME(o->max_connections == n->max_connections, "[limits] max_connections changed");
+    SAME(o->admin_enabled == n->admin_enabled &&
+             (!o->admin_enabled || strcmp(o->admin.text, n->admin.text) == 0),
+         "[admin] listen changed");
+    SAME(o->proxy.pool_per_loop == n->proxy.pool_per_loop, "[proxy] pool_per_loop changed");
+    SAME(o->proxy.pool_mode == n->proxy.pool_mode, "[proxy] pool changed");
+    bool ups = o->proxy.nupstreams == n->proxy.nupstreams;
+    for (int i = 0; ups && i < o->proxy.nupstreams; i++)
+        ups = strcmp(o->proxy.up[i].text, n->proxy.up[i].text) == 0;
+    SAME(ups, "[proxy] upstream changed");
+#undef SAME
+    size_t need = 512 + sizeof(n->content_type) + n->body_len;
+    if (need > answer_room(s)) {
+        snprintf(buf, len,
+                 "[respond] body of %zu bytes does not fit the connection buffers sized at start "
+                 "(up to %zu bytes)",
+                 n->body_len, answer_room(s) - 512 - sizeof(n->content_type));
+        return buf;
+    }
+    return NULL;
+}
+
+void sws_reload_begin(sws_server *s) {
+    const char *file = R.cli.config ? R.cli.config : "(no file: defaults and flags)";
+    char err[600], why[400];
+    notify("RELOADING=1");
+    if (atomic_load(&s->drain)) {
+        fprintf(stderr, "scalwsd: SIGHUP: draining; reload ignored\n");
+        notify("READY=1");
+        return;
+    }
+    gen *g = calloc(1, sizeof(*g));
+    if (!g) {
+        fprintf(stderr, "scalwsd: SIGHUP: reload failed, still serving the previous "
+                        "configuration: out of memory\n");
+        notify("READY=1");
+        return;
+    }
+    const char *bad = NULL;
+    if (sws_config_build(&g->cfg, &R.cli, err, sizeof(err)) < 0)
+        bad = err;
+    else if ((bad = fixed_change(s, s->cfg, &g->cfg, why, sizeof(why))) != NULL) {
+        snprintf(err, sizeof(err), "%s; that needs a restart", bad);
+        bad = err;
+    }
+    if (bad) {
+        fprintf(stderr,
+                "scalwsd: SIGHUP: reload refused, still serving the previous configuration: %s\n",
+                bad);
+        free(g);
+        notify("READY=1");
+        return;
+    }
+    g->number = ++R.number;
+    atomic_init(&g->refs, s->nloops);
+    /* The control thread's own reads (drain timeout, /status) switch now. */
+    if (R.current) {
+        R.current->next = R.retired;
+        R.retired = R.current;
+    } else if (!R.initial_retired) {
+        R.initial_retired = true;
+        atomic_store(&R.initial_refs, s->nloops);
+    }
+    R.current = g;
+    s->cfg = &g->cfg;
+    int failed = 0;
+    for (int i = 0; i < s->nloops; i++) {
+        tl_message m = {.value = (uint64_t)(uintptr_t)&g->cfg};
+        if (tl_loop_post(s->loops[i], SWS_TOKEN(SWS_POST_RELOAD, SWS_T_POST), &m) < 0) {
+            /* That loop stays on its config, which stays alive: it never leaves it. */
+            fprintf(stderr, "scalwsd: SIGHUP: cannot post the reload to loop %d\n", i);
+            failed++;
+        }
+    }
+    if (failed)
+        atomic_fetch_sub(&g->refs, failed);
+    R.waiting = true;
+    R.posted_ms = sws_now_ms();
+    fprintf(stderr, "scalwsd: SIGHUP: reloading %s (generation %u)\n", file, g->number);
+    sws_reload_poll(s);
+}
+
+int sws_reload_poll(sws_server *s) {
+    (void)s;
+    if (!R.waiting)
+        return -1;
+    bool pending = R.initial_retired && atomic_load(&R.initial_refs) > 0;
+    for (gen **p = &R.retired; *p;) {
+        gen *g = *p;
+        if (atomic_load_explicit(&g->refs, memory_order_acquire) == 0) {
+            *p = g->next;
+            free(g);
+        } else {
+            pending = true;
+            p = &g->next;
+        }
+    }
+    if (pending)
+        return 20;
+    R.waiting = false;
+    /* Printed only once every older config is freed: the tests rely on it. */
+    fprintf(stderr,
+            "scalwsd: SIGHUP: every loop serves generation %u; older configurations freed (%" PRIu64
+            " ms)\n",
+            R.current ? R.current->number : 0, sws_now_ms() - R.posted_ms);
+    notify("READY=1");
+    return -1;
+}
+
+void sws_reload_free_all(void) {
+    while (R.retired) {
+        gen *g = R.retired;
+        R.retired = g->next;
+        free(g);
+    }
+    free(R.current);
+    R.current = NULL;
+}
+
+static void peer_name(sws_worker *w, sws_conn *c) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = tl_handle_fd(w->loop, c->h);
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+        return;
+    if (ss.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer, sizeof(c->peer));
+    else if (ss.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer, sizeof(c->peer));
+}
+
+static void leave(const sws_config *c) {
+    if (c == R.initial)
+        atomic_fetch_sub_explicit(&R.initial_refs, 1, memory_order_acq_rel);
+    else
+        atomic_fetch_sub_explicit(&((gen *)(uintptr_t)c)->refs, 1, memory_order_acq_rel);
+}
+
+void sws_reload_apply(sws_worker *w, uint64_t value) {
+    const sws_config *n = (const sws_config *)(uintptr_t)value;
+    const sws_config *old = w->cfg;
+    /* The answer is rebuilt first: if that fails, this loop stays on its config
+     * and leaves the new one at once. The control thread checked that it fits. */
+    sws_respond r;
+    if (sws_respond_init(&r, n, &w->date) < 0) {
+        fprintf(stderr,
+                "scalwsd: loop %d: cannot build the reloaded answer; keeping the old "
+                "configuration\n",
+                w->index);
+        leave(n);
+        return;
+    }
+    sws_respond_free(&w->resp);
+    w->resp = r;
+    w->resp_max = r.cap < 512 ? 512 : (uint32_t)r.cap;
+    /* Every parser points at w->limits: a copy, so this is the only write. */
+    w->limits = n->limits;
+    /* Reopened on every reload, so that HUP after a move also rotates the log. */
+    if (n->access_log[0]) {
+        FILE *f = fopen(n->access_log, "a");
+        if (f) {
+            setvbuf(f, NULL, _IOLBF, 0);
+            if (w->access_log)
+                fclose(w->access_log);
+            w->access_log = f;
+        } else {
+            fprintf(stderr, "scalwsd: loop %d: cannot open access log %s: %s; %s\n", w->index,
+                    n->access_log, strerror(errno),
+                    w->access_log ? "writing to the old one" : "no access log");
+        }
+    } else if (w->access_log) {
+        fclose(w->access_log);
+        w->access_log = NULL;
+    }
+    /* Open connections keep Referer and User-Agent from now on, or stop; one
+     * opened while the log was off learns its peer address now. */
+    for (sws_conn *c = w->active; c; c = c->next) {
+        c->parser.req.log_fields = sws_conn_log_fields(w, c);
+        if (w->access_log && strcmp(c->peer, "-") == 0)
+            peer_name(w, c);
+    }
+    w->cfg = n;
+    sws_proxy_reconfigure(w);
+    leave(old);
+}

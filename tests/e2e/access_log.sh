@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The access log in the combined format: every line parses as
+#   %h - - [%t] "%r" %>s %b "Referer" "User-Agent"
+# and a hostile User-Agent (quotes, backslashes, tabs, bytes >= 0x80) is
+# escaped as \xHH, so it can neither add a field nor forge a line. A reload
+# (SIGHUP) reopens the file: a moved log is recreated (rotation); a reload that
+# turns the log on covers connections already open.
+. "$(dirname "$0")/lib.sh"
+LOG="$T/access.log"
+start_sws "\naccess_log = $LOG"
+
+curl -s -o /dev/null -A 'curl-test/1.0' -e 'http://ref.example/a?b=c' "http://127.0.0.1:$PORT/x/y?q=1"
+curl -s -o /dev/null -A '' -H 'User-Agent:' "http://127.0.0.1:$PORT/noua"
+# A forged second line and forged fields, in the User-Agent and the Referer.
+raw 'GET /evil HTTP/1.1\r\nHost: a\r\nUser-Agent: x" 200 9 "-" "y\\\t\x80\xff end\r\nReferer: r"\r\nConnection: close\r\n\r\n' >"$T/evil"
+grep -q "^HTTP/1.1 200" "$T/evil" || fail "hostile request not answered: $(cat "$T/evil")"
+# Trailing whitespace of a value is not part of it; a second User-Agent line is ignored.
+raw 'HEAD /two HTTP/1.1\r\nHost: a\r\nUser-Agent: first  \r\nUser-Agent: second\r\nConnection: close\r\n\r\n' >/dev/null
+
+for _ in $(seq 1 20); do [ "$(wc -l <"$LOG")" -ge 5 ] && break; sleep 0.1; done
+cat "$LOG"
+# 1 request from start_sws's probe, then the 4 above.
+[ "$(wc -l <"$LOG")" = 5 ] || fail "want 5 access lines, got $(wc -l <"$LOG")"
+re='^[0-9a-f.:]+ - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9]{2}:[0-9]{2}:[0-9]{2} \+0000\] "[A-Z]+ [^" ]+ HTTP/1\.[01]" [0-9]{3} [0-9]+ "[^"]*" "[^"]*"$'
+bad=$(LC_ALL=C grep -Evc "$re" "$LOG" || true)
+[ "$bad" = 0 ] || fail "$bad lines are not in the combined format"
+grep -q '^127.0.0.1 - - \[.*\] "GET /x/y?q=1 HTTP/1.1" 200 19 "http://ref.example/a?b=c" "curl-test/1.0"$' "$LOG" ||
+    fail "normal line wrong"
+grep -q '"GET /noua HTTP/1.1" 200 [0-9]* "-" "-"$' "$LOG" || fail "missing fields must be -"
+grep -qF '"GET /evil HTTP/1.1" 200' "$LOG" || fail "hostile line missing"
+grep -qF '"r\x22" "x\x22 200 9 \x22-\x22 \x22y\x5C\x09\x80\xFF end"' "$LOG" ||
+    fail "hostile fields not escaped: $(grep evil "$LOG")"
+grep -q '"HEAD /two HTTP/1.1" 200 0 "-" "first"$' "$LOG" || fail "trailing OWS or second field line"
+
+# Rotation: move the file away, HUP, the next line goes to a new file.
+mv "$LOG" "$LOG.1"
+kill -HUP "$SWS_PID"
+for _ in $(seq 1 30); do grep -q "every loop serves generation 1;" "$T/log" && break; sleep 0.1; done
+curl -s -o /dev/null "http://127.0.0.1:$PORT/after-rotate"
+for _ in $(seq 1 20); do [ -s "$LOG" ] && break; sleep 0.1; done
+grep -q '"GET /after-rotate HTTP/1.1" 200' "$LOG" || fail "no line in the reopened log"
+! grep -q after-rotate "$LOG.1" || fail "line went to the rotated file"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
+
+# A reload that turns the log on: a connection opened before it logs its
+# next request with its User-Agent.
+start_sws "\nevent_loops = 1"
+exec 3<>/dev/tcp/127.0.0.1/$PORT
+printf 'GET /before HTTP/1.1\r\nHost: a\r\n\r\n' >&3
+IFS= read -r -t 3 line <&3 || fail "no answer on the kept connection"
+sed -i "s|^event_loops = 1|event_loops = 1\naccess_log = $LOG.2|" "$T/sws.ini"
+kill -HUP "$SWS_PID"
+for _ in $(seq 1 30); do grep -q "every loop serves generation 1;" "$T/log" && break; sleep 0.1; done
+printf 'GET /kept HTTP/1.1\r\nHost: a\r\nUser-Agent: kept-ua\r\nConnection: close\r\n\r\n' >&3
+timeout 3 cat <&3 >/dev/null || true
+exec 3<&-
+for _ in $(seq 1 20); do [ -s "$LOG.2" ] && break; sleep 0.1; done
+grep -q '^127.0.0.1 - - .*"GET /kept HTTP/1.1" 200 19 "-" "kept-ua"$' "$LOG.2" || fail "kept connection after the log was turned on: $(cat "$LOG.2" 2>/dev/null)"
+! grep -q before "$LOG.2" || fail "a request before the reload was logged"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
+echo "access_log: ok"
