@@ -173,7 +173,7 @@ static void conn_open(sws_worker *w, tl_handle h) {
     if (!c) {
         /* Slots are allocated on first use and reused afterwards: the only
          * allocation a connection ever causes, never one per request. */
-        c = malloc(sizeof(*c));
+        c = calloc(1, sizeof(*c)); /* zeroed: log_fields below is read */
         if (!c) {
             tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
             return;
