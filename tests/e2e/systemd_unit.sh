@@ -27,6 +27,15 @@ key() { sed -n "s/^$1=//p" "$2"; }
 listen=$(key ListenStream "$SOCKET_UNIT")
 [ "${listen%:*}" = 127.0.0.1 ] || fail "scalwsd.socket ListenStream '$listen' (want loopback)"
 
+# scalwsd@.service (one instance per config) is scalwsd.service with the
+# config named by the instance: the same lines otherwise, so they cannot drift.
+TEMPLATE=$ROOT/contrib/systemd/scalwsd@.service
+unit_lines() { grep -v -e '^#' -e '^$' -e '^Description=' -e '^After=' "$1"; }
+diff <(unit_lines "$UNIT") \
+     <(unit_lines "$TEMPLATE" | sed 's#/etc/scalwsd/%i\.ini#/etc/scalwsd/scalwsd.ini#; s#^LogsDirectory=scalwsd/%i$#LogsDirectory=scalwsd#') \
+     >"$T/template.diff" || fail "scalwsd@.service differs from scalwsd.service: $(cat "$T/template.diff")"
+grep -q '^ExecStart=/usr/bin/scalwsd --config /etc/scalwsd/%i.ini$' "$TEMPLATE" || fail "template ExecStart"
+
 # The unit's command lines with the build's binary and a config of the test's.
 cp "$ROOT/contrib/scalwsd.ini" "$T/scalwsd.ini"
 unitcmd() {
@@ -41,6 +50,15 @@ read -r -a pre <<<"$(unitcmd ExecStartPre)"
 read -r -a start <<<"$(unitcmd ExecStart)"
 [ "${start[0]}" = "$SWS" ] || fail "ExecStart does not run /usr/bin/scalwsd: ${start[*]}"
 "${pre[@]}" >"$T/pre" 2>&1 || fail "ExecStartPre: $(cat "$T/pre")"
+# The template's check as systemd runs it for scalwsd@a: a good a.ini passes, a broken one fails.
+tpre=$(key ExecStartPre "$TEMPLATE")
+tpre=${tpre//\/usr\/bin\/scalwsd/$SWS}
+tpre=${tpre//\/etc\/scalwsd\/%i.ini/$T\/a.ini}
+read -r -a tpre <<<"$tpre"
+printf '[server]\nlisten = 127.0.0.1:8081\n[admin]\nlisten = 127.0.0.1:9091\n' >"$T/a.ini"
+"${tpre[@]}" >"$T/tpre" 2>&1 || fail "template ExecStartPre for a: $(cat "$T/tpre")"
+printf '[server]\nlisten = nowhere\n' >"$T/a.ini"
+if "${tpre[@]}" >"$T/tpre" 2>&1; then fail "template ExecStartPre accepted a broken a.ini"; fi
 
 # The notify socket: one datagram per line in $T/notify, for at most 30 s.
 python3 - "$T/notify.sock" "$T/notify" <<'PY' &
