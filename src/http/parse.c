@@ -14,7 +14,9 @@
  *     request line (scan_head); an empty field name; a missing (HTTP/1.1) or
  *     repeated Host and a Host with bytes no uri-host can hold; an empty
  *     Transfer-Encoding, one in HTTP/1.0, or codings besides chunked (501);
- *     versions other than 1.0 and 1.1 (505) and requests with no version. */
+ *     versions other than 1.0 and 1.1 (505) and requests with no version; a
+ *     well-formed method token llhttp does not know (501, RFC 9110 9.1:
+ *     "unrecognized or not implemented"), against a malformed one (400). */
 #include "sws_http.h"
 
 #include <errno.h>
@@ -28,6 +30,7 @@ enum { F_OTHER = 0, F_HOST, F_TE, F_CL, F_REFERER, F_UA };
 enum {
     S_START = 0, /* before the request line: empty lines (CRLF) are skipped */
     S_START_CR,
+    S_METHOD,   /* in the request line's method, every byte a tchar so far */
     S_LINE1,    /* in the request line */
     S_LINE1_SP, /* just after a SP of the request line */
     S_LINE,     /* in a field line */
@@ -36,6 +39,23 @@ enum {
     S_END_CR,   /* after the CR of the blank line */
     S_DONE,     /* the head is over; the body and trailers are llhttp's */
 };
+
+/* What the scanner knows of the request line's method token (p->method_tok).
+ * llhttp refuses an unknown method at its first byte that no method it knows
+ * has there, which may be before the token is over: the verdict (501 for a
+ * well-formed token, 400 for a malformed one) waits for the token's end. */
+enum {
+    M_PENDING = 0, /* the token has not ended yet */
+    M_TOKEN,       /* a token (RFC 9110 5.6.2), ended by SP */
+    M_BAD,         /* a byte no token holds, or no SP after it */
+};
+
+/* RFC 9110 5.6.2 tchar. */
+static bool is_tchar(unsigned char c) {
+    if ((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))
+        return true;
+    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
 
 static sws_http_parser *P(llhttp_t *lp) {
     return (sws_http_parser *)lp->data;
@@ -71,14 +91,25 @@ static int scan_head(sws_http_parser *p, const char *data, size_t len, size_t *a
                 s = S_START_CR;
             else if (c == '\n')
                 st = 400;
-            else
+            else if (is_tchar(c)) {
+                s = S_METHOD;
+                p->method_tok = M_PENDING;
+            } else {
                 s = S_LINE1;
+                p->method_tok = M_BAD;
+            }
             break;
         case S_START_CR:
             if (c != '\n')
                 st = 400;
             s = S_START;
             break;
+        case S_METHOD:
+            if (is_tchar(c))
+                break;
+            p->method_tok = c == ' ' ? M_TOKEN : M_BAD;
+            s = S_LINE1;
+            __attribute__((fallthrough)); /* the byte that ended it is the line's */
         case S_LINE1:
         case S_LINE1_SP:
             if (c == ' ') {
@@ -418,10 +449,12 @@ static int refuse(sws_http_parser *p, int status, size_t len, size_t *consumed, 
     return -EBADMSG;
 }
 
-/* The status of an llhttp error: the one a callback chose, else 505 or 400. */
+/* The status of an llhttp error: the one a callback chose, else 501, 505 or 400. */
 static int llhttp_status(sws_http_parser *p, llhttp_errno_t e) {
     if (p->status)
         return p->status;
+    if (e == HPE_INVALID_METHOD)
+        return p->method_tok == M_TOKEN ? 501 : 400;
     /* llhttp refuses a well-formed but unknown version ("HTTP/1.2") itself, with
      * this reason; malformed ones ("HTTP/1.x", "HTTP/11.1") get other reasons.
      * The reason is the only split-independent sign: the version span may not
@@ -434,6 +467,21 @@ static int llhttp_status(sws_http_parser *p, llhttp_errno_t e) {
     return 400;
 }
 
+/* llhttp has refused the method before its token ended: only the scanner reads
+ * on, until the token ends (501 or 400) or a fault or header_bytes ends it
+ * (400, as when the same bytes come in one read). */
+static int method_verdict(sws_http_parser *p, const char *data, size_t len, size_t *consumed,
+                          int *status) {
+    size_t at;
+    int st = scan_head(p, data, len, &at);
+    if (p->method_tok == M_TOKEN)
+        return refuse(p, 501, len, consumed, status);
+    if (st || p->method_tok == M_BAD)
+        return refuse(p, 400, len, consumed, status);
+    *consumed = len;
+    return SWS_HTTP_NEED_MORE;
+}
+
 int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status) {
     *consumed = 0;
     *status = 0;
@@ -443,6 +491,8 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
     }
     if (len == 0)
         return SWS_HTTP_NEED_MORE;
+    if (p->method_wait)
+        return method_verdict(p, data, len, consumed, status);
     size_t off = 0;
     llhttp_errno_t e;
     for (;;) {
@@ -494,6 +544,12 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
         }
         if (p->status)
             return refuse(p, p->status, len, consumed, status);
+        *consumed = len;
+        return SWS_HTTP_NEED_MORE;
+    }
+    if (e == HPE_INVALID_METHOD && p->method_tok == M_PENDING) {
+        /* The scanner has seen every byte so far and is still in the token. */
+        p->method_wait = true;
         *consumed = len;
         return SWS_HTTP_NEED_MORE;
     }

@@ -39,7 +39,7 @@ typedef struct sws_http_request {
     bool keep_alive; /* HTTP/1.1 default, HTTP/1.0 keep-alive, Connection: close */
     bool path_truncated;
     uint16_t path_len;
-    char path[SWS_HTTP_PATH_MAX]; /* NUL-terminated */
+    char path[SWS_HTTP_PATH_MAX];         /* NUL-terminated */
     uint16_t referer_len, user_agent_len; /* bytes kept; no NUL */
     /* NULL (after init): not kept. Else 2 * SWS_HTTP_LOG_FIELD_MAX bytes, the
      * Referer then the User-Agent; outside the parser, so that a connection
@@ -71,6 +71,8 @@ typedef struct sws_http_parser {
     uint8_t host_count; /* Host fields seen, saturating */
     uint8_t te_len;     /* bytes kept in te[]; SWS_HTTP_TE_MAX + 1 once it overflowed */
     uint8_t ver_len;    /* nonzero once the request line gave a version */
+    uint8_t method_tok; /* the method token so far: pending, a token, malformed */
+    bool method_wait;   /* llhttp refused the method; the scanner reads to its end */
     bool te_seen;
     bool last_chunk;              /* paused after the size line of the last chunk */
     bool host_ws;                 /* whitespace seen in the Host value: only OWS may follow */
@@ -89,8 +91,8 @@ void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits);
 /* Feeds bytes. Returns SWS_HTTP_NEED_MORE, SWS_HTTP_REQUEST (at most one per
  * call: feed the rest of the data again), or -EBADMSG with the status to answer
  * in *status: 400 (malformed or ambiguous, see parse.c), 413, 414, 431, 501 (a
- * transfer coding other than chunked) or 505 (an HTTP version other than 1.0 and
- * 1.1). The connection must then be closed after the answer, and the parser is
+ * transfer coding other than chunked, or a method llhttp does not know) or 505 (an HTTP version
+ * other than 1.0 and 1.1). The connection must then be closed after the answer, and the parser is
  * unusable until sws_http_parser_init(). */
 int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status);
 

@@ -249,6 +249,41 @@ static void strict_unknown_version_is_505(void **state) {
     REFUSED("GET /\r\n\r\n", 400); /* HTTP/0.9's form */
 }
 
+/* RFC 9110 9.1: an unrecognised method is 501; a request line whose first word
+ * is no token at all is malformed, 400. The same however the bytes are split:
+ * llhttp refuses "FOO" at its "F", before the token is over. */
+static void strict_unknown_method_is_501(void **state) {
+    (void)state;
+    REFUSED("FOO / HTTP/1.1\r\nHost: a\r\n\r\n", 501);
+    REFUSED("BREW /pot HTTP/1.1\r\nHost: a\r\n\r\n", 501);
+    REFUSED("get / HTTP/1.1\r\nHost: a\r\n\r\n", 501);  /* methods are case-sensitive */
+    REFUSED("GETX / HTTP/1.1\r\nHost: a\r\n\r\n", 501); /* a known prefix */
+    REFUSED("X-MY_VERB! / HTTP/1.1\r\nHost: a\r\n\r\n", 501);
+    REFUSED("FOO / HTTP/1.1\r\nHost: a\nX: y\r\n\r\n", 501); /* the first fault answers */
+    REFUSED("G@T / HTTP/1.1\r\nHost: a\r\n\r\n", 400);       /* '@' is no tchar */
+    REFUSED("FO\x01O / HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    REFUSED("G\tET / HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    REFUSED(" GET / HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    REFUSED("FOO\r\nHost: a\r\n\r\n", 400); /* no request target */
+    REFUSED("FOO\n", 400);
+    REFUSED("FOO\0 / HTTP/1.1\r\n\r\n", 400);
+    /* A pipelined unknown method comes after the request before it. */
+    int requests;
+    const char two[] = GET "\r\nFOO / HTTP/1.1\r\nHost: a\r\n\r\n";
+    assert_int_equal(feed(two, sizeof(two) - 1, 1, &requests), 501);
+    assert_int_equal(requests, 1);
+    assert_int_equal(feed(two, sizeof(two) - 1, sizeof(two) - 1, &requests), 501);
+    assert_int_equal(requests, 1);
+    /* A token that never ends: header_bytes bounds it, 400 as in one read. */
+    static char longtok[9000];
+    memset(longtok, 'A', sizeof(longtok));
+    assert_int_equal(feed(longtok, sizeof(longtok), 1, &requests), 400);
+    assert_int_equal(feed(longtok, sizeof(longtok), sizeof(longtok), &requests), 400);
+    /* Known methods are still served. */
+    ACCEPTED("DELETE / HTTP/1.1\r\nHost: a\r\n\r\n", 1);
+    ACCEPTED("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", 1);
+}
+
 static void strict_request_line_single_spaces(void **state) {
     (void)state;
     REFUSED("GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400);
@@ -342,6 +377,7 @@ int main(void) {
         cmocka_unit_test(strict_controls_in_names_and_values),
         cmocka_unit_test(strict_host_missing_or_duplicated),
         cmocka_unit_test(strict_unknown_version_is_505),
+        cmocka_unit_test(strict_unknown_method_is_501),
         cmocka_unit_test(strict_request_line_single_spaces),
         cmocka_unit_test(strict_trailers_are_scanned_too),
         cmocka_unit_test(strict_upgrade_is_answered_then_closed),
