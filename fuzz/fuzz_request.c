@@ -37,6 +37,15 @@ static uint32_t digest(const sws_http_request *r) {
         h = (h ^ f[i]) * 16777619u;
     for (size_t i = 0; i < r->path_len; i++)
         h = (h ^ (uint8_t)r->path[i]) * 16777619u;
+    /* What the access log keeps, which must not depend on the reads either. */
+    const uint16_t lens[] = {r->referer_len, r->user_agent_len, r->line_len};
+    const size_t offs[] = {SWS_HTTP_LOG_REFERER, SWS_HTTP_LOG_UA, SWS_HTTP_LOG_LINE};
+    for (size_t k = 0; k < 3; k++) {
+        check(lens[k] <= SWS_HTTP_LOG_FIELD_MAX, "log field past its room");
+        h = (h ^ lens[k]) * 16777619u;
+        for (size_t i = 0; i < lens[k]; i++)
+            h = (h ^ (uint8_t)r->log_fields[offs[k] + i]) * 16777619u;
+    }
     return h;
 }
 
@@ -64,7 +73,9 @@ static void answer(const sws_http_request *r, int status) {
  * fed again from where the last request ended, as serve.c's consume() does. */
 static void run(const uint8_t *data, size_t size, const uint8_t *steps, size_t nsteps, outcome *o) {
     static sws_http_parser p;
+    static char log_fields[SWS_HTTP_LOG_STORAGE];
     sws_http_parser_init(&p, &lim);
+    p.req.log_fields = log_fields; /* as serve.c lends it with the access log on */
     memset(o, 0, sizeof(*o));
     size_t off = 0, k = 0;
     while (off < size) {

@@ -87,11 +87,17 @@ static int scan_head(sws_http_parser *p, const char *data, size_t len, size_t *a
         }
         switch (s) {
         case S_START:
-            if (c == '\r')
+            /* Past the request before: what the log keeps is this one's. */
+            p->req.line_len = p->req.referer_len = p->req.user_agent_len = 0;
+            if (c == '\r') {
                 s = S_START_CR;
-            else if (c == '\n')
+                break;
+            }
+            if (c == '\n') {
                 st = 400;
-            else if (is_tchar(c)) {
+                break;
+            }
+            if (is_tchar(c)) {
                 s = S_METHOD;
                 p->method_tok = M_PENDING;
             } else {
@@ -151,6 +157,12 @@ static int scan_head(sws_http_parser *p, const char *data, size_t len, size_t *a
         }
         if (st)
             break;
+        /* The request line as it came, for the access log's "%r": kept byte by
+         * byte here because llhttp may refuse it before its end, and then the
+         * log still shows what was refused. */
+        if (s >= S_METHOD && s <= S_LINE1_SP && p->req.log_fields &&
+            p->req.line_len < SWS_HTTP_LOG_FIELD_MAX)
+            p->req.log_fields[SWS_HTTP_LOG_LINE + p->req.line_len++] = (char)c;
     }
     p->scan = s;
     *at = i;
@@ -286,7 +298,7 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
                 return fail(p, 400);
         }
     } else if (p->field == F_REFERER || p->field == F_UA) {
-        char *dst = p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_FIELD_MAX : 0);
+        char *dst = p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_UA : SWS_HTTP_LOG_REFERER);
         uint16_t *n = p->field == F_UA ? &p->req.user_agent_len : &p->req.referer_len;
         size_t room = SWS_HTTP_LOG_FIELD_MAX - (size_t)*n;
         size_t k = len < room ? len : room;
@@ -307,7 +319,8 @@ static int on_header_value_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     /* llhttp hands over trailing OWS: not part of the value. */
     if (p->field == F_REFERER || p->field == F_UA) {
-        const char *v = p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_FIELD_MAX : 0);
+        const char *v =
+            p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_UA : SWS_HTTP_LOG_REFERER);
         uint16_t *n = p->field == F_UA ? &p->req.user_agent_len : &p->req.referer_len;
         while (*n && (v[*n - 1] == ' ' || v[*n - 1] == '\t'))
             (*n)--;

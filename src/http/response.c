@@ -44,6 +44,8 @@ const char *sws_http_reason(int status) {
         return "Bad Gateway";
     case 503:
         return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
     case 505:
         return "HTTP Version Not Supported";
     default:
@@ -63,9 +65,20 @@ size_t sws_http_head(char *out, size_t cap, int status, const char *date, const 
     return (size_t)n;
 }
 
+/* The body of an error answer: "404 Not Found\n". */
+static int error_body(char *body, size_t cap, int status) {
+    return snprintf(body, cap, "%d %s\n", status, sws_http_reason(status));
+}
+
+size_t sws_http_error_body_len(int status) {
+    char body[64];
+    int bl = error_body(body, sizeof(body), status);
+    return bl < 0 || (size_t)bl >= sizeof(body) ? 0 : (size_t)bl;
+}
+
 size_t sws_http_error(char *out, size_t cap, int status, const char *date, bool head) {
     char body[64];
-    int bl = snprintf(body, sizeof(body), "%d %s\n", status, sws_http_reason(status));
+    int bl = error_body(body, sizeof(body), status);
     if (bl < 0 || (size_t)bl >= sizeof(body))
         return 0;
     size_t hl = sws_http_head(out, cap, status, date, "text/plain", (uint64_t)bl, false);

@@ -27,9 +27,14 @@ typedef struct sws_http_limits {
 /* The path is copied (truncated) so that a request can be routed after the
  * receive buffer that held it has been given back. */
 #define SWS_HTTP_PATH_MAX 128
-/* Referer and User-Agent, kept (truncated, first field line only) for the
- * access log's combined format, in storage the caller lends (log_fields). */
+/* The request line, Referer and User-Agent, kept (truncated, first field line
+ * only) for the access log's combined format, in storage the caller lends
+ * (log_fields): SWS_HTTP_LOG_STORAGE bytes, each field at its offset. */
 #define SWS_HTTP_LOG_FIELD_MAX 256
+#define SWS_HTTP_LOG_REFERER 0
+#define SWS_HTTP_LOG_UA SWS_HTTP_LOG_FIELD_MAX
+#define SWS_HTTP_LOG_LINE (2 * SWS_HTTP_LOG_FIELD_MAX)
+#define SWS_HTTP_LOG_STORAGE (3 * SWS_HTTP_LOG_FIELD_MAX)
 
 typedef struct sws_http_request {
     uint8_t method; /* llhttp_method_t */
@@ -39,11 +44,14 @@ typedef struct sws_http_request {
     bool keep_alive; /* HTTP/1.1 default, HTTP/1.0 keep-alive, Connection: close */
     bool path_truncated;
     uint16_t path_len;
-    char path[SWS_HTTP_PATH_MAX];         /* NUL-terminated */
-    uint16_t referer_len, user_agent_len; /* bytes kept; no NUL */
-    /* NULL (after init): not kept. Else 2 * SWS_HTTP_LOG_FIELD_MAX bytes, the
-     * Referer then the User-Agent; outside the parser, so that a connection
-     * without an access log does not carry (or touch) them. */
+    char path[SWS_HTTP_PATH_MAX]; /* NUL-terminated */
+    /* Bytes kept in log_fields; no NUL. line_len is the raw request line's
+     * (CR LF excluded), kept even when the line was refused. All three are
+     * the last request's until the next byte after it (0 for blank lines). */
+    uint16_t referer_len, user_agent_len, line_len;
+    /* NULL (after init): not kept. Else SWS_HTTP_LOG_STORAGE bytes; outside
+     * the parser, so that a connection without an access log does not carry
+     * (or touch) them. */
     char *log_fields;
 } sws_http_request;
 
@@ -113,6 +121,8 @@ size_t sws_http_head(char *out, size_t cap, int status, const char *date, const 
 /* A complete small error answer with "Connection: close" and a text body
  * naming the status. Returns its length, or 0 when it does not fit. */
 size_t sws_http_error(char *out, size_t cap, int status, const char *date, bool head);
+/* The length of the body sws_http_error() writes for status. */
+size_t sws_http_error_body_len(int status);
 
 #define SWS_HTTP_SERVER "scalwsd"
 

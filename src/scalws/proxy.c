@@ -4,7 +4,7 @@
  * only while the other side's output has room); nothing is buffered whole. */
 #include "proxy.h"
 
-#include <arpa/inet.h>
+#include "access_log.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -50,6 +50,9 @@ typedef struct px_sess {
     uint64_t t0_us;
     struct px_sess *prev, *next;
     uint32_t in_off, in_len, olen, wlen, rlen;
+    int resp_status;     /* of the answer being streamed, for the access log */
+    uint64_t resp_bytes; /* body bytes of it so far (decoded, before our framing) */
+    bool logged;         /* the current exchange has its access log line */
     char peer[48];
     /* The respond scenario's strict parser, with the loop's limits, sees every
      * client byte before req does: a request that breaks a limit or could be
@@ -58,7 +61,8 @@ typedef struct px_sess {
     sws_msg req, resp;
     char in[PX_IN];
     char out[PX_OUT];
-    char replay[PX_REPLAY]; /* what was sent upstream, for one retry */
+    char replay[PX_REPLAY];         /* what was sent upstream, for one retry */
+    char log[SWS_HTTP_LOG_STORAGE]; /* lent to chk while the access log is on */
 } px_sess;
 
 struct sws_proxy {
@@ -169,6 +173,8 @@ static int req_head(void *user, sws_msg *m) {
         return -1;
     }
     s->req_head = p->method == HTTP_HEAD;
+    s->logged = false;
+    s->resp_bytes = 0;
     s->idem = p->method == HTTP_GET || p->method == HTTP_HEAD || p->method == HTTP_OPTIONS ||
               p->method == HTTP_PUT || p->method == HTTP_DELETE;
     s->req_http10 = p->http_major == 1 && p->http_minor == 0;
@@ -227,7 +233,7 @@ static int req_head(void *user, sws_msg *m) {
         wr(&b, m->buf + m->f[xff].val_off, m->f[xff].val_len);
         wrs(&b, ", ");
     }
-    wrs(&b, s->peer);
+    wrs(&b, strcmp(s->peer, "-") != 0 ? s->peer : "unknown");
     wrs(&b, "\r\nVia: 1.1 scalwsd\r\n");
     if (s->req_chunked)
         wrs(&b, "Transfer-Encoding: chunked\r\n");
@@ -318,6 +324,7 @@ static int resp_head(void *user, sws_msg *m) {
     if (b.over)
         return -1;
     s->resp_started = true;
+    s->resp_status = status;
     s->resp_up_ka = !eofbody;
     sws_up_observe_latency(&px->pool, now_us() - s->t0_us);
     return nobody ? 1 : 0;
@@ -326,6 +333,7 @@ static int resp_head(void *user, sws_msg *m) {
 static int resp_body(void *user, const char *d, size_t n) {
     px_sess *s = user;
     wbuf b = {s->out, &s->olen, PX_OUT, false};
+    s->resp_bytes += n;
     if (s->resp_chunked_out)
         wr_chunk(&b, d, n);
     else
@@ -365,6 +373,43 @@ static void list_del(sws_proxy *px, px_sess *s) {
     s->prev = s->next = NULL;
 }
 
+/* The access log line of the current exchange, once: from the request the
+ * reader holds (its head stays in it until sws_msg_next), or, for one refused
+ * before its head was read, from what the strict parser kept of it. */
+static void log_exchange(sws_proxy *px, px_sess *s, int status, uint64_t bytes) {
+    sws_worker *w = px->w;
+    if (s->logged || !w->access_log)
+        return;
+    s->logged = true;
+    const sws_msg *m = &s->req;
+    if (!m->headers_done) {
+        sws_access_log_parsed(w, s->peer, &s->chk, status, bytes);
+        return;
+    }
+    char line[SWS_HTTP_LOG_FIELD_MAX];
+    int n = snprintf(line, sizeof(line), "%s %.*s HTTP/%d.%d",
+                     llhttp_method_name((llhttp_method_t)m->p.method), (int)m->start_len,
+                     m->buf + m->start_off, m->p.http_major, m->p.http_minor);
+    sws_log_line l = {.peer = s->peer,
+                      .request = line,
+                      .request_len = n < 0                      ? 0
+                                     : (size_t)n < sizeof(line) ? (size_t)n
+                                                                : sizeof(line) - 1,
+                      .status = status,
+                      .bytes = bytes};
+    for (uint32_t i = 0; i < m->nf; i++) {
+        const char *v = m->buf + m->f[i].val_off;
+        if (!l.referer && sws_msg_name_is(m, i, "referer")) {
+            l.referer = v;
+            l.referer_len = m->f[i].val_len;
+        } else if (!l.user_agent && sws_msg_name_is(m, i, "user-agent")) {
+            l.user_agent = v;
+            l.user_agent_len = m->f[i].val_len;
+        }
+    }
+    sws_access_log(w, &l);
+}
+
 static void sess_free(sws_proxy *px, px_sess *s) {
     s->live = false;
     list_del(px, s);
@@ -378,6 +423,10 @@ static void sess_close(sws_proxy *px, px_sess *s) {
     if (s->closing)
         return;
     s->closing = true;
+    /* An exchange cut short: the status it had begun to answer, or nginx's 499
+     * for a client that left before the answer began. */
+    if (s->req.headers_done)
+        log_exchange(px, s, s->resp_started ? s->resp_status : 499, s->resp_bytes);
     sws_up_conn *u = up_of(px, s);
     if (u) {
         sws_pool_release(&px->pool, u, false);
@@ -464,6 +513,7 @@ static void answer_error(sws_proxy *px, px_sess *s, int status, bool request) {
     size_t n =
         sws_http_error(s->out + s->olen, PX_OUT - s->olen, status, px->w->date.str, s->req_head);
     SWS_ADD(px->w->ctr.errors[status_slot(status)], 1);
+    log_exchange(px, s, status, s->req_head ? 0 : sws_http_error_body_len(status));
     if (request)
         SWS_ADD(px->w->ctr.requests, 1);
     s->close_after = true;
@@ -578,6 +628,7 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
         sws_pool_release(&px->pool, u, keep);
     s->up = SWS_NIL;
     SWS_ADD(px->w->ctr.requests, 1);
+    log_exchange(px, s, s->resp_status, s->resp_bytes);
     if (px->draining)
         s->close_after = true;
     s->req_done = s->resp_started = s->resp_done = false;
@@ -944,16 +995,8 @@ void sws_proxy_open(sws_worker *w, tl_handle h) {
     sws_http_parser_init(&s->chk, &w->limits);
     sws_msg_init(&s->req, HTTP_REQUEST, &req_cb, s);
     sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    if (tl_handle_peername(w->loop, h, &ss, &sl) == 0) {
-        if (ss.ss_family == AF_INET)
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, s->peer, sizeof(s->peer));
-        else if (ss.ss_family == AF_INET6)
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, s->peer, sizeof(s->peer));
-    }
-    if (!s->peer[0])
-        strcpy(s->peer, "unknown");
+    sws_peer_name(w->loop, h, s->peer, sizeof(s->peer));
+    s->chk.req.log_fields = w->access_log ? s->log : NULL;
     s->next = px->active;
     if (px->active)
         px->active->prev = s;
@@ -1111,6 +1154,10 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
 }
 
 void sws_proxy_reconfigure(sws_worker *w) {
-    if (w->proxy)
-        w->proxy->pool.cfg = &w->cfg->proxy;
+    if (!w->proxy)
+        return;
+    w->proxy->pool.cfg = &w->cfg->proxy;
+    /* The access log may have been turned on or off. */
+    for (px_sess *s = w->proxy->active; s; s = s->next)
+        s->chk.req.log_fields = w->access_log ? s->log : NULL;
 }

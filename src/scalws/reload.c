@@ -4,9 +4,9 @@
  * freed once every loop has left it (a count of loops still on it). */
 #include "reload.h"
 
+#include "access_log.h"
 #include "proxy.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -200,18 +200,6 @@ void sws_reload_free_all(void) {
     R.current = NULL;
 }
 
-static void peer_name(sws_worker *w, sws_conn *c) {
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    int fd = tl_handle_fd(w->loop, c->h);
-    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
-        return;
-    if (ss.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer, sizeof(c->peer));
-    else if (ss.ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer, sizeof(c->peer));
-}
-
 static void leave(const sws_config *c) {
     if (c == R.initial)
         atomic_fetch_sub_explicit(&R.initial_refs, 1, memory_order_acq_rel);
@@ -260,7 +248,7 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
     for (sws_conn *c = w->active; c; c = c->next) {
         c->parser.req.log_fields = sws_conn_log_fields(w, c);
         if (w->access_log && strcmp(c->peer, "-") == 0)
-            peer_name(w, c);
+            sws_peer_name(w->loop, c->h, c->peer, sizeof(c->peer));
     }
     w->cfg = n;
     sws_proxy_reconfigure(w);

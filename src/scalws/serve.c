@@ -3,13 +3,13 @@
  * A connection's slot is reused only after its TL_OP_CLOSE completion, which
  * turnloop reports after every other completion of the handle: no completion
  * can reach a slot that has been handed to another connection. */
+#include "access_log.h"
 #include "sws.h"
 
 #include "proxy.h"
 #include "reexec.h"
 #include "reload.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -136,7 +136,7 @@ char *sws_conn_log_fields(sws_worker *w, sws_conn *c) {
     /* Once per slot, and only with the log on: an idle connection of a server
      * without an access log carries none of it. Out of memory: "-" fields. */
     if (!c->log_fields)
-        c->log_fields = malloc(SWS_LOG_FIELDS);
+        c->log_fields = malloc(SWS_HTTP_LOG_STORAGE);
     return c->log_fields;
 }
 
@@ -193,68 +193,14 @@ static void conn_open(sws_worker *w, tl_handle h) {
     sws_http_parser_init(&c->parser, &w->limits);
     c->parser.req.log_fields = sws_conn_log_fields(w, c);
     /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
-    int fd = w->access_log ? tl_handle_fd(w->loop, h) : -1;
-    if (fd >= 0) {
-        {
-            struct sockaddr_storage ss;
-            socklen_t sl = sizeof(ss);
-            if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-                if (ss.ss_family == AF_INET)
-                    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer,
-                              sizeof(c->peer));
-                else if (ss.ss_family == AF_INET6)
-                    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer,
-                              sizeof(c->peer));
-            }
-        }
-    }
-    if (!c->peer[0])
+    if (w->access_log)
+        sws_peer_name(w->loop, h, c->peer, sizeof(c->peer));
+    else
         strcpy(c->peer, "-");
     list_add(w, c);
     SWS_ADD(w->ctr.accepted, 1);
     SWS_ADD(w->ctr.active, 1);
     arm_recv(w, c);
-}
-
-/* As nginx escapes log variables: '"', '\\', controls and bytes >= 0x7f as
- * \xHH, so that a client's bytes can neither end a field nor forge a line.
- * out holds 4 * n + 2 bytes; an empty value is "-". */
-static const char *log_escape(char *out, const char *s, size_t n) {
-    static const char hex[] = "0123456789ABCDEF";
-    char *o = out;
-    if (n == 0)
-        return "-";
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
-            *o++ = '\\';
-            *o++ = 'x';
-            *o++ = hex[ch >> 4];
-            *o++ = hex[ch & 15];
-        } else {
-            *o++ = (char)ch;
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
-/* The combined format (nginx, Apache): %h - - [%t] "%r" %>s %b "Referer" "User-Agent". */
-static void access_log(sws_worker *w, sws_conn *c, int status, uint32_t bytes) {
-    if (w->clf_sec != w->date.sec) {
-        struct tm tm;
-        gmtime_r(&w->date.sec, &tm);
-        strftime(w->clf_date, sizeof(w->clf_date), "%d/%b/%Y:%H:%M:%S +0000", &tm);
-        w->clf_sec = w->date.sec;
-    }
-    const sws_http_request *r = &c->parser.req;
-    char path[4 * SWS_HTTP_PATH_MAX + 2], ref[4 * SWS_HTTP_LOG_FIELD_MAX + 2],
-        ua[4 * SWS_HTTP_LOG_FIELD_MAX + 2];
-    fprintf(w->access_log, "%s - - [%s] \"%s %s HTTP/%u.%u\" %d %u \"%s\" \"%s\"\n", c->peer,
-            w->clf_date, llhttp_method_name((llhttp_method_t)r->method),
-            log_escape(path, r->path, r->path_len), r->http_major, r->http_minor, status, bytes,
-            log_escape(ref, r->log_fields, r->referer_len),
-            log_escape(ua, r->log_fields + SWS_HTTP_LOG_FIELD_MAX, r->user_agent_len));
 }
 
 static void set_idle_deadline(sws_worker *w, sws_conn *c) {
@@ -297,9 +243,9 @@ static void answer(sws_worker *w, sws_conn *c) {
     c->olen += n;
     c->served++;
     SWS_ADD(w->ctr.requests, 1);
-    if (w->access_log) /* %b is the body's bytes, as nginx's $body_bytes_sent */
-        access_log(w, c, w->cfg->status,
-                   r->head ? 0 : n - (ka ? w->resp.ka_head : w->resp.close_head));
+    if (w->access_log)
+        sws_access_log_parsed(w, c->peer, &c->parser, w->cfg->status,
+                              r->head ? 0 : n - (ka ? w->resp.ka_head : w->resp.close_head));
 }
 
 static int status_slot(int status) {
@@ -323,6 +269,8 @@ static int status_slot(int status) {
  * trusted to be framed right. */
 static void answer_error(sws_worker *w, sws_conn *c, int status) {
     SWS_ADD(w->ctr.errors[status_slot(status)], 1);
+    if (w->access_log)
+        sws_access_log_parsed(w, c->peer, &c->parser, status, sws_http_error_body_len(status));
     if (!out_take(w, c)) {
         sws_conn_close(w, c);
         return;

@@ -113,12 +113,11 @@ typedef struct sws_conn {
     sws_http_parser parser;
     char *out;     /* a worker output buffer (out_cap bytes) while there is output, else NULL */
     char peer[48]; /* for the access log only */
-    /* Referer and User-Agent for the access log (SWS_LOG_FIELDS bytes), taken
-     * once the access log is on and kept with the slot; NULL while it is off. */
+    /* The request line, Referer and User-Agent for the access log
+     * (SWS_HTTP_LOG_STORAGE bytes, lent to parser.req.log_fields), taken once
+     * the access log is on and kept with the slot; NULL while it is off. */
     char *log_fields;
 } sws_conn;
-/* Referer and User-Agent kept for the access log (parser.req.log_fields). */
-#define SWS_LOG_FIELDS (2 * SWS_HTTP_LOG_FIELD_MAX)
 
 /* The prebuilt respond answer: head + body, for keep-alive and for close,
  * rebuilt when the Date changes (once a second at most). */

@@ -4,10 +4,14 @@
 # and a hostile User-Agent (quotes, backslashes, tabs, bytes >= 0x80) is
 # escaped as \xHH, so it can neither add a field nor forge a line. A reload
 # (SIGHUP) reopens the file: a moved log is recreated (rotation); a reload that
-# turns the log on covers connections already open.
+# turns the log on covers connections already open. Error answers are logged
+# with the request line as it came (escaped); a connection that sent nothing
+# leaves no line. The proxy scenario logs every exchange the same way: the
+# upstream's status and body bytes, its own 502/504, 499 for a client that
+# left before its answer began, and the status begun for an answer cut short.
 . "$(dirname "$0")/lib.sh"
 LOG="$T/access.log"
-start_sws "\naccess_log = $LOG"
+start_sws "\naccess_log = $LOG\n[limits]\nheader_timeout = 1s"
 
 curl -s -o /dev/null -A 'curl-test/1.0' -e 'http://ref.example/a?b=c' "http://127.0.0.1:$PORT/x/y?q=1"
 curl -s -o /dev/null -A '' -H 'User-Agent:' "http://127.0.0.1:$PORT/noua"
@@ -16,11 +20,18 @@ raw 'GET /evil HTTP/1.1\r\nHost: a\r\nUser-Agent: x" 200 9 "-" "y\\\t\x80\xff en
 grep -q "^HTTP/1.1 200" "$T/evil" || fail "hostile request not answered: $(cat "$T/evil")"
 # Trailing whitespace of a value is not part of it; a second User-Agent line is ignored.
 raw 'HEAD /two HTTP/1.1\r\nHost: a\r\nUser-Agent: first  \r\nUser-Agent: second\r\nConnection: close\r\n\r\n' >/dev/null
+# Errors: a control byte in the target (400), an unknown method (501), a head
+# that never ends (408 after header_timeout). Silence and blank lines: no line.
+raw 'GET /a\x01b HTTP/1.1\r\nHost: a\r\n\r\n' >/dev/null
+raw 'BREW /pot HTTP/1.1\r\nHost: a\r\n\r\n' >/dev/null
+raw 'GET /partial HTTP/1.1\r\nHost: a\r\nUser-Agent: slow\r\n' 3 >/dev/null
+raw '' 1.5 >/dev/null
+raw '\r\n' 1.5 >/dev/null
 
-for _ in $(seq 1 20); do [ "$(wc -l <"$LOG")" -ge 5 ] && break; sleep 0.1; done
+for _ in $(seq 1 20); do [ "$(wc -l <"$LOG")" -ge 8 ] && break; sleep 0.1; done
 cat "$LOG"
-# 1 request from start_sws's probe, then the 4 above.
-[ "$(wc -l <"$LOG")" = 5 ] || fail "want 5 access lines, got $(wc -l <"$LOG")"
+# 1 request from start_sws's probe, then the 4 above and the 3 errors.
+[ "$(wc -l <"$LOG")" = 8 ] || fail "want 8 access lines, got $(wc -l <"$LOG")"
 re='^[0-9a-f.:]+ - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9]{2}:[0-9]{2}:[0-9]{2} \+0000\] "[A-Z]+ [^" ]+ HTTP/1\.[01]" [0-9]{3} [0-9]+ "[^"]*" "[^"]*"$'
 bad=$(LC_ALL=C grep -Evc "$re" "$LOG" || true)
 [ "$bad" = 0 ] || fail "$bad lines are not in the combined format"
@@ -31,6 +42,9 @@ grep -qF '"GET /evil HTTP/1.1" 200' "$LOG" || fail "hostile line missing"
 grep -qF '"r\x22" "x\x22 200 9 \x22-\x22 \x22y\x5C\x09\x80\xFF end"' "$LOG" ||
     fail "hostile fields not escaped: $(grep evil "$LOG")"
 grep -q '"HEAD /two HTTP/1.1" 200 0 "-" "first"$' "$LOG" || fail "trailing OWS or second field line"
+grep -qF '"GET /a\x01b HTTP/1.1" 400 16 "-" "-"' "$LOG" || fail "400 line"
+grep -qF '"BREW /pot HTTP/1.1" 501 20 "-" "-"' "$LOG" || fail "501 line"
+grep -qF '"GET /partial HTTP/1.1" 408 20 "-" "slow"' "$LOG" || fail "408 line"
 
 # Rotation: move the file away, HUP, the next line goes to a new file.
 mv "$LOG" "$LOG.1"
@@ -58,6 +72,43 @@ exec 3<&-
 for _ in $(seq 1 20); do [ -s "$LOG.2" ] && break; sleep 0.1; done
 grep -q '^127.0.0.1 - - .*"GET /kept HTTP/1.1" 200 19 "-" "kept-ua"$' "$LOG.2" || fail "kept connection after the log was turned on: $(cat "$LOG.2" 2>/dev/null)"
 ! grep -q before "$LOG.2" || fail "a request before the reload was logged"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
+
+# The proxy scenario, against the test upstream (proxy_upstream.py).
+command -v python3 >/dev/null || { echo "SKIP: proxy part (no python3)"; exit 77; }
+python3 "$(dirname "$0")/proxy_upstream.py" "$T/up.port" 20 &
+PY_PID=$!
+trap 'kill -KILL $PY_PID 2>/dev/null || true; cleanup' EXIT
+for _ in $(seq 1 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
+UP=$(cat "$T/up.port")
+PLOG="$T/proxy.log"
+start_sws "scenario = proxy\nevent_loops = 1\naccess_log = $PLOG\n[proxy]\nupstream = 127.0.0.1:$UP\nread_timeout = 1s"
+URL="http://127.0.0.1:$PORT"
+curl -s -m 10 -o /dev/null -A 'px-ua' -e 'http://ref/' "$URL/chunked?x=1"
+curl -s -m 10 -o /dev/null -I "$URL/echo"
+curl -s -m 10 -o /dev/null "$URL/nocontent"
+curl -s -m 10 -o /dev/null "$URL/slow"
+curl -s -m 10 -o /dev/null "$URL/badstatus"
+curl -s -m 10 -o /dev/null "$URL/cut" || true # cut short: curl fails
+raw 'GET /b\x7f HTTP/1.1\r\nHost: a\r\n\r\n' >/dev/null
+# A client that leaves in the middle of its body: no answer began.
+raw 'POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\nabc' 1 >/dev/null
+for _ in $(seq 1 30); do [ "$(wc -l <"$PLOG")" -ge 9 ] && break; sleep 0.1; done
+cat "$PLOG"
+# start_sws's probe, then the 8 above.
+[ "$(wc -l <"$PLOG")" = 9 ] || fail "proxy: want 9 access lines, got $(wc -l <"$PLOG")"
+bad=$(LC_ALL=C grep -Evc "$re" "$PLOG" || true)
+[ "$bad" = 0 ] || fail "proxy: $bad lines are not in the combined format"
+want() { grep -qF "$1" "$PLOG" || fail "proxy: no line with: $1"; }
+want '"GET /chunked?x=1 HTTP/1.1" 200 35000 "http://ref/" "px-ua"'
+want '"HEAD /echo HTTP/1.1" 200 0 "-" "curl/'
+want '"GET /nocontent HTTP/1.1" 204 0 "-"'
+want '"GET /slow HTTP/1.1" 504 20 "-"'
+want '"GET /badstatus HTTP/1.1" 502 16 "-"'
+want '"GET /cut HTTP/1.1" 200 1000 "-"'
+want '"GET /b\x7F HTTP/1.1" 400 16 "-" "-"'
+want '"POST /echo HTTP/1.1" 499 0 "-" "-"'
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 echo "access_log: ok"

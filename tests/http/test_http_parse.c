@@ -73,7 +73,7 @@ static void http_referer_and_user_agent_are_kept(void **state) {
                      "GET / HTTP/1.1\r\nHost: a\r\nuser-agent: %.*s\r\nReferer: http://r/ \t\r\n"
                      "Referer: second\r\n\r\n",
                      (int)sizeof(big), big);
-    static char keep[2 * SWS_HTTP_LOG_FIELD_MAX];
+    static char keep[SWS_HTTP_LOG_STORAGE];
     /* Not kept unless storage is lent. */
     sws_http_parser_init(&p, &lim);
     assert_int_equal(feed_all(&p, r, (size_t)n, &used, &st), SWS_HTTP_REQUEST);
@@ -90,6 +90,70 @@ static void http_referer_and_user_agent_are_kept(void **state) {
     assert_int_equal(p.req.user_agent_len, 0);
     assert_int_equal(p.req.referer_len, 0);
 }
+/* The request line as it came, one byte at a time or whole: for a request
+ * that completes, for one refused in its line (llhttp may refuse before the
+ * line ends: the log still shows what was sent), pipelined one after another,
+ * and "-" (nothing kept) once blank lines follow. */
+static void http_request_line_is_kept_for_the_log(void **state) {
+    (void)state;
+    static char keep[SWS_HTTP_LOG_STORAGE];
+    sws_http_parser p;
+    size_t used;
+    int st;
+    const char *line = keep + SWS_HTTP_LOG_LINE;
+
+    const char *two = "GET /a?b HTTP/1.1\r\nHost: a\r\nUser-Agent: u\r\n\r\n"
+                      "POST /c HTTP/1.0\r\nContent-Length: 0\r\n\r\n\r\n";
+    sws_http_parser_init(&p, &lim);
+    p.req.log_fields = keep;
+    assert_int_equal(feed_all(&p, two, strlen(two), &used, &st), SWS_HTTP_REQUEST);
+    assert_int_equal(p.req.line_len, strlen("GET /a?b HTTP/1.1"));
+    assert_memory_equal(line, "GET /a?b HTTP/1.1", p.req.line_len);
+    assert_int_equal(p.req.user_agent_len, 1);
+    size_t off = used;
+    assert_int_equal(feed_all(&p, two + off, strlen(two) - off, &used, &st), SWS_HTTP_REQUEST);
+    assert_memory_equal(line, "POST /c HTTP/1.0", p.req.line_len);
+    assert_int_equal(p.req.user_agent_len, 0); /* the first request's is gone */
+    off += used;
+    assert_int_equal(feed_all(&p, two + off, strlen(two) - off, &used, &st), SWS_HTTP_NEED_MORE);
+    assert_int_equal(p.req.line_len, 0); /* a blank line: no request line now */
+
+    /* Refused by llhttp at its first unknown byte, kept to the line's end,
+     * even when it comes a byte per read. */
+    const char *brew = "BREW /pot HTTP/1.1\r\nHost: a\r\n\r\n";
+    sws_http_parser_init(&p, &lim);
+    p.req.log_fields = keep;
+    int rc = SWS_HTTP_NEED_MORE;
+    for (size_t i = 0; i < strlen(brew) && rc == SWS_HTTP_NEED_MORE; i++)
+        rc = feed_all(&p, brew + i, 1, &used, &st);
+    assert_int_equal(rc, -EBADMSG);
+    assert_int_equal(st, 501);
+    assert_true(p.req.line_len >= strlen("BREW "));
+    assert_memory_equal(line, "BREW ", 5);
+
+    /* A bad byte in the target: the line up to the refusal. */
+    const char *bad = "GET /a\x01b HTTP/1.1\r\nHost: a\r\n\r\n";
+    sws_http_parser_init(&p, &lim);
+    p.req.log_fields = keep;
+    assert_int_equal(feed_all(&p, bad, strlen(bad), &used, &st), -EBADMSG);
+    assert_int_equal(st, 400);
+    assert_true(p.req.line_len >= strlen("GET /a"));
+    assert_memory_equal(line, "GET /a", 6);
+
+    /* Longer than the room: truncated, never past it. */
+    char big[1024];
+    int n = snprintf(big, sizeof(big), "GET /%0900d HTTP/1.1\r\nHost: a\r\n\r\n", 0);
+    sws_http_parser_init(&p, &lim);
+    p.req.log_fields = keep;
+    assert_int_equal(feed_all(&p, big, (size_t)n, &used, &st), SWS_HTTP_REQUEST);
+    assert_int_equal(p.req.line_len, SWS_HTTP_LOG_FIELD_MAX);
+
+    /* Nothing kept without storage. */
+    sws_http_parser_init(&p, &lim);
+    assert_int_equal(feed_all(&p, two, strlen(two), &used, &st), SWS_HTTP_REQUEST);
+    assert_int_equal(p.req.line_len, 0);
+}
+
 static void http_head_is_flagged(void **state) {
     (void)state;
     sws_http_parser p;
@@ -274,6 +338,13 @@ static void http_head_and_error_responses(void **state) {
     out[n] = '\0';
     assert_non_null(strstr(out, "HTTP/1.1 431 Request Header Fields Too Large\r\n"));
     assert_non_null(strstr(out, "Connection: close\r\n"));
+    /* The body, and the length the access log gives for it. */
+    assert_non_null(strstr(out, "\r\n\r\n431 Request Header Fields Too Large\n"));
+    assert_int_equal(sws_http_error_body_len(431), strlen("431 Request Header Fields Too Large\n"));
+    /* Every status the server answers by itself has its reason phrase. */
+    static const int own[] = {400, 408, 413, 414, 431, 501, 502, 503, 504, 505};
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+        assert_string_not_equal(sws_http_reason(own[i]), "Unknown");
 }
 
 static void http_date_format_is_imf_fixdate(void **state) {
@@ -293,6 +364,7 @@ int main(void) {
         cmocka_unit_test(http_connection_close_and_http10),
         cmocka_unit_test(http_head_is_flagged),
         cmocka_unit_test(http_referer_and_user_agent_are_kept),
+        cmocka_unit_test(http_request_line_is_kept_for_the_log),
         cmocka_unit_test(http_pipelined_one_at_a_time_in_order),
         cmocka_unit_test(http_byte_by_byte),
         cmocka_unit_test(http_chunked_body_is_read),
