@@ -77,11 +77,7 @@ stop_sws
 
 # The proxy scenario, against the test upstream (proxy_upstream.py).
 command -v python3 >/dev/null || { echo "SKIP: proxy part (no python3)"; exit 77; }
-python3 "$(dirname "$0")/proxy_upstream.py" "$T/up.port" 20 &
-PY_PID=$!
-trap 'kill -KILL $PY_PID 2>/dev/null || true; cleanup' EXIT
-for _ in $(seq 1 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
-UP=$(cat "$T/up.port")
+start_test_upstream 20
 PLOG="$T/proxy.log"
 start_sws "scenario = proxy\nevent_loops = 1\naccess_log = $PLOG\n[proxy]\nupstream = 127.0.0.1:$UP\nread_timeout = 1s"
 URL="http://127.0.0.1:$PORT"

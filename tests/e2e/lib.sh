@@ -87,6 +87,18 @@ raw() {
         cat <&3' _ "$req" || true
 }
 
+# start_test_upstream SECONDS [RECORD]: proxy_upstream.py (one behaviour per
+# path) on a free port, living at most SECONDS; sets UP to its port and kills
+# it on exit.
+start_test_upstream() {
+    python3 "$(dirname "${BASH_SOURCE[0]}")/proxy_upstream.py" "$T/up.port" "$@" &
+    UP_PID=$!
+    trap 'kill -KILL $UP_PID 2>/dev/null || true; cleanup' EXIT
+    for _ in $(seq 1 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
+    [ -s "$T/up.port" ] || fail "test upstream did not start"
+    UP=$(cat "$T/up.port")
+}
+
 # stop_sws: SIGTERM and wait (bounded); sets SWS_STATUS.
 stop_sws() {
     kill -TERM "$SWS_PID"

@@ -7,13 +7,8 @@
 # closes is dropped at once.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
-HERE=$(cd "$(dirname "$0")" && pwd)
 
-python3 "$HERE/proxy_upstream.py" "$T/up.port" 50 &
-PY_PID=$!
-trap 'kill -KILL $PY_PID 2>/dev/null || true; cleanup' EXIT
-for _ in $(seq 1 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
-UP=$(cat "$T/up.port")
+start_test_upstream 50
 
 start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\nread_timeout = 1s"
 URL="http://127.0.0.1:$PORT"

@@ -6,13 +6,8 @@
 # every byte it reads.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
-HERE=$(cd "$(dirname "$0")" && pwd)
 
-python3 "$HERE/proxy_upstream.py" "$T/up.port" 120 "$T/rec" &
-PY_PID=$!
-trap 'kill -KILL $PY_PID 2>/dev/null || true; cleanup' EXIT
-for _ in $(seq 1 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
-UP=$(cat "$T/up.port")
+start_test_upstream 120 "$T/rec"
 
 start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\n[limits]\nheader_bytes = 1k\nheader_count = 10\nuri_length = 64\nbody_size = 100\nheader_timeout = 1s"
 touch "$T/rec"

@@ -111,11 +111,7 @@ stop_sws
 # upstream answer, 3 s, passes with read_timeout 60s and is a 504 after a
 # reload to 1s); a changed upstream list needs a restart.
 command -v python3 >/dev/null || { echo "reload: ok (respond; proxy part skipped: no python3)"; exit 0; }
-python3 "$(dirname "$0")/proxy_upstream.py" "$T/up.port" 40 &
-UP_PID=$!
-trap 'kill -KILL $UP_PID 2>/dev/null || true; cleanup' EXIT
-for _ in $(seq 1 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
-UP=$(cat "$T/up.port")
+start_test_upstream 40
 start_sws "scenario = proxy\nevent_loops = 2\n[proxy]\nupstream = 127.0.0.1:$UP\nread_timeout = 60s"
 base=$(cat "$INI")
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/slow")
