@@ -68,30 +68,9 @@ static size_t answer_room(const sws_server *s) {
  * changed, else the first one, described in buf. */
 static const char *fixed_change(const sws_server *s, const sws_config *o, const sws_config *n,
                                 char *buf, size_t len) {
-#define SAME(cond, what)                                                                           \
-    if (!(cond))                                                                                   \
-        return what;
-    if (strcmp(o->listen.text, n->listen.text) != 0) {
-        snprintf(buf, len, "[server] listen changed (%s -> %s)", o->listen.text, n->listen.text);
-        return buf;
-    }
-    SAME(o->event_loops == n->event_loops, "[server] event_loops changed");
-    SAME(o->worker_threads == n->worker_threads, "[server] worker_threads changed");
-    SAME(o->accept == n->accept, "[server] accept changed");
-    SAME(o->backend == n->backend, "[server] backend changed");
-    SAME(o->defer_accept == n->defer_accept, "[server] defer_accept changed");
-    SAME(o->scenario == n->scenario, "[server] scenario changed");
-    SAME(o->max_connections == n->max_connections, "[limits] max_connections changed");
-    SAME(o->admin_enabled == n->admin_enabled &&
-             (!o->admin_enabled || strcmp(o->admin.text, n->admin.text) == 0),
-         "[admin] listen changed");
-    SAME(o->proxy.pool_per_loop == n->proxy.pool_per_loop, "[proxy] pool_per_loop changed");
-    SAME(o->proxy.pool_mode == n->proxy.pool_mode, "[proxy] pool changed");
-    bool ups = o->proxy.nupstreams == n->proxy.nupstreams;
-    for (int i = 0; ups && i < o->proxy.nupstreams; i++)
-        ups = strcmp(o->proxy.up[i].text, n->proxy.up[i].text) == 0;
-    SAME(ups, "[proxy] upstream changed");
-#undef SAME
+    const char *key = sws_config_restart_change(o, n, buf, len);
+    if (key)
+        return key;
     size_t need = 512 + sizeof(n->content_type) + n->body_len;
     if (need > answer_room(s)) {
         snprintf(buf, len,
