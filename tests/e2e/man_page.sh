@@ -23,6 +23,10 @@ else
     echo "note: neither groff nor man installed: rendering not checked"
 fi
 
+# The page's version is the program's (project() in CMakeLists.txt).
+version=$("$SWS" --version | awk '{print $2}')
+grep -q "^\.TH SCALWSD 8 \"[0-9-]*\" \"scalwsd $version\"" "$MAN" || fail "the .TH line does not say scalwsd $version"
+
 # (section, key) pairs of the key table, as --print-config lists them
 # ("key = value", or ";key =" for a key that is unset by default).
 "$SWS" --print-config | awk '/^\[[a-z]+\]$/{s = substr($0, 2, length($0) - 2)}
