@@ -15,6 +15,18 @@ for tool in dpkg-buildpackage dh lintian fakeroot; do
     }
 done
 
+# Build-Depends keeps up with what scripts/bootstrap installs to build and run
+# scalwsd (its run list), less the compiler (build-essential is implied) and
+# curl (a client for people and tests, not a build input).
+run_pkgs=$(sed -n '/^run=(/,/^)/p' "$ROOT/scripts/bootstrap" | sed '1d;$d' | tr -s ' \t' '\n' |
+    grep -v -e '^$' -e '^#' -e '^build-essential$' -e '^curl$')
+[ -n "$run_pkgs" ] || fail "no run=( ... ) list in scripts/bootstrap"
+bdeps=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$ROOT/debian/control" | sed 's/^Build-Depends://' |
+    tr ',' '\n' | sed 's/([^)]*)//; s/^[[:space:]]*//; s/[[:space:]]*$//' | grep -v '^[A-Z]')
+for p in $run_pkgs; do
+    printf '%s\n' "$bdeps" | grep -qx "$p" || fail "debian/control Build-Depends lacks $p (scripts/bootstrap's run list)"
+done
+
 # The copy: what git tracks plus files not yet added (a developer's change in
 # progress), never build trees; a tree that is no git checkout is copied whole
 # but for its build directories.
@@ -73,7 +85,9 @@ zcat "$root/usr/share/man/man8/scalwsd.8.gz" | cmp -s - "$ROOT/doc/scalwsd.8" ||
 user_at=$(grep -n 'adduser --system --group .* scalwsd$' "$T/ctl/postinst" | cut -d: -f1)
 start_at=$(grep -n "deb-systemd-invoke .*scalwsd.service" "$T/ctl/postinst" | head -1 | cut -d: -f1)
 [ -n "$user_at" ] || fail "postinst makes no system user scalwsd"
-[ -n "$start_at" ] && [ "$user_at" -lt "$start_at" ] || fail "postinst starts scalwsd before adduser"
+if [ -z "$start_at" ] || [ "$user_at" -gt "$start_at" ]; then
+    fail "postinst starts scalwsd.service before adduser (or not at all)"
+fi
 # The socket unit is the alternative to the service: never enabled by the package.
 if grep -q "deb-systemd-helper enable 'scalwsd.socket'" "$T/ctl/postinst" &&
     ! grep -q "was-enabled 'scalwsd.socket'" "$T/ctl/postinst"; then
@@ -135,6 +149,7 @@ if "$sws" --help 2>&1 | grep -q -- --ready-file; then
         sleep 0.05
     done
     PORT=$(awk '$1 == "listen" { n = split($2, a, ":"); print a[n]; exit }' "$T/ready" 2>/dev/null)
+    how="--ready-file"
 else
     # No --ready-file in this scalwsd (it names the configured address, not
     # the bound one): a port the kernel handed out and released, retried
@@ -153,9 +168,11 @@ else
         SWS_PID=""
         grep -qi "in use" "$T/log" || fail "the packaged scalwsd did not start"
     done
+    how="a free port (no --ready-file)"
 fi
-[ -n "$SWS_PID" ] && kill -0 "$SWS_PID" 2>/dev/null && [ -n "$PORT" ] ||
+if [ -z "$SWS_PID" ] || [ -z "$PORT" ] || ! kill -0 "$SWS_PID" 2>/dev/null; then
     fail "the packaged scalwsd did not start"
+fi
 body=$(curl -s -m 5 "http://127.0.0.1:$PORT/") || fail "curl to the packaged scalwsd"
 [ "$body" = "Hello from scalwsd" ] || fail "the packaged scalwsd answered '$body'"
 stop_sws
@@ -168,5 +185,5 @@ tags=$(grep -E '^[EWIPO]: ' "$T/lintian" || true)
 warnings=$(printf '%s\n' "$tags" | grep -c '^W: ' || true)
 [ -z "$tags" ] || printf 'lintian (not failing):\n%s\n' "$tags"
 echo "ok: $ver built in ${build_secs}s; contents, conffile, postinst order, symbols," \
-    "the example on libturnloop0, scalwsd from the package on port $PORT; lintian: no errors," \
+    "the example on libturnloop0, scalwsd from the package on port $PORT by $how; lintian: no errors," \
     "$warnings warnings"
