@@ -10,6 +10,7 @@
 
 #include "access_log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 
 static sws_conn *conn_of(sws_worker *w, uint64_t token) {
     uint32_t i = sws_token_index(token);
-    if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
+    if (i >= w->nslots || !w->conns[i] || w->conns[i]->phase == SWS_PH_FREE)
         return NULL;
     return w->conns[i];
 }
@@ -102,8 +103,41 @@ static void out_trim(sws_worker *w) {
     w->out_peak = w->out_used;
 }
 
+/* The one place a connection's phase changes; entering CLOSING closes the
+ * handle, entering FREE gives the slot back. */
+static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
+    assert(sws_phase_may(c->phase, to));
+    c->phase = to;
+    if (to == SWS_PH_CLOSING) {
+        held_release_all(w, c);
+        if (tl_close(w->loop, c->h, sws_token(c->index, SWS_T_CLOSE)) < 0)
+            conn_phase(w, c, SWS_PH_FREE); /* a handle turnloop no longer knows: nothing
+                                               will complete, free now */
+    } else if (to == SWS_PH_FREE) {
+        if (c->starved)
+            w->nstarved--;
+        /* Every completion of the handle came before its close's: no write
+         * can still be reading the buffer. */
+        out_give(w, c);
+        list_del(w, c);
+        w->free_idx[w->nfree++] = c->index;
+        SWS_ADD(w->ctr.active, (uint64_t)-1);
+        SWS_ADD(w->ctr.closed, 1);
+    }
+}
+
+/* No further request is read: the answer in output is the last. linger: the
+ * peer may still be sending (a refused request, pipelined input), so the
+ * close is a half-close and a drain (start_linger). */
+static void conn_last(sws_worker *w, sws_conn *c, bool linger) {
+    if (c->phase == SWS_PH_OPEN)
+        conn_phase(w, c, linger ? SWS_PH_LAST_LINGER : SWS_PH_LAST);
+    else if (c->phase == SWS_PH_LAST && linger)
+        conn_phase(w, c, SWS_PH_LAST_LINGER);
+}
+
 static void arm_recv(sws_worker *w, sws_conn *c) {
-    if (c->recv_armed || c->closing)
+    if (c->recv_armed || sws_phase_gone(c->phase))
         return;
     int rc = tl_recv(w->loop, c->h, sws_token(c->index, SWS_T_RECV), &c->recv_op);
     if (rc < 0) {
@@ -124,21 +158,8 @@ char *sws_conn_log_fields(sws_worker *w, sws_conn *c) {
 }
 
 void sws_conn_close(sws_worker *w, sws_conn *c) {
-    if (c->closing)
-        return;
-    c->closing = true;
-    held_release_all(w, c);
-    if (tl_close(w->loop, c->h, sws_token(c->index, SWS_T_CLOSE)) < 0) {
-        /* A handle turnloop no longer knows: nothing will complete, free now. */
-        c->live = false;
-        if (c->starved)
-            w->nstarved--;
-        out_give(w, c);
-        list_del(w, c);
-        w->free_idx[w->nfree++] = c->index;
-        SWS_ADD(w->ctr.active, (uint64_t)-1);
-        SWS_ADD(w->ctr.closed, 1);
-    }
+    if (!sws_phase_gone(c->phase))
+        conn_phase(w, c, SWS_PH_CLOSING);
 }
 
 void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
@@ -167,7 +188,7 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     c->h = h;
     c->sc = sc;
     c->hhead = c->htail = SWS_NIL;
-    c->live = true;
+    conn_phase(w, c, SWS_PH_OPEN);
     c->dl_kind = SWS_DL_FRESH;
     c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
     sws_http_parser_init(&c->parser, &w->limits);
@@ -200,13 +221,13 @@ static void answer(sws_worker *w, sws_conn *c) {
     const sws_http_request *r = &c->parser.req;
     bool ka = r->keep_alive && !w->draining;
     if (!ka)
-        c->close_after = true;
+        conn_last(w, c, false);
     if (!out_take(w, c)) {
         /* Out of memory: this connection ends, the others keep their buffers. */
         sws_conn_close(w, c);
         return;
     }
-    if (c->close_after && c->recv_armed && !c->recv_paused) {
+    if (c->phase != SWS_PH_OPEN && c->recv_armed && !c->recv_paused) {
         /* Nothing more will be read: stop receiving now, or the loop reads the
          * peer's FIN (or the rest of a pipeline) before our close lands. */
         c->recv_paused = true;
@@ -229,27 +250,10 @@ void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
     set_idle_deadline(w, c);
 }
 
-static int status_slot(int status) {
-    switch (status) {
-    case 400:
-        return SWS_ST_400;
-    case 408:
-        return SWS_ST_408;
-    case 413:
-        return SWS_ST_413;
-    case 414:
-        return SWS_ST_414;
-    case 431:
-        return SWS_ST_431;
-    default:
-        return SWS_ST_OTHER;
-    }
-}
-
 /* An error answer ends the connection: nothing after a bad request can be
  * trusted to be framed right. */
 static void answer_error(sws_worker *w, sws_conn *c, int status) {
-    SWS_ADD(w->ctr.errors[status_slot(status)], 1);
+    SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
     if (w->access_log)
         sws_access_log_parsed(w, c->peer, &c->parser, status, sws_http_error_body_len(status));
     if (!out_take(w, c)) {
@@ -257,11 +261,10 @@ static void answer_error(sws_worker *w, sws_conn *c, int status) {
         return;
     }
     size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, false);
-    c->close_after = true;
     /* The rest of a refused request may still be on the wire: closing with
      * unread input would send a reset that destroys the answer (nginx's
      * lingering close). */
-    c->linger = true;
+    conn_last(w, c, true);
     if (n == 0) {
         sws_conn_close(w, c);
         return;
@@ -273,8 +276,8 @@ static void answer_error(sws_worker *w, sws_conn *c, int status) {
  * must be held until a write completes. */
 static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
     while (*off < len) {
-        if (c->close_after || c->closing) {
-            c->linger = true; /* pipelined input after a close: see answer_error */
+        if (c->phase != SWS_PH_OPEN) {
+            conn_last(w, c, true); /* pipelined input after a close: see answer_error */
             *off = len;
             break;
         }
@@ -313,7 +316,7 @@ static void start_linger(sws_worker *w, sws_conn *c) {
         sws_conn_close(w, c);
         return;
     }
-    c->lingering = true;
+    conn_phase(w, c, SWS_PH_LINGERING);
     c->deadline = tl_loop_now(w->loop) + SWS_LINGER_MS;
     held_release_all(w, c);
     c->recv_paused = false;
@@ -323,13 +326,13 @@ static void start_linger(sws_worker *w, sws_conn *c) {
 static void pump(sws_worker *w, sws_conn *c);
 
 static void flush(sws_worker *w, sws_conn *c) {
-    if (c->closing || c->write_inflight)
+    if (sws_phase_gone(c->phase) || c->write_inflight)
         return;
     if (c->olen == 0 && c->answer_pending) {
         /* The last part was written: the scenario appends the next one. */
         if (c->sc->ops->more)
             c->sc->ops->more(w, c->sc, c);
-        if (c->closing)
+        if (sws_phase_gone(c->phase))
             return;
         if (c->olen == 0 && !c->answer_pending) {
             pump(w, c); /* it ended with nothing more: on to held requests */
@@ -353,12 +356,12 @@ static void flush(sws_worker *w, sws_conn *c) {
         return;
     }
     out_give(w, c);
-    if (c->close_after) {
-        if (c->linger && !c->peer_eof && !c->lingering)
-            start_linger(w, c);
-        else if (!c->lingering)
-            sws_conn_close(w, c);
-    } else if (w->draining && !sws_http_partial(&c->parser) && c->hcount == 0 && c->served) {
+    if (c->phase == SWS_PH_LAST_LINGER && !c->peer_eof) {
+        start_linger(w, c);
+    } else if (c->phase == SWS_PH_LAST || c->phase == SWS_PH_LAST_LINGER) {
+        sws_conn_close(w, c);
+    } else if (c->phase == SWS_PH_OPEN && w->draining && !sws_http_partial(&c->parser) &&
+               c->hcount == 0 && c->served) {
         /* Draining: an idle keep-alive connection is closed as soon as it is idle. */
         sws_conn_close(w, c);
     }
@@ -399,12 +402,12 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
     bool final = (e->flags & TL_CQE_FINAL) != 0;
     if (final)
         c->recv_armed = false;
-    if (c->lingering) {
+    if (c->phase == SWS_PH_LINGERING) {
         if (has_buf)
             release(w, e->u.buf.id);
         if (final && e->res <= 0 && e->res != -ECANCELED)
             sws_conn_close(w, c);
-        else if (final && !c->closing)
+        else if (final)
             arm_recv(w, c);
         return;
     }
@@ -412,7 +415,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         SWS_ADD(w->ctr.bytes_in, (uint64_t)e->res);
         const char *data = e->u.buf.data;
         uint32_t len = (uint32_t)e->res, off = 0;
-        if (c->closing || c->close_after)
+        if (c->phase != SWS_PH_OPEN)
             release(w, e->u.buf.id);
         else if (c->hcount || c->recv_paused)
             hold(w, c, e->u.buf.id, data, 0, len);
@@ -423,11 +426,11 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
     } else if (has_buf) {
         release(w, e->u.buf.id);
     }
-    if (final && !c->closing) {
+    if (final && !sws_phase_gone(c->phase)) {
         if (e->res == 0) {
             /* The peer is done sending: answer what it asked, then close. */
-            c->close_after = true;
             c->peer_eof = true;
+            conn_last(w, c, false);
         } else if (e->res == -ENOBUFS) {
             SWS_ADD(w->ctr.recv_starved, 1);
             if (!c->starved) {
@@ -437,7 +440,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         } else if (e->res < 0 && e->res != -ECANCELED) {
             sws_conn_close(w, c);
             return;
-        } else if (!c->recv_paused && !c->close_after) {
+        } else if (!c->recv_paused && c->phase == SWS_PH_OPEN) {
             arm_recv(w, c);
         }
     }
@@ -449,7 +452,7 @@ static void on_write(sws_worker *w, const tl_completion *e) {
     if (!c)
         return;
     c->write_inflight = false;
-    if (c->closing)
+    if (sws_phase_gone(c->phase))
         return;
     if (e->res < 0) {
         sws_conn_close(w, c);
@@ -466,51 +469,40 @@ static void on_write(sws_worker *w, const tl_completion *e) {
 /* After output moved: feeds held input (as far as there is room and no answer
  * is pending), resumes receiving once nothing is held, and writes. */
 static void pump(sws_worker *w, sws_conn *c) {
-    while (c->hcount && !c->closing) {
+    while (c->hcount && !sws_phase_gone(c->phase)) {
         sws_held *h = &w->hpool[c->hhead];
         uint32_t off = h->off;
-        if (!c->close_after && !consume(w, c, h->data, h->len, &off)) {
+        if (c->phase == SWS_PH_OPEN && !consume(w, c, h->data, h->len, &off)) {
             h->off = off;
             break;
         }
         release(w, h->id);
         held_drop_head(w, c);
     }
-    if (c->closing)
+    if (sws_phase_gone(c->phase))
         return;
     if (c->hcount == 0 && c->recv_paused) {
         c->recv_paused = false;
-        if (!c->close_after)
+        if (c->phase == SWS_PH_OPEN)
             arm_recv(w, c);
     }
     flush(w, c);
     /* keepalive_timeout counts from the last answer written, not from when it
      * was queued: a slow but reading client is not cut as idle. */
-    if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE &&
-        !c->answer_pending)
+    if (!sws_phase_gone(c->phase) && !c->write_inflight && c->olen == 0 &&
+        c->dl_kind == SWS_DL_IDLE && !c->answer_pending)
         c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
 }
 
 void sws_conn_more(sws_worker *w, sws_conn *c) {
-    if (!c->closing)
+    if (!sws_phase_gone(c->phase))
         pump(w, c);
 }
 
 static void on_closed(sws_worker *w, const tl_completion *e) {
-    uint32_t i = sws_token_index(e->token);
-    if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
-        return;
-    sws_conn *c = w->conns[i];
-    c->live = false;
-    if (c->starved)
-        w->nstarved--;
-    /* Every completion of the handle came before this one: no write can
-     * still be reading the buffer. */
-    out_give(w, c);
-    list_del(w, c);
-    w->free_idx[w->nfree++] = i;
-    SWS_ADD(w->ctr.active, (uint64_t)-1);
-    SWS_ADD(w->ctr.closed, 1);
+    sws_conn *c = conn_of(w, e->token);
+    if (c)
+        conn_phase(w, c, SWS_PH_FREE);
 }
 
 /* Starvation is rare (every loop buffer held by output-blocked connections):
@@ -522,7 +514,7 @@ static void rearm_starved(sws_worker *w) {
             continue;
         c->starved = false;
         w->nstarved--;
-        if (!c->closing && !c->recv_paused && !c->close_after)
+        if (c->phase == SWS_PH_OPEN && !c->recv_paused)
             arm_recv(w, c);
     }
 }
@@ -532,7 +524,7 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
     (void)sc;
     for (sws_conn *c = w->active, *next; c; c = next) {
         next = c->next;
-        if (c->closing)
+        if (sws_phase_gone(c->phase))
             continue;
         if (c->write_inflight) {
             if (now >= c->wdeadline) {
@@ -543,7 +535,7 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
         }
         if (now < c->deadline)
             continue;
-        if (sws_http_partial(&c->parser) && !c->close_after && !c->answer_pending) {
+        if (sws_http_partial(&c->parser) && c->phase == SWS_PH_OPEN && !c->answer_pending) {
             if (c->olen + 512 <= w->out_cap) {
                 answer_error(w, c, 408);
                 flush(w, c);
@@ -588,7 +580,7 @@ void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
     uint64_t now = tl_loop_now(w->loop);
     for (sws_conn *c = w->active, *next; c; c = next) {
         next = c->next;
-        if (c->closing)
+        if (sws_phase_gone(c->phase))
             continue;
         bool idle = c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) &&
                     c->hcount == 0 && !c->answer_pending;

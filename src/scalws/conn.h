@@ -29,16 +29,13 @@ struct sws_conn {
     tl_handle h;
     sws_scenario *sc; /* answers its requests (routes will set it per request) */
     tl_op recv_op;
-    bool live; /* between open and the close completion */
+    sws_phase phase; /* its life (sws.h); changed by conn_phase() only */
+    /* What is in flight, and what the peer did: */
     bool recv_armed;
     bool recv_paused; /* recv cancelled because output is full */
     bool write_inflight;
-    bool close_after; /* close once the output is flushed; ignore further input */
-    bool closing;     /* tl_close issued */
-    bool starved;     /* waits for a loop buffer to re-arm its receive */
-    bool linger;      /* the peer may still be sending: half-close, drain, then close */
-    bool lingering;   /* write side shut; input is read and dropped until EOF */
-    bool peer_eof;
+    bool starved;        /* waits for a loop buffer to re-arm its receive */
+    bool peer_eof;       /* the peer has finished sending */
     bool answer_pending; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
     uint8_t dl_kind;
     uint64_t deadline;

@@ -40,6 +40,66 @@ enum {
     SWS_ST_N
 };
 
+/* The errors_total slot of an error answer's status. */
+static inline int sws_status_slot(int status) {
+    switch (status) {
+    case 400:
+        return SWS_ST_400;
+    case 408:
+        return SWS_ST_408;
+    case 413:
+        return SWS_ST_413;
+    case 414:
+        return SWS_ST_414;
+    case 431:
+        return SWS_ST_431;
+    case 502:
+        return SWS_ST_502;
+    case 504:
+        return SWS_ST_504;
+    default:
+        return SWS_ST_OTHER;
+    }
+}
+
+/* A client connection's life: the HTTP connection (conn.c) and the proxy's
+ * session (proxy.c) both move through these, each by one function
+ * (conn_phase, sess_phase) that checks the step with sws_phase_may. What is
+ * in flight (a receive, a write) and what the peer did (end of stream) are
+ * flags beside it, not phases. */
+typedef enum sws_phase {
+    SWS_PH_FREE = 0,    /* the slot serves no connection */
+    SWS_PH_OPEN,        /* reading and answering requests */
+    SWS_PH_LAST,        /* the answer being written is the last: then close; input is ignored */
+    SWS_PH_LAST_LINGER, /* the same, but the peer may still be sending: half-close first */
+    SWS_PH_LINGERING,   /* write side shut; input is read and dropped until EOF or timeout */
+    SWS_PH_CLOSING,     /* tl_close issued; the slot is freed on its completion */
+} sws_phase;
+
+static inline bool sws_phase_may(sws_phase from, sws_phase to) {
+    switch (from) {
+    case SWS_PH_FREE:
+        return to == SWS_PH_OPEN;
+    case SWS_PH_OPEN:
+        return to == SWS_PH_LAST || to == SWS_PH_LAST_LINGER || to == SWS_PH_CLOSING;
+    case SWS_PH_LAST:
+        return to == SWS_PH_LAST_LINGER || to == SWS_PH_CLOSING;
+    case SWS_PH_LAST_LINGER:
+        return to == SWS_PH_LINGERING || to == SWS_PH_CLOSING;
+    case SWS_PH_LINGERING:
+        return to == SWS_PH_CLOSING;
+    case SWS_PH_CLOSING:
+        return to == SWS_PH_FREE;
+    }
+    return false;
+}
+
+/* Closing, or already freed (a close turnloop refused frees at once): no
+ * operation may be started on it any more. */
+static inline bool sws_phase_gone(sws_phase p) {
+    return p == SWS_PH_CLOSING || p == SWS_PH_FREE;
+}
+
 typedef struct sws_counters {
     sws_ctr requests;
     sws_ctr accepted;
