@@ -149,7 +149,7 @@ typedef struct sws_worker {
     uint32_t nfree;
     uint32_t out_cap;
     /* Output buffers: a connection holds one only while it has output, so an
-     * idle connection costs no buffer (see out_take in serve.c). */
+     * idle connection costs no buffer (see out_take in conn.c). */
     char **out_free; /* free buffers, a stack with room for one per slot */
     uint32_t out_nfree;
     uint32_t out_used; /* buffers held by connections */
