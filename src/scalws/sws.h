@@ -17,7 +17,7 @@
 #include "token.h"
 #include "turnloop.h"
 
-#define SWS_VERSION "0.1.0"
+#define SWS_VERSION TL_VERSION_STRING /* one project, one version (project() in CMakeLists.txt) */
 
 /* Single writer (the worker), many readers (the control thread): a relaxed
  * load + store is enough and costs a plain add, never a locked one. */
