@@ -2,9 +2,10 @@
  * request to an upstream taken from this loop's pool and streams the answer
  * back. Bodies flow through fixed buffers with back-pressure (a side is read
  * only while the other side's output has room); nothing is buffered whole. */
-#include "proxy.h"
-
 #include "access_log.h"
+#include "sws.h"
+
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -17,10 +18,6 @@
 #include "sws_msg.h"
 #include "upstream.h"
 
-#define PX_T_READ 32
-#define PX_T_WRITE 33
-#define PX_T_CLOSE 34
-#define PX_T_TICK 35
 #define PX_TICK_MS 100
 #define PX_LINGER_MS 2000
 
@@ -36,12 +33,11 @@ typedef struct px_sess {
     tl_handle h;
     tl_op read_op;
     struct sws_proxy *px;
-    bool live, closing, read_armed, write_inflight, eof, close_after, dl_idle;
+    sws_phase phase; /* its life (sws.h); changed by sess_phase() only */
+    bool read_armed, write_inflight, eof, dl_idle;
     bool req_done, resp_started, resp_done, resp_info, resp_up_ka;
     bool req_ka, req_head, req_chunked, req_http10, idem;
     bool resp_chunked_out, retried, replay_over;
-    bool linger;      /* closing with part of a request unread: half-close and drain first */
-    bool lingering;   /* write side shut; input is read and dropped until EOF or timeout */
     int bad_status;   /* chosen by a callback that refused the request */
     int chk_status;   /* the strict parser refused what follows chk_off with this status */
     uint32_t chk_off; /* in[] bytes the strict parser has passed: only these reach req */
@@ -65,7 +61,7 @@ typedef struct px_sess {
     char log[SWS_HTTP_LOG_STORAGE]; /* lent to chk while the access log is on */
 } px_sess;
 
-struct sws_proxy {
+typedef struct sws_proxy {
     sws_worker *w;
     sws_pool pool;
     px_sess **slots;
@@ -77,12 +73,28 @@ struct sws_proxy {
     bool draining;
     bool tick_armed;
     uint64_t last_expire;
-};
+} sws_proxy;
 
 static uint64_t now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The one place a session's phase changes (the steps: sws_phase_may). What
+ * entering it means is done by the caller: sess_close, sess_end, sess_free. */
+static void sess_phase(px_sess *s, sws_phase to) {
+    assert(sws_phase_may(s->phase, to));
+    s->phase = to;
+}
+
+/* No further request: the answer being streamed is the last. linger: part
+ * of a request is still unread, so the close is a half-close and a drain. */
+static void sess_last(px_sess *s, bool linger) {
+    if (s->phase == SWS_PH_OPEN)
+        sess_phase(s, linger ? SWS_PH_LAST_LINGER : SWS_PH_LAST);
+    else if (s->phase == SWS_PH_LAST && linger)
+        sess_phase(s, SWS_PH_LAST_LINGER);
 }
 
 static sws_up_conn *up_of(sws_proxy *px, px_sess *s) {
@@ -316,7 +328,7 @@ static int resp_head(void *user, sws_msg *m) {
     }
     if (!ka) {
         wrs(&b, "Connection: close\r\n");
-        s->close_after = true;
+        sess_last(s, false);
     } else if (s->req_http10) {
         wrs(&b, "Connection: keep-alive\r\n");
     }
@@ -411,7 +423,7 @@ static void log_exchange(sws_proxy *px, px_sess *s, int status, uint64_t bytes) 
 }
 
 static void sess_free(sws_proxy *px, px_sess *s) {
-    s->live = false;
+    sess_phase(s, SWS_PH_FREE);
     list_del(px, s);
     px->free_idx[px->nfree++] = s->index;
     px->nlive--;
@@ -420,9 +432,9 @@ static void sess_free(sws_proxy *px, px_sess *s) {
 }
 
 static void sess_close(sws_proxy *px, px_sess *s) {
-    if (s->closing)
+    if (sws_phase_gone(s->phase))
         return;
-    s->closing = true;
+    sess_phase(s, SWS_PH_CLOSING);
     /* An exchange cut short: the status it had begun to answer, or nginx's 499
      * for a client that left before the answer began. */
     if (s->req.headers_done)
@@ -432,12 +444,13 @@ static void sess_close(sws_proxy *px, px_sess *s) {
         sws_pool_release(&px->pool, u, false);
         s->up = SWS_NIL;
     }
-    if (tl_close(px->w->loop, s->h, SWS_TOKEN(s->index, PX_T_CLOSE)) < 0)
+    if (tl_close(px->w->loop, s->h, sws_token(s->index, SWS_T_PX_CLOSE)) < 0)
         sess_free(px, s);
 }
 
 static void linger_read(sws_proxy *px, px_sess *s) {
-    if (tl_read(px->w->loop, s->h, s->in, PX_IN, SWS_TOKEN(s->index, PX_T_READ), &s->read_op) < 0) {
+    if (tl_read(px->w->loop, s->h, s->in, PX_IN, sws_token(s->index, SWS_T_PX_READ), &s->read_op) <
+        0) {
         sess_close(px, s);
         return;
     }
@@ -449,24 +462,25 @@ static void linger_read(sws_proxy *px, px_sess *s) {
  * client reads it: shut the write side and drain first (nginx's lingering
  * close), bounded by PX_LINGER_MS. */
 static void sess_end(sws_proxy *px, px_sess *s) {
-    if (s->closing || s->lingering)
+    if (sws_phase_gone(s->phase) || s->phase == SWS_PH_LINGERING)
         return;
-    int fd = s->linger && !s->eof ? tl_handle_fd(px->w->loop, s->h) : -1;
+    int fd = s->phase == SWS_PH_LAST_LINGER && !s->eof ? tl_handle_fd(px->w->loop, s->h) : -1;
     if (fd < 0 || shutdown(fd, SHUT_WR) < 0) {
         sess_close(px, s);
         return;
     }
-    s->lingering = true;
+    sess_phase(s, SWS_PH_LINGERING);
     s->deadline = tl_loop_now(px->w->loop) + PX_LINGER_MS;
     if (!s->read_armed)
         linger_read(px, s); /* else the cancelled read comes back and re-arms */
 }
 
 static void flush_client(sws_proxy *px, px_sess *s) {
-    if (s->write_inflight || s->olen == 0 || s->closing)
+    if (s->write_inflight || s->olen == 0 || sws_phase_gone(s->phase))
         return;
     tl_op op;
-    if (tl_write(px->w->loop, s->h, s->out, s->olen, SWS_TOKEN(s->index, PX_T_WRITE), &op) < 0) {
+    if (tl_write(px->w->loop, s->h, s->out, s->olen, sws_token(s->index, SWS_T_PX_WRITE), &op) <
+        0) {
         sess_close(px, s);
         return;
     }
@@ -477,27 +491,6 @@ static void flush_client(sws_proxy *px, px_sess *s) {
 static void stop_reading(sws_proxy *px, px_sess *s) {
     if (s->read_armed)
         tl_cancel(px->w->loop, s->read_op);
-}
-
-static int status_slot(int status) {
-    switch (status) {
-    case 400:
-        return SWS_ST_400;
-    case 408:
-        return SWS_ST_408;
-    case 413:
-        return SWS_ST_413;
-    case 414:
-        return SWS_ST_414;
-    case 431:
-        return SWS_ST_431;
-    case 502:
-        return SWS_ST_502;
-    case 504:
-        return SWS_ST_504;
-    default:
-        return SWS_ST_OTHER;
-    }
 }
 
 /* An answer of our own (400, 502, 504...): the connection ends after it. It
@@ -512,13 +505,11 @@ static void answer_error(sws_proxy *px, px_sess *s, int status, bool request) {
     }
     size_t n =
         sws_http_error(s->out + s->olen, PX_OUT - s->olen, status, px->w->date.str, s->req_head);
-    SWS_ADD(px->w->ctr.errors[status_slot(status)], 1);
+    SWS_ADD(px->w->ctr.errors[sws_status_slot(status)], 1);
     log_exchange(px, s, status, s->req_head ? 0 : sws_http_error_body_len(status));
     if (request)
         SWS_ADD(px->w->ctr.requests, 1);
-    s->close_after = true;
-    if (!s->req_done)
-        s->linger = true;
+    sess_last(s, !s->req_done);
     stop_reading(px, s);
     if (n == 0) {
         sess_close(px, s);
@@ -526,7 +517,7 @@ static void answer_error(sws_proxy *px, px_sess *s, int status, bool request) {
     }
     s->olen += (uint32_t)n;
     flush_client(px, s);
-    if (!s->write_inflight && !s->closing)
+    if (!s->write_inflight && !sws_phase_gone(s->phase))
         sess_end(px, s);
 }
 
@@ -546,7 +537,7 @@ static void flush_up(sws_proxy *px, px_sess *s) {
     if (u->cancelling)
         return; /* bytes that came while it was idle must not pass for the answer */
     tl_op op;
-    if (tl_write(px->w->loop, u->h, u->obuf, u->olen, SWS_TOKEN(u->index, SWS_UP_T_WRITE), &op) <
+    if (tl_write(px->w->loop, u->h, u->obuf, u->olen, sws_token(u->index, SWS_T_UP_WRITE), &op) <
         0) {
         u->olen = 0; /* the failure is seen as an error on the upstream read */
         return;
@@ -562,20 +553,20 @@ static void arm_up_read(sws_proxy *px, px_sess *s) {
         return;
     if (PX_OUT - s->olen < SWS_UP_RBUF + PX_HEAD_SLACK)
         return; /* back-pressure: the client has not taken what we have */
-    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, SWS_TOKEN(u->index, SWS_UP_T_READ),
+    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, sws_token(u->index, SWS_T_UP_READ),
                 &u->read_op) == 0)
         u->read_armed = true;
 }
 
 static void client_arm_read(sws_proxy *px, px_sess *s) {
-    if (s->read_armed || s->closing || s->close_after || s->eof || s->req_done || s->chk_status ||
+    if (s->read_armed || s->phase != SWS_PH_OPEN || s->eof || s->req_done || s->chk_status ||
         s->in_len >= PX_IN)
         return;
     sws_up_conn *u = up_of(px, s);
     if (u && SWS_UP_OBUF - u->olen < PX_IN + PX_HEAD_SLACK)
         return;
     if (tl_read(px->w->loop, s->h, s->in + s->in_len, PX_IN - s->in_len,
-                SWS_TOKEN(s->index, PX_T_READ), &s->read_op) < 0) {
+                sws_token(s->index, SWS_T_PX_READ), &s->read_op) < 0) {
         sess_close(px, s);
         return;
     }
@@ -620,8 +611,7 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
     sws_up_conn *u = up_of(px, s);
     bool keep = s->resp_up_ka && s->req_done && u && u->olen == 0 && !u->write_inflight;
     if (!s->req_done) {
-        s->close_after = true; /* the rest of the request was never read */
-        s->linger = true;
+        sess_last(s, true); /* the rest of the request was never read */
         stop_reading(px, s);
     }
     if (u)
@@ -630,14 +620,14 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
     SWS_ADD(px->w->ctr.requests, 1);
     log_exchange(px, s, s->resp_status, s->resp_bytes);
     if (px->draining)
-        s->close_after = true;
+        sess_last(s, false);
     s->req_done = s->resp_started = s->resp_done = false;
     sws_msg_next(&s->req);
     sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
     s->dl_idle = true;
     s->deadline = tl_loop_now(px->w->loop) + px->w->cfg->keepalive_timeout_ms;
     flush_client(px, s);
-    if (s->close_after) {
+    if (s->phase != SWS_PH_OPEN) {
         if (!s->write_inflight)
             sess_end(px, s);
         return;
@@ -667,7 +657,7 @@ static void validate(sws_proxy *px, px_sess *s) {
 
 static void process_client(sws_proxy *px, px_sess *s) {
     validate(px, s);
-    while (!s->closing && !s->close_after && !s->req_done && s->in_off < s->chk_off) {
+    while (s->phase == SWS_PH_OPEN && !s->req_done && s->in_off < s->chk_off) {
         sws_up_conn *u = up_of(px, s);
         uint32_t avail = s->chk_off - s->in_off;
         if (u && SWS_UP_OBUF - u->olen < avail + PX_HEAD_SLACK)
@@ -684,9 +674,9 @@ static void process_client(sws_proxy *px, px_sess *s) {
         if (rc == SWS_MSG_DONE)
             s->req_done = true;
     }
-    if (s->closing)
+    if (sws_phase_gone(s->phase))
         return;
-    if (s->chk_status && s->in_off == s->chk_off && !s->req_done && !s->close_after) {
+    if (s->chk_status && s->in_off == s->chk_off && !s->req_done && s->phase == SWS_PH_OPEN) {
         /* Everything before the refused bytes has been answered. */
         if (s->resp_started)
             sess_close(px, s); /* never an error in the middle of an answer */
@@ -719,9 +709,9 @@ static void process_client(sws_proxy *px, px_sess *s) {
 
 static void on_client_read(sws_proxy *px, px_sess *s, const tl_completion *e) {
     s->read_armed = false;
-    if (s->closing)
+    if (sws_phase_gone(s->phase))
         return;
-    if (s->lingering) {
+    if (s->phase == SWS_PH_LINGERING) {
         if (e->res > 0 || e->res == -ECANCELED)
             linger_read(px, s);
         else
@@ -730,13 +720,13 @@ static void on_client_read(sws_proxy *px, px_sess *s, const tl_completion *e) {
     }
     if (e->res > 0) {
         SWS_ADD(px->w->ctr.bytes_in, (uint64_t)e->res);
-        if (s->close_after)
+        if (s->phase != SWS_PH_OPEN)
             return;
         s->in_len += (uint32_t)e->res;
         process_client(px, s);
         return;
     }
-    if (e->res == -ECANCELED && s->close_after)
+    if (e->res == -ECANCELED && s->phase != SWS_PH_OPEN)
         return;
     s->eof = true;
     if (s->req_done || s->up != SWS_NIL) {
@@ -745,18 +735,18 @@ static void on_client_read(sws_proxy *px, px_sess *s, const tl_completion *e) {
             return;
         }
         if (s->resp_started)
-            s->close_after = true; /* answer the request it sent, then close */
+            sess_last(s, false); /* answer the request it sent, then close */
         return;
     }
     if (s->olen || s->write_inflight)
-        s->close_after = true;
+        sess_last(s, false);
     else
         sess_close(px, s);
 }
 
 static void on_client_write(sws_proxy *px, px_sess *s, const tl_completion *e) {
     s->write_inflight = false;
-    if (s->closing)
+    if (sws_phase_gone(s->phase))
         return;
     if (e->res < 0) {
         sess_close(px, s);
@@ -768,7 +758,7 @@ static void on_client_write(sws_proxy *px, px_sess *s, const tl_completion *e) {
     s->wlen = 0;
     if (s->olen) {
         flush_client(px, s);
-    } else if (s->close_after && s->up == SWS_NIL) {
+    } else if (s->phase != SWS_PH_OPEN && s->up == SWS_NIL) {
         sess_end(px, s);
         return;
     }
@@ -779,7 +769,7 @@ static px_sess *sess_of_up(sws_proxy *px, sws_up_conn *u) {
     if (u->sess >= px->nslots)
         return NULL;
     px_sess *s = px->slots[u->sess];
-    return s && s->live && !s->closing && s->up == u->index ? s : NULL;
+    return s && !sws_phase_gone(s->phase) && s->up == u->index ? s : NULL;
 }
 
 static void on_up_connect(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
@@ -885,7 +875,7 @@ static void arm_tick(sws_proxy *px) {
     if (px->tick_armed)
         return;
     tl_op op;
-    if (tl_timer(px->w->loop, PX_TICK_MS, SWS_TOKEN(0, PX_T_TICK), &op) == 0)
+    if (tl_timer(px->w->loop, PX_TICK_MS, sws_token(0, SWS_T_PX_TICK), &op) == 0)
         px->tick_armed = true;
 }
 
@@ -896,7 +886,7 @@ static void on_tick(sws_proxy *px) {
     uint64_t now = tl_loop_now(px->w->loop);
     for (px_sess *s = px->active, *next; s; s = next) {
         next = s->next;
-        if (s->closing)
+        if (sws_phase_gone(s->phase))
             continue;
         sws_up_conn *u = up_of(px, s);
         if (u) {
@@ -907,7 +897,7 @@ static void on_tick(sws_proxy *px) {
                         504);
         } else if (!s->write_inflight && s->olen == 0 && now >= s->deadline) {
             /* Part of a request and then silence: 408, as the respond scenario. */
-            if (!s->lingering && !s->close_after && sws_http_partial(&s->chk))
+            if (s->phase == SWS_PH_OPEN && sws_http_partial(&s->chk))
                 answer_error(px, s, 408, false);
             else
                 sess_close(px, s);
@@ -921,55 +911,55 @@ static void on_tick(sws_proxy *px) {
         arm_tick(px);
 }
 
-void sws_proxy_dispatch(sws_worker *w, const tl_completion *e) {
-    sws_proxy *px = w->proxy;
-    uint32_t i = SWS_TOKEN_IDX(e->token);
-    unsigned tag = SWS_TOKEN_TAG(e->token);
+static void proxy_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) {
+    sws_proxy *px = sc->state;
+    uint32_t i = sws_token_index(e->token);
+    unsigned tag = sws_token_tag(e->token);
     if (e->flags & TL_CQE_BUFFER)
         tl_buffer_release(w->loop, e->u.buf.id); /* never asked for; kept safe */
     if (!px)
         return;
-    if (tag >= SWS_UP_T_CONNECT) {
-        if (tag == SWS_UP_T_CLOSE) {
+    if (tag >= SWS_T_UP_FIRST && tag <= SWS_T_UP_LAST) {
+        if (tag == SWS_T_UP_CLOSE) {
             sws_pool_closed(&px->pool, i);
             return;
         }
         sws_up_conn *u = sws_pool_conn(&px->pool, i);
         if (!u)
             return;
-        if (tag == SWS_UP_T_READ && u->state == SWS_UP_IDLE) {
+        if (tag == SWS_T_UP_READ && u->state == SWS_UP_IDLE) {
             sws_pool_idle_event(&px->pool, u); /* the watch: closed or spoke while idle */
             return;
         }
         if (u->owner != w->loop)
             SWS_ADD(px->pool.st.foreign_loop_uses, 1);
-        if (tag == SWS_UP_T_CONNECT)
+        if (tag == SWS_T_UP_CONNECT)
             on_up_connect(px, u, e);
-        else if (tag == SWS_UP_T_READ)
+        else if (tag == SWS_T_UP_READ)
             on_up_read(px, u, e);
-        else if (tag == SWS_UP_T_WRITE)
+        else if (tag == SWS_T_UP_WRITE)
             on_up_write(px, u, e);
         return;
     }
-    if (tag == PX_T_TICK) {
+    if (tag == SWS_T_PX_TICK) {
         on_tick(px);
         return;
     }
-    if (i >= px->nslots || !px->slots[i] || !px->slots[i]->live)
+    if (i >= px->nslots || !px->slots[i] || px->slots[i]->phase == SWS_PH_FREE)
         return;
     px_sess *s = px->slots[i];
-    if (tag == PX_T_READ)
+    if (tag == SWS_T_PX_READ)
         on_client_read(px, s, e);
-    else if (tag == PX_T_WRITE)
+    else if (tag == SWS_T_PX_WRITE)
         on_client_write(px, s, e);
-    else if (tag == PX_T_CLOSE)
+    else if (tag == SWS_T_PX_CLOSE)
         sess_free(px, s);
 }
 
-void sws_proxy_open(sws_worker *w, tl_handle h) {
-    sws_proxy *px = w->proxy;
+static void proxy_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
+    sws_proxy *px = sc->state;
     if (px->nfree == 0) {
-        tl_close(w->loop, h, SWS_TOKEN(px->nslots, PX_T_CLOSE));
+        tl_close(w->loop, h, sws_token(px->nslots, SWS_T_PX_CLOSE));
         return;
     }
     uint32_t i = px->free_idx[px->nfree - 1];
@@ -978,7 +968,7 @@ void sws_proxy_open(sws_worker *w, tl_handle h) {
         /* A slot is allocated on first use and reused: never one per request. */
         s = malloc(sizeof(*s));
         if (!s) {
-            tl_close(w->loop, h, SWS_TOKEN(px->nslots, PX_T_CLOSE));
+            tl_close(w->loop, h, sws_token(px->nslots, SWS_T_PX_CLOSE));
             return;
         }
         px->slots[i] = s;
@@ -988,7 +978,7 @@ void sws_proxy_open(sws_worker *w, tl_handle h) {
     s->index = i;
     s->h = h;
     s->px = px;
-    s->live = true;
+    sess_phase(s, SWS_PH_OPEN);
     s->up = SWS_NIL;
     s->dl_idle = true;
     s->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
@@ -1007,19 +997,17 @@ void sws_proxy_open(sws_worker *w, tl_handle h) {
     client_arm_read(px, s);
 }
 
-uint32_t sws_proxy_extra_handles(const sws_config *cfg) {
-    if (cfg->scenario != SWS_SCENARIO_PROXY)
-        return 0;
+static uint32_t proxy_extra_handles(const sws_config *cfg) {
     /* One upstream per client, one more closing during a retry, and the pool. */
     return cfg->max_connections * 2 + cfg->proxy.pool_per_loop * (uint32_t)cfg->proxy.nupstreams;
 }
 
-int sws_proxy_init(sws_worker *w) {
+static int proxy_init(sws_worker *w, sws_scenario *sc) {
     const sws_config *cfg = w->cfg;
     sws_proxy *px = calloc(1, sizeof(*px));
     if (!px)
         return -ENOMEM;
-    w->proxy = px;
+    sc->state = px;
     px->w = w;
     px->nslots = cfg->max_connections + 1;
     px->slots = calloc(px->nslots, sizeof(*px->slots));
@@ -1029,15 +1017,16 @@ int sws_proxy_init(sws_worker *w) {
     for (uint32_t i = 0; i < px->nslots; i++)
         px->free_idx[i] = px->nslots - 1 - i;
     px->nfree = px->nslots;
-    int rc = sws_pool_init(&px->pool, w->loop, &cfg->proxy, sws_proxy_extra_handles(cfg));
+    int rc = sws_pool_init(&px->pool, w->loop, &cfg->proxy, proxy_extra_handles(cfg));
     if (rc < 0)
         return rc;
     arm_tick(px);
     return 0;
 }
 
-void sws_proxy_free(sws_worker *w) {
-    sws_proxy *px = w->proxy;
+static void proxy_free(sws_worker *w, sws_scenario *sc) {
+    (void)w;
+    sws_proxy *px = sc->state;
     if (!px)
         return;
     for (uint32_t i = 0; i < px->nslots && px->slots; i++)
@@ -1046,18 +1035,18 @@ void sws_proxy_free(sws_worker *w) {
     free(px->free_idx);
     sws_pool_free(&px->pool);
     free(px);
-    w->proxy = NULL;
+    sc->state = NULL;
 }
 
-void sws_proxy_drain(sws_worker *w, bool force) {
-    sws_proxy *px = w->proxy;
+static void proxy_drain(sws_worker *w, sws_scenario *sc, bool force) {
+    sws_proxy *px = sc->state;
     if (!px)
         return;
     px->draining = px->pool.draining = true;
     sws_pool_expire(&px->pool, tl_loop_now(w->loop));
     for (px_sess *s = px->active, *next; s; s = next) {
         next = s->next;
-        if (s->closing)
+        if (sws_phase_gone(s->phase))
             continue;
         bool idle = s->up == SWS_NIL && !s->req.started && !s->olen && !s->write_inflight;
         if (force) {
@@ -1070,8 +1059,9 @@ void sws_proxy_drain(sws_worker *w, bool force) {
     arm_tick(px);
 }
 
-bool sws_proxy_finished(const sws_worker *w) {
-    const sws_proxy *px = w->proxy;
+static bool proxy_finished(const sws_worker *w, const sws_scenario *sc) {
+    (void)w;
+    const sws_proxy *px = sc->state;
     return !px || (px->nlive == 0 && px->pool.live == 0);
 }
 
@@ -1079,9 +1069,7 @@ static void metric_head(FILE *f, const char *name, const char *type, const char 
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-void sws_proxy_metrics(const sws_server *s, FILE *f) {
-    if (s->cfg->scenario != SWS_SCENARIO_PROXY)
-        return;
+static void proxy_metrics(const sws_server *s, FILE *f) {
     static const struct {
         const char *name, *type, *help;
         size_t off;
@@ -1108,7 +1096,7 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
     for (size_t k = 0; k < sizeof(per_loop) / sizeof(per_loop[0]); k++) {
         metric_head(f, per_loop[k].name, per_loop[k].type, per_loop[k].help);
         for (int i = 0; i < s->nloops; i++) {
-            const sws_proxy *px = s->workers[i].proxy;
+            const sws_proxy *px = s->workers[i].sc.state;
             if (!px)
                 continue;
             const sws_up_ctr *c =
@@ -1124,14 +1112,14 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
     }
     metric_head(f, "scalwsd_upstream_errors_total", "counter", "Upstream failures by kind.");
     for (int i = 0; i < s->nloops; i++) {
-        const sws_proxy *px = s->workers[i].proxy;
+        const sws_proxy *px = s->workers[i].sc.state;
         for (int k = 0; px && k < SWS_UPE_N; k++)
             fprintf(f, "scalwsd_upstream_errors_total{loop=\"%d\",kind=\"%s\"} %" PRIu64 "\n", i,
                     sws_up_err_names[k], SWS_GET(px->pool.st.errors[k]));
     }
     uint64_t b[SWS_UP_LAT_BUCKETS + 1] = {0}, sum = 0, count = 0;
     for (int i = 0; i < s->nloops; i++) {
-        const sws_proxy *px = s->workers[i].proxy;
+        const sws_proxy *px = s->workers[i].sc.state;
         if (!px)
             continue;
         for (int k = 0; k <= SWS_UP_LAT_BUCKETS; k++)
@@ -1153,11 +1141,26 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
     fprintf(f, "scalwsd_upstream_latency_seconds_count %" PRIu64 "\n", count);
 }
 
-void sws_proxy_reconfigure(sws_worker *w) {
-    if (!w->proxy)
+/* After a reload switched w->cfg: the pool reads its timeouts from the new
+ * one, and the access log may have been turned on or off. */
+static void proxy_reload_commit(sws_worker *w, sws_scenario *sc) {
+    sws_proxy *px = sc->state;
+    if (!px)
         return;
-    w->proxy->pool.cfg = &w->cfg->proxy;
-    /* The access log may have been turned on or off. */
-    for (px_sess *s = w->proxy->active; s; s = s->next)
+    px->pool.cfg = &w->cfg->proxy;
+    for (px_sess *s = px->active; s; s = s->next)
         s->chk.req.log_fields = w->access_log ? s->log : NULL;
 }
+
+const sws_scenario_ops sws_proxy_ops = {
+    .name = "proxy",
+    .extra_handles = proxy_extra_handles,
+    .init = proxy_init,
+    .free = proxy_free,
+    .open = proxy_open,
+    .dispatch = proxy_dispatch,
+    .drain = proxy_drain,
+    .finished = proxy_finished,
+    .reload_commit = proxy_reload_commit,
+    .metrics = proxy_metrics,
+};
