@@ -41,6 +41,9 @@ typedef struct bench_config {
     /* Test-only: loops are made with TL_LOOP_NO_CPU_STEER, a kernel without
      * SO_ATTACH_REUSEPORT_CBPF, so reuse-port-cpu's exit 2 is exercised. */
     int test_no_cpu_steer;
+    /* Test-only: the last acceptor's listener is closed before the run (so the
+     * kernel routes nothing to it), so "every acceptor accepted" really fires. */
+    int test_idle_acceptor;
     int acceptors; /* handoff: accepting loops, each feeding a subset (default 1) */
     int pin;       /* pin loop i to the i-th CPU of the affinity mask */
     /* Pin client i to the (i mod M)-th of the mask's M CPUs: on loopback the

@@ -116,6 +116,7 @@ enum {
     OPT_TEST_WATCHDOG_MS,
     OPT_TEST_NO_DISTRIBUTE,
     OPT_TEST_NO_CPU_STEER,
+    OPT_TEST_IDLE_ACCEPTOR,
     OPT_ACCEPTORS,
     OPT_PIN,
     OPT_PIN_CLIENTS,
@@ -142,6 +143,7 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
         {"test-watchdog-ms", required_argument, NULL, OPT_TEST_WATCHDOG_MS},
         {"test-no-distribute", no_argument, NULL, OPT_TEST_NO_DISTRIBUTE},
         {"test-no-cpu-steer", no_argument, NULL, OPT_TEST_NO_CPU_STEER},
+        {"test-idle-acceptor", no_argument, NULL, OPT_TEST_IDLE_ACCEPTOR},
         {"acceptors", required_argument, NULL, OPT_ACCEPTORS},
         {"pin", no_argument, NULL, OPT_PIN},
         {"pin-clients", no_argument, NULL, OPT_PIN_CLIENTS},
@@ -239,6 +241,9 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
         case OPT_TEST_NO_CPU_STEER:
             cfg->test_no_cpu_steer = 1;
             break;
+        case OPT_TEST_IDLE_ACCEPTOR:
+            cfg->test_idle_acceptor = 1;
+            break;
         case OPT_ACCEPTORS:
             if (parse_u64(optarg, 1, 256, &v) < 0)
                 bad_usage("--acceptors wants an integer in 1..256, not '%s'", optarg);
@@ -298,6 +303,8 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
     }
     if (have_acceptors && cfg->route != ROUTE_HANDOFF)
         bad_usage("--acceptors applies to handoff, not to %s", route_names[cfg->route]);
+    if (cfg->test_idle_acceptor && cfg->acceptors < 2)
+        bad_usage("%s", "--test-idle-acceptor needs --acceptors >= 2 (some acceptor must accept)");
     if (cfg->acceptors > cfg->loops)
         bad_usage("%s", "--acceptors must not exceed --loops (each acceptor feeds at least one "
                         "loop)");
@@ -539,12 +546,16 @@ static void setup_route(run *r) {
             if (rc < 0)
                 die_setup("tl_route_handoff_group", rc);
         }
+        r->port = handle_port(accs[0], ls[0]);
+        if (r->cfg.test_idle_acceptor) { /* leaves the kernel's group: nothing reaches it */
+            tl_close(accs[r->nacc - 1], ls[r->nacc - 1], 0);
+            ls[r->nacc - 1] = 0;
+        }
         for (int a = 0; a < r->nacc; a++) {
             r->accs[a].listener = ls[a];
             r->accs[a].accepting = 1;
             r->accs[a].handoff = r->handoffs[a];
         }
-        r->port = handle_port(accs[0], ls[0]);
         break;
     }
     }
@@ -901,21 +912,22 @@ int main(int argc, char **argv) {
         snprintf(msg + off, sizeof(msg) - (size_t)off, ")");
         refuse(msg);
     }
-    if (idle >= 0) {
-        snprintf(msg, sizeof(msg),
-                 "every loop must serve at least one connection: loop %d of %d "
-                 "served none",
-                 idle, r.n);
-        refuse(msg);
-    }
     /* Several acceptors: the kernel's hash over their listeners must have
-     * given each some, or one of them is the silent idle core. */
+     * given each some, or one of them is the silent idle core. Checked before
+     * the loops: an idle acceptor starves its loops, and is the cause to name. */
     for (int a = 0; r.nacc > 1 && a < r.nacc; a++) {
         if (r.accs[a].dispatched == 0) {
             snprintf(msg, sizeof(msg),
                      "every acceptor must accept: acceptor %d of %d accepted none", a, r.nacc);
             refuse(msg);
         }
+    }
+    if (idle >= 0) {
+        snprintf(msg, sizeof(msg),
+                 "every loop must serve at least one connection: loop %d of %d "
+                 "served none",
+                 idle, r.n);
+        refuse(msg);
     }
     if (client_errors) {
         snprintf(msg, sizeof(msg), "%llu client exchanges failed (first %s: %s)",

@@ -50,6 +50,47 @@ reuse-port-unsupported) # a platform that cannot distribute: exit 2, one line, n
         --test-no-distribute
     expect_refusal 2 "route reuse-port refused: this platform cannot distribute"
     ;;
+reuse-port-cpu-unsupported) # a kernel without SO_ATTACH_REUSEPORT_CBPF: exit 2, one line
+    run --accept-scaling --route reuse-port-cpu --loops 1 --connections 100 --clients 2 \
+        --portable --test-no-cpu-steer
+    expect_refusal 2 "route reuse-port-cpu refused: this kernel cannot steer by CPU"
+    ;;
+refuse-idle-acceptor) # an acceptor the kernel gives nothing must make the run refuse
+    run --accept-scaling --route handoff --acceptors 2 --loops 2 --connections 200 --clients 4 \
+        --portable --test-idle-acceptor
+    expect_refusal 3 "every acceptor must accept: acceptor 1 of 2 accepted none"
+    ;;
+run-cpu) # reuse-port-cpu on 2 pinned loops, or exit 2 in one line on a machine with 1 CPU
+    loops=$1
+    shift
+    conns=$((200 * loops))
+    run --accept-scaling --route reuse-port-cpu --loops "$loops" --connections "$conns" \
+        --clients 4 --payload 100 --portable --pin-clients "$@"
+    if [ "$rc" -eq 2 ] && grep -q "cannot be pinned one to a CPU" "$tmp/err"; then
+        expect_refusal 2 "cannot be pinned one to a CPU"
+        echo "fewer CPUs than loops here: $(cat "$tmp/err")"
+    else
+        [ "$rc" -eq 0 ] || fail "exit $rc"
+        "$check" "$tmp/out" reuse-port-cpu "$loops" "$conns" portable || fail "invariants"
+        grep -q '"cpus":\[' "$tmp/out" || fail "no cpus: the loops were not pinned"
+    fi
+    ;;
+long-lived) # K keep-alive clients on 2 loops; with 'target' the index must meet the issue's bound
+    route=$1 k=$2 target=$3 # target: 'target' or 'none'
+    shift 3
+    [ "$target" = target ] || target=""
+    run --long-lived "$k" --requests 300 --seconds 20 --route "$route" --loops 2 --payload 64 \
+        --portable "$@"
+    if [ "$rc" -eq 2 ] && [ "$route" = reuse-port-cpu ] && grep -q "cannot be pinned" "$tmp/err"; then
+        echo "fewer CPUs than loops here: $(cat "$tmp/err")"
+    else
+        [ "$rc" -eq 0 ] || fail "exit $rc"
+        # shellcheck disable=SC2086 # target is one word or none
+        "$check" "$tmp/out" "$route" 2 long-lived "$k" $target || fail "invariants"
+        grep -q '"stopped_by":"count"' "$tmp/out" || fail "300 requests each did not finish in 20 s"
+        grep -q '"requests":'$((300 * k))',' "$tmp/out" || fail "not K x 300 requests"
+    fi
+    ;;
 backend-uring) # io_uring either runs with the invariants held or is refused in one line, exit 2
     route=$1
     run --accept-scaling --route "$route" --loops 2 --connections 400 --clients 4 --portable \
@@ -106,6 +147,23 @@ usage) # each bad command line exits 2 with the usage on stderr and nothing on s
         "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 --frobnicate"
         "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 extra"
         "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 --test-idle-loop"
+        "--accept-scaling --route handoff --loops 2 --connections 200 --clients 2 --acceptors 0"
+        "--accept-scaling --route handoff --loops 2 --connections 200 --clients 2 --acceptors 3"
+        "--accept-scaling --route handoff --loops 2 --connections 200 --clients 2 --acceptors x"
+        "--accept-scaling --route herd --loops 2 --connections 200 --clients 2 --acceptors 2"
+        "--accept-scaling --route handoff --loops 2 --connections 200 --clients 2 --test-idle-acceptor"
+        "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 --requests 5"
+        "--accept-scaling --route handoff --loops 1 --connections 100 --clients 2 --long-lived 2"
+        "--long-lived --route handoff --loops 2 --requests 10"
+        "--route handoff --loops 2 --requests 10 --long-lived"
+        "--long-lived 0 --route handoff --loops 2 --requests 10"
+        "--long-lived x --route handoff --loops 2 --requests 10"
+        "--long-lived 4 --route handoff --loops 2"
+        "--long-lived 4 --route handoff --loops 2 --requests 0"
+        "--long-lived 4 --route handoff --loops 2 --requests 10 --connections 100"
+        "--long-lived 4 --route handoff --loops 2 --requests 10 --clients 4"
+        "--long-lived 4 --route handoff --loops 2 --requests 10 --seconds 0"
+        "--long-lived 4 --loops 2 --requests 10"
     )
     for args in "${bad[@]}"; do
         # shellcheck disable=SC2086 # the words are the test
