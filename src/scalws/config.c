@@ -19,6 +19,7 @@ void sws_config_defaults(sws_config *c) {
     c->event_loops = -1;
     c->worker_threads = -1;
     c->accept = SWS_ACCEPT_REUSE_PORT;
+    c->acceptors = 1;
     /* auto: io_uring where the kernel has it. With COOP_TASKRUN it serves
      * more requests per CPU-second than epoll in every shape measured
      * (bench/results/vs-nginx-uring-coop-*.json against vs-nginx-epoll-*). */
@@ -39,8 +40,8 @@ void sws_config_defaults(sws_config *c) {
     sws_proxy_config_defaults(&c->proxy);
 }
 
-static const char *const accept_names[] = {"reuse-port", "handoff", "exclusive", "acceptor",
-                                           "herd"};
+static const char *const accept_names[] = {"reuse-port", "handoff", "exclusive",
+                                           "acceptor",   "herd",    "reuse-port-cpu"};
 static const char *const backend_names[] = {"auto", "epoll", "uring"};
 
 const char *sws_accept_name(sws_accept_route r) {
@@ -214,10 +215,16 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
             else
                 BAD("bad value '%s' (want auto or 1..1024)", v);
         } else if (strcmp(key, "accept") == 0) {
-            int i = pick(v, accept_names, 5);
+            int i = pick(v, accept_names, 6);
             if (i < 0)
-                BAD("bad value '%s' (want reuse-port, handoff, exclusive, acceptor or herd)", v);
+                BAD("bad value '%s' (want reuse-port, reuse-port-cpu, handoff, exclusive, "
+                    "acceptor or herd)",
+                    v);
             c->accept = (sws_accept_route)i;
+        } else if (strcmp(key, "acceptors") == 0) {
+            if (parse_uint(v, 1, 1024, &n) < 0)
+                BAD("bad value '%s' (want 1..1024)", v);
+            c->acceptors = (int)n;
         } else if (strcmp(key, "backend") == 0) {
             int i = pick(v, backend_names, 3);
             if (i < 0)
@@ -395,6 +402,11 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
     if (cli->upstream &&
         sws_config_set(c, "proxy", "upstream", cli->upstream, why, sizeof(why)) < 0) {
         snprintf(err, errlen, "--upstream: %s", why);
+        return -EINVAL;
+    }
+    if (c->acceptors > 1 && c->accept != SWS_ACCEPT_HANDOFF) {
+        snprintf(err, errlen, "%s: [server] acceptors = %d needs accept = handoff (not %s)",
+                 cli->config ? cli->config : "config", c->acceptors, sws_accept_name(c->accept));
         return -EINVAL;
     }
     if (c->scenario == SWS_SCENARIO_PROXY && c->proxy.nupstreams == 0) {

@@ -78,6 +78,7 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
     SAME(o->event_loops == n->event_loops, "[server] event_loops changed");
     SAME(o->worker_threads == n->worker_threads, "[server] worker_threads changed");
     SAME(o->accept == n->accept, "[server] accept changed");
+    SAME(o->acceptors == n->acceptors, "[server] acceptors changed");
     SAME(o->backend == n->backend, "[server] backend changed");
     SAME(o->defer_accept == n->defer_accept, "[server] defer_accept changed");
     SAME(o->scenario == n->scenario, "[server] scenario changed");

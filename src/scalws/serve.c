@@ -581,9 +581,9 @@ static void arm_accept(sws_worker *w) {
 
 static void on_accept(sws_worker *w, const tl_completion *e) {
     if (e->res >= 0 && e->u.accepted) {
-        if (w->srv->handoff) {
+        if (w->handoff) {
             /* Handoff: this loop only accepts; the policy picks the worker. */
-            tl_handoff_dispatch(w->srv->handoff, w->loop, e->u.accepted, SWS_TOKEN(0, SWS_T_ADOPT));
+            tl_handoff_dispatch(w->handoff, w->loop, e->u.accepted, SWS_TOKEN(0, SWS_T_ADOPT));
         } else {
             conn_open(w, e->u.accepted);
         }
@@ -834,7 +834,8 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
             close(inherited[i]); /* not left open and never accepted: refused instead */
         ninherited = 1;
     }
-    if (ninherited == 1 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF)) {
+    if (ninherited == 1 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF ||
+                            route == SWS_ACCEPT_REUSE_PORT_CPU)) {
         /* One inherited socket cannot be bound once per loop: share it, with
          * EPOLLEXCLUSIVE unless io_uring was asked for by name (it has no
          * wake-one; blocking acceptor threads serve it then). */
@@ -848,9 +849,10 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     if (!s->workers || !s->loops || !s->listen_fds)
         return -ENOMEM;
     for (int i = 0; i < s->nloops; i++) {
-        bool has_listener = route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_EXCLUSIVE ||
-                            route == SWS_ACCEPT_HERD || (route == SWS_ACCEPT_HANDOFF && i == 0);
+        bool has_listener = ninherited > 1 || sws_balance_accepts(s, route, i);
         rc = init_worker(s, &s->workers[i], i, has_listener);
+        s->workers[i].accepts = has_listener;
+        s->workers[i].fed_by = route == SWS_ACCEPT_ACCEPTOR ? -1 : i;
         if (rc < 0) {
             snprintf(err, errlen, "cannot create loop %d (backend %s): %s", i,
                      sws_backend_name(cfg->backend), tl_strerror(rc));
@@ -884,14 +886,13 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
             s->workers[i].listener = hs[i];
         break;
     }
-    case SWS_ACCEPT_HANDOFF: {
-        tl_listen_options lo = {.reuse_port = TL_REUSE_PORT_NO};
-        rc = tl_listen(s->loops[0], addr, cfg->listen.len, &lo, &s->workers[0].listener);
-        if (rc < 0)
-            break;
-        rc = tl_handoff_new(&s->handoff, s->loops, s->nloops, TL_HANDOFF_ROUND_ROBIN);
+    case SWS_ACCEPT_HANDOFF:
+    case SWS_ACCEPT_REUSE_PORT_CPU:
+        rc = route == SWS_ACCEPT_REUSE_PORT_CPU ? probe_busy(cfg) : 0;
+        if (rc == 0 &&
+            (rc = sws_balance_listen(s, route, addr, cfg->listen.len, err, errlen)) < 0 && err[0])
+            return rc; /* balance.c said why */
         break;
-    }
     case SWS_ACCEPT_EXCLUSIVE:
     case SWS_ACCEPT_HERD:
     case SWS_ACCEPT_ACCEPTOR:
@@ -949,6 +950,8 @@ listening:
         for (int i = 0; i < s->nloops && i < (ninherited > 1 ? ninherited : s->nloops); i++)
             if (s->workers[i].listener)
                 s->listen_fds[s->nlisten_fds++] = tl_handle_fd(s->loops[i], s->workers[i].listener);
+    char accept_text[160];
+    sws_balance_describe(s, accept_text, sizeof(accept_text));
     char inherited_text[64];
     snprintf(inherited_text, sizeof(inherited_text), "%d activated socket%s (fd 3%s)", ninherited,
              ninherited == 1 ? "" : "s", ninherited == 1 ? "" : "..");
@@ -958,7 +961,7 @@ listening:
             SWS_VERSION, s->shared ? "shared model, " : "", s->nloops, s->nloops == 1 ? "" : "s",
             cfg->event_loops < 0 ? "auto" : "configured", s->cpus.in_mask,
             s->cpus.in_mask == 1 ? "" : "s", s->cpus.quota_cpus ? "" : "none/", s->cpus.quota_cpus,
-            s->nthreads, s->nthreads == 1 ? "" : "s", sws_accept_name(route), s->backend,
+            s->nthreads, s->nthreads == 1 ? "" : "s", accept_text, s->backend,
             activated >= 0 ? inherited_text : cfg->listen.text);
     if (!s->pinned && !s->shared)
         fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
@@ -998,8 +1001,7 @@ void sws_server_free(sws_server *s) {
     }
     if (s->acceptor)
         tl_acceptor_stop(s->acceptor);
-    if (s->handoff)
-        tl_handoff_free(s->handoff);
+    sws_balance_free(s);
     for (int i = 0; i < s->nloops; i++) {
         sws_worker *w = &s->workers[i];
         if (w->loop)
