@@ -34,7 +34,7 @@ static void usage(FILE *f) {
             "Without options it serves the respond scenario on 127.0.0.1:8080.\n"
             "Configuration keys and their defaults (details in scalwsd(8)):\n"
             "  [server]  listen 127.0.0.1:8080, event_loops auto, worker_threads auto,\n"
-            "            accept reuse-port, backend auto, drain_timeout 10s,\n"
+            "            accept reuse-port, acceptors 1, backend auto, drain_timeout 10s,\n"
             "            defer_accept on, access_log (off), scenario respond\n"
             "  [respond] status 200, body \"Hello from scalwsd\\n\", content_type text/plain\n"
             "  [limits]  header_bytes 8k, header_count 100, uri_length 4k, body_size 1m,\n"
