@@ -93,9 +93,15 @@ long-lived) # K keep-alive clients on 2 loops; with 'target' the index must meet
     ;;
 backend-uring) # io_uring either runs with the invariants held or is refused in one line, exit 2
     route=$1
+    extra=()
+    # reuse-port-cpu places by the client's CPU: pin them over the CPUs (see run-cpu)
+    [ "$route" = reuse-port-cpu ] && extra=(--pin-clients)
     run --accept-scaling --route "$route" --loops 2 --connections 400 --clients 4 --portable \
-        --backend uring
-    if [ "$rc" -eq 2 ] && [ "$route" = exclusive ] && grep -q "route exclusive refused" "$tmp/err"; then
+        --backend uring "${extra[@]}"
+    if [ "$rc" -eq 2 ] && [ "$route" = reuse-port-cpu ] && grep -q "cannot be pinned" "$tmp/err"; then
+        expect_refusal 2 "cannot be pinned one to a CPU"
+        echo "fewer CPUs than loops here: $(cat "$tmp/err")"
+    elif [ "$rc" -eq 2 ] && [ "$route" = exclusive ] && grep -q "route exclusive refused" "$tmp/err"; then
         # io_uring has no wake-one on a shared socket: turnloop refuses EPOLLEXCLUSIVE there
         expect_refusal 2 "route exclusive refused by this backend"
         echo "exclusive refused on uring: $(cat "$tmp/err")"
