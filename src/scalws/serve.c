@@ -888,7 +888,7 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     }
     case SWS_ACCEPT_HANDOFF:
     case SWS_ACCEPT_REUSE_PORT_CPU:
-        rc = route == SWS_ACCEPT_REUSE_PORT_CPU ? probe_busy(cfg) : 0;
+        rc = probe_busy(cfg); /* both may bind with SO_REUSEPORT (several acceptors) */
         if (rc == 0 &&
             (rc = sws_balance_listen(s, route, addr, cfg->listen.len, err, errlen)) < 0 && err[0])
             return rc; /* balance.c said why */
