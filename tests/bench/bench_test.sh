@@ -135,6 +135,34 @@ checker-rejects) # check_line itself must fail on lines that break an invariant
     done
     printf '%s\n%s\n' "$good" "$good" >"$tmp/line"
     "$check" "$tmp/line" handoff 2 200 portable 2>/dev/null && fail "two lines accepted"
+    # Two acceptors: each must have accepted, fed only its loops, split them exactly.
+    good2='{"route":"handoff","backend":"epoll","loops":2,"connections":200,"clients":4,"payload":8,"policy":"rr","acceptors":2,"per_acceptor":[90,110],"feeds":[[0],[1]],"connections_per_second":1.5,"per_loop":[90,110],"measure":"elapsed_ns","elapsed_ns":5}'
+    printf '%s\n' "$good2" >"$tmp/line"
+    "$check" "$tmp/line" handoff 2 200 portable || fail "the good 2-acceptor line is rejected"
+    for b in '"per_acceptor":\[90,110\]/"per_acceptor":[0,200]' \
+        '"per_acceptor":\[90,110\]/"per_acceptor":[100,110]' \
+        '"feeds":\[\[0\],\[1\]\]/"feeds":[[0],[0]]' '"per_acceptor":\[90,110\]/"per_acceptor":[200]'; do
+        sed "s/$b/" <<<"$good2" >"$tmp/line"
+        if "$check" "$tmp/line" handoff 2 200 portable 2>/dev/null; then
+            fail "check_line accepted a broken line: $(cat "$tmp/line")"
+        fi
+    done
+    # Long-lived: the index must be what per_loop says, connections must sum to K.
+    goodl='{"mode":"long-lived","route":"reuse-port","loops":2,"long_lived":3,"requests":300,"per_loop":[200,100],"per_loop_connections":[2,1],"imbalance":1.333333333,"best_imbalance":1.333333333,"requests_per_second":5.0}'
+    printf '%s\n' "$goodl" >"$tmp/line"
+    "$check" "$tmp/line" reuse-port 2 long-lived 3 || fail "the good long-lived line is rejected"
+    "$check" "$tmp/line" reuse-port 2 long-lived 3 target || fail "best split rejected as off target"
+    for b in '"imbalance":1.333333333/"imbalance":1.0' '"per_loop_connections":\[2,1\]/"per_loop_connections":[2,2]' \
+        '"requests":300/"requests":301' '"best_imbalance":1.333333333/"best_imbalance":1.0'; do
+        sed "s/$b/" <<<"$goodl" >"$tmp/line"
+        if "$check" "$tmp/line" reuse-port 2 long-lived 3 2>/dev/null; then
+            fail "check_line accepted a broken long-lived line: $(cat "$tmp/line")"
+        fi
+    done
+    sed 's/"per_loop":\[200,100\]/"per_loop":[300,0]/; s/"imbalance":1.333333333/"imbalance":2.0/; s/"per_loop_connections":\[2,1\]/"per_loop_connections":[3,0]/' \
+        <<<"$goodl" >"$tmp/line"
+    "$check" "$tmp/line" reuse-port 2 long-lived 3 || fail "an honest lopsided line is rejected"
+    "$check" "$tmp/line" reuse-port 2 long-lived 3 target 2>/dev/null && fail "off-target index accepted"
     printf '%s\n' "$good" >"$tmp/line" # elapsed_ns without --portable needs measure_fallback
     "$check" "$tmp/line" handoff 2 200 2>/dev/null && fail "elapsed without a fallback reason accepted"
     ;;
