@@ -10,8 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const accept_names[] = {"reuse-port", "handoff", "exclusive",
-                                           "acceptor",   "herd",    NULL};
+/* In the order of sws_accept_route. */
+static const char *const accept_names[] = {"reuse-port", "handoff",        "exclusive", "acceptor",
+                                           "herd",       "reuse-port-cpu", NULL};
 static const char *const backend_names[] = {"auto", "epoll", "uring", NULL};
 static const char *const scenario_names[] = {"respond", "proxy", NULL};
 static const char *const pool_names[] = {"per_loop", "shared", NULL};
