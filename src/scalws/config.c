@@ -37,6 +37,12 @@ void sws_config_defaults(sws_config *c) {
     c->max_connections = 10000;
     c->admin_enabled = false;
     sws_proxy_config_defaults(&c->proxy);
+    strcpy(c->stat.index, "index.html");
+    strcpy(c->stat.default_type, "application/octet-stream");
+    strcpy(c->stat.mime_types, "/etc/mime.types");
+    c->stat.precompressed = true;
+    c->stat.cache_entries = 1024;
+    c->stat.cache_valid_ms = 1000;
 }
 
 static const char *const accept_names[] = {"reuse-port", "handoff", "exclusive", "acceptor",
@@ -238,8 +244,10 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
                 c->scenario = SWS_SCENARIO_RESPOND;
             else if (strcmp(v, "proxy") == 0)
                 c->scenario = SWS_SCENARIO_PROXY;
+            else if (strcmp(v, "static") == 0)
+                c->scenario = SWS_SCENARIO_STATIC;
             else
-                BAD("bad value '%s' (want respond or proxy)", v);
+                BAD("bad value '%s' (want respond, proxy or static)", v);
         } else if (strcmp(key, "access_log") == 0) {
             if (strlen(v) >= sizeof(c->access_log))
                 BAD("path too long");
@@ -258,6 +266,58 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
             if (strlen(v) >= sizeof(c->content_type) || strpbrk(v, "\r\n"))
                 BAD("bad content type");
             strcpy(c->content_type, v);
+        } else
+            BAD("unknown key");
+    } else if (strcmp(section, "static") == 0) {
+        sws_static_config *st = &c->stat;
+        if (strcmp(key, "root") == 0) {
+            if (!*v || strlen(v) >= sizeof(st->root))
+                BAD("bad root '%s' (want a directory)", v);
+            strcpy(st->root, v);
+        } else if (strcmp(key, "index") == 0) {
+            if (strlen(v) >= sizeof(st->index) || strchr(v, '/') || strcmp(v, ".") == 0 ||
+                strcmp(v, "..") == 0)
+                BAD("bad index '%s' (want a file name, or empty for none)", v);
+            strcpy(st->index, v);
+        } else if (strcmp(key, "default_type") == 0) {
+            if (!*v || strlen(v) >= sizeof(st->default_type) || strpbrk(v, "\r\n"))
+                BAD("bad content type");
+            strcpy(st->default_type, v);
+        } else if (strcmp(key, "cache_control") == 0) {
+            if (strlen(v) >= sizeof(st->cache_control) || strpbrk(v, "\r\n"))
+                BAD("bad Cache-Control value");
+            strcpy(st->cache_control, v);
+        } else if (strcmp(key, "mime_types") == 0) {
+            if (!*v || strlen(v) >= sizeof(st->mime_types))
+                BAD("bad path");
+            strcpy(st->mime_types, v);
+        } else if (strcmp(key, "follow_symlinks") == 0) {
+            static const char *const names[] = {"off", "on", "owner"};
+            int i = pick(v, names, 3);
+            if (i < 0)
+                BAD("bad value '%s' (want off, on or owner)", v);
+            st->follow_symlinks = i;
+        } else if (strcmp(key, "dotfiles") == 0) {
+            if (strcmp(v, "allow") == 0)
+                st->dotfiles = true;
+            else if (strcmp(v, "deny") == 0)
+                st->dotfiles = false;
+            else
+                BAD("bad value '%s' (want deny or allow)", v);
+        } else if (strcmp(key, "precompressed") == 0) {
+            if (strcmp(v, "on") == 0)
+                st->precompressed = true;
+            else if (strcmp(v, "off") == 0)
+                st->precompressed = false;
+            else
+                BAD("bad value '%s' (want on or off)", v);
+        } else if (strcmp(key, "open_file_cache") == 0) {
+            if (parse_uint(v, 0, 1000000, &n) < 0)
+                BAD("bad count '%s' (want 0..1000000 entries per loop)", v);
+            st->cache_entries = (uint32_t)n;
+        } else if (strcmp(key, "open_file_cache_valid") == 0) {
+            if (parse_ms(v, &st->cache_valid_ms) < 0)
+                BAD("bad duration '%s' (e.g. 1s, 0 to check every request)", v);
         } else
             BAD("unknown key");
     } else if (strcmp(section, "limits") == 0) {
@@ -395,6 +455,20 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
     if (cli->upstream &&
         sws_config_set(c, "proxy", "upstream", cli->upstream, why, sizeof(why)) < 0) {
         snprintf(err, errlen, "--upstream: %s", why);
+        return -EINVAL;
+    }
+    if (cli->root) {
+        /* --root DIR: the one line it takes to serve a directory. */
+        if (sws_config_set(c, "static", "root", cli->root, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "--root: %s", why);
+            return -EINVAL;
+        }
+        if (!cli->scenario)
+            c->scenario = SWS_SCENARIO_STATIC;
+    }
+    if (c->scenario == SWS_SCENARIO_STATIC && !c->stat.root[0]) {
+        snprintf(err, errlen, "%s: scenario static needs [static] root (or --root)",
+                 cli->config ? cli->config : "--scenario");
         return -EINVAL;
     }
     if (c->scenario == SWS_SCENARIO_PROXY && c->proxy.nupstreams == 0) {

@@ -20,7 +20,11 @@ typedef enum sws_accept_route {
     SWS_ACCEPT_HERD,
 } sws_accept_route;
 
-typedef enum sws_scenario { SWS_SCENARIO_RESPOND = 0, SWS_SCENARIO_PROXY } sws_scenario;
+typedef enum sws_scenario {
+    SWS_SCENARIO_RESPOND = 0,
+    SWS_SCENARIO_PROXY,
+    SWS_SCENARIO_STATIC
+} sws_scenario;
 
 typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_URING } sws_backend;
 
@@ -32,6 +36,20 @@ typedef struct sws_addr {
     struct sockaddr_storage ss;
     socklen_t len;
 } sws_addr;
+
+/* [static]: the static scenario (src/scalws/static/). */
+typedef struct sws_static_config {
+    char root[1024];         /* required with scenario static */
+    char index[64];          /* file served for a directory ("" none: 403) */
+    char default_type[128];  /* for names mime_types has no entry for */
+    char cache_control[128]; /* "" none */
+    char mime_types[256];    /* the type map file */
+    int follow_symlinks;     /* sws_symlinks: off (inside the root only), on, owner */
+    bool dotfiles;           /* allow: serve names beginning with '.' */
+    bool precompressed;      /* FILE.gz / FILE.br siblings (gzip_static) */
+    uint32_t cache_entries;  /* open-file cache entries per loop; 0 off */
+    uint32_t cache_valid_ms; /* an entry is checked against the file after this */
+} sws_static_config;
 
 typedef struct sws_config {
     /* [server] */
@@ -47,6 +65,8 @@ typedef struct sws_config {
     sws_scenario scenario;
     /* [proxy] */
     sws_proxy_config proxy;
+    /* [static] */
+    sws_static_config stat;
     /* [respond] */
     int status;
     char body[SWS_BODY_MAX];
@@ -83,7 +103,7 @@ int sws_parse_endpoint(const char *text, bool peer, struct sockaddr_storage *ss,
 /* What the command line sets: kept by the control thread so that a reload
  * (SIGHUP) reads the same file and lets the same flags win over it. */
 typedef struct sws_cli {
-    const char *config, *listen, *threads, *scenario, *upstream;
+    const char *config, *listen, *threads, *scenario, *upstream, *root;
 } sws_cli;
 
 /* Defaults, then the file, then the flags; checks what needs several keys.

@@ -26,7 +26,9 @@ static void usage(FILE *f) {
             "  -l, --listen ADDR        listen on host:port (overrides [server] listen)\n"
             "  -w, --worker-threads N   number of event loops (overrides [server] event_loops);\n"
             "                           with event_loops = 0, threads of the shared loop\n"
-            "  -s, --scenario NAME      respond or proxy (overrides [server] scenario)\n"
+            "  -s, --scenario NAME      respond, proxy or static (overrides [server] scenario)\n"
+            "  -r, --root DIR           serve the files below DIR (sets [static] root; implies\n"
+            "                           --scenario static)\n"
             "  -u, --upstream LIST      host:port[,host:port...] (overrides [proxy] upstream)\n"
             "  -t, --check-config       validate the configuration and exit\n"
             "  -h, --help               this text\n"
@@ -36,6 +38,10 @@ static void usage(FILE *f) {
             "  [server]  listen 127.0.0.1:8080, event_loops auto, worker_threads auto,\n"
             "            accept reuse-port, backend auto, drain_timeout 10s,\n"
             "            defer_accept on, access_log (off), scenario respond\n"
+            "  [static]  root (none), index index.html, default_type application/octet-stream,\n"
+            "            cache_control (none), mime_types /etc/mime.types, follow_symlinks off,\n"
+            "            dotfiles deny, precompressed on, open_file_cache 1024,\n"
+            "            open_file_cache_valid 1s\n"
             "  [respond] status 200, body \"Hello from scalwsd\\n\", content_type text/plain\n"
             "  [limits]  header_bytes 8k, header_count 100, uri_length 4k, body_size 1m,\n"
             "            header_timeout 10s, keepalive_timeout 75s, send_timeout 30s,\n"
@@ -56,15 +62,17 @@ int main(int argc, char **argv) {
         {"worker-threads", required_argument, NULL, 'w'},
         {"scenario", required_argument, NULL, 's'},
         {"upstream", required_argument, NULL, 'u'},
+        {"root", required_argument, NULL, 'r'},
         {"check-config", no_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *listen = NULL, *threads = NULL, *scenario = NULL, *upstream = NULL;
+    const char *root = NULL;
     bool check = false;
     int ch;
-    while ((ch = getopt_long(argc, argv, "c:l:w:s:u:thV", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:l:w:s:u:r:thV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             config = optarg;
@@ -80,6 +88,9 @@ int main(int argc, char **argv) {
             break;
         case 'u':
             upstream = optarg;
+            break;
+        case 'r':
+            root = optarg;
             break;
         case 't':
             check = true;
@@ -106,7 +117,8 @@ int main(int argc, char **argv) {
                          .listen = listen,
                          .threads = threads,
                          .scenario = scenario,
-                         .upstream = upstream};
+                         .upstream = upstream,
+                         .root = root};
     if (sws_config_build(&cfg, &cli, err, sizeof(err)) < 0) {
         fprintf(stderr, "scalwsd: %s\n", err);
         return 2;

@@ -3,6 +3,7 @@
  * config to every loop; each loop switches inside its own turn. A config is
  * freed once every loop has left it (a count of loops still on it). */
 #include "reload.h"
+#include "static/scenario.h"
 
 #include "access_log.h"
 #include "proxy.h"
@@ -224,6 +225,7 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
     sws_respond_free(&w->resp);
     w->resp = r;
     w->resp_max = r.cap < 512 ? 512 : (uint32_t)r.cap;
+    sws_static_reload(w, n); /* its root, types and keys; its head room */
     /* Every parser points at w->limits: a copy, so this is the only write. */
     w->limits = n->limits;
     /* Reopened on every reload, so that HUP after a move also rotates the log. */

@@ -9,6 +9,7 @@
 #include "proxy.h"
 #include "reexec.h"
 #include "reload.h"
+#include "static/scenario.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -86,7 +87,7 @@ static void held_release_all(sws_worker *w, sws_conn *c) {
  * within two sweeps. */
 #define SWS_OUT_CACHE 64
 
-static bool out_take(sws_worker *w, sws_conn *c) {
+bool sws_conn_out_take(sws_worker *w, sws_conn *c) {
     if (c->out)
         return true;
     if (w->out_nfree)
@@ -150,6 +151,7 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
         c->live = false;
         if (c->starved)
             w->nstarved--;
+        sws_static_conn_end(c);
         out_give(w, c);
         list_del(w, c);
         w->free_idx[w->nfree++] = c->index;
@@ -182,8 +184,11 @@ static void conn_open(sws_worker *w, tl_handle h) {
     }
     w->nfree--;
     char *log_fields = c->log_fields; /* kept with the slot */
+    char *sf_fields = c->sf_fields;
     memset(c, 0, sizeof(*c));
     c->log_fields = log_fields;
+    c->sf_fields = sf_fields;
+    c->file_fd = -1;
     c->index = i;
     c->h = h;
     c->hhead = c->htail = SWS_NIL;
@@ -192,6 +197,12 @@ static void conn_open(sws_worker *w, tl_handle h) {
     c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
     sws_http_parser_init(&c->parser, &w->limits);
     c->parser.req.log_fields = sws_conn_log_fields(w, c);
+    if (w->stat) {
+        /* Once per slot, as log_fields; without it static answers 500. */
+        if (!c->sf_fields)
+            c->sf_fields = malloc(SWS_HTTP_SF_STORAGE);
+        c->parser.req.sf_fields = c->sf_fields;
+    }
     /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
     if (w->access_log)
         sws_peer_name(w->loop, h, c->peer, sizeof(c->peer));
@@ -216,6 +227,10 @@ static void set_idle_deadline(sws_worker *w, sws_conn *c) {
 
 /* Appends the answer to a complete request; room was checked before feeding. */
 static void answer(sws_worker *w, sws_conn *c) {
+    if (w->stat) {
+        sws_static_answer(w, c);
+        return;
+    }
     const sws_http_request *r = &c->parser.req;
     bool ka = r->keep_alive && !w->draining;
     const char *src;
@@ -228,7 +243,7 @@ static void answer(sws_worker *w, sws_conn *c) {
         n = r->head ? w->resp.close_head : w->resp.close_len;
         c->close_after = true;
     }
-    if (!out_take(w, c)) {
+    if (!sws_conn_out_take(w, c)) {
         /* Out of memory: this connection ends, the others keep their buffers. */
         sws_conn_close(w, c);
         return;
@@ -271,7 +286,7 @@ static void answer_error(sws_worker *w, sws_conn *c, int status) {
     SWS_ADD(w->ctr.errors[status_slot(status)], 1);
     if (w->access_log)
         sws_access_log_parsed(w, c->peer, &c->parser, status, sws_http_error_body_len(status));
-    if (!out_take(w, c)) {
+    if (!sws_conn_out_take(w, c)) {
         sws_conn_close(w, c);
         return;
     }
@@ -297,7 +312,8 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             *off = len;
             break;
         }
-        if (c->olen + w->resp_max > w->out_cap)
+        /* A file body is still being sent: the next answer waits behind it. */
+        if (c->olen + w->resp_max > w->out_cap || c->file_on)
             return false;
         size_t used;
         int st;
@@ -338,9 +354,15 @@ static void start_linger(sws_worker *w, sws_conn *c) {
     arm_recv(w, c);
 }
 
-static void flush(sws_worker *w, sws_conn *c) {
+void sws_conn_flush(sws_worker *w, sws_conn *c) {
     if (c->closing || c->write_inflight)
         return;
+    if (c->file_on) {
+        sws_static_fill(w, c);
+        /* Nothing to write: the helper is reading a cold part of the file. */
+        if (c->closing || c->olen == 0)
+            return;
+    }
     if (c->olen > 0) {
         tl_op op;
         int rc = tl_write(w->loop, c->h, c->out, c->olen, SWS_TOKEN(c->index, SWS_T_WRITE), &op);
@@ -444,7 +466,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             arm_recv(w, c);
         }
     }
-    flush(w, c);
+    sws_conn_flush(w, c);
 }
 
 static void on_write(sws_worker *w, const tl_completion *e) {
@@ -480,7 +502,7 @@ static void on_write(sws_worker *w, const tl_completion *e) {
         if (!c->close_after)
             arm_recv(w, c);
     }
-    flush(w, c);
+    sws_conn_flush(w, c);
     /* keepalive_timeout counts from the last answer written, not from when it
      * was queued: a slow but reading client is not cut as idle. */
     if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE)
@@ -495,6 +517,7 @@ static void on_closed(sws_worker *w, const tl_completion *e) {
     c->live = false;
     if (c->starved)
         w->nstarved--;
+    sws_static_conn_end(c);
     /* Every completion of the handle came before this one: no write can
      * still be reading the buffer. */
     out_give(w, c);
@@ -555,7 +578,7 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
         if (sws_http_partial(&c->parser) && !c->close_after) {
             if (c->olen + 512 <= w->out_cap) {
                 answer_error(w, c, 408);
-                flush(w, c);
+                sws_conn_flush(w, c);
                 continue;
             }
         }
@@ -622,6 +645,9 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
             sws_reload_apply(w, e->u.msg.value);
         else if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
             sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
+        break;
+    case SWS_T_STATIC:
+        sws_static_on_post(w, e);
         break;
     case SWS_T_LISTENER_CLOSE:
         w->listener = 0;
@@ -791,6 +817,8 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     rc = tl_loop_new(&w->loop, &o);
     if (rc == 0 && cfg->scenario == SWS_SCENARIO_PROXY)
         rc = sws_proxy_init(w);
+    if (rc == 0 && cfg->scenario == SWS_SCENARIO_STATIC)
+        rc = sws_static_init(w, cfg);
     return rc;
 }
 
@@ -1002,6 +1030,7 @@ void sws_server_free(sws_server *s) {
         tl_handoff_free(s->handoff);
     for (int i = 0; i < s->nloops; i++) {
         sws_worker *w = &s->workers[i];
+        sws_static_free(w); /* joins its helper, which posts to the loop */
         if (w->loop)
             tl_loop_free(w->loop);
         sws_proxy_free(w);
@@ -1009,6 +1038,7 @@ void sws_server_free(sws_server *s) {
             if (w->conns[k]) {
                 free(w->conns[k]->out);
                 free(w->conns[k]->log_fields);
+                free(w->conns[k]->sf_fields);
                 free(w->conns[k]);
             }
         while (w->out_nfree)

@@ -51,6 +51,9 @@ typedef struct sws_counters {
     sws_ctr accept_pauses;
     sws_ctr recv_starved;
     sws_ctr send_timeouts; /* closed: a write was not done within send_timeout */
+    sws_ctr file_cache_hits;   /* static: lookups answered by the open-file cache */
+    sws_ctr file_cache_misses; /* static: lookups that opened (or re-checked) the file */
+    sws_ctr file_cold_reads;   /* static: reads handed to the helper (not in page cache) */
 } sws_counters;
 
 /* Token layout: connection index << 8 | tag. */
@@ -63,6 +66,7 @@ enum sws_tag {
     SWS_T_SWEEP,
     SWS_T_POST,
     SWS_T_LISTENER_CLOSE,
+    SWS_T_STATIC, /* a cold file read posted back by the static scenario's helper */
 };
 /* Tags from 32 up belong to the proxy scenario (proxy.c, upstream.c). */
 #define SWS_T_PROXY_FIRST 32
@@ -117,6 +121,13 @@ typedef struct sws_conn {
      * (SWS_HTTP_LOG_STORAGE bytes, lent to parser.req.log_fields), taken once
      * the access log is on and kept with the slot; NULL while it is off. */
     char *log_fields;
+    /* Static scenario: its request fields (SWS_HTTP_SF_STORAGE bytes, lent to
+     * parser.req.sf_fields, kept with the slot) and the file being sent. */
+    char *sf_fields;
+    bool file_on;  /* a body is being sent from file_fd */
+    bool file_job; /* the helper is reading it; it owns file_fd until it posts */
+    int file_fd;
+    uint64_t file_off, file_end;
 } sws_conn;
 
 /* The prebuilt respond answer: head + body, for keep-alive and for close,
@@ -177,6 +188,7 @@ typedef struct sws_worker {
     sws_counters ctr;
     double cpu_seen;         /* control thread only: the last CPU time read (admin.c) */
     struct sws_proxy *proxy; /* scenario proxy: this loop's sessions and upstream pool */
+    struct sws_static *stat; /* scenario static: root, types, open-file cache, helper */
 } sws_worker;
 
 typedef struct sws_server {
@@ -232,5 +244,9 @@ void sws_conn_close(sws_worker *w, sws_conn *c);
  * off (nothing is kept, or allocated), else storage kept with the slot. */
 char *sws_conn_log_fields(sws_worker *w, sws_conn *c);
 void sws_conn_try_finish(sws_worker *w, sws_conn *c);
+/* For scenarios answering on the respond connection (static): take c's output
+ * buffer (false: out of memory), and write what c->out holds. */
+bool sws_conn_out_take(sws_worker *w, sws_conn *c);
+void sws_conn_flush(sws_worker *w, sws_conn *c);
 
 #endif
