@@ -5,7 +5,6 @@
  * blocking I/O with a one-second timeout keeps this small. */
 #include "sws.h"
 
-#include "proxy.h"
 #include "status_page.h"
 
 #include <errno.h>
@@ -96,17 +95,6 @@ static char *metrics_text(sws_server *s, size_t *len) {
     M("scalwsd_recv_starved_total", "counter", "Receives ended for lack of a loop buffer.",
       recv_starved);
     M("scalwsd_send_timeouts_total", "counter", "Writes cut by send_timeout.", send_timeouts);
-    if (s->cfg->scenario == SWS_SCENARIO_STATIC) {
-        /* hit ratio = hits / (hits + misses), per loop */
-        M("scalwsd_file_cache_hits_total", "counter",
-          "Static lookups answered by the open-file cache.", file_cache_hits);
-        M("scalwsd_file_cache_misses_total", "counter",
-          "Static lookups that opened the file (absent, expired or uncacheable).",
-          file_cache_misses);
-        M("scalwsd_file_cold_reads_total", "counter",
-          "Static file reads not in the page cache, done by the loop's helper thread.",
-          file_cold_reads);
-    }
 #undef M
     static const char *const codes[SWS_ST_N] = {"400", "408", "413", "414",
                                                 "431", "502", "504", "other"};
@@ -124,7 +112,8 @@ static char *metrics_text(sws_server *s, size_t *len) {
             "# HELP scalwsd_draining 1 while draining, 2 after the drain timeout.\n"
             "# TYPE scalwsd_draining gauge\nscalwsd_draining %d\n",
             atomic_load(&s->drain));
-    sws_proxy_metrics(s, f);
+    if (s->sc_ops->metrics)
+        s->sc_ops->metrics(s, f);
     fclose(f);
     return buf;
 }

@@ -6,10 +6,8 @@
 #include "access_log.h"
 #include "sws.h"
 
-#include "proxy.h"
 #include "reexec.h"
 #include "reload.h"
-#include "static/scenario.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +30,7 @@ uint64_t sws_now_ms(void) {
 }
 
 static sws_conn *conn_of(sws_worker *w, uint64_t token) {
-    uint32_t i = SWS_TOKEN_IDX(token);
+    uint32_t i = sws_token_index(token);
     if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
         return NULL;
     return w->conns[i];
@@ -87,7 +85,7 @@ static void held_release_all(sws_worker *w, sws_conn *c) {
  * within two sweeps. */
 #define SWS_OUT_CACHE 64
 
-bool sws_conn_out_take(sws_worker *w, sws_conn *c) {
+static bool out_take(sws_worker *w, sws_conn *c) {
     if (c->out)
         return true;
     if (w->out_nfree)
@@ -123,7 +121,7 @@ static void out_trim(sws_worker *w) {
 static void arm_recv(sws_worker *w, sws_conn *c) {
     if (c->recv_armed || c->closing)
         return;
-    int rc = tl_recv(w->loop, c->h, SWS_TOKEN(c->index, SWS_T_RECV), &c->recv_op);
+    int rc = tl_recv(w->loop, c->h, sws_token(c->index, SWS_T_RECV), &c->recv_op);
     if (rc < 0) {
         sws_conn_close(w, c);
         return;
@@ -146,12 +144,13 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
         return;
     c->closing = true;
     held_release_all(w, c);
-    if (tl_close(w->loop, c->h, SWS_TOKEN(c->index, SWS_T_CLOSE)) < 0) {
+    if (tl_close(w->loop, c->h, sws_token(c->index, SWS_T_CLOSE)) < 0) {
         /* A handle turnloop no longer knows: nothing will complete, free now. */
         c->live = false;
         if (c->starved)
             w->nstarved--;
-        sws_static_conn_end(c);
+        if (c->sc->ops->conn_end)
+            c->sc->ops->conn_end(w, c->sc, c);
         out_give(w, c);
         list_del(w, c);
         w->free_idx[w->nfree++] = c->index;
@@ -160,14 +159,10 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
     }
 }
 
-static void conn_open(sws_worker *w, tl_handle h) {
-    if (w->proxy) {
-        sws_proxy_open(w, h);
-        return;
-    }
+void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     if (w->nfree == 0) {
         /* Cannot happen while slots = handle ceiling; closing is the safe answer. */
-        tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
+        tl_close(w->loop, h, sws_token(w->nslots, SWS_T_CLOSE));
         return;
     }
     uint32_t i = w->free_idx[w->nfree - 1];
@@ -177,7 +172,7 @@ static void conn_open(sws_worker *w, tl_handle h) {
          * allocation a connection ever causes, never one per request. */
         c = calloc(1, sizeof(*c)); /* zeroed: log_fields below is read */
         if (!c) {
-            tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
+            tl_close(w->loop, h, sws_token(w->nslots, SWS_T_CLOSE));
             return;
         }
         w->conns[i] = c;
@@ -188,17 +183,17 @@ static void conn_open(sws_worker *w, tl_handle h) {
     memset(c, 0, sizeof(*c));
     c->log_fields = log_fields;
     c->sf_fields = sf_fields;
-    c->file_fd = -1;
     c->index = i;
     c->h = h;
+    c->sc = sc;
     c->hhead = c->htail = SWS_NIL;
     c->live = true;
     c->dl_kind = SWS_DL_FRESH;
     c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
     sws_http_parser_init(&c->parser, &w->limits);
     c->parser.req.log_fields = sws_conn_log_fields(w, c);
-    if (w->stat) {
-        /* Once per slot, as log_fields; without it static answers 500. */
+    if (w->lend_sf) {
+        /* Once per slot, as log_fields; without it the static scenario answers 500. */
         if (!c->sf_fields)
             c->sf_fields = malloc(SWS_HTTP_SF_STORAGE);
         c->parser.req.sf_fields = c->sf_fields;
@@ -225,25 +220,14 @@ static void set_idle_deadline(sws_worker *w, sws_conn *c) {
     }
 }
 
-/* Appends the answer to a complete request; room was checked before feeding. */
+/* A complete request: the scenario appends its answer (room for resp_max
+ * bytes was checked before feeding). */
 static void answer(sws_worker *w, sws_conn *c) {
-    if (w->stat) {
-        sws_static_answer(w, c);
-        return;
-    }
     const sws_http_request *r = &c->parser.req;
     bool ka = r->keep_alive && !w->draining;
-    const char *src;
-    uint32_t n;
-    if (ka) {
-        src = w->resp.ka;
-        n = r->head ? w->resp.ka_head : w->resp.ka_len;
-    } else {
-        src = w->resp.close;
-        n = r->head ? w->resp.close_head : w->resp.close_len;
+    if (!ka)
         c->close_after = true;
-    }
-    if (!sws_conn_out_take(w, c)) {
+    if (!out_take(w, c)) {
         /* Out of memory: this connection ends, the others keep their buffers. */
         sws_conn_close(w, c);
         return;
@@ -254,13 +238,21 @@ static void answer(sws_worker *w, sws_conn *c) {
         c->recv_paused = true;
         tl_cancel(w->loop, c->recv_op);
     }
-    memcpy(c->out + c->olen, src, n);
-    c->olen += n;
     c->served++;
     SWS_ADD(w->ctr.requests, 1);
-    if (w->access_log)
-        sws_access_log_parsed(w, c->peer, &c->parser, w->cfg->status,
-                              r->head ? 0 : n - (ka ? w->resp.ka_head : w->resp.close_head));
+    int rc = c->sc->ops->answer(w, c->sc, c, ka);
+    if (rc < 0) {
+        sws_conn_close(w, c);
+    } else if (rc == SWS_ANSWER_PENDING) {
+        /* The scenario must make progress within send_timeout (the sweep). */
+        c->answer_pending = true;
+        c->deadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+    }
+}
+
+void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
+    c->answer_pending = false;
+    set_idle_deadline(w, c);
 }
 
 static int status_slot(int status) {
@@ -286,7 +278,7 @@ static void answer_error(sws_worker *w, sws_conn *c, int status) {
     SWS_ADD(w->ctr.errors[status_slot(status)], 1);
     if (w->access_log)
         sws_access_log_parsed(w, c->peer, &c->parser, status, sws_http_error_body_len(status));
-    if (!sws_conn_out_take(w, c)) {
+    if (!out_take(w, c)) {
         sws_conn_close(w, c);
         return;
     }
@@ -312,8 +304,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             *off = len;
             break;
         }
-        /* A file body is still being sent: the next answer waits behind it. */
-        if (c->olen + w->resp_max > w->out_cap || c->file_on)
+        if (c->answer_pending || c->olen + w->resp_max > w->out_cap)
             return false;
         size_t used;
         int st;
@@ -329,7 +320,8 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         if (rc == SWS_HTTP_REQUEST) {
             *off += (uint32_t)used;
             answer(w, c);
-            set_idle_deadline(w, c);
+            if (!c->answer_pending)
+                set_idle_deadline(w, c);
             continue;
         }
         answer_error(w, c, st);
@@ -354,18 +346,27 @@ static void start_linger(sws_worker *w, sws_conn *c) {
     arm_recv(w, c);
 }
 
-void sws_conn_flush(sws_worker *w, sws_conn *c) {
+static void pump(sws_worker *w, sws_conn *c);
+
+static void flush(sws_worker *w, sws_conn *c) {
     if (c->closing || c->write_inflight)
         return;
-    if (c->file_on) {
-        sws_static_fill(w, c);
-        /* Nothing to write: the helper is reading a cold part of the file. */
-        if (c->closing || c->olen == 0)
+    if (c->olen == 0 && c->answer_pending) {
+        /* The last part was written: the scenario appends the next one. */
+        if (c->sc->ops->more)
+            c->sc->ops->more(w, c->sc, c);
+        if (c->closing)
             return;
+        if (c->olen == 0 && !c->answer_pending) {
+            pump(w, c); /* it ended with nothing more: on to held requests */
+            return;
+        }
+        if (c->olen == 0)
+            return; /* the scenario waits for its data; sws_conn_more follows */
     }
     if (c->olen > 0) {
         tl_op op;
-        int rc = tl_write(w->loop, c->h, c->out, c->olen, SWS_TOKEN(c->index, SWS_T_WRITE), &op);
+        int rc = tl_write(w->loop, c->h, c->out, c->olen, sws_token(c->index, SWS_T_WRITE), &op);
         if (rc < 0) {
             sws_conn_close(w, c);
             return;
@@ -466,7 +467,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             arm_recv(w, c);
         }
     }
-    sws_conn_flush(w, c);
+    flush(w, c);
 }
 
 static void on_write(sws_worker *w, const tl_completion *e) {
@@ -485,6 +486,12 @@ static void on_write(sws_worker *w, const tl_completion *e) {
         memmove(c->out, c->out + c->wlen, c->olen - c->wlen);
     c->olen -= c->wlen;
     c->wlen = 0;
+    pump(w, c);
+}
+
+/* After output moved: feeds held input (as far as there is room and no answer
+ * is pending), resumes receiving once nothing is held, and writes. */
+static void pump(sws_worker *w, sws_conn *c) {
     while (c->hcount && !c->closing) {
         sws_held *h = &w->hpool[c->hhead];
         uint32_t off = h->off;
@@ -502,22 +509,29 @@ static void on_write(sws_worker *w, const tl_completion *e) {
         if (!c->close_after)
             arm_recv(w, c);
     }
-    sws_conn_flush(w, c);
+    flush(w, c);
     /* keepalive_timeout counts from the last answer written, not from when it
      * was queued: a slow but reading client is not cut as idle. */
-    if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE)
+    if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE &&
+        !c->answer_pending)
         c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
 }
 
+void sws_conn_more(sws_worker *w, sws_conn *c) {
+    if (!c->closing)
+        pump(w, c);
+}
+
 static void on_closed(sws_worker *w, const tl_completion *e) {
-    uint32_t i = SWS_TOKEN_IDX(e->token);
+    uint32_t i = sws_token_index(e->token);
     if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
         return;
     sws_conn *c = w->conns[i];
     c->live = false;
     if (c->starved)
         w->nstarved--;
-    sws_static_conn_end(c);
+    if (c->sc->ops->conn_end)
+        c->sc->ops->conn_end(w, c->sc, c);
     /* Every completion of the handle came before this one: no write can
      * still be reading the buffer. */
     out_give(w, c);
@@ -544,7 +558,7 @@ static void rearm_starved(sws_worker *w) {
 static void arm_sweep(sws_worker *w) {
     if (w->sweep_armed || w->done)
         return;
-    if (tl_timer(w->loop, w->draining ? 100 : SWS_SWEEP_MS, SWS_TOKEN(0, SWS_T_SWEEP),
+    if (tl_timer(w->loop, w->draining ? 100 : SWS_SWEEP_MS, sws_token(0, SWS_T_SWEEP),
                  &w->sweep_op) == 0)
         w->sweep_armed = true;
 }
@@ -562,6 +576,19 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
         return;
     }
     uint64_t now = tl_loop_now(w->loop);
+    if (w->sc.ops->sweep)
+        w->sc.ops->sweep(w, &w->sc, now);
+    tl_loop_stats st;
+    tl_loop_get_stats(w->loop, &st);
+    atomic_store_explicit(&w->ctr.turns, st.turns, memory_order_relaxed);
+    atomic_store_explicit(&w->ctr.accept_pauses, st.accept_pauses, memory_order_relaxed);
+    if (!sws_worker_finished(w))
+        arm_sweep(w);
+}
+
+/* The HTTP connection's part of the sweep. */
+void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
+    (void)sc;
     for (sws_conn *c = w->active, *next; c; c = next) {
         next = c->next;
         if (c->closing)
@@ -575,10 +602,10 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
         }
         if (now < c->deadline)
             continue;
-        if (sws_http_partial(&c->parser) && !c->close_after) {
+        if (sws_http_partial(&c->parser) && !c->close_after && !c->answer_pending) {
             if (c->olen + 512 <= w->out_cap) {
                 answer_error(w, c, 408);
-                sws_conn_flush(w, c);
+                flush(w, c);
                 continue;
             }
         }
@@ -586,19 +613,13 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
     }
     rearm_starved(w);
     out_trim(w);
-    tl_loop_stats st;
-    tl_loop_get_stats(w->loop, &st);
-    atomic_store_explicit(&w->ctr.turns, st.turns, memory_order_relaxed);
-    atomic_store_explicit(&w->ctr.accept_pauses, st.accept_pauses, memory_order_relaxed);
-    if (!sws_worker_finished(w))
-        arm_sweep(w);
 }
 
 static void arm_accept(sws_worker *w) {
     if (!w->listener || w->listener_closing)
         return;
     tl_op op;
-    if (tl_accept(w->loop, w->listener, TL_ACCEPT_MULTISHOT, SWS_TOKEN(0, SWS_T_ACCEPT), &op) < 0)
+    if (tl_accept(w->loop, w->listener, TL_ACCEPT_MULTISHOT, sws_token(0, SWS_T_ACCEPT), &op) < 0)
         fprintf(stderr, "scalwsd: loop %d: cannot accept\n", w->index);
 }
 
@@ -606,48 +627,62 @@ static void on_accept(sws_worker *w, const tl_completion *e) {
     if (e->res >= 0 && e->u.accepted) {
         if (w->srv->handoff) {
             /* Handoff: this loop only accepts; the policy picks the worker. */
-            tl_handoff_dispatch(w->srv->handoff, w->loop, e->u.accepted, SWS_TOKEN(0, SWS_T_ADOPT));
+            tl_handoff_dispatch(w->srv->handoff, w->loop, e->u.accepted, sws_token(0, SWS_T_ADOPT));
         } else {
-            conn_open(w, e->u.accepted);
+            w->sc.ops->open(w, &w->sc, e->u.accepted);
         }
     }
     if ((e->flags & TL_CQE_FINAL) && !w->draining && e->res != -ECANCELED)
         arm_accept(w);
 }
 
-static void dispatch(sws_worker *w, const tl_completion *e) {
-    if (SWS_TOKEN_TAG(e->token) >= SWS_T_PROXY_FIRST) {
-        sws_proxy_dispatch(w, e);
-        return;
-    }
-    switch (SWS_TOKEN_TAG(e->token)) {
+/* The HTTP connection's completions. */
+void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) {
+    (void)sc;
+    switch (sws_token_tag(e->token)) {
     case SWS_T_RECV:
         on_recv(w, e);
         break;
     case SWS_T_WRITE:
         on_write(w, e);
         break;
+    case SWS_T_CLOSE:
+        on_closed(w, e);
+        break;
+    default:
+        if (e->flags & TL_CQE_BUFFER)
+            release(w, e->u.buf.id);
+        break;
+    }
+}
+
+void sws_conn_turn_done(sws_worker *w, sws_scenario *sc) {
+    (void)sc;
+    if (w->released && w->nstarved)
+        rearm_starved(w);
+}
+
+static void dispatch(sws_worker *w, const tl_completion *e) {
+    if (!sws_tag_is_worker(sws_token_tag(e->token))) {
+        w->sc.ops->dispatch(w, &w->sc, e);
+        return;
+    }
+    switch (sws_token_tag(e->token)) {
     case SWS_T_ACCEPT:
         on_accept(w, e);
         break;
     case SWS_T_ADOPT:
         if (e->res >= 0 && e->u.accepted)
-            conn_open(w, e->u.accepted);
-        break;
-    case SWS_T_CLOSE:
-        on_closed(w, e);
+            w->sc.ops->open(w, &w->sc, e->u.accepted);
         break;
     case SWS_T_SWEEP:
         on_sweep(w, e);
         break;
     case SWS_T_POST:
-        if (SWS_TOKEN_IDX(e->token) == SWS_POST_RELOAD)
+        if (sws_token_index(e->token) == SWS_POST_RELOAD)
             sws_reload_apply(w, e->u.msg.value);
         else if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
             sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
-        break;
-    case SWS_T_STATIC:
-        sws_static_on_post(w, e);
         break;
     case SWS_T_LISTENER_CLOSE:
         w->listener = 0;
@@ -655,7 +690,7 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
         break;
     default:
         if (e->flags & TL_CQE_BUFFER)
-            release(w, e->u.buf.id);
+            tl_buffer_release(w->loop, e->u.buf.id);
         break;
     }
 }
@@ -667,13 +702,13 @@ static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms) {
         fprintf(stderr, "scalwsd: loop %d: turn failed: %s\n", w->index, tl_strerror(n));
         return false;
     }
-    if (sws_date_refresh(&w->date))
-        sws_respond_refresh(&w->resp, w->cfg, &w->date);
+    if (sws_date_refresh(&w->date) && w->sc.ops->date_changed)
+        w->sc.ops->date_changed(w, &w->sc);
     w->released = 0;
     for (int i = 0; i < n; i++)
         dispatch(w, &cq[i]);
-    if (w->released && w->nstarved)
-        rearm_starved(w);
+    if (w->sc.ops->turn_done)
+        w->sc.ops->turn_done(w, &w->sc);
     if (sws_worker_finished(w)) {
         if (w->sweep_armed && !w->sweep_cancelled) {
             tl_cancel(w->loop, w->sweep_op);
@@ -784,15 +819,8 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
         w->hpool[k].next = k + 1 < SWS_RECV_BUFFERS ? k + 1 : SWS_NIL;
     w->hfree = 0;
     sws_date_init(&w->date);
-    int rc = sws_respond_init(&w->resp, cfg, &w->date);
-    if (rc < 0)
-        return rc;
-    w->resp_max = (uint32_t)w->resp.cap;
-    if (w->resp_max < 512)
-        w->resp_max = 512;
-    w->out_cap = 16384;
-    if (w->out_cap < 4 * w->resp_max)
-        w->out_cap = 4 * w->resp_max;
+    w->sc.ops = s->sc_ops;
+    w->resp_max = 512;
     if (cfg->access_log[0]) {
         w->access_log = fopen(cfg->access_log, "a");
         if (!w->access_log)
@@ -803,7 +831,8 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     tl_loop_options o = {0};
     /* Exactly max_connections plus the listener: accepting pauses at the
      * ceiling (turnloop#77) and the rest wait in the kernel's queue. */
-    o.max_handles = cfg->max_connections + (has_listener ? 1u : 0u) + sws_proxy_extra_handles(cfg);
+    o.max_handles = cfg->max_connections + (has_listener ? 1u : 0u) +
+                    (w->sc.ops->extra_handles ? w->sc.ops->extra_handles(cfg) : 0);
     o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
                 : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
                                                     : TL_BACKEND_AUTO;
@@ -814,18 +843,25 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
         o.backend = TL_BACKEND_EPOLL;
     o.recv_buffers = SWS_RECV_BUFFERS;
     o.recv_buffer_size = 16384;
-    rc = tl_loop_new(&w->loop, &o);
-    if (rc == 0 && cfg->scenario == SWS_SCENARIO_PROXY)
-        rc = sws_proxy_init(w);
-    if (rc == 0 && cfg->scenario == SWS_SCENARIO_STATIC)
-        rc = sws_static_init(w, cfg);
-    return rc;
+    int rc = tl_loop_new(&w->loop, &o);
+    if (rc == 0)
+        rc = w->sc.ops->init(w, &w->sc);
+    if (rc < 0)
+        return rc;
+    if (w->resp_max < 512)
+        w->resp_max = 512;
+    /* Room for four of the scenario's longest answers (reload.c relies on it). */
+    w->out_cap = 16384;
+    if (w->out_cap < 4 * w->resp_max)
+        w->out_cap = 4 * w->resp_max;
+    return 0;
 }
 
 int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
     int rc;
     memset(s, 0, sizeof(*s));
     s->cfg = cfg;
+    s->sc_ops = sws_scenario_ops_of(cfg->scenario);
     s->shared_fd = -1;
     s->started_ms = sws_now_ms();
     pthread_mutex_init(&s->shared_lock, NULL);
@@ -963,7 +999,7 @@ listening:
     }
     if (route == SWS_ACCEPT_ACCEPTOR) {
         rc = tl_acceptor_start(&s->acceptor, s->shared_fd, s->nthreads, s->loops, s->nloops,
-                               TL_HANDOFF_LEAST_LOADED, SWS_TOKEN(0, SWS_T_ADOPT));
+                               TL_HANDOFF_LEAST_LOADED, sws_token(0, SWS_T_ADOPT));
         if (rc < 0) {
             snprintf(err, errlen, "cannot start acceptor threads: %s", tl_strerror(rc));
             return rc;
@@ -1030,10 +1066,10 @@ void sws_server_free(sws_server *s) {
         tl_handoff_free(s->handoff);
     for (int i = 0; i < s->nloops; i++) {
         sws_worker *w = &s->workers[i];
-        sws_static_free(w); /* joins its helper, which posts to the loop */
         if (w->loop)
             tl_loop_free(w->loop);
-        sws_proxy_free(w);
+        if (w->sc.ops)
+            w->sc.ops->free(w, &w->sc);
         for (uint32_t k = 0; k < w->nslots && w->conns; k++)
             if (w->conns[k]) {
                 free(w->conns[k]->out);
@@ -1047,7 +1083,6 @@ void sws_server_free(sws_server *s) {
         free(w->conns);
         free(w->free_idx);
         free(w->hpool);
-        sws_respond_free(&w->resp);
         if (w->access_log)
             fclose(w->access_log);
     }

@@ -2,20 +2,27 @@
  * root out. Bodies go through the connection's one output buffer, read with
  * preadv2(RWF_NOWAIT) so that the loop never waits on a disk: a read the page
  * cache cannot answer goes to this loop's helper thread, which posts it back. */
-#include "scenario.h"
-
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "access_log.h"
+#include "scenario.h"
+#include "sws.h"
 #include "sws_static.h"
+
+/* The connection's output buffer (four times resp_max, serve.c): what a slow
+ * reader of a large file holds. */
+#define OUT_CAP 65536
 
 /* Paths longer than this are opened every time, not cached. */
 #define CACHE_PATH 200
@@ -39,6 +46,14 @@ typedef struct fentry {
     char path[CACHE_PATH];
 } fentry;
 
+/* The file a connection is sending, by slot. */
+typedef struct sfile {
+    bool on;  /* a body is being sent from fd */
+    bool job; /* the helper is reading it; the job owns fd until it posts */
+    int fd;
+    uint64_t off, end;
+} sfile;
+
 typedef struct job {
     struct job *next;
     sws_worker *w;
@@ -53,7 +68,11 @@ typedef struct job {
 } job;
 
 typedef struct sws_static {
+    sfile *files;      /* one per connection slot */
+    uint32_t inflight; /* jobs not yet posted back: the loop is not finished */
     int rootfd;
+    int next_rootfd; /* reload_prepare's, until reload_commit */
+    sws_mime *next_mime;
     sws_symlinks symlinks;
     bool fallback; /* SWS_STATIC_OPEN_FALLBACK=1: the walk even where openat2 exists */
     const sws_static_config *cfg;
@@ -93,10 +112,11 @@ static void *helper_main(void *arg) {
         if (j->res < 0)
             j->res = -errno;
         tl_message m = {.value = 0, .ptr = j};
-        if (tl_loop_post(j->w->loop, SWS_TOKEN(j->idx, SWS_T_STATIC), &m) < 0) {
-            /* The connection then waits for its send_timeout sweep. */
-            close(j->fd);
-            free(j);
+        while (tl_loop_post(j->w->loop, sws_token(j->idx, SWS_T_FILE_READ), &m) < 0) {
+            /* -ENOMEM: the loop waits for every job it handed out (finished
+             * says so), so one is never dropped; try again shortly. */
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
         }
         pthread_mutex_lock(&st->lock);
     }
@@ -104,8 +124,8 @@ static void *helper_main(void *arg) {
     return NULL;
 }
 
-static int submit(sws_worker *w, sws_conn *c, uint32_t len) {
-    sws_static *st = w->stat;
+static int submit(sws_worker *w, sws_static *st, sws_conn *c, uint32_t len) {
+    sfile *f = &st->files[c->index];
     if (!st->helper_on) {
         if (pthread_create(&st->helper, NULL, helper_main, st) != 0)
             return -EAGAIN;
@@ -119,10 +139,11 @@ static int submit(sws_worker *w, sws_conn *c, uint32_t len) {
                .idx = c->index,
                .h = c->h,
                .served = c->served,
-               .fd = c->file_fd,
-               .off = c->file_off,
+               .fd = f->fd,
+               .off = f->off,
                .len = len};
-    c->file_job = true;
+    f->job = true;
+    st->inflight++;
     SWS_ADD(w->ctr.file_cold_reads, 1);
     pthread_mutex_lock(&st->lock);
     *st->tail = j;
@@ -139,16 +160,22 @@ static int open_root(const sws_static_config *cfg) {
     return fd < 0 ? -errno : fd;
 }
 
-int sws_static_init(sws_worker *w, const sws_config *cfg) {
+static int static_init(sws_worker *w, sws_scenario *sc) {
+    const sws_config *cfg = w->cfg;
     sws_static *st = calloc(1, sizeof(*st));
     if (!st)
         return -ENOMEM;
-    w->stat = st;
+    sc->state = st;
     st->rootfd = -1;
+    st->next_rootfd = -1;
     st->tmp.fd = -1;
     st->tail = &st->head;
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->cond, NULL);
+    /* calloc: the pages of slots never used are never touched. */
+    st->files = calloc(w->nslots, sizeof(*st->files));
+    if (!st->files)
+        return -ENOMEM;
     const char *fb = getenv("SWS_STATIC_OPEN_FALLBACK");
     st->fallback = fb && strcmp(fb, "1") == 0;
     int rc = open_root(&cfg->stat);
@@ -172,8 +199,9 @@ int sws_static_init(sws_worker *w, const sws_config *cfg) {
         if (!st->cache)
             return -ENOMEM;
     }
-    w->resp_max = SWS_STATIC_HEAD_MAX;
-    w->out_cap = SWS_STATIC_OUT_CAP;
+    /* serve.c sizes the output buffer at four times resp_max: OUT_CAP. */
+    w->resp_max = OUT_CAP / 4;
+    w->lend_sf = true;
     return 0;
 }
 
@@ -190,42 +218,52 @@ static void cache_clear(sws_static *st) {
             entry_drop(&st->cache[i]);
 }
 
-void sws_static_reload(sws_worker *w, const sws_config *cfg) {
-    sws_static *st = w->stat;
-    if (!st)
-        return;
-    int rc = open_root(&cfg->stat);
+static int static_reload_prepare(sws_worker *w, sws_scenario *sc, const sws_config *next) {
+    sws_static *st = sc->state;
+    int rc = open_root(&next->stat);
     if (rc < 0) {
-        fprintf(stderr, "scalwsd: loop %d: [static] root %s: %s; keeping the old root\n", w->index,
-                cfg->stat.root, strerror(-rc));
-        return;
+        fprintf(stderr, "scalwsd: loop %d: [static] root %s: %s; keeping the old configuration\n",
+                w->index, next->stat.root, strerror(-rc));
+        return rc;
     }
     int err;
-    sws_mime *m = sws_mime_load(cfg->stat.mime_types, &err);
+    sws_mime *m = sws_mime_load(next->stat.mime_types, &err);
     if (!m) {
-        fprintf(stderr, "scalwsd: loop %d: [static] mime_types %s: %s; keeping the old\n", w->index,
-                cfg->stat.mime_types, strerror(-err));
+        fprintf(stderr,
+                "scalwsd: loop %d: [static] mime_types %s: %s; keeping the old configuration\n",
+                w->index, next->stat.mime_types, strerror(-err));
         close(rc);
-        return;
+        return err;
     }
+    st->next_rootfd = rc;
+    st->next_mime = m;
+    return 0;
+}
+
+static void static_reload_commit(sws_worker *w, sws_scenario *sc) {
+    sws_static *st = sc->state;
+    if (st->next_rootfd < 0)
+        return;
     close(st->rootfd);
-    st->rootfd = rc;
+    st->rootfd = st->next_rootfd;
+    st->next_rootfd = -1;
     if (st->nretired < (int)(sizeof(st->retired) / sizeof(st->retired[0])))
         st->retired[st->nretired++] = st->mime;
     else
-        sws_mime_free(st->mime); /* entries point into it: cleared below */
-    st->mime = m;
-    st->cfg = &cfg->stat;
-    st->symlinks = (sws_symlinks)cfg->stat.follow_symlinks;
+        sws_mime_free(st->mime); /* the entries that point into it are cleared below */
+    st->mime = st->next_mime;
+    st->next_mime = NULL;
+    st->cfg = &w->cfg->stat;
+    st->symlinks = (sws_symlinks)st->cfg->follow_symlinks;
     /* Every cached type and descriptor belongs to the old root and map. The
-     * size of the cache is the start's (a resize would move entries). */
+     * size of the cache stays the start's (a resize would move entries). */
     if (st->cache)
         cache_clear(st);
-    w->resp_max = SWS_STATIC_HEAD_MAX;
+    w->resp_max = OUT_CAP / 4;
 }
 
-void sws_static_free(sws_worker *w) {
-    sws_static *st = w->stat;
+static void static_free(sws_worker *w, sws_scenario *sc) {
+    sws_static *st = sc->state;
     if (!st)
         return;
     if (st->helper_on) {
@@ -245,15 +283,24 @@ void sws_static_free(sws_worker *w) {
         cache_clear(st);
         free(st->cache);
     }
+    if (st->files) {
+        for (uint32_t i = 0; i < w->nslots; i++)
+            if (st->files[i].on && !st->files[i].job)
+                close(st->files[i].fd);
+        free(st->files);
+    }
     if (st->rootfd >= 0)
         close(st->rootfd);
+    if (st->next_rootfd >= 0)
+        close(st->next_rootfd);
+    sws_mime_free(st->next_mime);
     sws_mime_free(st->mime);
     for (int i = 0; i < st->nretired; i++)
         sws_mime_free(st->retired[i]);
     pthread_mutex_destroy(&st->lock);
     pthread_cond_destroy(&st->cond);
     free(st);
-    w->stat = NULL;
+    sc->state = NULL;
 }
 
 /* ---- the open-file cache --------------------------------------------------- */
@@ -267,7 +314,7 @@ static uint64_t fnv(const char *s, size_t n) {
 
 /* Opens rel into e (whose old contents are gone). */
 static void entry_open(sws_worker *w, fentry *e, const char *rel, size_t len, uint64_t now) {
-    sws_static *st = w->stat;
+    sws_static *st = w->sc.state; /* one scenario per loop until routes */
     e->used = true;
     e->checked = now;
     e->dir = false;
@@ -308,7 +355,7 @@ static void entry_open(sws_worker *w, fentry *e, const char *rel, size_t len, ui
  * open_file_cache_valid, else opened now. A path too long to cache uses
  * st->tmp, which the caller closes (release) after the answer. */
 static fentry *lookup(sws_worker *w, const char *rel, size_t len) {
-    sws_static *st = w->stat;
+    sws_static *st = w->sc.state; /* one scenario per loop until routes */
     uint64_t now = tl_loop_now(w->loop);
     if (!st->cache || len >= CACHE_PATH) {
         SWS_ADD(w->ctr.file_cache_misses, 1);
@@ -408,14 +455,7 @@ typedef struct answer_ctx {
 static void finish(answer_ctx *a, out *o, int status, uint64_t body) {
     sws_conn *c = a->c;
     sws_worker *w = a->w;
-    if (o->full) {
-        /* Cannot happen: resp_max keeps room for the largest head. */
-        sws_conn_close(w, c);
-        return;
-    }
     c->olen = (uint32_t)o->n;
-    c->served++;
-    SWS_ADD(w->ctr.requests, 1);
     if (status == 400)
         SWS_ADD(w->ctr.errors[SWS_ST_400], 1);
     else if (status == 414)
@@ -463,12 +503,46 @@ static const char *sf(const sws_http_request *r, int k, size_t *len) {
     return r->sf_fields + k * SWS_HTTP_SF_VALUE_MAX;
 }
 
-/* Starts the body: what fits goes into out now; the rest is sent by fill. */
-static void body_start(answer_ctx *a, fentry *e, uint64_t first, uint64_t len) {
+/* Reads what fits of the file into c->out. Returns SWS_ANSWER_DONE once the
+ * body is complete, SWS_ANSWER_PENDING while more follows (or the helper was
+ * given a cold read), or a negative errno that closes the connection. */
+static int fill(sws_worker *w, sws_static *st, sws_conn *c) {
+    sfile *f = &st->files[c->index];
+    while (f->on && !f->job && c->olen < w->out_cap) {
+        uint64_t want = f->end - f->off;
+        if (want > w->out_cap - c->olen)
+            want = w->out_cap - c->olen;
+        struct iovec v = {c->out + c->olen, (size_t)want};
+        ssize_t n = preadv2(f->fd, &v, 1, (off_t)f->off, RWF_NOWAIT);
+        if (n < 0 && errno == EAGAIN) {
+            /* Not in the page cache. With bytes queued, write those first; the
+             * read is tried again when they are gone (it may be warm by then). */
+            if (c->olen > 0)
+                return SWS_ANSWER_PENDING;
+            int rc = submit(w, st, c, (uint32_t)want);
+            return rc < 0 ? rc : SWS_ANSWER_PENDING;
+        }
+        if (n <= 0) {
+            /* An error, or the file shrank under us: the length announced
+             * cannot be kept, and only a close tells the client so. */
+            return n < 0 ? -errno : -EIO;
+        }
+        c->olen += (uint32_t)n;
+        f->off += (uint64_t)n;
+        if (f->off == f->end) {
+            close(f->fd);
+            f->on = false;
+        }
+    }
+    return f->on ? SWS_ANSWER_PENDING : SWS_ANSWER_DONE;
+}
+
+/* Starts the body after the head in c->out. */
+static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, uint64_t len) {
     sws_conn *c = a->c;
     sws_worker *w = a->w;
     if (a->head || len == 0)
-        return;
+        return SWS_ANSWER_DONE;
     uint32_t room = w->out_cap - c->olen;
     if (len <= room) {
         /* The common small file: one read from the page cache, one write. */
@@ -476,7 +550,7 @@ static void body_start(answer_ctx *a, fentry *e, uint64_t first, uint64_t len) {
         ssize_t n = preadv2(e->fd, &v, 1, (off_t)first, RWF_NOWAIT);
         if (n == (ssize_t)len) {
             c->olen += (uint32_t)n;
-            return;
+            return SWS_ANSWER_DONE;
         }
         if (n > 0) {
             c->olen += (uint32_t)n;
@@ -485,92 +559,116 @@ static void body_start(answer_ctx *a, fentry *e, uint64_t first, uint64_t len) {
         }
     }
     int fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0); /* the cache may drop e->fd meanwhile */
-    if (fd < 0) {
+    if (fd < 0)
+        return -errno;
+    st->files[c->index] = (sfile){.on = true, .fd = fd, .off = first, .end = first + len};
+    return fill(w, st, c);
+}
+
+static void static_more(sws_worker *w, sws_scenario *sc, sws_conn *c) {
+    int rc = fill(w, sc->state, c);
+    if (rc < 0)
         sws_conn_close(w, c);
-        return;
-    }
-    c->file_fd = fd;
-    c->file_on = true;
-    c->file_off = first;
-    c->file_end = first + len;
-    sws_static_fill(w, c);
+    else if (rc == SWS_ANSWER_DONE)
+        sws_conn_answer_end(w, c);
 }
 
-void sws_static_fill(sws_worker *w, sws_conn *c) {
-    while (c->file_on && !c->file_job && !c->closing && c->olen < w->out_cap) {
-        uint64_t want = c->file_end - c->file_off;
-        if (want > w->out_cap - c->olen)
-            want = w->out_cap - c->olen;
-        struct iovec v = {c->out + c->olen, (size_t)want};
-        ssize_t n = preadv2(c->file_fd, &v, 1, (off_t)c->file_off, RWF_NOWAIT);
-        if (n < 0 && errno == EAGAIN) {
-            /* Not in the page cache. With bytes queued, write those first; the
-             * read is tried again when they are gone (it may be warm by then). */
-            if (c->olen == 0 && submit(w, c, (uint32_t)want) < 0)
-                sws_conn_close(w, c);
-            return;
-        }
-        if (n <= 0) {
-            /* An error, or the file shrank under us: the length we announced
-             * cannot be kept, and only a close tells the client so. */
-            sws_conn_close(w, c);
-            return;
-        }
-        c->olen += (uint32_t)n;
-        c->file_off += (uint64_t)n;
-        if (c->file_off == c->file_end) {
-            close(c->file_fd);
-            c->file_on = false;
-        }
-    }
-}
-
-void sws_static_on_post(sws_worker *w, const tl_completion *e) {
+/* A cold read the helper did, on the loop again. */
+static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) {
     job *j = e->u.msg.ptr;
-    uint32_t i = SWS_TOKEN_IDX(e->token);
+    st->inflight--;
+    uint32_t i = sws_token_index(e->token);
     sws_conn *c = i < w->nslots ? w->conns[i] : NULL;
-    if (!c || !c->live || c->closing || !c->file_job || c->h != j->h || c->served != j->served) {
+    sfile *f = i < w->nslots ? &st->files[i] : NULL;
+    if (!c || !c->live || c->closing || !f->job || c->h != j->h || c->served != j->served) {
+        /* The connection went away meanwhile: conn_end left fd to the job. */
+        if (f && f->job && (!c || !c->live || c->h != j->h)) {
+            f->job = false;
+            f->on = false;
+        }
         close(j->fd);
         free(j);
         return;
     }
-    c->file_job = false;
-    if (j->res <= 0 || !sws_conn_out_take(w, c)) {
+    f->job = false;
+    if (j->res <= 0 || c->olen != 0) {
         free(j);
         sws_conn_close(w, c);
         return;
     }
-    /* The helper read into its own buffer: out was free to be written meanwhile. */
+    /* The helper read into its own buffer; c->out is empty (the read was
+     * handed over only then, and nothing is appended while it runs). */
     uint32_t n = (uint32_t)j->res;
-    if (n > w->out_cap - c->olen)
-        n = w->out_cap - c->olen;
-    memcpy(c->out + c->olen, j->buf, n);
-    c->olen += n;
-    c->file_off += n;
+    memcpy(c->out, j->buf, n);
+    c->olen = n;
+    f->off += n;
     free(j);
-    if (c->file_off == c->file_end) {
-        close(c->file_fd);
-        c->file_on = false;
+    if (f->off == f->end) {
+        close(f->fd);
+        f->on = false;
+        sws_conn_answer_end(w, c);
     }
-    sws_conn_flush(w, c);
+    sws_conn_more(w, c);
 }
 
-void sws_static_conn_end(sws_conn *c) {
-    if (c->file_on && !c->file_job)
-        close(c->file_fd);
-    c->file_on = false;
-    /* With a job out, the helper's post closes the descriptor. */
+static void static_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) {
+    if (sws_token_tag(e->token) == SWS_T_FILE_READ)
+        on_file_read(w, sc->state, e);
+    else
+        sws_conn_dispatch(w, sc, e);
 }
 
-void sws_static_answer(sws_worker *w, sws_conn *c) {
-    sws_static *st = w->stat;
+static void static_conn_end(sws_worker *w, sws_scenario *sc, sws_conn *c) {
+    (void)w;
+    sws_static *st = sc->state;
+    sfile *f = &st->files[c->index];
+    /* With a job out, its post closes the descriptor (on_file_read). */
+    if (f->on && !f->job) {
+        close(f->fd);
+        f->on = false;
+    }
+}
+
+static bool static_finished(const sws_worker *w, const sws_scenario *sc) {
+    const sws_static *st = sc->state;
+    return sws_conn_finished(w, sc) && st->inflight == 0;
+}
+
+static void static_metrics(const sws_server *s, FILE *f) {
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } m[] = {
+        {"scalwsd_file_cache_hits_total", "Static lookups answered by the open-file cache.",
+         offsetof(sws_counters, file_cache_hits)},
+        {"scalwsd_file_cache_misses_total",
+         "Static lookups that opened the file (absent, expired or uncacheable).",
+         offsetof(sws_counters, file_cache_misses)},
+        {"scalwsd_file_cold_reads_total",
+         "Static file reads not in the page cache, done by the loop's helper thread.",
+         offsetof(sws_counters, file_cold_reads)},
+    };
+    for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", m[k].name, m[k].help, m[k].name);
+        for (int i = 0; i < s->nloops; i++)
+            fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", m[k].name, i,
+                    atomic_load_explicit((sws_ctr *)((char *)&s->workers[i].ctr + m[k].off),
+                                         memory_order_relaxed));
+    }
+}
+
+static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep_alive) {
+    sws_static *st = sc->state;
     const sws_http_request *r = &c->parser.req;
-    answer_ctx a = {.w = w, .c = c, .ka = r->keep_alive && !w->draining, .head = r->head};
-    if (!sws_conn_out_take(w, c)) {
-        sws_conn_close(w, c);
-        return;
-    }
+    answer_ctx a = {.w = w, .c = c, .ka = keep_alive, .head = r->head};
+    int rc = SWS_ANSWER_DONE;
+    /* resp_max (OUT_CAP / 4) bytes are free: far more than any head. */
     out o = {.p = c->out, .n = c->olen, .cap = w->out_cap};
+    if (!r->sf_fields) {
+        a.ka = false; /* the slot's field storage could not be allocated */
+        answer_short(&a, &o, 500, NULL, 0);
+        goto done;
+    }
     if (r->method != HTTP_GET && r->method != HTTP_HEAD) {
         answer_short(&a, &o, 405, "Allow: GET, HEAD\r\n", 18);
         goto done;
@@ -747,18 +845,38 @@ void sws_static_answer(sws_worker *w, sws_conn *c) {
         head_end(&o, a.ka);
     }
     finish(&a, &o, status, blen);
-    if (!c->closing && blen)
-        body_start(&a, body, first, blen);
+    if (blen)
+        rc = body_start(&a, st, body, first, blen);
     release(st, body);
     if (body != e)
         release(st, e);
 done:
-    if (!a.ka && !c->closing) {
+    if (!a.ka && !c->close_after) {
+        /* A status that ends the connection (400, 414, 500), as the worker
+         * does for Connection: close: nothing more is read. */
         c->close_after = true;
         if (c->recv_armed && !c->recv_paused) {
-            /* As the respond answer: nothing more is read, stop receiving. */
             c->recv_paused = true;
             tl_cancel(w->loop, c->recv_op);
         }
     }
+    return rc;
 }
+
+const sws_scenario_ops sws_static_ops = {
+    .name = "static",
+    .init = static_init,
+    .free = static_free,
+    .open = sws_conn_open,
+    .dispatch = static_dispatch,
+    .answer = static_answer,
+    .more = static_more,
+    .conn_end = static_conn_end,
+    .turn_done = sws_conn_turn_done,
+    .sweep = sws_conn_sweep,
+    .drain = sws_conn_drain,
+    .finished = static_finished,
+    .reload_prepare = static_reload_prepare,
+    .reload_commit = static_reload_commit,
+    .metrics = static_metrics,
+};
