@@ -405,6 +405,8 @@ typedef struct out {
 } out;
 
 static void put(out *o, const char *s, size_t n) {
+    if (n == 0)
+        return; /* s may be NULL (no extra fields) */
     if (o->n + n > o->cap) {
         o->full = true;
         return;
