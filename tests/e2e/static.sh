@@ -183,11 +183,13 @@ expect "after reload" "$(curl -s "$(U /a.txt)")" second
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 
-# --- the fallback walk (a kernel without openat2) answers the same
-export SWS_STATIC_OPEN_FALLBACK=1
+# --- the fallback walk (a kernel without openat2) answers the same; and
+# bodies go by copy only (no sendfile), as on a kernel without cachestat
+export SWS_STATIC_OPEN_FALLBACK=1 SWS_STATIC_SENDFILE=0
 start_sws "$ini"
-unset SWS_STATIC_OPEN_FALLBACK
+unset SWS_STATIC_OPEN_FALLBACK SWS_STATIC_SENDFILE
 run_checks walk
+curl -s "$(U /big.bin)" | cmp - "$R/big.bin" || fail "big.bin differs (copy only)"
 stop_sws
 
 # --- dotfiles = allow, follow_symlinks = on

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +77,7 @@ typedef struct sws_static {
     sws_mime *next_mime;
     sws_symlinks symlinks;
     bool fallback; /* SWS_STATIC_OPEN_FALLBACK=1: the walk even where openat2 exists */
+    bool sendfile; /* page-cache-resident parts go by sendfile (SWS_STATIC_SENDFILE=0: never) */
     const sws_static_config *cfg;
     sws_mime *mime;
     /* Tables replaced by reloads, freed with the loop: a reload is rare and a
@@ -178,6 +181,8 @@ static int static_init(sws_worker *w, sws_scenario *sc) {
         return -ENOMEM;
     const char *fb = getenv("SWS_STATIC_OPEN_FALLBACK");
     st->fallback = fb && strcmp(fb, "1") == 0;
+    const char *sfv = getenv("SWS_STATIC_SENDFILE");
+    st->sendfile = !(sfv && strcmp(sfv, "0") == 0);
     int rc = open_root(&cfg->stat);
     if (rc < 0) {
         fprintf(stderr, "scalwsd: [static] root %s: %s\n", cfg->stat.root, strerror(-rc));
@@ -508,8 +513,59 @@ static const char *sf(const sws_http_request *r, int k, size_t *len) {
 /* Reads what fits of the file into c->out. Returns SWS_ANSWER_DONE once the
  * body is complete, SWS_ANSWER_PENDING while more follows (or the helper was
  * given a cold read), or a negative errno that closes the connection. */
+#ifndef SYS_cachestat
+#define SYS_cachestat 451 /* Linux 6.5; Debian 12's headers predate it */
+#endif
+
+/* Whether every page of [off, off + len) is in the page cache (cachestat,
+ * Linux 6.5), so that sendfile will not wait on the disk. No cachestat: never
+ * (and st->sendfile goes off). */
+static bool resident(sws_static *st, int fd, uint64_t off, uint64_t len) {
+    struct {
+        uint64_t off, len;
+    } range = {off, len};
+    struct {
+        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+    } cs;
+    if (syscall(SYS_cachestat, fd, &range, &cs, 0) < 0) {
+        if (errno == ENOSYS || errno == EPERM)
+            st->sendfile = false;
+        return false;
+    }
+    uint64_t pages = (off + len + 4095) / 4096 - off / 4096;
+    return cs.nr_cache >= pages;
+}
+
+/* Up to this much per sendfile, so that one connection's large file does not
+ * hold the loop for long (the socket buffer usually takes less anyway). */
+#define SENDFILE_MAX (1u << 20)
+
 static int fill(sws_worker *w, sws_static *st, sws_conn *c) {
     sfile *f = &st->files[c->index];
+    while (f->on && !f->job && c->olen == 0 && st->sendfile) {
+        /* Zero copy while the socket takes bytes and the pages are resident:
+         * the loop never waits in sendfile, on the socket (non-blocking) or
+         * on the disk (cachestat said the pages are there). */
+        uint64_t want = f->end - f->off;
+        if (want > SENDFILE_MAX)
+            want = SENDFILE_MAX;
+        if (!resident(st, f->fd, f->off, want))
+            break;
+        int sock = tl_handle_fd(w->loop, c->h);
+        off_t o = (off_t)f->off;
+        ssize_t n = sock < 0 ? -1 : sendfile(sock, f->fd, &o, (size_t)want);
+        if (n < 0 && errno == EAGAIN)
+            break; /* the socket is full: a copied part's write waits for room */
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        f->off += (uint64_t)n;
+        SWS_ADD(w->ctr.bytes_out, (uint64_t)n);
+        if (f->off == f->end) {
+            close(f->fd);
+            f->on = false;
+            return SWS_ANSWER_DONE;
+        }
+    }
     while (f->on && !f->job && c->olen < w->out_cap) {
         uint64_t want = f->end - f->off;
         if (want > w->out_cap - c->olen)
@@ -546,7 +602,7 @@ static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, 
     if (a->head || len == 0)
         return SWS_ANSWER_DONE;
     uint32_t room = w->out_cap - c->olen;
-    if (len <= room) {
+    if (len <= room && (!st->sendfile || len <= 16384)) {
         /* The common small file: one read from the page cache, one write. */
         struct iovec v = {c->out + c->olen, (size_t)len};
         ssize_t n = preadv2(e->fd, &v, 1, (off_t)first, RWF_NOWAIT);
@@ -564,7 +620,8 @@ static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, 
     if (fd < 0)
         return -errno;
     st->files[c->index] = (sfile){.on = true, .fd = fd, .off = first, .end = first + len};
-    return fill(w, st, c);
+    /* With sendfile the head goes alone and more() sends the body after it. */
+    return st->sendfile ? SWS_ANSWER_PENDING : fill(w, st, c);
 }
 
 static void static_more(sws_worker *w, sws_scenario *sc, sws_conn *c) {
@@ -583,17 +640,16 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
     sws_conn *c = i < w->nslots ? w->conns[i] : NULL;
     sfile *f = i < w->nslots ? &st->files[i] : NULL;
     if (!c || !c->live || c->closing || !f->job || c->h != j->h || c->served != j->served) {
-        /* The connection went away meanwhile: conn_end left fd to the job. */
-        if (f && f->job && (!c || !c->live || c->h != j->h)) {
-            f->job = false;
-            f->on = false;
-        }
+        /* The connection went away meanwhile (conn_end left fd to the job), or
+         * its slot serves another one now, whose state is not this job's. */
         close(j->fd);
         free(j);
         return;
     }
     f->job = false;
-    if (j->res <= 0 || c->olen != 0) {
+    if (j->res <= 0 || c->olen != 0 || !c->out) {
+        close(j->fd); /* the job's; f->fd is the same descriptor */
+        f->on = false;
         free(j);
         sws_conn_close(w, c);
         return;
@@ -624,11 +680,11 @@ static void static_conn_end(sws_worker *w, sws_scenario *sc, sws_conn *c) {
     (void)w;
     sws_static *st = sc->state;
     sfile *f = &st->files[c->index];
-    /* With a job out, its post closes the descriptor (on_file_read). */
-    if (f->on && !f->job) {
+    /* With a job out, its post closes the descriptor (on_file_read), and the
+     * slot is free for the next connection at once. */
+    if (f->on && !f->job)
         close(f->fd);
-        f->on = false;
-    }
+    f->on = f->job = false;
 }
 
 static bool static_finished(const sws_worker *w, const sws_scenario *sc) {
@@ -749,7 +805,9 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
     fentry *body = e;
     size_t vlen;
     const char *v;
-    if (st->cfg->precompressed && (v = sf(r, SWS_HTTP_SF_AE, &vlen))) {
+    /* (Not for a path too long to cache: e would be st->tmp, which the
+     * sibling's lookup would overwrite.) */
+    if (st->cfg->precompressed && e != &st->tmp && (v = sf(r, SWS_HTTP_SF_AE, &vlen))) {
         unsigned ok = sws_static_accept_encoding(v, vlen);
         static const struct {
             unsigned bit;
@@ -763,8 +821,8 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
             fentry *z = lookup(w, rel, rlen + 3);
             rel[rlen] = '\0';
             if (z->err == 0 && !z->dir) {
-                if (e == &st->tmp || z == &st->tmp) {
-                    /* Both would need st->tmp: serve the plain file. */
+                if (z == &st->tmp) {
+                    /* A sibling name too long to cache: serve the plain file. */
                     release(st, z);
                     break;
                 }
