@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "access_log.h"
+#include "conn.h"
 #include "scenario.h"
 #include "sws.h"
 #include "sws_static.h"
@@ -246,6 +247,7 @@ static int static_reload_prepare(sws_worker *w, sws_scenario *sc, const sws_conf
 }
 
 static void static_reload_commit(sws_worker *w, sws_scenario *sc) {
+    sws_conn_reload_commit(w, sc); /* the access log's fields, as respond */
     sws_static *st = sc->state;
     if (st->next_rootfd < 0)
         return;
@@ -639,7 +641,7 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
     uint32_t i = sws_token_index(e->token);
     sws_conn *c = i < w->nslots ? w->conns[i] : NULL;
     sfile *f = i < w->nslots ? &st->files[i] : NULL;
-    if (!c || !c->live || c->closing || !f->job || c->h != j->h || c->served != j->served) {
+    if (!c || sws_phase_gone(c->phase) || !f->job || c->h != j->h || c->served != j->served) {
         /* The connection went away meanwhile (conn_end left fd to the job), or
          * its slot serves another one now, whose state is not this job's. */
         close(j->fd);
@@ -911,15 +913,8 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
     if (body != e)
         release(st, e);
 done:
-    if (!a.ka && !c->close_after) {
-        /* A status that ends the connection (400, 414, 500), as the worker
-         * does for Connection: close: nothing more is read. */
-        c->close_after = true;
-        if (c->recv_armed && !c->recv_paused) {
-            c->recv_paused = true;
-            tl_cancel(w->loop, c->recv_op);
-        }
-    }
+    if (!a.ka && keep_alive)
+        sws_conn_last(w, c); /* a status that ends the connection (400, 414, 500) */
     return rc;
 }
 
