@@ -159,6 +159,28 @@ curl -s "$(U /big.bin)" | cmp - "$R/big.bin" || fail "cold big.bin differs"
 out=$(raw 'GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' 10 |
     tail -c 6)
 expect "pipelined after big" "$out" hello
+# Slow readers: 20 connections ask for the 4 MiB file and read nothing. Each
+# holds its output buffer (64 KiB) and a descriptor, never the file: the
+# server's resident memory grows by far less than the 80 MiB they asked for.
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$SWS_PID/status"; }
+before=$(rss)
+during=$(python3 - "$PORT" "$SWS_PID" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+socks = []
+for _ in range(20):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n")
+    socks.append(s)
+time.sleep(1.5)  # the server fills what the sockets take, then waits
+rss = int([l for l in open(f"/proc/{sys.argv[2]}/status") if l.startswith("VmRSS")][0].split()[1])
+print(rss)
+for s in socks:
+    s.close()
+PY
+)
+[ $((during - before)) -lt 20480 ] || fail "20 slow readers grew the server by $((during - before)) KiB"
 m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
 hits=$(echo "$m" | awk '/^scalwsd_file_cache_hits_total/ { s += $2 } END { print s + 0 }')
 misses=$(echo "$m" | awk '/^scalwsd_file_cache_misses_total/ { s += $2 } END { print s + 0 }')
