@@ -202,7 +202,21 @@ for _ in $(seq 1 50); do
     sleep 0.1
 done
 expect "after reload" "$(curl -s "$(U /a.txt)")" second
+# --- limits apply as in every scenario: too many header bytes is 431
+big_header=$(head -c 9000 /dev/zero | tr '\0' a)
+expect "header limit" "$(code /a.txt -H "X-Big: $big_header")" 431
+# --- drain: a body being sent when SIGTERM comes is finished, then scalwsd exits 0
+head -c 4194304 /dev/urandom >"$T/root2/big.bin"
+curl -s --limit-rate 1M -o "$T/drained.bin" "$(U /big.bin)" &
+cpid=$!
+for _ in $(seq 1 50); do
+    [ -s "$T/drained.bin" ] && break
+    sleep 0.1
+done
+[ -s "$T/drained.bin" ] || fail "the slow download did not start"
 stop_sws
+wait "$cpid" || fail "the download was cut by the drain"
+cmp "$T/drained.bin" "$T/root2/big.bin" || fail "the drained download differs"
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 
 # --- the fallback walk (a kernel without openat2) answers the same; and
