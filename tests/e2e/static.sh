@@ -106,6 +106,9 @@ run_checks() {
     expect "$mode If-Range stale" "$(code /a.txt -H 'Range: bytes=0-0' -H 'If-Range: "old"')" 200
     expect "$mode big range" \
         "$(curl -s -H 'Range: bytes=4194000-' "$(U /big.bin)" | cmp - <(tail -c 304 "$R/big.bin") && echo same)" same
+    expect "$mode large range" \
+        "$(curl -s -H 'Range: bytes=1000-2999999' "$(U /big.bin)" |
+            cmp - <(tail -c +1001 "$R/big.bin" | head -c 2999000) && echo same)" same
     # --- precompressed siblings
     expect "$mode gzip sibling" "$(curl -s -H 'Accept-Encoding: gzip' "$(U /app.js)")" GZ-BYTES
     expect "$mode gzip encoding" "$(hdr Content-Encoding /app.js -H 'Accept-Encoding: gzip')" gzip
