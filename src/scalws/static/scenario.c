@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,7 @@ typedef struct sws_static {
     sws_symlinks symlinks;
     bool fallback; /* SWS_STATIC_OPEN_FALLBACK=1: the walk even where openat2 exists */
     bool sendfile; /* page-cache-resident parts go by sendfile (SWS_STATIC_SENDFILE=0: never) */
+    long page;     /* the page size, for cachestat's count */
     const sws_static_config *cfg;
     sws_mime *mime;
     /* Tables replaced by reloads, freed with the loop: a reload is rare and a
@@ -131,7 +133,16 @@ static void *helper_main(void *arg) {
 static int submit(sws_worker *w, sws_static *st, sws_conn *c, uint32_t len) {
     sfile *f = &st->files[c->index];
     if (!st->helper_on) {
-        if (pthread_create(&st->helper, NULL, helper_main, st) != 0)
+        /* Not on the loop's CPU (a thread inherits its creator's pinning):
+         * anywhere the process may run, as the control thread. */
+        pthread_attr_t attr;
+        cpu_set_t set;
+        pthread_attr_init(&attr);
+        if (sched_getaffinity(getpid(), sizeof(set), &set) == 0)
+            pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+        int rc = pthread_create(&st->helper, &attr, helper_main, st);
+        pthread_attr_destroy(&attr);
+        if (rc != 0)
             return -EAGAIN;
         st->helper_on = true;
     }
@@ -184,6 +195,9 @@ static int static_init(sws_worker *w, sws_scenario *sc) {
     st->fallback = fb && strcmp(fb, "1") == 0;
     const char *sfv = getenv("SWS_STATIC_SENDFILE");
     st->sendfile = !(sfv && strcmp(sfv, "0") == 0);
+    st->page = sysconf(_SC_PAGESIZE);
+    if (st->page <= 0)
+        st->page = 4096;
     int rc = open_root(&cfg->stat);
     if (rc < 0) {
         fprintf(stderr, "scalwsd: [static] root %s: %s\n", cfg->stat.root, strerror(-rc));
@@ -534,7 +548,8 @@ static bool resident(sws_static *st, int fd, uint64_t off, uint64_t len) {
             st->sendfile = false;
         return false;
     }
-    uint64_t pages = (off + len + 4095) / 4096 - off / 4096;
+    uint64_t pg = (uint64_t)st->page;
+    uint64_t pages = (off + len + pg - 1) / pg - off / pg;
     return cs.nr_cache >= pages;
 }
 
