@@ -124,6 +124,9 @@ requests=(
     "RANGE_IF|/a.txt|If-Range: Thu, 02 Jan 2020 03:04:05 GMT"
     "GET|/app.js|Accept-Encoding: gzip"
     "GET|/app.js|Accept-Encoding: gzip;q=0"
+    "ABS|http://localhost/a.txt|"
+    "ABS|http://localhost/sub|"
+    "ABS|http://localhost|"
     "POST|/a.txt|"
     "PUT|/a.txt|"
     "DELETE|/a.txt|"
@@ -147,14 +150,17 @@ for r in "${requests[@]}"; do
     case "$method" in
     HEAD) args+=(-I) ;;
     RANGE_IF) args+=(-H 'Range: bytes=0-0') ;;
+    ABS) args+=(--request-target "$target") ;;
     GET) ;;
     *) args+=(-X "$method") ;;
     esac
     [ -n "$header" ] && args+=(-H "$header")
     # One answer per connection: nginx closes after some errors, and a
     # reused connection must not carry one request's fate into the next.
-    s=$(curl "${args[@]}" "http://127.0.0.1:$PORT$target")
-    g=$(curl "${args[@]}" "http://127.0.0.1:$nport$target")
+    path=$target
+    [ "$method" = ABS ] && path=/ # the target is --request-target's
+    s=$(curl "${args[@]}" "http://127.0.0.1:$PORT$path")
+    g=$(curl "${args[@]}" "http://127.0.0.1:$nport$path")
     n=$((n + 1))
     key="$target|$header"
     key=${key//$etag/ETAG}

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -755,6 +756,24 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
     }
     const char *target = r->sf_fields + SWS_HTTP_SF_PATH;
     size_t tlen = r->sf_path_len;
+    /* absolute-form (RFC 9112 3.2.2: a server must accept it): the path is
+     * what follows the authority; the Host field was checked by the parser. */
+    for (size_t k = 0; k < 2; k++) {
+        static const char *const schemes[] = {"http://", "https://"};
+        size_t sl = strlen(schemes[k]);
+        if (tlen >= sl && strncasecmp(target, schemes[k], sl) == 0) {
+            size_t p = sl;
+            while (p < tlen && target[p] != '/' && target[p] != '?')
+                p++;
+            target += p;
+            tlen -= p;
+            if (tlen == 0 || target[0] == '?') {
+                target = "/"; /* "http://host" or "http://host?q": the root */
+                tlen = 1;
+            }
+            break;
+        }
+    }
     char rel[SWS_HTTP_SF_PATH_MAX + 1 + 64 + 4]; /* the path, "/", an index, ".gz" */
     unsigned flags;
     int n = sws_static_path(target, tlen, rel, &flags);
