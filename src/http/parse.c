@@ -23,7 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
-enum { F_OTHER = 0, F_HOST, F_TE, F_CL, F_REFERER, F_UA };
+enum { F_OTHER = 0, F_HOST, F_TE, F_CL, F_REFERER, F_UA, F_SF };
 
 /* Raw head scanner states: every byte of a request head is seen once, before
  * llhttp sees it, so that line ends are judged on the bytes as they came. */
@@ -189,6 +189,8 @@ static int on_message_begin(llhttp_t *lp) {
     p->req.path_truncated = false;
     p->req.referer_len = 0;
     p->req.user_agent_len = 0;
+    memset(p->req.sf_len, 0, sizeof(p->req.sf_len));
+    p->req.sf_path_len = 0;
     return 0;
 }
 
@@ -204,6 +206,14 @@ static int on_url(llhttp_t *lp, const char *at, size_t len) {
     p->req.path[p->req.path_len] = '\0';
     if (n < len)
         p->req.path_truncated = true;
+    if (p->req.sf_fields && p->req.sf_path_len <= SWS_HTTP_SF_PATH_MAX) {
+        if (len > (size_t)(SWS_HTTP_SF_PATH_MAX - p->req.sf_path_len)) {
+            p->req.sf_path_len = SWS_HTTP_SF_PATH_MAX + 1;
+        } else {
+            memcpy(p->req.sf_fields + SWS_HTTP_SF_PATH + p->req.sf_path_len, at, len);
+            p->req.sf_path_len += (uint16_t)len;
+        }
+    }
     return 0;
 }
 
@@ -243,6 +253,28 @@ static bool name_is(const sws_http_parser *p, const char *lower) {
     return p->name_len == n && memcmp(p->name, lower, n) == 0;
 }
 
+/* Which static-scenario field the current line is (p->te_len is not used for
+ * it: p->sf says which slot). A list field seen again gets a ',' and the rest;
+ * a repeated single-valued one becomes unusable. */
+static void sf_field(sws_http_parser *p) {
+    static const char *const names[SWS_HTTP_SF_N] = {"range", "if-none-match", "if-modified-since",
+                                                     "if-range", "accept-encoding"};
+    for (int k = 0; k < SWS_HTTP_SF_N; k++) {
+        if (!name_is(p, names[k]))
+            continue;
+        uint16_t *n = &p->req.sf_len[k];
+        p->field = F_SF;
+        p->sf = (uint8_t)k;
+        if (*n > 0 && *n <= SWS_HTTP_SF_VALUE_MAX) {
+            if ((k == SWS_HTTP_SF_INM || k == SWS_HTTP_SF_AE) && *n < SWS_HTTP_SF_VALUE_MAX)
+                p->req.sf_fields[k * SWS_HTTP_SF_VALUE_MAX + (*n)++] = ',';
+            else
+                *n = SWS_HTTP_SF_VALUE_MAX + 1;
+        }
+        return;
+    }
+}
+
 static int on_header_field_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     /* llhttp 8.1 takes ": v" as a field with an empty name. */
@@ -272,6 +304,8 @@ static int on_header_field_complete(llhttp_t *lp) {
             p->field = F_REFERER;
         } else if (p->req.log_fields && name_is(p, "user-agent") && p->req.user_agent_len == 0) {
             p->field = F_UA;
+        } else if (p->req.sf_fields) {
+            sf_field(p);
         }
     }
     p->name_len = 0;
@@ -304,6 +338,16 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
         size_t k = len < room ? len : room;
         memcpy(dst + *n, at, k);
         *n += (uint16_t)k;
+    } else if (p->field == F_SF) {
+        uint16_t *n = &p->req.sf_len[p->sf];
+        if (*n <= SWS_HTTP_SF_VALUE_MAX) {
+            if (len > (size_t)(SWS_HTTP_SF_VALUE_MAX - *n)) {
+                *n = SWS_HTTP_SF_VALUE_MAX + 1;
+            } else {
+                memcpy(p->req.sf_fields + p->sf * SWS_HTTP_SF_VALUE_MAX + *n, at, len);
+                *n += (uint16_t)len;
+            }
+        }
     } else if (p->field == F_TE) {
         for (size_t i = 0; i < len && p->te_len <= SWS_HTTP_TE_MAX; i++) {
             if (p->te_len == SWS_HTTP_TE_MAX)
@@ -323,6 +367,11 @@ static int on_header_value_complete(llhttp_t *lp) {
             p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_UA : SWS_HTTP_LOG_REFERER);
         uint16_t *n = p->field == F_UA ? &p->req.user_agent_len : &p->req.referer_len;
         while (*n && (v[*n - 1] == ' ' || v[*n - 1] == '\t'))
+            (*n)--;
+    } else if (p->field == F_SF) {
+        const char *v = p->req.sf_fields + p->sf * SWS_HTTP_SF_VALUE_MAX;
+        uint16_t *n = &p->req.sf_len[p->sf];
+        while (*n && *n <= SWS_HTTP_SF_VALUE_MAX && (v[*n - 1] == ' ' || v[*n - 1] == '\t'))
             (*n)--;
     }
     p->field = F_OTHER;

@@ -14,6 +14,8 @@ const char *sws_http_reason(int status) {
         return "Created";
     case 204:
         return "No Content";
+    case 206:
+        return "Partial Content";
     case 301:
         return "Moved Permanently";
     case 302:
@@ -34,6 +36,8 @@ const char *sws_http_reason(int status) {
         return "Content Too Large";
     case 414:
         return "URI Too Long";
+    case 416:
+        return "Range Not Satisfiable";
     case 431:
         return "Request Header Fields Too Large";
     case 500:

@@ -36,6 +36,24 @@ typedef struct sws_http_limits {
 #define SWS_HTTP_LOG_LINE (2 * SWS_HTTP_LOG_FIELD_MAX)
 #define SWS_HTTP_LOG_STORAGE (3 * SWS_HTTP_LOG_FIELD_MAX)
 
+/* The fields the static scenario decides on, and the whole path (the static
+ * scenario must not route a truncated one), kept in storage the caller lends
+ * (sf_fields, SWS_HTTP_SF_STORAGE bytes): each value at its index times
+ * SWS_HTTP_SF_VALUE_MAX, the path at SWS_HTTP_SF_PATH. A length past its
+ * room means "too long, not kept": the field must be taken as unusable. */
+enum {
+    SWS_HTTP_SF_RANGE,
+    SWS_HTTP_SF_INM,      /* If-None-Match; several lines joined by ',' */
+    SWS_HTTP_SF_IMS,      /* If-Modified-Since */
+    SWS_HTTP_SF_IF_RANGE, /* If-Range */
+    SWS_HTTP_SF_AE,       /* Accept-Encoding; several lines joined by ',' */
+    SWS_HTTP_SF_N
+};
+#define SWS_HTTP_SF_VALUE_MAX 128
+#define SWS_HTTP_SF_PATH (SWS_HTTP_SF_N * SWS_HTTP_SF_VALUE_MAX)
+#define SWS_HTTP_SF_PATH_MAX 1024
+#define SWS_HTTP_SF_STORAGE (SWS_HTTP_SF_PATH + SWS_HTTP_SF_PATH_MAX)
+
 typedef struct sws_http_request {
     uint8_t method; /* llhttp_method_t */
     uint8_t http_major;
@@ -53,6 +71,10 @@ typedef struct sws_http_request {
      * the parser, so that a connection without an access log does not carry
      * (or touch) them. */
     char *log_fields;
+    /* NULL: not kept. Else SWS_HTTP_SF_STORAGE bytes (see SWS_HTTP_SF_*). */
+    char *sf_fields;
+    uint16_t sf_len[SWS_HTTP_SF_N]; /* 0 absent; > SWS_HTTP_SF_VALUE_MAX unusable */
+    uint16_t sf_path_len;           /* > SWS_HTTP_SF_PATH_MAX: too long */
 } sws_http_request;
 
 /* Room to recognise the field names that frame or route a request
@@ -81,6 +103,7 @@ typedef struct sws_http_parser {
     uint8_t ver_len;    /* nonzero once the request line gave a version */
     uint8_t method_tok; /* the method token so far: pending, a token, malformed */
     bool method_wait;   /* llhttp refused the method; the scanner reads to its end */
+    uint8_t sf;         /* which SWS_HTTP_SF_* the current field line is */
     bool te_seen;
     bool last_chunk;              /* paused after the size line of the last chunk */
     bool host_ws;                 /* whitespace seen in the Host value: only OWS may follow */

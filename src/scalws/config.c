@@ -414,6 +414,18 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
                  cli->config ? cli->config : "config", c->acceptors, sws_accept_name(c->accept));
         return -EINVAL;
     }
+    if (cli->root) {
+        /* --root DIR: the one line it takes to serve a directory. */
+        if (set_flag(c, "--root", "static", "root", cli->root, err, errlen) < 0)
+            return -EINVAL;
+        if (!cli->scenario && set_flag(c, "--root", "server", "scenario", "static", err, errlen) < 0)
+            return -EINVAL;
+    }
+    if (c->scenario == SWS_SCENARIO_STATIC && !c->stat.root[0]) {
+        snprintf(err, errlen, "%s: scenario static needs [static] root (or --root)",
+                 cli->config ? cli->config : "--scenario");
+        return -EINVAL;
+    }
     if (c->scenario == SWS_SCENARIO_PROXY && c->proxy.nupstreams == 0) {
         snprintf(err, errlen, "%s: scenario proxy needs [proxy] upstream (or --upstream)",
                  cli->config ? cli->config : "--scenario");

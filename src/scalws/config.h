@@ -24,7 +24,11 @@ typedef enum sws_accept_route {
     SWS_ACCEPT_REUSE_PORT_CPU, /* reuse-port, the kernel steering by the SYN's CPU (BPF) */
 } sws_accept_route;
 
-typedef enum sws_scenario_kind { SWS_SCENARIO_RESPOND = 0, SWS_SCENARIO_PROXY } sws_scenario_kind;
+typedef enum sws_scenario_kind {
+    SWS_SCENARIO_RESPOND = 0,
+    SWS_SCENARIO_PROXY,
+    SWS_SCENARIO_STATIC
+} sws_scenario_kind;
 
 typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_URING } sws_backend;
 
@@ -37,6 +41,20 @@ typedef struct sws_addr {
     struct sockaddr_storage ss;
     socklen_t len;
 } sws_addr;
+
+/* [static]: the static scenario (src/scalws/static/). */
+typedef struct sws_static_config {
+    char root[1024];         /* required with scenario static */
+    char index[64];          /* file served for a directory ("" none: 403) */
+    char default_type[128];  /* for names mime_types has no entry for */
+    char cache_control[128]; /* "" none */
+    char mime_types[256];    /* the type map file */
+    int follow_symlinks;     /* sws_symlinks: off (inside the root only), on, owner */
+    bool dotfiles;           /* allow: serve names beginning with '.' */
+    bool precompressed;      /* FILE.gz / FILE.br siblings (gzip_static) */
+    uint32_t cache_entries;  /* open-file cache entries per loop; 0 off */
+    uint32_t cache_valid_ms; /* an entry is checked against the file after this */
+} sws_static_config;
 
 typedef struct sws_config {
     /* [server] */
@@ -53,6 +71,8 @@ typedef struct sws_config {
     sws_scenario_kind scenario;
     /* [proxy] */
     sws_proxy_config proxy;
+    /* [static] */
+    sws_static_config stat;
     /* [respond] */
     int status;
     char body[SWS_BODY_MAX];
@@ -130,7 +150,7 @@ int sws_parse_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 /* What the command line sets: kept by the control thread so that a reload
  * (SIGHUP) reads the same file and lets the same flags win over it. */
 typedef struct sws_cli {
-    const char *config, *listen, *threads, *scenario, *upstream;
+    const char *config, *listen, *threads, *scenario, *upstream, *root;
 } sws_cli;
 
 /* Defaults, then the file, then the flags; checks what needs several keys.

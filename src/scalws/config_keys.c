@@ -14,7 +14,9 @@
 static const char *const accept_names[] = {"reuse-port", "handoff",        "exclusive", "acceptor",
                                            "herd",       "reuse-port-cpu", NULL};
 static const char *const backend_names[] = {"auto", "epoll", "uring", NULL};
-static const char *const scenario_names[] = {"respond", "proxy", NULL};
+static const char *const scenario_names[] = {"respond", "proxy", "static", NULL};
+static const char *const symlink_names[] = {"off", "on", "owner", NULL};
+static const char *const dotfile_names[] = {"deny", "allow", NULL};
 static const char *const pool_names[] = {"per_loop", "shared", NULL};
 
 const char *sws_accept_name(sws_accept_route r) {
@@ -123,6 +125,20 @@ static void format_admin(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->admin_enabled ? c->admin.text : "off");
 }
 
+/* A file name: no '/', not "." or "..". */
+static int parse_index(sws_config *c, const char *v, char *why, size_t len) {
+    if (strlen(v) >= sizeof(c->stat.index) || strchr(v, '/') || strcmp(v, ".") == 0 ||
+        strcmp(v, "..") == 0 || strpbrk(v, "\r\n")) {
+        snprintf(why, len, "bad index '%s' (want a file name, or empty for none)", v);
+        return -EINVAL;
+    }
+    strcpy(c->stat.index, v);
+    return 0;
+}
+static void format_index(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->stat.index);
+}
+
 static int parse_upstream(sws_config *c, const char *v, char *why, size_t len) {
     return sws_proxy_parse_upstreams(&c->proxy, v, why, len);
 }
@@ -172,9 +188,30 @@ const sws_key sws_config_keys[] = {
     BOOL("server", "defer_accept", defer_accept, "on", RESTART,
          "TCP_DEFER_ACCEPT: accept once the request's first bytes arrive"),
     ENUM("server", "scenario", scenario, scenario_names, "respond", RESTART,
-         "what answers requests: respond or proxy"),
+         "what answers requests: respond, proxy or static"),
     STRING("server", "access_log", access_log, NULL, RELOAD,
            "file for a combined-format access log (unset: none)"),
+
+    STRING("static", "root", stat.root, NULL, RELOAD,
+           "the directory served (scenario static needs it; --root sets it)"),
+    CUSTOM("static", "index", parse_index, format_index, "index.html", RELOAD,
+           "file served for a directory; empty: none (403, never a listing)"),
+    STRING("static", "default_type", stat.default_type, "application/octet-stream", RELOAD,
+           "Content-Type of an extension mime_types does not list"),
+    STRING("static", "cache_control", stat.cache_control, NULL, RELOAD,
+           "Cache-Control of every file answer (unset: none)"),
+    STRING("static", "mime_types", stat.mime_types, "/etc/mime.types", RELOAD,
+           "extension-to-type file, read at start and on reload"),
+    ENUM("static", "follow_symlinks", stat.follow_symlinks, symlink_names, "off", RELOAD,
+         "off: links only inside root; on: any; owner: inside, same owner as target"),
+    ENUM("static", "dotfiles", stat.dotfiles, dotfile_names, "deny", RELOAD,
+         "deny: 404 for names beginning with a dot; allow: serve them"),
+    BOOL("static", "precompressed", stat.precompressed, "on", RELOAD,
+         "serve FILE.br / FILE.gz when they exist and Accept-Encoding allows"),
+    UINT("static", "open_file_cache", stat.cache_entries, 0, 1000000, "1024", RESTART,
+         "entries of each loop's open-file cache (0: off)"),
+    MS("static", "open_file_cache_valid", stat.cache_valid_ms, 0, "1s", RELOAD,
+       "how long a cached entry is used before the file is opened again"),
 
     UINT("respond", "status", status, 200, 599, "200", RELOAD, "status of the fixed answer"),
     CUSTOM("respond", "body", parse_body, format_body, "Hello from scalwsd\\n", RELOAD,

@@ -116,6 +116,8 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
     } else if (to == SWS_PH_FREE) {
         if (c->starved)
             w->nstarved--;
+        if (c->sc->ops->conn_end)
+            c->sc->ops->conn_end(w, c->sc, c);
         /* Every completion of the handle came before its close's: no write
          * can still be reading the buffer. */
         out_give(w, c);
@@ -134,6 +136,16 @@ static void conn_last(sws_worker *w, sws_conn *c, bool linger) {
         conn_phase(w, c, linger ? SWS_PH_LAST_LINGER : SWS_PH_LAST);
     else if (c->phase == SWS_PH_LAST && linger)
         conn_phase(w, c, SWS_PH_LAST_LINGER);
+}
+
+void sws_conn_last(sws_worker *w, sws_conn *c) {
+    conn_last(w, c, false);
+    if (c->recv_armed && !c->recv_paused) {
+        /* As answer(): stop receiving now, or the loop reads the peer's FIN
+         * (or the rest of a pipeline) before our close lands. */
+        c->recv_paused = true;
+        tl_cancel(w->loop, c->recv_op);
+    }
 }
 
 static void arm_recv(sws_worker *w, sws_conn *c) {
@@ -182,8 +194,10 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     }
     w->nfree--;
     char *log_fields = c->log_fields; /* kept with the slot */
+    char *sf_fields = c->sf_fields;
     memset(c, 0, sizeof(*c));
     c->log_fields = log_fields;
+    c->sf_fields = sf_fields;
     c->index = i;
     c->h = h;
     c->sc = sc;
@@ -193,6 +207,12 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
     sws_http_parser_init(&c->parser, &w->limits);
     c->parser.req.log_fields = sws_conn_log_fields(w, c);
+    if (w->lend_sf) {
+        /* Once per slot, as log_fields; without it the static scenario answers 500. */
+        if (!c->sf_fields)
+            c->sf_fields = malloc(SWS_HTTP_SF_STORAGE);
+        c->parser.req.sf_fields = c->sf_fields;
+    }
     /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
     if (w->access_log)
         sws_peer_name(w->loop, h, c->peer, sizeof(c->peer));
@@ -633,6 +653,7 @@ void sws_conn_table_free(sws_worker *w) {
         if (w->conns[k]) {
             free(w->conns[k]->out);
             free(w->conns[k]->log_fields);
+            free(w->conns[k]->sf_fields);
             free(w->conns[k]);
         }
     while (w->out_nfree)

@@ -53,6 +53,10 @@ struct sws_conn {
      * (SWS_HTTP_LOG_STORAGE bytes, lent to parser.req.log_fields), taken once
      * the access log is on and kept with the slot; NULL while it is off. */
     char *log_fields;
+    /* The static scenario's request fields (SWS_HTTP_SF_STORAGE bytes, lent
+     * to parser.req.sf_fields while w->lend_sf), taken once and kept with the
+     * slot. */
+    char *sf_fields;
 };
 
 /* The worker's table of connections (worker.c sizes the loop for it). */
@@ -77,6 +81,9 @@ void sws_conn_answer_end(sws_worker *w, sws_conn *c);
  * ended its answer; write it, and go on with held input. */
 void sws_conn_more(sws_worker *w, sws_conn *c);
 void sws_conn_close(sws_worker *w, sws_conn *c);
+/* From `answer`: the answer being appended is the connection's last (a
+ * refused request: 400, 414); nothing more is read, and it closes once written. */
+void sws_conn_last(sws_worker *w, sws_conn *c);
 /* Where c's parser keeps Referer and User-Agent: NULL while the access log is
  * off (nothing is kept, or allocated), else storage kept with the slot. */
 char *sws_conn_log_fields(sws_worker *w, sws_conn *c);

@@ -26,7 +26,9 @@ static void usage(FILE *f) {
             "  -l, --listen ADDR        listen on host:port (overrides [server] listen)\n"
             "  -w, --worker-threads N   number of event loops (overrides [server] event_loops);\n"
             "                           with event_loops = 0, threads of the shared loop\n"
-            "  -s, --scenario NAME      respond or proxy (overrides [server] scenario)\n"
+            "  -s, --scenario NAME      respond, proxy or static (overrides [server] scenario)\n"
+            "  -r, --root DIR           serve the files below DIR (sets [static] root; implies\n"
+            "                           --scenario static)\n"
             "  -u, --upstream LIST      host:port[,host:port...] (overrides [proxy] upstream)\n"
             "  -t, --check-config       validate the configuration and exit\n"
             "  -T, --print-config       print the effective configuration (every key, its\n"
@@ -49,6 +51,7 @@ int main(int argc, char **argv) {
         {"worker-threads", required_argument, NULL, 'w'},
         {"scenario", required_argument, NULL, 's'},
         {"upstream", required_argument, NULL, 'u'},
+        {"root", required_argument, NULL, 'r'},
         {"check-config", no_argument, NULL, 't'},
         {"print-config", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -56,9 +59,10 @@ int main(int argc, char **argv) {
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *listen = NULL, *threads = NULL, *scenario = NULL, *upstream = NULL;
+    const char *root = NULL;
     bool check = false, print = false;
     int ch;
-    while ((ch = getopt_long(argc, argv, "c:l:w:s:u:tThV", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:l:w:s:u:r:tThV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             config = optarg;
@@ -74,6 +78,9 @@ int main(int argc, char **argv) {
             break;
         case 'u':
             upstream = optarg;
+            break;
+        case 'r':
+            root = optarg;
             break;
         case 't':
             check = true;
@@ -103,7 +110,8 @@ int main(int argc, char **argv) {
                          .listen = listen,
                          .threads = threads,
                          .scenario = scenario,
-                         .upstream = upstream};
+                         .upstream = upstream,
+                         .root = root};
     if (sws_config_build(&cfg, &cli, err, sizeof(err)) < 0) {
         fprintf(stderr, "scalwsd: %s\n", err);
         return 2;

@@ -68,6 +68,9 @@ typedef struct sws_scenario_ops {
      * nothing and call sws_conn_more later; sws_conn_answer_end when the
      * answer is complete. Optional (only for scenarios that return PENDING). */
     void (*more)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c);
+    /* The HTTP connection's slot is freed (its close completed): drop what the
+     * scenario holds for it (a file being sent). Optional. */
+    void (*conn_end)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c);
 
     /* The loop's rhythm. All optional. date_changed: once a second at most,
      * before the turn's completions are dispatched (a prebuilt Date header).
@@ -113,5 +116,6 @@ const sws_scenario_ops *sws_scenario_ops_of(sws_scenario_kind kind);
 
 extern const sws_scenario_ops sws_respond_ops; /* respond.c */
 extern const sws_scenario_ops sws_proxy_ops;   /* proxy.c */
+extern const sws_scenario_ops sws_static_ops;  /* static/scenario.c */
 
 #endif

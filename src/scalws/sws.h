@@ -114,6 +114,9 @@ typedef struct sws_counters {
     sws_ctr accept_pauses;
     sws_ctr recv_starved;
     sws_ctr send_timeouts; /* closed: a write was not done within send_timeout */
+    sws_ctr file_cache_hits;   /* static: lookups answered by the open-file cache */
+    sws_ctr file_cache_misses; /* static: lookups that opened (or re-checked) the file */
+    sws_ctr file_cold_reads;   /* static: reads handed to the helper (not in page cache) */
 } sws_counters;
 
 #define SWS_NIL UINT32_MAX
@@ -171,6 +174,7 @@ typedef struct sws_worker {
     tl_handoff *handoff; /* handoff: set on an accepting loop, the subset it feeds */
     bool accepts;        /* has a listener of its own (fixed at start) */
     int fed_by;          /* the loop whose accepts this loop serves; -1 acceptor threads */
+    bool lend_sf;    /* connections keep the static scenario's fields (set by its init) */
 } sws_worker;
 
 typedef struct sws_server {

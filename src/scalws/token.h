@@ -33,6 +33,7 @@ enum sws_tag {
     SWS_T_RECV = SWS_T_SCENARIO_FIRST,
     SWS_T_WRITE,
     SWS_T_CLOSE,
+    SWS_T_FILE_READ, /* static: a cold file read posted back by the loop's helper */
     SWS_T_CONN_LAST = 31, /* 19..31: free for an HTTP connection scenario (a file read) */
 
     /* The proxy scenario's client sessions (proxy.c). */
@@ -53,7 +54,7 @@ enum sws_tag {
 };
 
 static_assert(SWS_T_LAST < (1u << SWS_TOKEN_TAG_BITS), "a tag must fit the token's tag bits");
-static_assert(SWS_T_CLOSE <= SWS_T_CONN_LAST, "HTTP connection tags overflow their range");
+static_assert(SWS_T_FILE_READ <= SWS_T_CONN_LAST, "HTTP connection tags overflow their range");
 static_assert(SWS_T_PX_TICK < SWS_T_UP_FIRST, "proxy tags run into the pool's");
 static_assert(SWS_T_UP_CLOSE <= SWS_T_UP_LAST, "pool tags overflow their range");
 

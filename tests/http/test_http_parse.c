@@ -94,6 +94,48 @@ static void http_referer_and_user_agent_are_kept(void **state) {
  * that completes, for one refused in its line (llhttp may refuse before the
  * line ends: the log still shows what was sent), pipelined one after another,
  * and "-" (nothing kept) once blank lines follow. */
+/* The static scenario's fields: kept only with storage lent, list fields
+ * joined, a repeated Range unusable, too long unusable, reset per request. */
+static void http_static_fields_are_kept(void **state) {
+    (void)state;
+    static char sf[SWS_HTTP_SF_STORAGE];
+    sws_http_parser p;
+    sws_http_parser_init(&p, &lim);
+    p.req.sf_fields = sf;
+    char longv[300];
+    memset(longv, 'a', sizeof(longv) - 1);
+    longv[sizeof(longv) - 1] = '\0';
+    char r[2048];
+    snprintf(r, sizeof(r),
+             "GET /a/b%%20c?q HTTP/1.1\r\nHost: a\r\nRange: bytes=1-2  \r\n"
+             "If-None-Match: \"x\"\r\nif-none-match: \"y\"\r\nAccept-Encoding: gzip\r\n"
+             "If-Modified-Since: %s\r\n\r\n"
+             "GET /2 HTTP/1.1\r\nHost: a\r\nRange: bytes=0-0\r\nRange: bytes=1-1\r\n\r\n",
+             longv);
+    size_t used, off = 0;
+    int st;
+    assert_int_equal(sws_http_feed(&p, r, strlen(r), &used, &st), SWS_HTTP_REQUEST);
+    off += used;
+    assert_int_equal(p.req.sf_len[SWS_HTTP_SF_RANGE], 9);
+    assert_memory_equal(sf + SWS_HTTP_SF_RANGE * SWS_HTTP_SF_VALUE_MAX, "bytes=1-2", 9);
+    assert_int_equal(p.req.sf_len[SWS_HTTP_SF_INM], 7);
+    assert_memory_equal(sf + SWS_HTTP_SF_INM * SWS_HTTP_SF_VALUE_MAX, "\"x\",\"y\"", 7);
+    assert_int_equal(p.req.sf_len[SWS_HTTP_SF_AE], 4);
+    assert_true(p.req.sf_len[SWS_HTTP_SF_IMS] > SWS_HTTP_SF_VALUE_MAX);
+    assert_int_equal(p.req.sf_len[SWS_HTTP_SF_IF_RANGE], 0);
+    assert_int_equal(p.req.sf_path_len, strlen("/a/b%20c?q"));
+    assert_memory_equal(sf + SWS_HTTP_SF_PATH, "/a/b%20c?q", p.req.sf_path_len);
+    assert_int_equal(sws_http_feed(&p, r + off, strlen(r) - off, &used, &st), SWS_HTTP_REQUEST);
+    assert_true(p.req.sf_len[SWS_HTTP_SF_RANGE] > SWS_HTTP_SF_VALUE_MAX);
+    assert_int_equal(p.req.sf_len[SWS_HTTP_SF_INM], 0);
+    assert_int_equal(p.req.sf_len[SWS_HTTP_SF_AE], 0);
+    assert_int_equal(p.req.sf_path_len, 2);
+    /* Without storage nothing is kept. */
+    sws_http_parser_init(&p, &lim);
+    assert_int_equal(sws_http_feed(&p, r, strlen(r), &used, &st), SWS_HTTP_REQUEST);
+    assert_int_equal(p.req.sf_len[SWS_HTTP_SF_RANGE], 0);
+}
+
 static void http_request_line_is_kept_for_the_log(void **state) {
     (void)state;
     static char keep[SWS_HTTP_LOG_STORAGE];
@@ -361,6 +403,7 @@ static void http_date_format_is_imf_fixdate(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(http_simple_get_keep_alive),
+        cmocka_unit_test(http_static_fields_are_kept),
         cmocka_unit_test(http_connection_close_and_http10),
         cmocka_unit_test(http_head_is_flagged),
         cmocka_unit_test(http_referer_and_user_agent_are_kept),
