@@ -35,6 +35,8 @@ void sws_config_defaults(sws_config *c) {
     c->keepalive_timeout_ms = 75000;
     c->send_timeout_ms = 30000;
     c->max_connections = 10000;
+    c->handshake_timeout_ms = 10000;
+    sws_tls_config_defaults(&c->tls);
     c->admin_enabled = false;
     sws_proxy_config_defaults(&c->proxy);
 }
@@ -197,8 +199,25 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
     uint64_t n;
     if (strcmp(section, "server") == 0) {
         if (strcmp(key, "listen") == 0) {
-            if (sws_parse_addr(v, &c->listen) < 0)
+            /* "host:port" or "host:port tls". */
+            char addr[SWS_ADDR_MAX];
+            const char *sp = strpbrk(v, " \t");
+            size_t alen = sp ? (size_t)(sp - v) : strlen(v);
+            bool tls = false;
+            if (sp) {
+                while (*sp == ' ' || *sp == '\t')
+                    sp++;
+                if (strcmp(sp, "tls") != 0)
+                    BAD("bad listener option '%s' (want host:port or host:port tls)", sp);
+                tls = true;
+            }
+            if (alen >= sizeof(addr))
                 BAD("bad address '%s' (want host:port)", v);
+            memcpy(addr, v, alen);
+            addr[alen] = '\0';
+            if (sws_parse_addr(addr, &c->listen) < 0)
+                BAD("bad address '%s' (want host:port)", addr);
+            c->listen_tls = tls;
         } else if (strcmp(key, "event_loops") == 0) {
             if (strcmp(v, "auto") == 0 || !*v)
                 c->event_loops = -1;
@@ -286,6 +305,9 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
         } else if (strcmp(key, "send_timeout") == 0) {
             if (parse_ms(v, &c->send_timeout_ms) < 0 || c->send_timeout_ms == 0)
                 BAD("bad duration '%s' (e.g. 30s)", v);
+        } else if (strcmp(key, "handshake_timeout") == 0) {
+            if (parse_ms(v, &c->handshake_timeout_ms) < 0 || c->handshake_timeout_ms == 0)
+                BAD("bad duration '%s' (e.g. 10s)", v);
         } else if (strcmp(key, "max_connections") == 0) {
             if (parse_uint(v, 1, 1000000, &n) < 0)
                 BAD("bad count '%s' (want 1..1000000)", v);
@@ -294,6 +316,8 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
             BAD("unknown key");
     } else if (strcmp(section, "proxy") == 0) {
         return sws_proxy_config_set(&c->proxy, key, v, err, errlen);
+    } else if (strcmp(section, "tls") == 0) {
+        return sws_tls_config_set(&c->tls, key, v, err, errlen);
     } else if (strcmp(section, "admin") == 0) {
         if (strcmp(key, "listen") == 0) {
             if (!*v || strcmp(v, "off") == 0)
@@ -395,6 +419,10 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
     if (cli->upstream &&
         sws_config_set(c, "proxy", "upstream", cli->upstream, why, sizeof(why)) < 0) {
         snprintf(err, errlen, "--upstream: %s", why);
+        return -EINVAL;
+    }
+    if (c->listen_tls && (!c->tls.cert[0] || !c->tls.key[0])) {
+        snprintf(err, errlen, "%s: a tls listener needs [tls] cert and key", c->listen_origin);
         return -EINVAL;
     }
     if (c->scenario == SWS_SCENARIO_PROXY && c->proxy.nupstreams == 0) {

@@ -11,6 +11,7 @@
 
 #include "proxy_config.h"
 #include "sws_http.h"
+#include "tls_config.h"
 
 typedef enum sws_accept_route {
     SWS_ACCEPT_REUSE_PORT = 0,
@@ -36,6 +37,7 @@ typedef struct sws_addr {
 typedef struct sws_config {
     /* [server] */
     sws_addr listen;
+    bool listen_tls; /* "listen = addr tls": the listener speaks TLS ([tls]) */
     char listen_origin[320]; /* "file:line: [server] listen", "--listen" or the default */
     int event_loops;         /* -1 auto; 0 the shared baseline; N */
     int worker_threads;      /* threads of the shared baseline; -1 auto */
@@ -58,6 +60,9 @@ typedef struct sws_config {
     uint32_t keepalive_timeout_ms;
     uint32_t send_timeout_ms; /* a write of out (16 KiB) not done by then closes */
     uint32_t max_connections; /* per loop */
+    uint32_t handshake_timeout_ms; /* a TLS handshake not done by then closes */
+    /* [tls] */
+    sws_tls_config tls;
     /* [admin] */
     bool admin_enabled;
     sws_addr admin;
