@@ -40,8 +40,14 @@ int sws_tls_conn_init(sws_tls_conn *t, SSL_CTX *ctx) {
 }
 
 void sws_tls_conn_free(sws_tls_conn *t) {
-    if (t->ssl)
+    if (t->ssl) {
+        /* A session is dropped from the cache when its SSL is freed without
+         * a shutdown; a peer that closes TCP without close_notify after a good
+         * handshake (most browsers and curl) must keep its session. */
+        if (t->established && !t->failed)
+            SSL_set_shutdown(t->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
         SSL_free(t->ssl); /* and both BIOs; drops its SSL_CTX reference */
+    }
     memset(t, 0, sizeof(*t));
 }
 
