@@ -425,6 +425,13 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
         snprintf(err, errlen, "%s: a tls listener needs [tls] cert and key", c->listen_origin);
         return -EINVAL;
     }
+    if (c->listen_tls && c->scenario == SWS_SCENARIO_PROXY) {
+        snprintf(err, errlen,
+                 "%s: a tls listener serves the respond scenario only so far (proxy over TLS is "
+                 "not wired yet)",
+                 c->listen_origin);
+        return -EINVAL;
+    }
     if (c->scenario == SWS_SCENARIO_PROXY && c->proxy.nupstreams == 0) {
         snprintf(err, errlen, "%s: scenario proxy needs [proxy] upstream (or --upstream)",
                  cli->config ? cli->config : "--scenario");

@@ -63,6 +63,10 @@ typedef struct sws_config {
     uint32_t handshake_timeout_ms; /* a TLS handshake not done by then closes */
     /* [tls] */
     sws_tls_config tls;
+    /* Built from [tls] for a tls listener by whoever owns this config (the
+     * server at start, reload.c for a reloaded one); freed with the config.
+     * Connections hold references to its SSL_CTXs, so they outlive it. */
+    struct sws_tls_server *tls_server;
     /* [admin] */
     bool admin_enabled;
     sws_addr admin;

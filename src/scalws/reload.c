@@ -75,6 +75,7 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
         snprintf(buf, len, "[server] listen changed (%s -> %s)", o->listen.text, n->listen.text);
         return buf;
     }
+    SAME(o->listen_tls == n->listen_tls, "[server] listen changed (tls on or off)");
     SAME(o->event_loops == n->event_loops, "[server] event_loops changed");
     SAME(o->worker_threads == n->worker_threads, "[server] worker_threads changed");
     SAME(o->accept == n->accept, "[server] accept changed");
@@ -126,6 +127,14 @@ void sws_reload_begin(sws_server *s) {
         snprintf(err, sizeof(err), "%s; that needs a restart", bad);
         bad = err;
     }
+    if (!bad && g->cfg.listen_tls) {
+        /* New certificate and key for new handshakes; a bad one is refused
+         * here, before any loop sees it, and the old one keeps serving. */
+        g->cfg.tls_server =
+            sws_tls_server_new(&g->cfg.tls, s->nloops, s->tls_keys, err, sizeof(err));
+        if (!g->cfg.tls_server)
+            bad = err;
+    }
     if (bad) {
         fprintf(stderr,
                 "scalwsd: SIGHUP: reload refused, still serving the previous configuration: %s\n",
@@ -172,6 +181,7 @@ int sws_reload_poll(sws_server *s) {
         gen *g = *p;
         if (atomic_load_explicit(&g->refs, memory_order_acquire) == 0) {
             *p = g->next;
+            sws_tls_server_free(g->cfg.tls_server); /* open connections keep their SSL_CTX */
             free(g);
         } else {
             pending = true;
@@ -194,8 +204,11 @@ void sws_reload_free_all(void) {
     while (R.retired) {
         gen *g = R.retired;
         R.retired = g->next;
+        sws_tls_server_free(g->cfg.tls_server);
         free(g);
     }
+    if (R.current)
+        sws_tls_server_free(R.current->cfg.tls_server);
     free(R.current);
     R.current = NULL;
 }

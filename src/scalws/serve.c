@@ -61,6 +61,7 @@ static void release(sws_worker *w, uint32_t id) {
 }
 
 #define SWS_RECV_BUFFERS 256
+#define SWS_TLS_PLAIN 16384 /* one TLS record's plaintext at most */
 
 static void held_drop_head(sws_worker *w, sws_conn *c) {
     uint32_t i = c->hhead;
@@ -108,6 +109,34 @@ static void out_give(sws_worker *w, sws_conn *c) {
     w->out_used--;
 }
 
+/* The stash and wire buffers of a tls connection come from the same stack
+ * (sized three per slot for a tls listener), so TLS allocates nothing per
+ * request either. */
+static char *buf_take(sws_worker *w) {
+    char *b = w->out_nfree ? w->out_free[--w->out_nfree] : malloc(w->out_cap);
+    if (b && ++w->out_used > w->out_peak)
+        w->out_peak = w->out_used;
+    return b;
+}
+
+static void buf_give(sws_worker *w, char **b) {
+    if (!*b)
+        return;
+    w->out_free[w->out_nfree++] = *b;
+    *b = NULL;
+    w->out_used--;
+}
+
+/* Only once no write can be in flight: the engine and its buffers go. */
+static void tls_release(sws_worker *w, sws_conn *c) {
+    if (!c->is_tls)
+        return;
+    sws_tls_conn_free(&c->tls);
+    buf_give(w, &c->wire);
+    buf_give(w, &c->stash);
+    c->is_tls = false;
+}
+
 /* Keeps as many free buffers as the last interval's peak needed beyond those
  * still in use, and at least SWS_OUT_CACHE. */
 static void out_trim(sws_worker *w) {
@@ -151,6 +180,7 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
         if (c->starved)
             w->nstarved--;
         out_give(w, c);
+        tls_release(w, c);
         list_del(w, c);
         w->free_idx[w->nfree++] = c->index;
         SWS_ADD(w->ctr.active, (uint64_t)-1);
@@ -200,6 +230,16 @@ static void conn_open(sws_worker *w, tl_handle h) {
     list_add(w, c);
     SWS_ADD(w->ctr.accepted, 1);
     SWS_ADD(w->ctr.active, 1);
+    if (w->cfg->tls_server) {
+        /* The SSL_CTX of this loop in the configuration serving now: a reload
+         * gives new connections the new certificate, open ones keep theirs. */
+        if (sws_tls_conn_init(&c->tls, sws_tls_server_ctx(w->cfg->tls_server, w->index)) < 0) {
+            sws_conn_close(w, c);
+            return;
+        }
+        c->is_tls = true;
+        c->deadline = tl_loop_now(w->loop) + w->cfg->handshake_timeout_ms;
+    }
     arm_recv(w, c);
 }
 
@@ -338,10 +378,15 @@ static void start_linger(sws_worker *w, sws_conn *c) {
     arm_recv(w, c);
 }
 
+static bool tls_flush(sws_worker *w, sws_conn *c);
+
 static void flush(sws_worker *w, sws_conn *c) {
     if (c->closing || c->write_inflight)
         return;
-    if (c->olen > 0) {
+    if (c->is_tls) {
+        if (tls_flush(w, c))
+            return;
+    } else if (c->olen > 0) {
         tl_op op;
         int rc = tl_write(w->loop, c->h, c->out, c->olen, SWS_TOKEN(c->index, SWS_T_WRITE), &op);
         if (rc < 0) {
@@ -361,7 +406,8 @@ static void flush(sws_worker *w, sws_conn *c) {
             start_linger(w, c);
         else if (!c->lingering)
             sws_conn_close(w, c);
-    } else if (w->draining && !sws_http_partial(&c->parser) && c->hcount == 0 && c->served) {
+    } else if (w->draining && !sws_http_partial(&c->parser) && c->hcount == 0 && !c->stash &&
+               c->served) {
         /* Draining: an idle keep-alive connection is closed as soon as it is idle. */
         sws_conn_close(w, c);
     }
@@ -391,6 +437,135 @@ static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint
     }
 }
 
+/* ---- TLS: the engine between the socket and the parser ---------------------- */
+
+static void tls_pause(sws_worker *w, sws_conn *c) {
+    if (!c->recv_paused) {
+        c->recv_paused = true;
+        if (c->recv_armed)
+            tl_cancel(w->loop, c->recv_op);
+    }
+}
+
+static void tls_failed(sws_worker *w, sws_conn *c) {
+    SWS_ADD(w->ctr.tls_failed[c->tls.fail < SWS_TLS_FAIL_N ? c->tls.fail : 0], 1);
+    /* The alert OpenSSL queued (if any) goes out at flush, then the close;
+     * nothing further is read. */
+    c->olen = 0;
+    c->close_after = true;
+    tls_pause(w, c);
+}
+
+/* Decrypts and parses what the engine holds, until it wants more input, the
+ * output is full (on_write resumes) or the connection ends. */
+static void tls_pump(sws_worker *w, sws_conn *c) {
+    while (!c->closing && !c->close_after && !c->stash) {
+        if (c->olen + w->resp_max > w->out_cap) {
+            tls_pause(w, c);
+            return;
+        }
+        bool was = c->tls.established;
+        int n = sws_tls_read(&c->tls, w->tls_plain, SWS_TLS_PLAIN);
+        if (!was && c->tls.established) {
+            SWS_ADD(w->ctr.tls_handshakes, 1);
+            if (sws_tls_resumed(&c->tls))
+                SWS_ADD(w->ctr.tls_resumed, 1);
+            /* From here the request's own timeout runs. */
+            c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
+        }
+        if (n > 0) {
+            uint32_t off = 0;
+            if (!consume(w, c, w->tls_plain, (uint32_t)n, &off)) {
+                if (!(c->stash = buf_take(w))) {
+                    sws_conn_close(w, c);
+                    return;
+                }
+                c->stash_len = (uint32_t)n - off;
+                c->stash_off = 0;
+                memcpy(c->stash, w->tls_plain + off, c->stash_len);
+                tls_pause(w, c);
+                return;
+            }
+            continue;
+        }
+        if (n == SWS_TLS_EOF) /* close_notify: answer what was asked, then close */
+            c->close_after = true;
+        else if (n < 0)
+            tls_failed(w, c);
+        return;
+    }
+}
+
+static void tls_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len) {
+    if (c->closing || c->close_after)
+        return;
+    if (sws_tls_feed(&c->tls, data, len) < 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    tls_pump(w, c);
+}
+
+/* After a write: the stash first, then the engine, then receive again once
+ * nothing waits. */
+static void tls_resume(sws_worker *w, sws_conn *c) {
+    if (c->stash) {
+        uint32_t off = c->stash_off;
+        if (!c->close_after && !consume(w, c, c->stash, c->stash_len, &off)) {
+            c->stash_off = off;
+            return;
+        }
+        buf_give(w, &c->stash);
+    }
+    tls_pump(w, c);
+    if (!c->closing && !c->stash && c->recv_paused && !c->close_after &&
+        c->olen + w->resp_max <= w->out_cap) {
+        c->recv_paused = false;
+        arm_recv(w, c);
+    }
+}
+
+/* Seals the plaintext answers and writes what the engine has to send. True
+ * when a write is in flight (or the connection closed); false when all is
+ * sent and flush's ending (close_after, linger, drain) applies. */
+static bool tls_flush(sws_worker *w, sws_conn *c) {
+    sws_tls_conn *t = &c->tls;
+    /* Bounded: plaintext is sealed only while less than a buffer of records
+     * waits, so a client that does not read holds at most two buffers. */
+    if (c->olen && t->established && !t->failed && sws_tls_pending(t) < w->out_cap) {
+        uint32_t done = 0;
+        while (done < c->olen) {
+            int n = sws_tls_write(t, c->out + done, c->olen - done);
+            if (n <= 0) {
+                sws_conn_close(w, c);
+                return true;
+            }
+            done += (uint32_t)n;
+        }
+        c->olen = 0;
+    }
+    if (c->close_after && c->olen == 0)
+        sws_tls_close_notify(t);
+    if (sws_tls_pending(t) == 0) {
+        buf_give(w, &c->wire);
+        return c->olen > 0;
+    }
+    if (!c->wire && !(c->wire = buf_take(w))) {
+        sws_conn_close(w, c);
+        return true;
+    }
+    size_t k = sws_tls_take(t, c->wire, w->out_cap);
+    tl_op op;
+    if (tl_write(w->loop, c->h, c->wire, k, SWS_TOKEN(c->index, SWS_T_WRITE), &op) < 0) {
+        sws_conn_close(w, c);
+        return true;
+    }
+    c->wlen = (uint32_t)k;
+    c->write_inflight = true;
+    c->wdeadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+    return true;
+}
+
 static void on_recv(sws_worker *w, const tl_completion *e) {
     sws_conn *c = conn_of(w, e->token);
     bool has_buf = (e->flags & TL_CQE_BUFFER) != 0;
@@ -415,7 +590,10 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         SWS_ADD(w->ctr.bytes_in, (uint64_t)e->res);
         const char *data = e->u.buf.data;
         uint32_t len = (uint32_t)e->res, off = 0;
-        if (c->closing || c->close_after)
+        if (c->is_tls) {
+            tls_input(w, c, data, len); /* the engine copies: the buffer goes back now */
+            release(w, e->u.buf.id);
+        } else if (c->closing || c->close_after)
             release(w, e->u.buf.id);
         else if (c->hcount || c->recv_paused)
             hold(w, c, e->u.buf.id, data, 0, len);
@@ -431,6 +609,10 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             /* The peer is done sending: answer what it asked, then close. */
             c->close_after = true;
             c->peer_eof = true;
+            if (c->is_tls && !c->tls.established && !c->tls.failed) {
+                sws_tls_peer_eof(&c->tls); /* a hello cut short, or no TLS at all */
+                tls_failed(w, c);
+            }
         } else if (e->res == -ENOBUFS) {
             SWS_ADD(w->ctr.recv_starved, 1);
             if (!c->starved) {
@@ -459,6 +641,16 @@ static void on_write(sws_worker *w, const tl_completion *e) {
         return;
     }
     SWS_ADD(w->ctr.bytes_out, c->wlen);
+    if (c->is_tls) {
+        c->wlen = 0; /* wire is free again; out still holds unsealed plaintext */
+        tls_resume(w, c);
+        if (c->closing)
+            return;
+        flush(w, c);
+        if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE)
+            c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
+        return;
+    }
     if (c->olen > c->wlen)
         memmove(c->out, c->out + c->wlen, c->olen - c->wlen);
     c->olen -= c->wlen;
@@ -498,6 +690,7 @@ static void on_closed(sws_worker *w, const tl_completion *e) {
     /* Every completion of the handle came before this one: no write can
      * still be reading the buffer. */
     out_give(w, c);
+    tls_release(w, c);
     list_del(w, c);
     w->free_idx[w->nfree++] = i;
     SWS_ADD(w->ctr.active, (uint64_t)-1);
@@ -552,6 +745,12 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
         }
         if (now < c->deadline)
             continue;
+        if (c->is_tls && !c->tls.established && !c->tls.failed) {
+            sws_tls_timeout(&c->tls); /* handshake_timeout: a stalled hello */
+            SWS_ADD(w->ctr.tls_failed[SWS_TLS_FAIL_TIMEOUT], 1);
+            sws_conn_close(w, c);
+            continue;
+        }
         if (sws_http_partial(&c->parser) && !c->close_after) {
             if (c->olen + 512 <= w->out_cap) {
                 answer_error(w, c, 408);
@@ -748,8 +947,11 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     for (uint32_t i = 0; i < w->nslots; i++)
         w->free_idx[i] = w->nslots - 1 - i;
     w->nfree = w->nslots;
-    w->out_free = malloc(w->nslots * sizeof(*w->out_free));
+    /* A tls connection may hold three buffers: out, wire and stash. */
+    w->out_free = malloc(w->nslots * (cfg->listen_tls ? 3u : 1u) * sizeof(*w->out_free));
     if (!w->out_free)
+        return -ENOMEM;
+    if (cfg->listen_tls && !(w->tls_plain = malloc(SWS_TLS_PLAIN)))
         return -ENOMEM;
     w->hpool = malloc(SWS_RECV_BUFFERS * sizeof(*w->hpool));
     if (!w->hpool)
@@ -841,6 +1043,20 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
         route = cfg->backend != SWS_BACKEND_URING ? SWS_ACCEPT_EXCLUSIVE : SWS_ACCEPT_ACCEPTOR;
     }
     s->route = route;
+    if (cfg->listen_tls && !cfg->tls_server) {
+        /* One SSL_CTX per loop (own session cache); the ticket keys are one
+         * ring for all, so a ticket resumes on whichever loop the kernel picks.
+         * The server owns the initial config: this is its only write to it. */
+        if (!(s->tls_keys = sws_tls_keys_new())) {
+            snprintf(err, errlen, "[tls] cannot make session ticket keys");
+            return -ENOMEM;
+        }
+        sws_tls_server *ts = sws_tls_server_new(&cfg->tls, s->nloops, s->tls_keys, err, errlen);
+        if (!ts)
+            return -EINVAL;
+        ((sws_config *)cfg)->tls_server = ts;
+        s->tls_rotated_ms = sws_now_ms();
+    }
     s->pinned = !s->shared && s->nloops <= s->cpus.in_mask;
     s->workers = calloc((size_t)s->nloops, sizeof(*s->workers));
     s->loops = calloc((size_t)s->nloops, sizeof(*s->loops));
@@ -963,6 +1179,15 @@ listening:
     if (!s->pinned && !s->shared)
         fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
                 s->cpus.in_mask);
+    if (cfg->tls_server) {
+        sws_tls_info ti;
+        sws_tls_server_info(cfg->tls_server, &ti);
+        fprintf(stderr,
+                "scalwsd: tls on %s: %s, ALPN http/1.1, memory BIOs (kTLS not used; kernel tls "
+                "module %s), tickets %s, session cache %u per loop, OCSP stapling %s\n",
+                cfg->listen.text, ti.protocols, ti.ktls_kernel ? "present" : "absent",
+                ti.tickets ? "on" : "off", ti.session_cache, ti.ocsp ? "on" : "off");
+    }
 
     if (s->shared) {
         s->threads = calloc((size_t)s->nthreads, sizeof(*s->threads));
@@ -1007,6 +1232,9 @@ void sws_server_free(sws_server *s) {
         sws_proxy_free(w);
         for (uint32_t k = 0; k < w->nslots && w->conns; k++)
             if (w->conns[k]) {
+                sws_tls_conn_free(&w->conns[k]->tls);
+                free(w->conns[k]->wire);
+                free(w->conns[k]->stash);
                 free(w->conns[k]->out);
                 free(w->conns[k]->log_fields);
                 free(w->conns[k]);
@@ -1017,6 +1245,7 @@ void sws_server_free(sws_server *s) {
         free(w->conns);
         free(w->free_idx);
         free(w->hpool);
+        free(w->tls_plain);
         sws_respond_free(&w->resp);
         if (w->access_log)
             fclose(w->access_log);
@@ -1027,4 +1256,5 @@ void sws_server_free(sws_server *s) {
     free(s->listen_fds);
     free(s->workers);
     free(s->loops);
+    sws_tls_keys_free(s->tls_keys);
 }

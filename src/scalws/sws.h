@@ -13,6 +13,7 @@
 #include "config.h"
 #include "cpu.h"
 #include "sws_http.h"
+#include "sws_tls.h"
 #include "turnloop.h"
 
 #define SWS_VERSION "0.1.0"
@@ -51,6 +52,9 @@ typedef struct sws_counters {
     sws_ctr accept_pauses;
     sws_ctr recv_starved;
     sws_ctr send_timeouts; /* closed: a write was not done within send_timeout */
+    sws_ctr tls_handshakes;
+    sws_ctr tls_resumed;
+    sws_ctr tls_failed[SWS_TLS_FAIL_N]; /* by sws_tls_fail */
 } sws_counters;
 
 /* Token layout: connection index << 8 | tag. */
@@ -117,6 +121,16 @@ typedef struct sws_conn {
      * (SWS_HTTP_LOG_STORAGE bytes, lent to parser.req.log_fields), taken once
      * the access log is on and kept with the slot; NULL while it is off. */
     char *log_fields;
+    /* A tls listener's connection: input is fed to the engine and read back
+     * as plaintext; out holds plaintext, encrypted at flush into wire, which
+     * is what is written. stash keeps decrypted input that did not fit the
+     * output (the plaintext twin of held buffers). Both lent from the
+     * worker's buffer stack while in use. */
+    bool is_tls;
+    sws_tls_conn tls;
+    char *wire;
+    char *stash;
+    uint32_t stash_off, stash_len;
 } sws_conn;
 
 /* The prebuilt respond answer: head + body, for keep-alive and for close,
@@ -177,6 +191,7 @@ typedef struct sws_worker {
     sws_counters ctr;
     double cpu_seen;         /* control thread only: the last CPU time read (admin.c) */
     struct sws_proxy *proxy; /* scenario proxy: this loop's sessions and upstream pool */
+    char *tls_plain;         /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
 } sws_worker;
 
 typedef struct sws_server {
@@ -200,6 +215,8 @@ typedef struct sws_server {
     _Atomic int drain;  /* 0 serving, 1 draining, 2 forced */
     uint64_t started_ms;
     const char *backend;
+    sws_tls_keys *tls_keys; /* ticket keys: rotated by the control thread */
+    uint64_t tls_rotated_ms;
 } sws_server;
 
 /* serve.c */
