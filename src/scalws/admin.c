@@ -5,7 +5,6 @@
  * blocking I/O with a one-second timeout keeps this small. */
 #include "sws.h"
 
-#include "proxy.h"
 #include "status_page.h"
 
 #include <errno.h>
@@ -122,7 +121,8 @@ static char *metrics_text(sws_server *s, size_t *len) {
             "# HELP scalwsd_draining 1 while draining, 2 after the drain timeout.\n"
             "# TYPE scalwsd_draining gauge\nscalwsd_draining %d\n",
             atomic_load(&s->drain));
-    sws_proxy_metrics(s, f);
+    if (s->sc_ops->metrics)
+        s->sc_ops->metrics(s, f);
     fclose(f);
     return buf;
 }

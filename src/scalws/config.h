@@ -21,7 +21,7 @@ typedef enum sws_accept_route {
     SWS_ACCEPT_HERD,
 } sws_accept_route;
 
-typedef enum sws_scenario { SWS_SCENARIO_RESPOND = 0, SWS_SCENARIO_PROXY } sws_scenario;
+typedef enum sws_scenario_kind { SWS_SCENARIO_RESPOND = 0, SWS_SCENARIO_PROXY } sws_scenario_kind;
 
 typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_URING } sws_backend;
 
@@ -46,7 +46,7 @@ typedef struct sws_config {
     uint32_t drain_timeout_ms;
     char access_log[256]; /* empty: none */
     bool defer_accept;    /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
-    sws_scenario scenario;
+    sws_scenario_kind scenario;
     /* [proxy] */
     sws_proxy_config proxy;
     /* [respond] */

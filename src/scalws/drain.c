@@ -4,7 +4,6 @@
  * one with Connection: close. After drain_timeout FORCE closes the rest. */
 #include "sws.h"
 
-#include "proxy.h"
 #include "reexec.h"
 #include "reload.h"
 
@@ -27,17 +26,24 @@ void sws_worker_drain(sws_worker *w, bool force) {
         w->forced = true;
     if (w->listener && !w->listener_closing) {
         /* Closing the listener makes the kernel refuse new connections. */
-        if (tl_close(w->loop, w->listener, SWS_TOKEN(0, SWS_T_LISTENER_CLOSE)) == 0)
+        if (tl_close(w->loop, w->listener, sws_token(0, SWS_T_LISTENER_CLOSE)) == 0)
             w->listener_closing = true;
         else
             w->listener = 0;
     }
+    w->sc.ops->drain(w, &w->sc, force);
+}
+
+/* The HTTP connection's part of a drain. */
+void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
+    (void)sc;
+    uint64_t now = tl_loop_now(w->loop);
     for (sws_conn *c = w->active, *next; c; c = next) {
         next = c->next;
         if (c->closing)
             continue;
-        bool idle =
-            c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) && c->hcount == 0;
+        bool idle = c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) &&
+                    c->hcount == 0 && !c->answer_pending;
         if (force) {
             SWS_ADD(w->ctr.forced, 1);
             sws_conn_close(w, c);
@@ -50,18 +56,21 @@ void sws_worker_drain(sws_worker *w, bool force) {
                 c->deadline = now + 1000;
         }
     }
-    sws_proxy_drain(w, force);
+}
+
+bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc) {
+    (void)sc;
+    return !w->active;
 }
 
 bool sws_worker_finished(sws_worker *w) {
-    return w->draining && !w->listener && !w->listener_closing && !w->active &&
-           sws_proxy_finished(w);
+    return w->draining && !w->listener && !w->listener_closing && w->sc.ops->finished(w, &w->sc);
 }
 
 static void post_all(sws_server *s, uint64_t value) {
     tl_message m = {.value = value};
     for (int i = 0; i < s->nloops; i++)
-        if (tl_loop_post(s->loops[i], SWS_TOKEN(0, SWS_T_POST), &m) < 0)
+        if (tl_loop_post(s->loops[i], sws_token(SWS_POST_CONTROL, SWS_T_POST), &m) < 0)
             fprintf(stderr, "scalwsd: cannot post to loop %d\n", i);
 }
 

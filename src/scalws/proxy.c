@@ -2,9 +2,9 @@
  * request to an upstream taken from this loop's pool and streams the answer
  * back. Bodies flow through fixed buffers with back-pressure (a side is read
  * only while the other side's output has room); nothing is buffered whole. */
-#include "proxy.h"
-
 #include "access_log.h"
+#include "sws.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -17,10 +17,6 @@
 #include "sws_msg.h"
 #include "upstream.h"
 
-#define PX_T_READ 32
-#define PX_T_WRITE 33
-#define PX_T_CLOSE 34
-#define PX_T_TICK 35
 #define PX_TICK_MS 100
 #define PX_LINGER_MS 2000
 
@@ -65,7 +61,7 @@ typedef struct px_sess {
     char log[SWS_HTTP_LOG_STORAGE]; /* lent to chk while the access log is on */
 } px_sess;
 
-struct sws_proxy {
+typedef struct sws_proxy {
     sws_worker *w;
     sws_pool pool;
     px_sess **slots;
@@ -77,7 +73,7 @@ struct sws_proxy {
     bool draining;
     bool tick_armed;
     uint64_t last_expire;
-};
+} sws_proxy;
 
 static uint64_t now_us(void) {
     struct timespec ts;
@@ -432,12 +428,13 @@ static void sess_close(sws_proxy *px, px_sess *s) {
         sws_pool_release(&px->pool, u, false);
         s->up = SWS_NIL;
     }
-    if (tl_close(px->w->loop, s->h, SWS_TOKEN(s->index, PX_T_CLOSE)) < 0)
+    if (tl_close(px->w->loop, s->h, sws_token(s->index, SWS_T_PX_CLOSE)) < 0)
         sess_free(px, s);
 }
 
 static void linger_read(sws_proxy *px, px_sess *s) {
-    if (tl_read(px->w->loop, s->h, s->in, PX_IN, SWS_TOKEN(s->index, PX_T_READ), &s->read_op) < 0) {
+    if (tl_read(px->w->loop, s->h, s->in, PX_IN, sws_token(s->index, SWS_T_PX_READ), &s->read_op) <
+        0) {
         sess_close(px, s);
         return;
     }
@@ -466,7 +463,8 @@ static void flush_client(sws_proxy *px, px_sess *s) {
     if (s->write_inflight || s->olen == 0 || s->closing)
         return;
     tl_op op;
-    if (tl_write(px->w->loop, s->h, s->out, s->olen, SWS_TOKEN(s->index, PX_T_WRITE), &op) < 0) {
+    if (tl_write(px->w->loop, s->h, s->out, s->olen, sws_token(s->index, SWS_T_PX_WRITE), &op) <
+        0) {
         sess_close(px, s);
         return;
     }
@@ -546,7 +544,7 @@ static void flush_up(sws_proxy *px, px_sess *s) {
     if (u->cancelling)
         return; /* bytes that came while it was idle must not pass for the answer */
     tl_op op;
-    if (tl_write(px->w->loop, u->h, u->obuf, u->olen, SWS_TOKEN(u->index, SWS_UP_T_WRITE), &op) <
+    if (tl_write(px->w->loop, u->h, u->obuf, u->olen, sws_token(u->index, SWS_T_UP_WRITE), &op) <
         0) {
         u->olen = 0; /* the failure is seen as an error on the upstream read */
         return;
@@ -562,7 +560,7 @@ static void arm_up_read(sws_proxy *px, px_sess *s) {
         return;
     if (PX_OUT - s->olen < SWS_UP_RBUF + PX_HEAD_SLACK)
         return; /* back-pressure: the client has not taken what we have */
-    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, SWS_TOKEN(u->index, SWS_UP_T_READ),
+    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, sws_token(u->index, SWS_T_UP_READ),
                 &u->read_op) == 0)
         u->read_armed = true;
 }
@@ -575,7 +573,7 @@ static void client_arm_read(sws_proxy *px, px_sess *s) {
     if (u && SWS_UP_OBUF - u->olen < PX_IN + PX_HEAD_SLACK)
         return;
     if (tl_read(px->w->loop, s->h, s->in + s->in_len, PX_IN - s->in_len,
-                SWS_TOKEN(s->index, PX_T_READ), &s->read_op) < 0) {
+                sws_token(s->index, SWS_T_PX_READ), &s->read_op) < 0) {
         sess_close(px, s);
         return;
     }
@@ -885,7 +883,7 @@ static void arm_tick(sws_proxy *px) {
     if (px->tick_armed)
         return;
     tl_op op;
-    if (tl_timer(px->w->loop, PX_TICK_MS, SWS_TOKEN(0, PX_T_TICK), &op) == 0)
+    if (tl_timer(px->w->loop, PX_TICK_MS, sws_token(0, SWS_T_PX_TICK), &op) == 0)
         px->tick_armed = true;
 }
 
@@ -921,55 +919,55 @@ static void on_tick(sws_proxy *px) {
         arm_tick(px);
 }
 
-void sws_proxy_dispatch(sws_worker *w, const tl_completion *e) {
-    sws_proxy *px = w->proxy;
-    uint32_t i = SWS_TOKEN_IDX(e->token);
-    unsigned tag = SWS_TOKEN_TAG(e->token);
+static void proxy_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) {
+    sws_proxy *px = sc->state;
+    uint32_t i = sws_token_index(e->token);
+    unsigned tag = sws_token_tag(e->token);
     if (e->flags & TL_CQE_BUFFER)
         tl_buffer_release(w->loop, e->u.buf.id); /* never asked for; kept safe */
     if (!px)
         return;
-    if (tag >= SWS_UP_T_CONNECT) {
-        if (tag == SWS_UP_T_CLOSE) {
+    if (tag >= SWS_T_UP_FIRST && tag <= SWS_T_UP_LAST) {
+        if (tag == SWS_T_UP_CLOSE) {
             sws_pool_closed(&px->pool, i);
             return;
         }
         sws_up_conn *u = sws_pool_conn(&px->pool, i);
         if (!u)
             return;
-        if (tag == SWS_UP_T_READ && u->state == SWS_UP_IDLE) {
+        if (tag == SWS_T_UP_READ && u->state == SWS_UP_IDLE) {
             sws_pool_idle_event(&px->pool, u); /* the watch: closed or spoke while idle */
             return;
         }
         if (u->owner != w->loop)
             SWS_ADD(px->pool.st.foreign_loop_uses, 1);
-        if (tag == SWS_UP_T_CONNECT)
+        if (tag == SWS_T_UP_CONNECT)
             on_up_connect(px, u, e);
-        else if (tag == SWS_UP_T_READ)
+        else if (tag == SWS_T_UP_READ)
             on_up_read(px, u, e);
-        else if (tag == SWS_UP_T_WRITE)
+        else if (tag == SWS_T_UP_WRITE)
             on_up_write(px, u, e);
         return;
     }
-    if (tag == PX_T_TICK) {
+    if (tag == SWS_T_PX_TICK) {
         on_tick(px);
         return;
     }
     if (i >= px->nslots || !px->slots[i] || !px->slots[i]->live)
         return;
     px_sess *s = px->slots[i];
-    if (tag == PX_T_READ)
+    if (tag == SWS_T_PX_READ)
         on_client_read(px, s, e);
-    else if (tag == PX_T_WRITE)
+    else if (tag == SWS_T_PX_WRITE)
         on_client_write(px, s, e);
-    else if (tag == PX_T_CLOSE)
+    else if (tag == SWS_T_PX_CLOSE)
         sess_free(px, s);
 }
 
-void sws_proxy_open(sws_worker *w, tl_handle h) {
-    sws_proxy *px = w->proxy;
+static void proxy_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
+    sws_proxy *px = sc->state;
     if (px->nfree == 0) {
-        tl_close(w->loop, h, SWS_TOKEN(px->nslots, PX_T_CLOSE));
+        tl_close(w->loop, h, sws_token(px->nslots, SWS_T_PX_CLOSE));
         return;
     }
     uint32_t i = px->free_idx[px->nfree - 1];
@@ -978,7 +976,7 @@ void sws_proxy_open(sws_worker *w, tl_handle h) {
         /* A slot is allocated on first use and reused: never one per request. */
         s = malloc(sizeof(*s));
         if (!s) {
-            tl_close(w->loop, h, SWS_TOKEN(px->nslots, PX_T_CLOSE));
+            tl_close(w->loop, h, sws_token(px->nslots, SWS_T_PX_CLOSE));
             return;
         }
         px->slots[i] = s;
@@ -1007,19 +1005,17 @@ void sws_proxy_open(sws_worker *w, tl_handle h) {
     client_arm_read(px, s);
 }
 
-uint32_t sws_proxy_extra_handles(const sws_config *cfg) {
-    if (cfg->scenario != SWS_SCENARIO_PROXY)
-        return 0;
+static uint32_t proxy_extra_handles(const sws_config *cfg) {
     /* One upstream per client, one more closing during a retry, and the pool. */
     return cfg->max_connections * 2 + cfg->proxy.pool_per_loop * (uint32_t)cfg->proxy.nupstreams;
 }
 
-int sws_proxy_init(sws_worker *w) {
+static int proxy_init(sws_worker *w, sws_scenario *sc) {
     const sws_config *cfg = w->cfg;
     sws_proxy *px = calloc(1, sizeof(*px));
     if (!px)
         return -ENOMEM;
-    w->proxy = px;
+    sc->state = px;
     px->w = w;
     px->nslots = cfg->max_connections + 1;
     px->slots = calloc(px->nslots, sizeof(*px->slots));
@@ -1029,15 +1025,16 @@ int sws_proxy_init(sws_worker *w) {
     for (uint32_t i = 0; i < px->nslots; i++)
         px->free_idx[i] = px->nslots - 1 - i;
     px->nfree = px->nslots;
-    int rc = sws_pool_init(&px->pool, w->loop, &cfg->proxy, sws_proxy_extra_handles(cfg));
+    int rc = sws_pool_init(&px->pool, w->loop, &cfg->proxy, proxy_extra_handles(cfg));
     if (rc < 0)
         return rc;
     arm_tick(px);
     return 0;
 }
 
-void sws_proxy_free(sws_worker *w) {
-    sws_proxy *px = w->proxy;
+static void proxy_free(sws_worker *w, sws_scenario *sc) {
+    (void)w;
+    sws_proxy *px = sc->state;
     if (!px)
         return;
     for (uint32_t i = 0; i < px->nslots && px->slots; i++)
@@ -1046,11 +1043,11 @@ void sws_proxy_free(sws_worker *w) {
     free(px->free_idx);
     sws_pool_free(&px->pool);
     free(px);
-    w->proxy = NULL;
+    sc->state = NULL;
 }
 
-void sws_proxy_drain(sws_worker *w, bool force) {
-    sws_proxy *px = w->proxy;
+static void proxy_drain(sws_worker *w, sws_scenario *sc, bool force) {
+    sws_proxy *px = sc->state;
     if (!px)
         return;
     px->draining = px->pool.draining = true;
@@ -1070,8 +1067,9 @@ void sws_proxy_drain(sws_worker *w, bool force) {
     arm_tick(px);
 }
 
-bool sws_proxy_finished(const sws_worker *w) {
-    const sws_proxy *px = w->proxy;
+static bool proxy_finished(const sws_worker *w, const sws_scenario *sc) {
+    (void)w;
+    const sws_proxy *px = sc->state;
     return !px || (px->nlive == 0 && px->pool.live == 0);
 }
 
@@ -1079,9 +1077,7 @@ static void metric_head(FILE *f, const char *name, const char *type, const char 
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-void sws_proxy_metrics(const sws_server *s, FILE *f) {
-    if (s->cfg->scenario != SWS_SCENARIO_PROXY)
-        return;
+static void proxy_metrics(const sws_server *s, FILE *f) {
     static const struct {
         const char *name, *type, *help;
         size_t off;
@@ -1108,7 +1104,7 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
     for (size_t k = 0; k < sizeof(per_loop) / sizeof(per_loop[0]); k++) {
         metric_head(f, per_loop[k].name, per_loop[k].type, per_loop[k].help);
         for (int i = 0; i < s->nloops; i++) {
-            const sws_proxy *px = s->workers[i].proxy;
+            const sws_proxy *px = s->workers[i].sc.state;
             if (!px)
                 continue;
             const sws_up_ctr *c =
@@ -1124,14 +1120,14 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
     }
     metric_head(f, "scalwsd_upstream_errors_total", "counter", "Upstream failures by kind.");
     for (int i = 0; i < s->nloops; i++) {
-        const sws_proxy *px = s->workers[i].proxy;
+        const sws_proxy *px = s->workers[i].sc.state;
         for (int k = 0; px && k < SWS_UPE_N; k++)
             fprintf(f, "scalwsd_upstream_errors_total{loop=\"%d\",kind=\"%s\"} %" PRIu64 "\n", i,
                     sws_up_err_names[k], SWS_GET(px->pool.st.errors[k]));
     }
     uint64_t b[SWS_UP_LAT_BUCKETS + 1] = {0}, sum = 0, count = 0;
     for (int i = 0; i < s->nloops; i++) {
-        const sws_proxy *px = s->workers[i].proxy;
+        const sws_proxy *px = s->workers[i].sc.state;
         if (!px)
             continue;
         for (int k = 0; k <= SWS_UP_LAT_BUCKETS; k++)
@@ -1153,11 +1149,45 @@ void sws_proxy_metrics(const sws_server *s, FILE *f) {
     fprintf(f, "scalwsd_upstream_latency_seconds_count %" PRIu64 "\n", count);
 }
 
-void sws_proxy_reconfigure(sws_worker *w) {
-    if (!w->proxy)
+/* After a reload switched w->cfg: the pool reads its timeouts from the new
+ * one, and the access log may have been turned on or off. */
+static void proxy_reload_commit(sws_worker *w, sws_scenario *sc) {
+    sws_proxy *px = sc->state;
+    if (!px)
         return;
-    w->proxy->pool.cfg = &w->cfg->proxy;
-    /* The access log may have been turned on or off. */
-    for (px_sess *s = w->proxy->active; s; s = s->next)
+    px->pool.cfg = &w->cfg->proxy;
+    for (px_sess *s = px->active; s; s = s->next)
         s->chk.req.log_fields = w->access_log ? s->log : NULL;
 }
+
+/* What the pools were built from cannot change without a restart. */
+static const char *proxy_reload_refuses(const sws_server *s, const sws_config *o,
+                                        const sws_config *n, char *buf, size_t len) {
+    (void)s;
+    (void)buf;
+    (void)len;
+    if (o->proxy.pool_per_loop != n->proxy.pool_per_loop)
+        return "[proxy] pool_per_loop changed";
+    if (o->proxy.pool_mode != n->proxy.pool_mode)
+        return "[proxy] pool changed";
+    bool ups = o->proxy.nupstreams == n->proxy.nupstreams;
+    for (int i = 0; ups && i < o->proxy.nupstreams; i++)
+        ups = strcmp(o->proxy.up[i].text, n->proxy.up[i].text) == 0;
+    if (!ups)
+        return "[proxy] upstream changed";
+    return NULL;
+}
+
+const sws_scenario_ops sws_proxy_ops = {
+    .name = "proxy",
+    .extra_handles = proxy_extra_handles,
+    .init = proxy_init,
+    .free = proxy_free,
+    .open = proxy_open,
+    .dispatch = proxy_dispatch,
+    .drain = proxy_drain,
+    .finished = proxy_finished,
+    .reload_refuses = proxy_reload_refuses,
+    .reload_commit = proxy_reload_commit,
+    .metrics = proxy_metrics,
+};

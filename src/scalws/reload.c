@@ -5,7 +5,6 @@
 #include "reload.h"
 
 #include "access_log.h"
-#include "proxy.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -57,15 +56,10 @@ void sws_reload_init(const sws_cli *cli, const sws_config *initial) {
     R.initial = initial;
 }
 
-/* The longest answer the loops' connection buffers were sized for (serve.c
- * init_worker: four answers per buffer). */
-static size_t answer_room(const sws_server *s) {
-    return s->workers[0].out_cap / 4;
-}
-
 /* What cannot change without a restart: the listeners, the loops, their handle
- * tables and buffers, the admin listener and the proxy's pools. NULL if none
- * changed, else the first one, described in buf. */
+ * tables and buffers, the admin listener, and what the scenario says (the
+ * proxy's pools, the respond answer's room). NULL if none changed, else the
+ * first one, described in buf. */
 static const char *fixed_change(const sws_server *s, const sws_config *o, const sws_config *n,
                                 char *buf, size_t len) {
 #define SAME(cond, what)                                                                           \
@@ -86,21 +80,9 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
     SAME(o->admin_enabled == n->admin_enabled &&
              (!o->admin_enabled || strcmp(o->admin.text, n->admin.text) == 0),
          "[admin] listen changed");
-    SAME(o->proxy.pool_per_loop == n->proxy.pool_per_loop, "[proxy] pool_per_loop changed");
-    SAME(o->proxy.pool_mode == n->proxy.pool_mode, "[proxy] pool changed");
-    bool ups = o->proxy.nupstreams == n->proxy.nupstreams;
-    for (int i = 0; ups && i < o->proxy.nupstreams; i++)
-        ups = strcmp(o->proxy.up[i].text, n->proxy.up[i].text) == 0;
-    SAME(ups, "[proxy] upstream changed");
 #undef SAME
-    size_t need = 512 + sizeof(n->content_type) + n->body_len;
-    if (need > answer_room(s)) {
-        snprintf(buf, len,
-                 "[respond] body of %zu bytes does not fit the connection buffers sized at start "
-                 "(up to %zu bytes)",
-                 n->body_len, answer_room(s) - 512 - sizeof(n->content_type));
-        return buf;
-    }
+    if (s->sc_ops->reload_refuses)
+        return s->sc_ops->reload_refuses(s, o, n, buf, len);
     return NULL;
 }
 
@@ -158,7 +140,7 @@ void sws_reload_begin(sws_server *s) {
     int failed = 0;
     for (int i = 0; i < s->nloops; i++) {
         tl_message m = {.value = (uint64_t)(uintptr_t)&g->cfg};
-        if (tl_loop_post(s->loops[i], SWS_TOKEN(SWS_POST_RELOAD, SWS_T_POST), &m) < 0) {
+        if (tl_loop_post(s->loops[i], sws_token(SWS_POST_RELOAD, SWS_T_POST), &m) < 0) {
             /* That loop stays on its config, which stays alive: it never leaves it. */
             fprintf(stderr, "scalwsd: SIGHUP: cannot post the reload to loop %d\n", i);
             failed++;
@@ -223,10 +205,11 @@ static void leave(const sws_config *c) {
 void sws_reload_apply(sws_worker *w, uint64_t value) {
     const sws_config *n = (const sws_config *)(uintptr_t)value;
     const sws_config *old = w->cfg;
-    /* The answer is rebuilt first: if that fails, this loop stays on its config
-     * and leaves the new one at once. The control thread checked that it fits. */
-    sws_respond r;
-    if (sws_respond_init(&r, n, &w->date) < 0) {
+    /* The scenario prepares first: if that fails, this loop stays on its
+     * config and leaves the new one at once. The control thread checked
+     * (reload_refuses) that it fits. */
+    const sws_scenario_ops *ops = w->sc.ops;
+    if (ops->reload_prepare && ops->reload_prepare(w, &w->sc, n) < 0) {
         fprintf(stderr,
                 "scalwsd: loop %d: cannot build the reloaded answer; keeping the old "
                 "configuration\n",
@@ -234,9 +217,6 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
         leave(n);
         return;
     }
-    sws_respond_free(&w->resp);
-    w->resp = r;
-    w->resp_max = r.cap < 512 ? 512 : (uint32_t)r.cap;
     /* Every parser points at w->limits: a copy, so this is the only write. */
     w->limits = n->limits;
     /* Reopened on every reload, so that HUP after a move also rotates the log. */
@@ -264,6 +244,7 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
             sws_peer_name(w->loop, c->h, c->peer, sizeof(c->peer));
     }
     w->cfg = n;
-    sws_proxy_reconfigure(w);
+    if (ops->reload_commit)
+        ops->reload_commit(w, &w->sc);
     leave(old);
 }

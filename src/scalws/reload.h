@@ -5,8 +5,8 @@
 
 #include "sws.h"
 
-/* The post token's index that says "reload": the value is the new config. */
-#define SWS_POST_RELOAD 1
+/* A reload is posted on sws_token(SWS_POST_RELOAD, SWS_T_POST) (token.h):
+ * the value is the new config. */
 
 /* Control thread, before the first reload: what to read again, and the config
  * the loops started with (main's, never freed). cli must outlive the server. */

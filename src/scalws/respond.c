@@ -1,11 +1,23 @@
-/* The `respond` scenario: a fixed answer from the config. The whole answer
- * (head + body) is prebuilt per loop for keep-alive and for close, and rebuilt
- * only when the Date changes, so answering a request is one memcpy. */
+/* The `respond` scenario: a fixed answer from the config, on the worker's HTTP
+ * connection. The whole answer (head + body) is prebuilt per loop for
+ * keep-alive and for close, and rebuilt only when the Date changes, so
+ * answering a request is one memcpy. */
+#include "access_log.h"
 #include "sws.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The prebuilt answer: head + body, for keep-alive and for close. */
+typedef struct sws_respond {
+    char *ka;
+    char *close;
+    uint32_t ka_len, ka_head;
+    uint32_t close_len, close_head;
+    uint32_t date_version;
+    size_t cap;
+} sws_respond;
 
 static uint32_t build(char *out, size_t cap, const sws_config *cfg, const char *date, bool ka,
                       uint32_t *head_len) {
@@ -17,32 +29,119 @@ static uint32_t build(char *out, size_t cap, const sws_config *cfg, const char *
     return (uint32_t)(h + cfg->body_len);
 }
 
-void sws_respond_refresh(sws_respond *r, const sws_config *cfg, const sws_date_cache *date) {
+static void refresh(sws_respond *r, const sws_config *cfg, const sws_date_cache *date) {
     r->ka_len = build(r->ka, r->cap, cfg, date->str, true, &r->ka_head);
     r->close_len = build(r->close, r->cap, cfg, date->str, false, &r->close_head);
     r->date_version = date->version;
 }
 
-int sws_respond_init(sws_respond *r, const sws_config *cfg, const sws_date_cache *date) {
+static void answer_free(sws_respond *r) {
+    free(r->ka);
+    free(r->close);
+    r->ka = r->close = NULL;
+}
+
+/* Room for the head: status line, fixed headers and the content type. */
+static size_t answer_cap(const sws_config *cfg) {
+    return 512 + sizeof(cfg->content_type) + cfg->body_len;
+}
+
+static int answer_build(sws_respond *r, const sws_config *cfg, const sws_date_cache *date) {
     memset(r, 0, sizeof(*r));
-    /* Room for the head: status line, fixed headers and the content type. */
-    r->cap = 512 + sizeof(cfg->content_type) + cfg->body_len;
+    r->cap = answer_cap(cfg);
     r->ka = malloc(r->cap);
     r->close = malloc(r->cap);
     if (!r->ka || !r->close) {
-        sws_respond_free(r);
+        answer_free(r);
         return -ENOMEM;
     }
-    sws_respond_refresh(r, cfg, date);
+    refresh(r, cfg, date);
     if (!r->ka_len || !r->close_len) {
-        sws_respond_free(r);
+        answer_free(r);
         return -EINVAL;
     }
     return 0;
 }
 
-void sws_respond_free(sws_respond *r) {
-    free(r->ka);
-    free(r->close);
-    r->ka = r->close = NULL;
+static int respond_init(sws_worker *w, sws_scenario *sc) {
+    sws_respond *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    sc->state = r;
+    int rc = answer_build(r, w->cfg, &w->date);
+    if (rc < 0)
+        return rc;
+    w->resp_max = (uint32_t)r->cap;
+    return 0;
 }
+
+static void respond_free(sws_worker *w, sws_scenario *sc) {
+    (void)w;
+    sws_respond *r = sc->state;
+    if (!r)
+        return;
+    answer_free(r);
+    free(r);
+    sc->state = NULL;
+}
+
+static int respond_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool ka) {
+    const sws_respond *resp = sc->state;
+    const sws_http_request *r = &c->parser.req;
+    const char *src = ka ? resp->ka : resp->close;
+    uint32_t head = ka ? resp->ka_head : resp->close_head;
+    uint32_t n = r->head ? head : ka ? resp->ka_len : resp->close_len;
+    memcpy(c->out + c->olen, src, n);
+    c->olen += n;
+    if (w->access_log)
+        sws_access_log_parsed(w, c->peer, &c->parser, w->cfg->status, r->head ? 0 : n - head);
+    return SWS_ANSWER_DONE;
+}
+
+static void respond_date_changed(sws_worker *w, sws_scenario *sc) {
+    refresh(sc->state, w->cfg, &w->date);
+}
+
+/* The connection buffers were sized at start for four answers (serve.c
+ * init_worker): a longer body needs a restart. */
+static const char *respond_reload_refuses(const sws_server *s, const sws_config *o,
+                                          const sws_config *n, char *buf, size_t len) {
+    (void)o;
+    size_t room = s->workers[0].out_cap / 4;
+    if (answer_cap(n) > room) {
+        snprintf(buf, len,
+                 "[respond] body of %zu bytes does not fit the connection buffers sized at start "
+                 "(up to %zu bytes)",
+                 n->body_len, room - 512 - sizeof(n->content_type));
+        return buf;
+    }
+    return NULL;
+}
+
+static int respond_reload_prepare(sws_worker *w, sws_scenario *sc, const sws_config *next) {
+    sws_respond fresh;
+    int rc = answer_build(&fresh, next, &w->date);
+    if (rc < 0)
+        return rc;
+    sws_respond *r = sc->state;
+    answer_free(r);
+    *r = fresh;
+    w->resp_max = r->cap < 512 ? 512 : (uint32_t)r->cap;
+    return 0;
+}
+
+const sws_scenario_ops sws_respond_ops = {
+    .name = "respond",
+    .init = respond_init,
+    .free = respond_free,
+    .open = sws_conn_open,
+    .dispatch = sws_conn_dispatch,
+    .answer = respond_answer,
+    .date_changed = respond_date_changed,
+    .turn_done = sws_conn_turn_done,
+    .sweep = sws_conn_sweep,
+    .drain = sws_conn_drain,
+    .finished = sws_conn_finished,
+    .reload_refuses = respond_reload_refuses,
+    .reload_prepare = respond_reload_prepare,
+};

@@ -6,7 +6,6 @@
 #include "access_log.h"
 #include "sws.h"
 
-#include "proxy.h"
 #include "reexec.h"
 #include "reload.h"
 
@@ -31,7 +30,7 @@ uint64_t sws_now_ms(void) {
 }
 
 static sws_conn *conn_of(sws_worker *w, uint64_t token) {
-    uint32_t i = SWS_TOKEN_IDX(token);
+    uint32_t i = sws_token_index(token);
     if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
         return NULL;
     return w->conns[i];
@@ -151,7 +150,7 @@ static void out_trim(sws_worker *w) {
 static void arm_recv(sws_worker *w, sws_conn *c) {
     if (c->recv_armed || c->closing)
         return;
-    int rc = tl_recv(w->loop, c->h, SWS_TOKEN(c->index, SWS_T_RECV), &c->recv_op);
+    int rc = tl_recv(w->loop, c->h, sws_token(c->index, SWS_T_RECV), &c->recv_op);
     if (rc < 0) {
         sws_conn_close(w, c);
         return;
@@ -174,7 +173,7 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
         return;
     c->closing = true;
     held_release_all(w, c);
-    if (tl_close(w->loop, c->h, SWS_TOKEN(c->index, SWS_T_CLOSE)) < 0) {
+    if (tl_close(w->loop, c->h, sws_token(c->index, SWS_T_CLOSE)) < 0) {
         /* A handle turnloop no longer knows: nothing will complete, free now. */
         c->live = false;
         if (c->starved)
@@ -188,14 +187,10 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
     }
 }
 
-static void conn_open(sws_worker *w, tl_handle h) {
-    if (w->proxy) {
-        sws_proxy_open(w, h);
-        return;
-    }
+void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     if (w->nfree == 0) {
         /* Cannot happen while slots = handle ceiling; closing is the safe answer. */
-        tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
+        tl_close(w->loop, h, sws_token(w->nslots, SWS_T_CLOSE));
         return;
     }
     uint32_t i = w->free_idx[w->nfree - 1];
@@ -205,7 +200,7 @@ static void conn_open(sws_worker *w, tl_handle h) {
          * allocation a connection ever causes, never one per request. */
         c = calloc(1, sizeof(*c)); /* zeroed: log_fields below is read */
         if (!c) {
-            tl_close(w->loop, h, SWS_TOKEN(w->nslots, SWS_T_CLOSE));
+            tl_close(w->loop, h, sws_token(w->nslots, SWS_T_CLOSE));
             return;
         }
         w->conns[i] = c;
@@ -216,6 +211,7 @@ static void conn_open(sws_worker *w, tl_handle h) {
     c->log_fields = log_fields;
     c->index = i;
     c->h = h;
+    c->sc = sc;
     c->hhead = c->htail = SWS_NIL;
     c->live = true;
     c->dl_kind = SWS_DL_FRESH;
@@ -254,20 +250,13 @@ static void set_idle_deadline(sws_worker *w, sws_conn *c) {
     }
 }
 
-/* Appends the answer to a complete request; room was checked before feeding. */
+/* A complete request: the scenario appends its answer (room for resp_max
+ * bytes was checked before feeding). */
 static void answer(sws_worker *w, sws_conn *c) {
     const sws_http_request *r = &c->parser.req;
     bool ka = r->keep_alive && !w->draining;
-    const char *src;
-    uint32_t n;
-    if (ka) {
-        src = w->resp.ka;
-        n = r->head ? w->resp.ka_head : w->resp.ka_len;
-    } else {
-        src = w->resp.close;
-        n = r->head ? w->resp.close_head : w->resp.close_len;
+    if (!ka)
         c->close_after = true;
-    }
     if (!out_take(w, c)) {
         /* Out of memory: this connection ends, the others keep their buffers. */
         sws_conn_close(w, c);
@@ -279,13 +268,21 @@ static void answer(sws_worker *w, sws_conn *c) {
         c->recv_paused = true;
         tl_cancel(w->loop, c->recv_op);
     }
-    memcpy(c->out + c->olen, src, n);
-    c->olen += n;
     c->served++;
     SWS_ADD(w->ctr.requests, 1);
-    if (w->access_log)
-        sws_access_log_parsed(w, c->peer, &c->parser, w->cfg->status,
-                              r->head ? 0 : n - (ka ? w->resp.ka_head : w->resp.close_head));
+    int rc = c->sc->ops->answer(w, c->sc, c, ka);
+    if (rc < 0) {
+        sws_conn_close(w, c);
+    } else if (rc == SWS_ANSWER_PENDING) {
+        /* The scenario must make progress within send_timeout (the sweep). */
+        c->answer_pending = true;
+        c->deadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+    }
+}
+
+void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
+    c->answer_pending = false;
+    set_idle_deadline(w, c);
 }
 
 static int status_slot(int status) {
@@ -337,7 +334,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             *off = len;
             break;
         }
-        if (c->olen + w->resp_max > w->out_cap)
+        if (c->answer_pending || c->olen + w->resp_max > w->out_cap)
             return false;
         size_t used;
         int st;
@@ -353,7 +350,8 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         if (rc == SWS_HTTP_REQUEST) {
             *off += (uint32_t)used;
             answer(w, c);
-            set_idle_deadline(w, c);
+            if (!c->answer_pending)
+                set_idle_deadline(w, c);
             continue;
         }
         answer_error(w, c, st);
@@ -379,16 +377,30 @@ static void start_linger(sws_worker *w, sws_conn *c) {
 }
 
 static bool tls_flush(sws_worker *w, sws_conn *c);
+static void pump(sws_worker *w, sws_conn *c);
 
 static void flush(sws_worker *w, sws_conn *c) {
     if (c->closing || c->write_inflight)
         return;
+    if (c->olen == 0 && c->answer_pending) {
+        /* The last part was written: the scenario appends the next one. */
+        if (c->sc->ops->more)
+            c->sc->ops->more(w, c->sc, c);
+        if (c->closing)
+            return;
+        if (c->olen == 0 && !c->answer_pending) {
+            pump(w, c); /* it ended with nothing more: on to held requests */
+            return;
+        }
+        if (c->olen == 0)
+            return; /* the scenario waits for its data; sws_conn_more follows */
+    }
     if (c->is_tls) {
         if (tls_flush(w, c))
             return;
     } else if (c->olen > 0) {
         tl_op op;
-        int rc = tl_write(w->loop, c->h, c->out, c->olen, SWS_TOKEN(c->index, SWS_T_WRITE), &op);
+        int rc = tl_write(w->loop, c->h, c->out, c->olen, sws_token(c->index, SWS_T_WRITE), &op);
         if (rc < 0) {
             sws_conn_close(w, c);
             return;
@@ -460,7 +472,7 @@ static void tls_failed(sws_worker *w, sws_conn *c) {
  * output is full (on_write resumes) or the connection ends. */
 static void tls_pump(sws_worker *w, sws_conn *c) {
     while (!c->closing && !c->close_after && !c->stash) {
-        if (c->olen + w->resp_max > w->out_cap) {
+        if (c->answer_pending || c->olen + w->resp_max > w->out_cap) {
             tls_pause(w, c);
             return;
         }
@@ -518,7 +530,7 @@ static void tls_resume(sws_worker *w, sws_conn *c) {
         buf_give(w, &c->stash);
     }
     tls_pump(w, c);
-    if (!c->closing && !c->stash && c->recv_paused && !c->close_after &&
+    if (!c->closing && !c->stash && c->recv_paused && !c->close_after && !c->answer_pending &&
         c->olen + w->resp_max <= w->out_cap) {
         c->recv_paused = false;
         arm_recv(w, c);
@@ -556,7 +568,7 @@ static bool tls_flush(sws_worker *w, sws_conn *c) {
     }
     size_t k = sws_tls_take(t, c->wire, w->out_cap);
     tl_op op;
-    if (tl_write(w->loop, c->h, c->wire, k, SWS_TOKEN(c->index, SWS_T_WRITE), &op) < 0) {
+    if (tl_write(w->loop, c->h, c->wire, k, sws_token(c->index, SWS_T_WRITE), &op) < 0) {
         sws_conn_close(w, c);
         return true;
     }
@@ -643,18 +655,21 @@ static void on_write(sws_worker *w, const tl_completion *e) {
     SWS_ADD(w->ctr.bytes_out, c->wlen);
     if (c->is_tls) {
         c->wlen = 0; /* wire is free again; out still holds unsealed plaintext */
-        tls_resume(w, c);
-        if (c->closing)
-            return;
-        flush(w, c);
-        if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE)
-            c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
+        pump(w, c);
         return;
     }
     if (c->olen > c->wlen)
         memmove(c->out, c->out + c->wlen, c->olen - c->wlen);
     c->olen -= c->wlen;
     c->wlen = 0;
+    pump(w, c);
+}
+
+/* After output moved: feeds held input (as far as there is room and no answer
+ * is pending), resumes receiving once nothing is held, and writes. */
+static void pump(sws_worker *w, sws_conn *c) {
+    if (c->is_tls)
+        tls_resume(w, c); /* a tls connection holds plaintext in its stash, not buffers */
     while (c->hcount && !c->closing) {
         sws_held *h = &w->hpool[c->hhead];
         uint32_t off = h->off;
@@ -667,7 +682,7 @@ static void on_write(sws_worker *w, const tl_completion *e) {
     }
     if (c->closing)
         return;
-    if (c->hcount == 0 && c->recv_paused) {
+    if (c->hcount == 0 && c->recv_paused && !c->is_tls) {
         c->recv_paused = false;
         if (!c->close_after)
             arm_recv(w, c);
@@ -675,12 +690,18 @@ static void on_write(sws_worker *w, const tl_completion *e) {
     flush(w, c);
     /* keepalive_timeout counts from the last answer written, not from when it
      * was queued: a slow but reading client is not cut as idle. */
-    if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE)
+    if (!c->closing && !c->write_inflight && c->olen == 0 && c->dl_kind == SWS_DL_IDLE &&
+        !c->answer_pending)
         c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
 }
 
+void sws_conn_more(sws_worker *w, sws_conn *c) {
+    if (!c->closing)
+        pump(w, c);
+}
+
 static void on_closed(sws_worker *w, const tl_completion *e) {
-    uint32_t i = SWS_TOKEN_IDX(e->token);
+    uint32_t i = sws_token_index(e->token);
     if (i >= w->nslots || !w->conns[i] || !w->conns[i]->live)
         return;
     sws_conn *c = w->conns[i];
@@ -714,7 +735,7 @@ static void rearm_starved(sws_worker *w) {
 static void arm_sweep(sws_worker *w) {
     if (w->sweep_armed || w->done)
         return;
-    if (tl_timer(w->loop, w->draining ? 100 : SWS_SWEEP_MS, SWS_TOKEN(0, SWS_T_SWEEP),
+    if (tl_timer(w->loop, w->draining ? 100 : SWS_SWEEP_MS, sws_token(0, SWS_T_SWEEP),
                  &w->sweep_op) == 0)
         w->sweep_armed = true;
 }
@@ -732,6 +753,19 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
         return;
     }
     uint64_t now = tl_loop_now(w->loop);
+    if (w->sc.ops->sweep)
+        w->sc.ops->sweep(w, &w->sc, now);
+    tl_loop_stats st;
+    tl_loop_get_stats(w->loop, &st);
+    atomic_store_explicit(&w->ctr.turns, st.turns, memory_order_relaxed);
+    atomic_store_explicit(&w->ctr.accept_pauses, st.accept_pauses, memory_order_relaxed);
+    if (!sws_worker_finished(w))
+        arm_sweep(w);
+}
+
+/* The HTTP connection's part of the sweep. */
+void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
+    (void)sc;
     for (sws_conn *c = w->active, *next; c; c = next) {
         next = c->next;
         if (c->closing)
@@ -751,7 +785,7 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
             sws_conn_close(w, c);
             continue;
         }
-        if (sws_http_partial(&c->parser) && !c->close_after) {
+        if (sws_http_partial(&c->parser) && !c->close_after && !c->answer_pending) {
             if (c->olen + 512 <= w->out_cap) {
                 answer_error(w, c, 408);
                 flush(w, c);
@@ -762,19 +796,13 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
     }
     rearm_starved(w);
     out_trim(w);
-    tl_loop_stats st;
-    tl_loop_get_stats(w->loop, &st);
-    atomic_store_explicit(&w->ctr.turns, st.turns, memory_order_relaxed);
-    atomic_store_explicit(&w->ctr.accept_pauses, st.accept_pauses, memory_order_relaxed);
-    if (!sws_worker_finished(w))
-        arm_sweep(w);
 }
 
 static void arm_accept(sws_worker *w) {
     if (!w->listener || w->listener_closing)
         return;
     tl_op op;
-    if (tl_accept(w->loop, w->listener, TL_ACCEPT_MULTISHOT, SWS_TOKEN(0, SWS_T_ACCEPT), &op) < 0)
+    if (tl_accept(w->loop, w->listener, TL_ACCEPT_MULTISHOT, sws_token(0, SWS_T_ACCEPT), &op) < 0)
         fprintf(stderr, "scalwsd: loop %d: cannot accept\n", w->index);
 }
 
@@ -782,42 +810,59 @@ static void on_accept(sws_worker *w, const tl_completion *e) {
     if (e->res >= 0 && e->u.accepted) {
         if (w->srv->handoff) {
             /* Handoff: this loop only accepts; the policy picks the worker. */
-            tl_handoff_dispatch(w->srv->handoff, w->loop, e->u.accepted, SWS_TOKEN(0, SWS_T_ADOPT));
+            tl_handoff_dispatch(w->srv->handoff, w->loop, e->u.accepted, sws_token(0, SWS_T_ADOPT));
         } else {
-            conn_open(w, e->u.accepted);
+            w->sc.ops->open(w, &w->sc, e->u.accepted);
         }
     }
     if ((e->flags & TL_CQE_FINAL) && !w->draining && e->res != -ECANCELED)
         arm_accept(w);
 }
 
-static void dispatch(sws_worker *w, const tl_completion *e) {
-    if (SWS_TOKEN_TAG(e->token) >= SWS_T_PROXY_FIRST) {
-        sws_proxy_dispatch(w, e);
-        return;
-    }
-    switch (SWS_TOKEN_TAG(e->token)) {
+/* The HTTP connection's completions. */
+void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) {
+    (void)sc;
+    switch (sws_token_tag(e->token)) {
     case SWS_T_RECV:
         on_recv(w, e);
         break;
     case SWS_T_WRITE:
         on_write(w, e);
         break;
+    case SWS_T_CLOSE:
+        on_closed(w, e);
+        break;
+    default:
+        if (e->flags & TL_CQE_BUFFER)
+            release(w, e->u.buf.id);
+        break;
+    }
+}
+
+void sws_conn_turn_done(sws_worker *w, sws_scenario *sc) {
+    (void)sc;
+    if (w->released && w->nstarved)
+        rearm_starved(w);
+}
+
+static void dispatch(sws_worker *w, const tl_completion *e) {
+    if (!sws_tag_is_worker(sws_token_tag(e->token))) {
+        w->sc.ops->dispatch(w, &w->sc, e);
+        return;
+    }
+    switch (sws_token_tag(e->token)) {
     case SWS_T_ACCEPT:
         on_accept(w, e);
         break;
     case SWS_T_ADOPT:
         if (e->res >= 0 && e->u.accepted)
-            conn_open(w, e->u.accepted);
-        break;
-    case SWS_T_CLOSE:
-        on_closed(w, e);
+            w->sc.ops->open(w, &w->sc, e->u.accepted);
         break;
     case SWS_T_SWEEP:
         on_sweep(w, e);
         break;
     case SWS_T_POST:
-        if (SWS_TOKEN_IDX(e->token) == SWS_POST_RELOAD)
+        if (sws_token_index(e->token) == SWS_POST_RELOAD)
             sws_reload_apply(w, e->u.msg.value);
         else if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
             sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
@@ -828,7 +873,7 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
         break;
     default:
         if (e->flags & TL_CQE_BUFFER)
-            release(w, e->u.buf.id);
+            tl_buffer_release(w->loop, e->u.buf.id);
         break;
     }
 }
@@ -840,13 +885,13 @@ static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms) {
         fprintf(stderr, "scalwsd: loop %d: turn failed: %s\n", w->index, tl_strerror(n));
         return false;
     }
-    if (sws_date_refresh(&w->date))
-        sws_respond_refresh(&w->resp, w->cfg, &w->date);
+    if (sws_date_refresh(&w->date) && w->sc.ops->date_changed)
+        w->sc.ops->date_changed(w, &w->sc);
     w->released = 0;
     for (int i = 0; i < n; i++)
         dispatch(w, &cq[i]);
-    if (w->released && w->nstarved)
-        rearm_starved(w);
+    if (w->sc.ops->turn_done)
+        w->sc.ops->turn_done(w, &w->sc);
     if (sws_worker_finished(w)) {
         if (w->sweep_armed && !w->sweep_cancelled) {
             tl_cancel(w->loop, w->sweep_op);
@@ -960,15 +1005,8 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
         w->hpool[k].next = k + 1 < SWS_RECV_BUFFERS ? k + 1 : SWS_NIL;
     w->hfree = 0;
     sws_date_init(&w->date);
-    int rc = sws_respond_init(&w->resp, cfg, &w->date);
-    if (rc < 0)
-        return rc;
-    w->resp_max = (uint32_t)w->resp.cap;
-    if (w->resp_max < 512)
-        w->resp_max = 512;
-    w->out_cap = 16384;
-    if (w->out_cap < 4 * w->resp_max)
-        w->out_cap = 4 * w->resp_max;
+    w->sc.ops = s->sc_ops;
+    w->resp_max = 512;
     if (cfg->access_log[0]) {
         w->access_log = fopen(cfg->access_log, "a");
         if (!w->access_log)
@@ -979,7 +1017,8 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
     tl_loop_options o = {0};
     /* Exactly max_connections plus the listener: accepting pauses at the
      * ceiling (turnloop#77) and the rest wait in the kernel's queue. */
-    o.max_handles = cfg->max_connections + (has_listener ? 1u : 0u) + sws_proxy_extra_handles(cfg);
+    o.max_handles = cfg->max_connections + (has_listener ? 1u : 0u) +
+                    (w->sc.ops->extra_handles ? w->sc.ops->extra_handles(cfg) : 0);
     o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
                 : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
                                                     : TL_BACKEND_AUTO;
@@ -990,16 +1029,25 @@ static int init_worker(sws_server *s, sws_worker *w, int index, bool has_listene
         o.backend = TL_BACKEND_EPOLL;
     o.recv_buffers = SWS_RECV_BUFFERS;
     o.recv_buffer_size = 16384;
-    rc = tl_loop_new(&w->loop, &o);
-    if (rc == 0 && cfg->scenario == SWS_SCENARIO_PROXY)
-        rc = sws_proxy_init(w);
-    return rc;
+    int rc = tl_loop_new(&w->loop, &o);
+    if (rc == 0)
+        rc = w->sc.ops->init(w, &w->sc);
+    if (rc < 0)
+        return rc;
+    if (w->resp_max < 512)
+        w->resp_max = 512;
+    /* Room for four of the scenario's longest answers (reload.c relies on it). */
+    w->out_cap = 16384;
+    if (w->out_cap < 4 * w->resp_max)
+        w->out_cap = 4 * w->resp_max;
+    return 0;
 }
 
 int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
     int rc;
     memset(s, 0, sizeof(*s));
     s->cfg = cfg;
+    s->sc_ops = sws_scenario_ops_of(cfg->scenario);
     s->shared_fd = -1;
     s->started_ms = sws_now_ms();
     pthread_mutex_init(&s->shared_lock, NULL);
@@ -1151,7 +1199,7 @@ listening:
     }
     if (route == SWS_ACCEPT_ACCEPTOR) {
         rc = tl_acceptor_start(&s->acceptor, s->shared_fd, s->nthreads, s->loops, s->nloops,
-                               TL_HANDOFF_LEAST_LOADED, SWS_TOKEN(0, SWS_T_ADOPT));
+                               TL_HANDOFF_LEAST_LOADED, sws_token(0, SWS_T_ADOPT));
         if (rc < 0) {
             snprintf(err, errlen, "cannot start acceptor threads: %s", tl_strerror(rc));
             return rc;
@@ -1229,7 +1277,8 @@ void sws_server_free(sws_server *s) {
         sws_worker *w = &s->workers[i];
         if (w->loop)
             tl_loop_free(w->loop);
-        sws_proxy_free(w);
+        if (w->sc.ops)
+            w->sc.ops->free(w, &w->sc);
         for (uint32_t k = 0; k < w->nslots && w->conns; k++)
             if (w->conns[k]) {
                 sws_tls_conn_free(&w->conns[k]->tls);
@@ -1246,7 +1295,6 @@ void sws_server_free(sws_server *s) {
         free(w->free_idx);
         free(w->hpool);
         free(w->tls_plain);
-        sws_respond_free(&w->resp);
         if (w->access_log)
             fclose(w->access_log);
     }

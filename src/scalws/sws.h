@@ -12,8 +12,10 @@
 
 #include "config.h"
 #include "cpu.h"
+#include "scenario.h"
 #include "sws_http.h"
 #include "sws_tls.h"
+#include "token.h"
 #include "turnloop.h"
 
 #define SWS_VERSION "0.1.0"
@@ -57,26 +59,6 @@ typedef struct sws_counters {
     sws_ctr tls_failed[SWS_TLS_FAIL_N]; /* by sws_tls_fail */
 } sws_counters;
 
-/* Token layout: connection index << 8 | tag. */
-enum sws_tag {
-    SWS_T_ACCEPT = 1,
-    SWS_T_RECV,
-    SWS_T_WRITE,
-    SWS_T_CLOSE,
-    SWS_T_ADOPT,
-    SWS_T_SWEEP,
-    SWS_T_POST,
-    SWS_T_LISTENER_CLOSE,
-};
-/* Tags from 32 up belong to the proxy scenario (proxy.c, upstream.c). */
-#define SWS_T_PROXY_FIRST 32
-#define SWS_TOKEN(idx, tag) (((uint64_t)(idx) << 8) | (uint64_t)(tag))
-#define SWS_TOKEN_IDX(t) ((uint32_t)((t) >> 8))
-#define SWS_TOKEN_TAG(t) ((unsigned)((t)&0xffu))
-
-/* Messages from the control thread (tl_loop_post, value). */
-enum { SWS_MSG_DRAIN = 1, SWS_MSG_FORCE = 2 };
-
 enum sws_deadline { SWS_DL_IDLE = 0, SWS_DL_HEADER, SWS_DL_FRESH };
 
 /* A loop buffer whose bytes wait for room in the connection's output. The
@@ -94,6 +76,7 @@ typedef struct sws_held {
 typedef struct sws_conn {
     uint32_t index;
     tl_handle h;
+    sws_scenario *sc; /* answers its requests (routes will set it per request) */
     tl_op recv_op;
     bool live; /* between open and the close completion */
     bool recv_armed;
@@ -105,6 +88,7 @@ typedef struct sws_conn {
     bool linger;      /* the peer may still be sending: half-close, drain, then close */
     bool lingering;   /* write side shut; input is read and dropped until EOF */
     bool peer_eof;
+    bool answer_pending; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
     uint8_t dl_kind;
     uint64_t deadline;
     uint64_t wdeadline; /* while write_inflight: close if the write has not completed by then */
@@ -132,17 +116,6 @@ typedef struct sws_conn {
     char *stash;
     uint32_t stash_off, stash_len;
 } sws_conn;
-
-/* The prebuilt respond answer: head + body, for keep-alive and for close,
- * rebuilt when the Date changes (once a second at most). */
-typedef struct sws_respond {
-    char *ka;
-    char *close;
-    uint32_t ka_len, ka_head;
-    uint32_t close_len, close_head;
-    uint32_t date_version;
-    size_t cap;
-} sws_respond;
 
 struct sws_server;
 
@@ -183,15 +156,14 @@ typedef struct sws_worker {
     uint32_t hfree;    /* free list head */
     uint32_t released; /* buffers given back this turn */
     sws_date_cache date;
-    sws_respond resp;
-    uint32_t resp_max; /* the longest answer this loop may append */
+    uint32_t resp_max; /* the longest answer the scenario appends at once (>= 512) */
     char clf_date[32];
     time_t clf_sec;
     FILE *access_log;
     sws_counters ctr;
-    double cpu_seen;         /* control thread only: the last CPU time read (admin.c) */
-    struct sws_proxy *proxy; /* scenario proxy: this loop's sessions and upstream pool */
-    char *tls_plain;         /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
+    double cpu_seen; /* control thread only: the last CPU time read (admin.c) */
+    sws_scenario sc; /* what this loop serves (scenario.h); never named by the worker */
+    char *tls_plain; /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
 } sws_worker;
 
 typedef struct sws_server {
@@ -215,7 +187,8 @@ typedef struct sws_server {
     _Atomic int drain;  /* 0 serving, 1 draining, 2 forced */
     uint64_t started_ms;
     const char *backend;
-    sws_tls_keys *tls_keys; /* ticket keys: rotated by the control thread */
+    const sws_scenario_ops *sc_ops; /* every loop's; the control thread's metrics */
+    sws_tls_keys *tls_keys;         /* ticket keys: rotated by the control thread */
     uint64_t tls_rotated_ms;
 } sws_server;
 
@@ -223,11 +196,6 @@ typedef struct sws_server {
 int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen);
 void sws_server_free(sws_server *s);
 uint64_t sws_now_ms(void);
-
-/* respond.c */
-int sws_respond_init(sws_respond *r, const sws_config *cfg, const sws_date_cache *date);
-void sws_respond_refresh(sws_respond *r, const sws_config *cfg, const sws_date_cache *date);
-void sws_respond_free(sws_respond *r);
 
 /* drain.c: loop side */
 void sws_worker_drain(sws_worker *w, bool force);
@@ -243,11 +211,23 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd);
 int sws_admin_open(const sws_config *cfg, char *err, size_t errlen);
 void sws_admin_serve_one(sws_server *s, int listen_fd);
 
-/* conn helpers shared by serve.c and drain.c */
+/* The HTTP connection (serve.c), for the scenarios that answer on it: their
+ * connection hooks (scenario.h) and what `answer` and `more` may call. */
+void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h);
+void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e);
+void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force);
+bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc);
+void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now);
+void sws_conn_turn_done(sws_worker *w, sws_scenario *sc);
+/* A pending answer (SWS_ANSWER_PENDING) is complete; the connection goes on
+ * with the next request once its output is written. */
+void sws_conn_answer_end(sws_worker *w, sws_conn *c);
+/* Outside a hook (a file read completed): the scenario appended to c->out or
+ * ended its answer; write it, and go on with held input. */
+void sws_conn_more(sws_worker *w, sws_conn *c);
 void sws_conn_close(sws_worker *w, sws_conn *c);
 /* Where c's parser keeps Referer and User-Agent: NULL while the access log is
  * off (nothing is kept, or allocated), else storage kept with the slot. */
 char *sws_conn_log_fields(sws_worker *w, sws_conn *c);
-void sws_conn_try_finish(sws_worker *w, sws_conn *c);
 
 #endif

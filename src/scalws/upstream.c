@@ -21,7 +21,7 @@ const char *const sws_up_err_names[SWS_UPE_N] = {"refused",      "unreachable", 
                                                  "read_timeout", "reset",       "truncated",
                                                  "bad_response", "other"};
 
-#define UP_TOKEN(i, tag) SWS_TOKEN(i, tag)
+#define UP_TOKEN(i, tag) sws_token(i, tag)
 
 /* The shared pool: detached transports, a LIFO per upstream. Each loop's pool
  * adds pool_per_loop entries of room, so both modes keep as many idle
@@ -213,7 +213,7 @@ static void close_conn(sws_pool *p, sws_up_conn *u) {
         return;
     u->state = SWS_UP_CLOSING;
     u->sess = SWS_NIL;
-    if (tl_close(p->loop, u->h, UP_TOKEN(u->index, SWS_UP_T_CLOSE)) < 0)
+    if (tl_close(p->loop, u->h, UP_TOKEN(u->index, SWS_T_UP_CLOSE)) < 0)
         free_slot(p, u); /* unknown to turnloop: nothing will complete */
 }
 
@@ -288,7 +288,7 @@ int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int hint) {
     tl_op op;
     const sws_upstream_addr *a = &p->cfg->up[up];
     int rc = tl_connect(p->loop, (const struct sockaddr *)&a->ss, a->len,
-                        UP_TOKEN(i, SWS_UP_T_CONNECT), &u->h, &op);
+                        UP_TOKEN(i, SWS_T_UP_CONNECT), &u->h, &op);
     if (rc < 0)
         return rc;
     p->nfree--;
@@ -312,7 +312,7 @@ void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep) {
         /* The watch: end of stream, an error or stray bytes while idle drop
          * the connection at once (sws_pool_idle_event), so a reuse rarely
          * meets a dead one. */
-        if (tl_read(p->loop, u->h, u->rbuf, SWS_UP_RBUF, UP_TOKEN(u->index, SWS_UP_T_READ),
+        if (tl_read(p->loop, u->h, u->rbuf, SWS_UP_RBUF, UP_TOKEN(u->index, SWS_T_UP_READ),
                     &u->read_op) == 0) {
             u->read_armed = true;
             u->state = SWS_UP_IDLE;

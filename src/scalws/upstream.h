@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "proxy_config.h"
+#include "token.h"
 #include "turnloop.h"
 
 typedef _Atomic uint64_t sws_up_ctr;
@@ -90,12 +91,6 @@ typedef struct sws_pool {
     bool shared_user; /* counted among the shared pool's users */
     sws_up_stats st;
 } sws_pool;
-
-/* Token tags, above serve.c's. */
-#define SWS_UP_T_CONNECT 40
-#define SWS_UP_T_READ 41
-#define SWS_UP_T_WRITE 42
-#define SWS_UP_T_CLOSE 43
 
 int sws_pool_init(sws_pool *p, tl_loop *loop, const sws_proxy_config *cfg, uint32_t nslots);
 void sws_pool_free(sws_pool *p);

@@ -1,0 +1,117 @@
+/* The scenario interface: what a worker asks of the scenario it serves, and
+ * nothing else. A worker (serve.c) knows connections and loops; it never
+ * names a scenario. Each scenario fills one sws_scenario_ops, as a backend
+ * fills tl_backend_ops, and is listed once in scenario.c.
+ *
+ * Two kinds of scenario fill it:
+ *  - those that answer HTTP requests on the worker's HTTP connection (conn.h:
+ *    parser, limits, keep-alive, output buffer, access log) use sws_conn_open
+ *    and friends for the connection hooks and fill `answer` (respond, static);
+ *  - those that own their connections whole (proxy) fill the connection hooks
+ *    themselves and leave `answer` NULL.
+ *
+ * Every hook runs on the worker's loop thread, except reload_refuses and
+ * metrics, which the control thread calls. Hooks marked optional may be NULL. */
+#ifndef SWS_SCENARIO_H
+#define SWS_SCENARIO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "token.h"
+#include "turnloop.h"
+
+struct sws_worker;
+struct sws_server;
+struct sws_conn;
+typedef struct sws_scenario sws_scenario;
+
+/* What `answer` returns. */
+enum {
+    /* The whole answer is in c->out. */
+    SWS_ANSWER_DONE = 0,
+    /* Its head is in c->out and more follows (a file body): the connection
+     * reads no further request until the scenario calls sws_conn_answer_end.
+     * Meanwhile `more` is called each time c->out has been written out. */
+    SWS_ANSWER_PENDING = 1,
+};
+
+typedef struct sws_scenario_ops {
+    const char *name; /* as in [server] scenario */
+
+    /* Handles the loop needs beyond max_connections and the listener, asked
+     * before the loop exists (its ceiling is fixed at creation). Optional. */
+    uint32_t (*extra_handles)(const sws_config *cfg);
+    /* Per-loop state into sc->state, once the loop exists; also sets
+     * w->resp_max when the scenario appends more than 512 bytes at once to a
+     * connection's output. A negative errno fails the start. */
+    int (*init)(struct sws_worker *w, sws_scenario *sc);
+    /* After the loop is freed; also after a failed or partial init. */
+    void (*free)(struct sws_worker *w, sws_scenario *sc);
+
+    /* A connection this loop accepted or was handed. */
+    void (*open)(struct sws_worker *w, sws_scenario *sc, tl_handle h);
+    /* A completion whose tag is not the worker's (>= SWS_T_SCENARIO_FIRST). */
+    void (*dispatch)(struct sws_worker *w, sws_scenario *sc, const tl_completion *e);
+
+    /* HTTP connection scenarios: c->parser.req is a complete request. Append
+     * the answer (at most w->resp_max bytes, for which there is room) at
+     * c->out + c->olen; keep_alive says whether it may keep the connection
+     * (its Connection header). The connection has counted the request.
+     * Returns SWS_ANSWER_DONE, SWS_ANSWER_PENDING, or a negative errno that
+     * closes the connection. NULL for scenarios that own their connections. */
+    int (*answer)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c, bool keep_alive);
+    /* After SWS_ANSWER_PENDING: c->out is empty again. Append the next part
+     * (up to w->out_cap - c->olen bytes) or, with nothing at hand yet, append
+     * nothing and call sws_conn_more later; sws_conn_answer_end when the
+     * answer is complete. Optional (only for scenarios that return PENDING). */
+    void (*more)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c);
+
+    /* The loop's rhythm. All optional. date_changed: once a second at most,
+     * before the turn's completions are dispatched (a prebuilt Date header).
+     * turn_done: after a turn's completions. sweep: once a second (100 ms
+     * while draining), with the loop's clock; idle and slow connections. */
+    void (*date_changed)(struct sws_worker *w, sws_scenario *sc);
+    void (*turn_done)(struct sws_worker *w, sws_scenario *sc);
+    void (*sweep)(struct sws_worker *w, sws_scenario *sc, uint64_t now);
+
+    /* Draining (the listener is already closing): close what is idle, answer
+     * the rest with Connection: close; force closes everything. */
+    void (*drain)(struct sws_worker *w, sws_scenario *sc, bool force);
+    /* True once the scenario holds no connection or handle of the loop. */
+    bool (*finished)(const struct sws_worker *w, const sws_scenario *sc);
+
+    /* Reload, on the control thread, before anything is posted: why the new
+     * config cannot be served without a restart (written into buf), or NULL.
+     * Optional. */
+    const char *(*reload_refuses)(const struct sws_server *s, const sws_config *o,
+                                  const sws_config *n, char *buf, size_t len);
+    /* Reload, on the loop, step 1: build what the new config needs without
+     * touching what serves now. A negative errno refuses it: this loop keeps
+     * its old configuration. Optional. */
+    int (*reload_prepare)(struct sws_worker *w, sws_scenario *sc, const sws_config *next);
+    /* Reload, step 2: w->cfg, w->limits and w->access_log are the new ones;
+     * switch to them. Cannot fail. Optional. */
+    void (*reload_commit)(struct sws_worker *w, sws_scenario *sc);
+
+    /* Control thread: the scenario's lines of /metrics (Prometheus text),
+     * from relaxed counters only. Optional. */
+    void (*metrics)(const struct sws_server *s, FILE *f);
+} sws_scenario_ops;
+
+/* A scenario serving on one loop. Routes (issue 22) will hold several per
+ * loop, one per route; the hooks take it explicitly for that reason. */
+struct sws_scenario {
+    const sws_scenario_ops *ops;
+    void *state; /* the scenario's per-loop state; owned by ops->init/free */
+};
+
+/* The ops of a configured scenario (scenario.c), never NULL. */
+const sws_scenario_ops *sws_scenario_ops_of(sws_scenario_kind kind);
+
+extern const sws_scenario_ops sws_respond_ops; /* respond.c */
+extern const sws_scenario_ops sws_proxy_ops;   /* proxy.c */
+
+#endif
