@@ -21,8 +21,8 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: scalwsd [options]\n"
-            "  -c, --config FILE        ini file ([server] [respond] [limits] [tls] [admin]); every key\n"
-            "                           has a default, so none is needed\n"
+            "  -c, --config FILE        ini file ([server] [respond] [limits] [tls] [proxy]\n"
+            "                           [admin]); every key has a default, so none is needed\n"
             "  -l, --listen ADDR        listen on host:port (overrides [server] listen)\n"
             "  -w, --worker-threads N   number of event loops (overrides [server] event_loops);\n"
             "                           with event_loops = 0, threads of the shared loop\n"

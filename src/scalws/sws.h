@@ -186,7 +186,7 @@ typedef struct sws_server {
     tl_loop **loops;
     tl_handoff *handoff;
     tl_acceptor *acceptor;
-    int shared_fd; /* the listening socket of exclusive/herd/acceptor, or -1 */
+    int shared_fd;   /* the listening socket of exclusive/herd/acceptor, or -1 */
     int *listen_fds; /* every distinct listening socket, for a SIGUSR2 re-exec */
     int nlisten_fds;
     pthread_mutex_t shared_lock;
