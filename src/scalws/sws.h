@@ -18,7 +18,7 @@
 #include "token.h"
 #include "turnloop.h"
 
-#define SWS_VERSION "0.1.0"
+#define SWS_VERSION TL_VERSION_STRING /* one project, one version (project() in CMakeLists.txt) */
 
 /* Single writer (the worker), many readers (the control thread): a relaxed
  * load + store is enough and costs a plain add, never a locked one. */
@@ -153,7 +153,7 @@ typedef struct sws_worker {
     uint32_t nfree;
     uint32_t out_cap;
     /* Output buffers: a connection holds one only while it has output, so an
-     * idle connection costs no buffer (see out_take in serve.c). */
+     * idle connection costs no buffer (see out_take in conn.c). */
     char **out_free; /* free buffers, a stack with room for one per slot */
     uint32_t out_nfree;
     uint32_t out_used; /* buffers held by connections */
