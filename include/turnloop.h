@@ -127,6 +127,11 @@ typedef struct tl_loop_options {
  * left behind. The capability is per loop, never process-wide. A server has
  * no reason to set it. */
 #define TL_LOOP_NO_DISTRIBUTE 0x1u
+/* Simulates a kernel without SO_ATTACH_REUSEPORT_CBPF (before 4.5), so that
+ * tests can show a CPU-steered route refused with nothing left behind. The
+ * refusal happens where the real one would: at the setsockopt, after the
+ * listeners are bound, so the undo is what gets tested. Per loop. */
+#define TL_LOOP_NO_CPU_STEER 0x2u
 
 /* Counters a host may read from the loop's own thread. Monotonic. */
 typedef struct tl_loop_stats {
@@ -371,6 +376,18 @@ int tl_loop_post_transport(tl_loop *loop, const tl_detached *d, uint64_t token);
 int tl_route_reuse_port(tl_loop **loops, int n, const struct sockaddr *addr, socklen_t addrlen,
                         int backlog, tl_handle *out);
 
+/* CPU-steered kernel distribution: the listeners of tl_route_reuse_port, plus
+ * a classic BPF program (SO_ATTACH_REUSEPORT_CBPF) that makes the kernel pick
+ * the listener of the CPU that processed the connection's SYN instead of
+ * hashing the 4-tuple. Listener i is made by loops[i] in order, so it is index
+ * i of the kernel's group. cpus[i] is the CPU loops[i] runs on (the host pins
+ * it); a SYN on a CPU not in cpus goes to listener cpu % n. cpus NULL: cpu % n
+ * for all (loop i on CPU i). Where the kernel has no such option (or a loop
+ * has TL_LOOP_NO_CPU_STEER) it is refused with -EOPNOTSUPP and every listener
+ * already made is closed. Same threading rule as tl_route_reuse_port. */
+int tl_route_reuse_port_cpu(tl_loop **loops, int n, const struct sockaddr *addr, socklen_t addrlen,
+                            int backlog, const int *cpus, tl_handle *out);
+
 /* Handoff: one accepting loop hands connections to sibling loops. */
 typedef enum tl_handoff_policy {
     TL_HANDOFF_ROUND_ROBIN = 0,
@@ -395,6 +412,24 @@ int tl_handoff_dispatch(tl_handoff *ho, tl_loop *acceptor, tl_handle accepted, u
 
 /* Per-worker count of transports handed out so far (0 for an index out of range). */
 uint64_t tl_handoff_count(const tl_handoff *ho, int worker);
+
+/* Several accepting loops (the next move when one acceptor saturates):
+ * acceptors[a] gets its own listener listeners[a], bound with
+ * TL_REUSE_PORT_SHARE on one address (port 0: the first one's port), and its
+ * own handoff handoffs[a] over a fixed subset of the workers, the ones
+ * tl_handoff_subset() names, with policy (round-robin exact within the
+ * subset; least-loaded across it). An acceptor may also be a worker. Which
+ * listener a connection reaches is the kernel's: SHARE promises nothing, and
+ * on Linux (SO_REUSEPORT) it is the 4-tuple hash. Needs 1 <= k <= n. On error
+ * every listener and handoff made is undone. Free each handoff with
+ * tl_handoff_free(); the listeners are handles of their loops. */
+int tl_route_handoff_group(tl_loop **acceptors, int k, tl_loop **workers, int n,
+                           tl_handoff_policy policy, const struct sockaddr *addr, socklen_t addrlen,
+                           int backlog, tl_handle *listeners, tl_handoff **handoffs);
+
+/* The workers acceptor a of k feeds out of n: [*first, *first + result), a
+ * contiguous block; blocks differ in size by at most one. */
+int tl_handoff_subset(int n, int k, int a, int *first);
 
 /* Whether listeners of this loop can DISTRIBUTE: the platform's answer,
  * unless the loop was made with TL_LOOP_NO_DISTRIBUTE. */

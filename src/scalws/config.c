@@ -420,6 +420,11 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
                  c->listen_origin);
         return -EINVAL;
     }
+    if (c->acceptors > 1 && c->accept != SWS_ACCEPT_HANDOFF) {
+        snprintf(err, errlen, "%s: [server] acceptors = %d needs accept = handoff (not %s)",
+                 cli->config ? cli->config : "config", c->acceptors, sws_accept_name(c->accept));
+        return -EINVAL;
+    }
     if (c->scenario == SWS_SCENARIO_PROXY && c->proxy.nupstreams == 0) {
         snprintf(err, errlen, "%s: scenario proxy needs [proxy] upstream (or --upstream)",
                  cli->config ? cli->config : "--scenario");

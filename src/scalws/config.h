@@ -22,6 +22,7 @@ typedef enum sws_accept_route {
     SWS_ACCEPT_EXCLUSIVE,
     SWS_ACCEPT_ACCEPTOR,
     SWS_ACCEPT_HERD,
+    SWS_ACCEPT_REUSE_PORT_CPU, /* reuse-port, the kernel steering by the SYN's CPU (BPF) */
 } sws_accept_route;
 
 typedef enum sws_scenario_kind { SWS_SCENARIO_RESPOND = 0, SWS_SCENARIO_PROXY } sws_scenario_kind;
@@ -46,6 +47,7 @@ typedef struct sws_config {
     int event_loops;         /* -1 auto; 0 the shared baseline; N */
     int worker_threads;      /* threads of the shared baseline; -1 auto */
     sws_accept_route accept;
+    int acceptors; /* accept = handoff: accepting loops, each feeding its own subset */
     sws_backend backend;
     uint32_t drain_timeout_ms;
     char access_log[256]; /* empty: none */

@@ -10,8 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const accept_names[] = {"reuse-port", "handoff", "exclusive",
-                                           "acceptor",   "herd",    NULL};
+/* In the order of sws_accept_route. */
+static const char *const accept_names[] = {"reuse-port", "handoff",        "exclusive", "acceptor",
+                                           "herd",       "reuse-port-cpu", NULL};
 static const char *const backend_names[] = {"auto", "epoll", "uring", NULL};
 static const char *const scenario_names[] = {"respond", "proxy", NULL};
 static const char *const pool_names[] = {"per_loop", "shared", NULL};
@@ -234,7 +235,10 @@ const sws_key sws_config_keys[] = {
     CUSTOM("server", "worker_threads", parse_worker_threads, format_worker_threads, "auto", RESTART,
            "threads of the shared loop (event_loops = 0)"),
     ENUM("server", "accept", accept, accept_names, "reuse-port", RESTART,
-         "how loops share the listener: reuse-port, handoff, exclusive, acceptor, herd"),
+         "how loops share the listener: reuse-port, reuse-port-cpu, handoff, exclusive, "
+         "acceptor, herd"),
+    UINT("server", "acceptors", acceptors, 1, 1024, "1", RESTART,
+         "accept = handoff: accepting loops, each feeding its own block of loops"),
     ENUM("server", "backend", backend, backend_names, "auto", RESTART,
          "auto (io_uring where it works, else epoll), epoll or uring"),
     MS("server", "drain_timeout", drain_timeout_ms, 0, "10s", RELOAD,
