@@ -95,7 +95,16 @@ static char *metrics_text(sws_server *s, size_t *len) {
     M("scalwsd_recv_starved_total", "counter", "Receives ended for lack of a loop buffer.",
       recv_starved);
     M("scalwsd_send_timeouts_total", "counter", "Writes cut by send_timeout.", send_timeouts);
+    M("scalwsd_tls_handshakes_total", "counter", "TLS handshakes completed.", tls_handshakes);
+    M("scalwsd_tls_resumed_total", "counter", "TLS handshakes that resumed a session.",
+      tls_resumed);
 #undef M
+    fprintf(f, "# HELP scalwsd_tls_failed_total TLS connections that failed, by reason.\n"
+               "# TYPE scalwsd_tls_failed_total counter\n");
+    for (int i = 0; i < s->nloops; i++)
+        for (int k = 1; k < SWS_TLS_FAIL_N; k++)
+            fprintf(f, "scalwsd_tls_failed_total{loop=\"%d\",reason=\"%s\"} %" PRIu64 "\n", i,
+                    sws_tls_fail_name((sws_tls_fail)k), CTR(&s->workers[i], tls_failed[k]));
     static const char *const codes[SWS_ST_N] = {"400", "408", "413", "414",
                                                 "431", "502", "504", "other"};
     fprintf(f, "# HELP scalwsd_errors_total Error answers by status.\n"
@@ -171,6 +180,19 @@ static char *status_json(sws_server *s, size_t *len) {
     }
     json_object_set_new(root, "accept", accept);
     json_object_set_new(root, "imbalance", imb);
+    if (s->cfg->tls_server) {
+        sws_tls_info ti;
+        sws_tls_server_info(s->cfg->tls_server, &ti);
+        json_object_set_new(root, "tls",
+                            json_pack("{s:s, s:s, s:b, s:b, s:b, s:i, s:I}", "protocols",
+                                      ti.protocols, "records", ti.ktls_live ? "ktls" : "memory_bio",
+                                      "ktls_kernel_module", ti.ktls_kernel, "tickets", ti.tickets,
+                                      "ocsp", ti.ocsp, "session_cache", (int)ti.session_cache,
+                                      "ticket_key_rotations",
+                                      (json_int_t)sws_tls_keys_rotations(s->tls_keys)));
+    } else {
+        json_object_set_new(root, "tls", json_null());
+    }
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (text) {

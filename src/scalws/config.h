@@ -14,6 +14,7 @@
 
 #include "proxy_config.h"
 #include "sws_http.h"
+#include "tls_config.h"
 
 typedef enum sws_accept_route {
     SWS_ACCEPT_REUSE_PORT = 0,
@@ -59,6 +60,7 @@ typedef struct sws_static_config {
 typedef struct sws_config {
     /* [server] */
     sws_addr listen;
+    bool listen_tls;         /* "listen = addr tls": the listener speaks TLS ([tls]) */
     char listen_origin[320]; /* "file:line: [server] listen", "--listen" or the default */
     int event_loops;         /* -1 auto; 0 the shared baseline; N */
     int worker_threads;      /* threads of the shared baseline; -1 auto */
@@ -82,8 +84,15 @@ typedef struct sws_config {
     sws_http_limits limits;
     uint32_t header_timeout_ms;
     uint32_t keepalive_timeout_ms;
-    uint32_t send_timeout_ms; /* a write of out (16 KiB) not done by then closes */
-    uint32_t max_connections; /* per loop */
+    uint32_t send_timeout_ms;      /* a write of out (16 KiB) not done by then closes */
+    uint32_t max_connections;      /* per loop */
+    uint32_t handshake_timeout_ms; /* a TLS handshake not done by then closes */
+    /* [tls] */
+    sws_tls_config tls;
+    /* Built from [tls] for a tls listener by whoever owns this config (the
+     * server at start, reload.c for a reloaded one); freed with the config.
+     * Connections hold references to its SSL_CTXs, so they outlive it. */
+    struct sws_tls_server *tls_server;
     /* [admin] */
     bool admin_enabled;
     sws_addr admin;

@@ -28,15 +28,89 @@ const char *sws_backend_name(sws_backend b) {
 
 /* ---- keys whose values are not one of the plain kinds ------------------- */
 
+/* "host:port", or "host:port tls" for an HTTPS listener ([tls]). */
 static int parse_listen(sws_config *c, const char *v, char *why, size_t len) {
-    if (sws_parse_addr(v, &c->listen) == 0)
-        return 0;
-    snprintf(why, len, "bad address '%s' (want host:port)", v);
+    char addr[SWS_ADDR_MAX];
+    const char *sp = strpbrk(v, " \t");
+    size_t alen = sp ? (size_t)(sp - v) : strlen(v);
+    bool tls = false;
+    if (sp) {
+        while (*sp == ' ' || *sp == '\t')
+            sp++;
+        if (strcmp(sp, "tls") != 0) {
+            snprintf(why, len, "bad listener option '%s' (want host:port or host:port tls)", sp);
+            return -EINVAL;
+        }
+        tls = true;
+    }
+    if (alen < sizeof(addr)) {
+        memcpy(addr, v, alen);
+        addr[alen] = '\0';
+        if (sws_parse_addr(addr, &c->listen) == 0) {
+            c->listen_tls = tls;
+            return 0;
+        }
+    }
+    snprintf(why, len, "bad address '%s' (want host:port or host:port tls)", v);
     return -EINVAL;
 }
 static void format_listen(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->listen.text);
+    snprintf(out, len, "%s%s", c->listen.text, c->listen_tls ? " tls" : "");
 }
+
+/* [tls]: parsed by src/tls/tls_config.c, which the unit tests also drive. */
+#define TLS_PARSE(name, key)                                                                       \
+    static int parse_tls_##name(sws_config *c, const char *v, char *why, size_t len) {            \
+        return sws_tls_config_set(&c->tls, key, v, why, len);                                     \
+    }
+TLS_PARSE(cert, "cert")
+TLS_PARSE(key, "key")
+TLS_PARSE(ocsp, "ocsp")
+TLS_PARSE(protocols, "protocols")
+TLS_PARSE(ciphers, "ciphers")
+TLS_PARSE(ciphersuites, "ciphersuites")
+TLS_PARSE(groups, "groups")
+TLS_PARSE(tickets, "session_tickets")
+TLS_PARSE(rotate, "ticket_key_rotate")
+TLS_PARSE(cache, "session_cache")
+TLS_PARSE(ktls, "ktls")
+static void format_tls_cert(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.cert);
+}
+static void format_tls_key(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.key);
+}
+static void format_tls_ocsp(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.ocsp[0] ? c->tls.ocsp : "off");
+}
+static void format_tls_protocols(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", sws_tls_protocols_name(c->tls.protocols));
+}
+/* The profile is longer than an ini line (inih reads 200 characters). */
+static void format_tls_ciphers(const sws_config *c, char *out, size_t len) {
+    bool def = strcmp(c->tls.ciphers, SWS_TLS_DEFAULT_CIPHERS) == 0;
+    snprintf(out, len, "%s", def ? "intermediate" : c->tls.ciphers);
+}
+static void format_tls_ciphersuites(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.ciphersuites);
+}
+static void format_tls_groups(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.groups);
+}
+static void format_tls_tickets(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.tickets ? "on" : "off");
+}
+static void format_tls_rotate(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%us", (unsigned)(c->tls.ticket_key_rotate_ms / 1000u));
+}
+static void format_tls_cache(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%u", (unsigned)c->tls.session_cache);
+}
+static void format_tls_ktls(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.ktls ? "on" : "off");
+}
+#define TLS_KEY(k, name, def, help)                                                                \
+    CUSTOM("tls", k, parse_tls_##name, format_tls_##name, def, RELOAD, help)
 
 /* auto (-1), or a count: event_loops takes 0 (the shared baseline), worker_threads does not. */
 static int parse_count(int *dst, const char *v, uint64_t lo, char *why, size_t len) {
@@ -171,7 +245,7 @@ enum { RELOAD = 0, RESTART = 1 };
 
 const sws_key sws_config_keys[] = {
     CUSTOM("server", "listen", parse_listen, format_listen, "127.0.0.1:8080", RESTART,
-           "host:port to serve on; port 0: the kernel picks one"),
+           "host:port to serve on; port 0: the kernel picks one; \"host:port tls\": HTTPS"),
     CUSTOM("server", "event_loops", parse_event_loops, format_event_loops, "auto", RESTART,
            "event loops: auto (one per usable CPU), N, or 0 (one shared loop)"),
     CUSTOM("server", "worker_threads", parse_worker_threads, format_worker_threads, "auto", RESTART,
@@ -235,6 +309,22 @@ const sws_key sws_config_keys[] = {
        "time for one write of the output buffer before the connection is closed"),
     UINT("limits", "max_connections", max_connections, 1, 1000000, "10000", RESTART,
          "connections per event loop; at the ceiling accepting pauses"),
+    MS("limits", "handshake_timeout", handshake_timeout_ms, 1, "10s", RELOAD,
+       "time for a TLS handshake on a tls listener"),
+
+    TLS_KEY("cert", cert, NULL, "PEM certificate, the leaf then its chain (a tls listener needs it)"),
+    TLS_KEY("key", key, NULL, "PEM private key of that certificate"),
+    TLS_KEY("ocsp", ocsp, "off", "DER OCSP response to staple, or off"),
+    TLS_KEY("protocols", protocols, "TLSv1.2 TLSv1.3", "TLSv1.2 and/or TLSv1.3"),
+    TLS_KEY("ciphers", ciphers, "intermediate",
+            "TLS 1.2 suites (OpenSSL list); intermediate: Mozilla's profile"),
+    TLS_KEY("ciphersuites", ciphersuites, SWS_TLS_DEFAULT_CIPHERSUITES, "TLS 1.3 suites"),
+    TLS_KEY("groups", groups, SWS_TLS_DEFAULT_GROUPS, "key exchange groups"),
+    TLS_KEY("session_tickets", tickets, "on",
+            "session tickets, keys made and rotated by the control thread"),
+    TLS_KEY("ticket_key_rotate", rotate, "3600s", "how often a new ticket key is made (60s at least)"),
+    TLS_KEY("session_cache", cache, "20480", "session-ID cache entries per loop; 0 off"),
+    TLS_KEY("ktls", ktls, "on", "kernel TLS; never live with memory BIOs (doc/tls.md)"),
 
     CUSTOM("proxy", "upstream", parse_upstream, format_upstream, NULL, RESTART,
            "host:port[, host:port...] to forward to, round-robin"),

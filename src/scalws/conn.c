@@ -92,6 +92,34 @@ static void out_give(sws_worker *w, sws_conn *c) {
     w->out_used--;
 }
 
+/* The stash and wire buffers of a tls connection come from the same stack
+ * (sized three per slot for a tls listener), so TLS allocates nothing per
+ * request either. */
+static char *buf_take(sws_worker *w) {
+    char *b = w->out_nfree ? w->out_free[--w->out_nfree] : malloc(w->out_cap);
+    if (b && ++w->out_used > w->out_peak)
+        w->out_peak = w->out_used;
+    return b;
+}
+
+static void buf_give(sws_worker *w, char **b) {
+    if (!*b)
+        return;
+    w->out_free[w->out_nfree++] = *b;
+    *b = NULL;
+    w->out_used--;
+}
+
+/* Only once no write can be in flight: the engine and its buffers go. */
+static void tls_release(sws_worker *w, sws_conn *c) {
+    if (!c->is_tls)
+        return;
+    sws_tls_conn_free(&c->tls);
+    buf_give(w, &c->wire);
+    buf_give(w, &c->stash);
+    c->is_tls = false;
+}
+
 /* Keeps as many free buffers as the last interval's peak needed beyond those
  * still in use, and at least SWS_OUT_CACHE. */
 static void out_trim(sws_worker *w) {
@@ -121,6 +149,7 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
         /* Every completion of the handle came before its close's: no write
          * can still be reading the buffer. */
         out_give(w, c);
+        tls_release(w, c);
         list_del(w, c);
         w->free_idx[w->nfree++] = c->index;
         SWS_ADD(w->ctr.active, (uint64_t)-1);
@@ -221,6 +250,16 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     list_add(w, c);
     SWS_ADD(w->ctr.accepted, 1);
     SWS_ADD(w->ctr.active, 1);
+    if (w->cfg->tls_server) {
+        /* The SSL_CTX of this loop in the configuration serving now: a reload
+         * gives new connections the new certificate, open ones keep theirs. */
+        if (sws_tls_conn_init(&c->tls, sws_tls_server_ctx(w->cfg->tls_server, w->index)) < 0) {
+            sws_conn_close(w, c);
+            return;
+        }
+        c->is_tls = true;
+        c->deadline = tl_loop_now(w->loop) + w->cfg->handshake_timeout_ms;
+    }
     arm_recv(w, c);
 }
 
@@ -344,6 +383,7 @@ static void start_linger(sws_worker *w, sws_conn *c) {
 }
 
 static void pump(sws_worker *w, sws_conn *c);
+static bool tls_flush(sws_worker *w, sws_conn *c);
 
 static void flush(sws_worker *w, sws_conn *c) {
     if (sws_phase_gone(c->phase) || c->write_inflight)
@@ -361,7 +401,10 @@ static void flush(sws_worker *w, sws_conn *c) {
         if (c->olen == 0)
             return; /* the scenario waits for its data; sws_conn_more follows */
     }
-    if (c->olen > 0) {
+    if (c->is_tls) {
+        if (tls_flush(w, c))
+            return;
+    } else if (c->olen > 0) {
         tl_op op;
         int rc = tl_write(w->loop, c->h, c->out, c->olen, sws_token(c->index, SWS_T_WRITE), &op);
         if (rc < 0) {
@@ -381,7 +424,7 @@ static void flush(sws_worker *w, sws_conn *c) {
     } else if (c->phase == SWS_PH_LAST || c->phase == SWS_PH_LAST_LINGER) {
         sws_conn_close(w, c);
     } else if (c->phase == SWS_PH_OPEN && w->draining && !sws_http_partial(&c->parser) &&
-               c->hcount == 0 && c->served) {
+               c->hcount == 0 && !c->stash && c->served) {
         /* Draining: an idle keep-alive connection is closed as soon as it is idle. */
         sws_conn_close(w, c);
     }
@@ -411,6 +454,137 @@ static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint
     }
 }
 
+/* ---- TLS: the engine between the socket and the parser ---------------------- */
+
+static void tls_pause(sws_worker *w, sws_conn *c) {
+    if (!c->recv_paused) {
+        c->recv_paused = true;
+        if (c->recv_armed)
+            tl_cancel(w->loop, c->recv_op);
+    }
+}
+
+static void tls_failed(sws_worker *w, sws_conn *c) {
+    SWS_ADD(w->ctr.tls_failed[c->tls.fail < SWS_TLS_FAIL_N ? c->tls.fail : 0], 1);
+    /* The alert OpenSSL queued (if any) goes out at flush, then the close;
+     * nothing further is read. */
+    c->olen = 0;
+    conn_last(w, c, false);
+    tls_pause(w, c);
+}
+
+/* Decrypts and parses what the engine holds, until it wants more input, the
+ * output is full (a write completion resumes: pump) or the connection ends. */
+static void tls_pump(sws_worker *w, sws_conn *c) {
+    while (c->phase == SWS_PH_OPEN && !c->stash) {
+        if (c->answer_pending || c->olen + w->resp_max > w->out_cap) {
+            tls_pause(w, c);
+            return;
+        }
+        bool was = c->tls.established;
+        int n = sws_tls_read(&c->tls, w->tls_plain, SWS_TLS_PLAIN);
+        if (!was && c->tls.established) {
+            SWS_ADD(w->ctr.tls_handshakes, 1);
+            if (sws_tls_resumed(&c->tls))
+                SWS_ADD(w->ctr.tls_resumed, 1);
+            /* From here the request's own timeout runs. */
+            c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
+        }
+        if (n > 0) {
+            uint32_t off = 0;
+            if (!consume(w, c, w->tls_plain, (uint32_t)n, &off)) {
+                if (!(c->stash = buf_take(w))) {
+                    sws_conn_close(w, c);
+                    return;
+                }
+                c->stash_len = (uint32_t)n - off;
+                c->stash_off = 0;
+                memcpy(c->stash, w->tls_plain + off, c->stash_len);
+                tls_pause(w, c);
+                return;
+            }
+            continue;
+        }
+        if (n == SWS_TLS_EOF) /* close_notify: answer what was asked, then close */
+            conn_last(w, c, false);
+        else if (n < 0)
+            tls_failed(w, c);
+        return;
+    }
+}
+
+static void tls_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len) {
+    if (c->phase != SWS_PH_OPEN)
+        return;
+    if (sws_tls_feed(&c->tls, data, len) < 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    tls_pump(w, c);
+}
+
+/* After a write: the stash first, then the engine, then receive again once
+ * nothing waits. */
+static void tls_resume(sws_worker *w, sws_conn *c) {
+    if (c->stash) {
+        uint32_t off = c->stash_off;
+        if (c->phase == SWS_PH_OPEN && !consume(w, c, c->stash, c->stash_len, &off)) {
+            c->stash_off = off;
+            return;
+        }
+        buf_give(w, &c->stash);
+    }
+    tls_pump(w, c);
+    if (c->phase == SWS_PH_OPEN && !c->stash && c->recv_paused && !c->answer_pending &&
+        c->olen + w->resp_max <= w->out_cap) {
+        c->recv_paused = false;
+        arm_recv(w, c);
+    }
+}
+
+/* Seals the plaintext answers and writes what the engine has to send. True
+ * when a write is in flight (or the connection closed); false when all is
+ * sent and flush's ending (last answer, linger, drain) applies. */
+static bool tls_flush(sws_worker *w, sws_conn *c) {
+    sws_tls_conn *t = &c->tls;
+    if (c->phase == SWS_PH_LINGERING)
+        return false; /* the write side is shut */
+    /* Bounded: plaintext is sealed only while less than a buffer of records
+     * waits, so a client that does not read holds at most two buffers. */
+    if (c->olen && t->established && !t->failed && sws_tls_pending(t) < w->out_cap) {
+        uint32_t done = 0;
+        while (done < c->olen) {
+            int n = sws_tls_write(t, c->out + done, c->olen - done);
+            if (n <= 0) {
+                sws_conn_close(w, c);
+                return true;
+            }
+            done += (uint32_t)n;
+        }
+        c->olen = 0;
+    }
+    if (c->phase != SWS_PH_OPEN && c->olen == 0 && !c->answer_pending)
+        sws_tls_close_notify(t);
+    if (sws_tls_pending(t) == 0) {
+        buf_give(w, &c->wire);
+        return c->olen > 0;
+    }
+    if (!c->wire && !(c->wire = buf_take(w))) {
+        sws_conn_close(w, c);
+        return true;
+    }
+    size_t k = sws_tls_take(t, c->wire, w->out_cap);
+    tl_op op;
+    if (tl_write(w->loop, c->h, c->wire, k, sws_token(c->index, SWS_T_WRITE), &op) < 0) {
+        sws_conn_close(w, c);
+        return true;
+    }
+    c->wlen = (uint32_t)k;
+    c->write_inflight = true;
+    c->wdeadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+    return true;
+}
+
 static void on_recv(sws_worker *w, const tl_completion *e) {
     sws_conn *c = conn_of(w, e->token);
     bool has_buf = (e->flags & TL_CQE_BUFFER) != 0;
@@ -435,7 +609,10 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         SWS_ADD(w->ctr.bytes_in, (uint64_t)e->res);
         const char *data = e->u.buf.data;
         uint32_t len = (uint32_t)e->res, off = 0;
-        if (c->phase != SWS_PH_OPEN)
+        if (c->is_tls) {
+            tls_input(w, c, data, len); /* the engine copies: the buffer goes back now */
+            release(w, e->u.buf.id);
+        } else if (c->phase != SWS_PH_OPEN)
             release(w, e->u.buf.id);
         else if (c->hcount || c->recv_paused)
             hold(w, c, e->u.buf.id, data, 0, len);
@@ -450,6 +627,10 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         if (e->res == 0) {
             /* The peer is done sending: answer what it asked, then close. */
             c->peer_eof = true;
+            if (c->is_tls && !c->tls.established && !c->tls.failed) {
+                sws_tls_peer_eof(&c->tls); /* a hello cut short, or no TLS at all */
+                tls_failed(w, c);
+            }
             conn_last(w, c, false);
         } else if (e->res == -ENOBUFS) {
             SWS_ADD(w->ctr.recv_starved, 1);
@@ -479,6 +660,11 @@ static void on_write(sws_worker *w, const tl_completion *e) {
         return;
     }
     SWS_ADD(w->ctr.bytes_out, c->wlen);
+    if (c->is_tls) {
+        c->wlen = 0; /* wire is free again; out still holds unsealed plaintext */
+        pump(w, c);
+        return;
+    }
     if (c->olen > c->wlen)
         memmove(c->out, c->out + c->wlen, c->olen - c->wlen);
     c->olen -= c->wlen;
@@ -489,6 +675,8 @@ static void on_write(sws_worker *w, const tl_completion *e) {
 /* After output moved: feeds held input (as far as there is room and no answer
  * is pending), resumes receiving once nothing is held, and writes. */
 static void pump(sws_worker *w, sws_conn *c) {
+    if (c->is_tls)
+        tls_resume(w, c); /* a tls connection holds plaintext in its stash, not buffers */
     while (c->hcount && !sws_phase_gone(c->phase)) {
         sws_held *h = &w->hpool[c->hhead];
         uint32_t off = h->off;
@@ -501,7 +689,7 @@ static void pump(sws_worker *w, sws_conn *c) {
     }
     if (sws_phase_gone(c->phase))
         return;
-    if (c->hcount == 0 && c->recv_paused) {
+    if (c->hcount == 0 && c->recv_paused && !c->is_tls) {
         c->recv_paused = false;
         if (c->phase == SWS_PH_OPEN)
             arm_recv(w, c);
@@ -555,6 +743,12 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
         }
         if (now < c->deadline)
             continue;
+        if (c->is_tls && !c->tls.established && !c->tls.failed) {
+            sws_tls_timeout(&c->tls); /* handshake_timeout: a stalled hello */
+            SWS_ADD(w->ctr.tls_failed[SWS_TLS_FAIL_TIMEOUT], 1);
+            sws_conn_close(w, c);
+            continue;
+        }
         if (sws_http_partial(&c->parser) && c->phase == SWS_PH_OPEN && !c->answer_pending) {
             if (c->olen + 512 <= w->out_cap) {
                 answer_error(w, c, 408);
@@ -603,7 +797,7 @@ void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
         if (sws_phase_gone(c->phase))
             continue;
         bool idle = c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) &&
-                    c->hcount == 0 && !c->answer_pending;
+                    c->hcount == 0 && !c->answer_pending && !c->stash;
         if (force) {
             SWS_ADD(w->ctr.forced, 1);
             sws_conn_close(w, c);
@@ -635,8 +829,11 @@ int sws_conn_table_init(sws_worker *w) {
     for (uint32_t i = 0; i < w->nslots; i++)
         w->free_idx[i] = w->nslots - 1 - i;
     w->nfree = w->nslots;
-    w->out_free = malloc(w->nslots * sizeof(*w->out_free));
+    /* A tls connection may hold three buffers: out, wire and stash. */
+    w->out_free = malloc(w->nslots * (w->cfg->listen_tls ? 3u : 1u) * sizeof(*w->out_free));
     if (!w->out_free)
+        return -ENOMEM;
+    if (w->cfg->listen_tls && !(w->tls_plain = malloc(SWS_TLS_PLAIN)))
         return -ENOMEM;
     w->hpool = malloc(SWS_RECV_BUFFERS * sizeof(*w->hpool));
     if (!w->hpool)
@@ -651,6 +848,9 @@ int sws_conn_table_init(sws_worker *w) {
 void sws_conn_table_free(sws_worker *w) {
     for (uint32_t k = 0; k < w->nslots && w->conns; k++)
         if (w->conns[k]) {
+            sws_tls_conn_free(&w->conns[k]->tls);
+            free(w->conns[k]->wire);
+            free(w->conns[k]->stash);
             free(w->conns[k]->out);
             free(w->conns[k]->log_fields);
             free(w->conns[k]->sf_fields);
@@ -662,6 +862,7 @@ void sws_conn_table_free(sws_worker *w) {
     free(w->conns);
     free(w->free_idx);
     free(w->hpool);
+    free(w->tls_plain);
 }
 
 /* A reload switched the access log on, off or to another file: open

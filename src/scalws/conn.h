@@ -10,6 +10,7 @@
 /* Loop buffers for receiving (tl_loop_options.recv_buffers); the held-input
  * pool has one node per buffer. */
 #define SWS_RECV_BUFFERS 256
+#define SWS_TLS_PLAIN 16384 /* one TLS record's plaintext at most: the decrypt scratch */
 
 enum sws_deadline { SWS_DL_IDLE = 0, SWS_DL_HEADER, SWS_DL_FRESH };
 
@@ -57,6 +58,16 @@ struct sws_conn {
      * to parser.req.sf_fields while w->lend_sf), taken once and kept with the
      * slot. */
     char *sf_fields;
+    /* A tls listener's connection: input is fed to the engine and read back
+     * as plaintext; out holds plaintext, sealed at flush into wire, which is
+     * what is written. stash keeps decrypted input that did not fit the
+     * output (the plaintext twin of held buffers). wire and stash are lent
+     * from the worker's buffer stack while in use. */
+    bool is_tls;
+    sws_tls_conn tls;
+    char *wire;
+    char *stash;
+    uint32_t stash_off, stash_len;
 };
 
 /* The worker's table of connections (worker.c sizes the loop for it). */

@@ -86,6 +86,20 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
             uint64_t now = sws_now_ms();
             timeout = now >= deadline ? 0 : (int)(deadline - now);
         }
+        if (s->tls_keys) {
+            /* Ticket keys: a new one every ticket_key_rotate, made here so that
+             * no loop ever waits for entropy or the write lock for long. */
+            uint64_t now = sws_now_ms(), every = s->cfg->tls.ticket_key_rotate_ms;
+            if (now >= s->tls_rotated_ms + every) {
+                if (sws_tls_keys_rotate(s->tls_keys) < 0)
+                    fprintf(stderr, "scalwsd: tls: cannot make a new ticket key; the old "
+                                    "one stays\n");
+                s->tls_rotated_ms = now;
+            }
+            uint64_t left = s->tls_rotated_ms + every - now;
+            if (timeout < 0 || left < (uint64_t)timeout)
+                timeout = (int)(left > INT32_MAX ? INT32_MAX : left);
+        }
         int reload_wait = sws_reload_poll(s); /* a reload's old config may be freed */
         if (reload_wait >= 0 && (timeout < 0 || reload_wait < timeout))
             timeout = reload_wait;

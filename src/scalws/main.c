@@ -120,6 +120,17 @@ int main(int argc, char **argv) {
         sws_config_print(stdout, &cfg, &cli);
         return 0;
     }
+    if (check && cfg.listen_tls) {
+        /* As nginx -t: the certificate, key and OCSP file are read and checked. */
+        sws_tls_keys *k = sws_tls_keys_new();
+        sws_tls_server *ts = sws_tls_server_new(&cfg.tls, 1, k, err, sizeof(err));
+        sws_tls_server_free(ts);
+        sws_tls_keys_free(k);
+        if (!ts) {
+            fprintf(stderr, "scalwsd: %s\n", err);
+            return 2;
+        }
+    }
     if (check) {
         printf("scalwsd: configuration ok (%s)\n", config ? config : "defaults");
         return 0;
@@ -170,6 +181,7 @@ int main(int argc, char **argv) {
     int status = sws_control_run(&srv, sigfd, admin_fd);
     sws_server_free(&srv);
     sws_reload_free_all();
+    sws_tls_server_free(cfg.tls_server);
     if (admin_fd >= 0)
         close(admin_fd);
     close(sigfd);

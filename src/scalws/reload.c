@@ -93,6 +93,14 @@ void sws_reload_begin(sws_server *s) {
         snprintf(err, sizeof(err), "%s; that needs a restart", bad);
         bad = err;
     }
+    if (!bad && g->cfg.listen_tls) {
+        /* New certificate and key for new handshakes; a bad one is refused
+         * here, before any loop sees it, and the old one keeps serving. */
+        g->cfg.tls_server =
+            sws_tls_server_new(&g->cfg.tls, s->nloops, s->tls_keys, err, sizeof(err));
+        if (!g->cfg.tls_server)
+            bad = err;
+    }
     if (bad) {
         fprintf(stderr,
                 "scalwsd: SIGHUP: reload refused, still serving the previous configuration: %s\n",
@@ -139,6 +147,7 @@ int sws_reload_poll(sws_server *s) {
         gen *g = *p;
         if (atomic_load_explicit(&g->refs, memory_order_acquire) == 0) {
             *p = g->next;
+            sws_tls_server_free(g->cfg.tls_server); /* open connections keep their SSL_CTX */
             free(g);
         } else {
             pending = true;
@@ -161,8 +170,11 @@ void sws_reload_free_all(void) {
     while (R.retired) {
         gen *g = R.retired;
         R.retired = g->next;
+        sws_tls_server_free(g->cfg.tls_server);
         free(g);
     }
+    if (R.current)
+        sws_tls_server_free(R.current->cfg.tls_server);
     free(R.current);
     R.current = NULL;
 }

@@ -121,6 +121,25 @@ static void plan_route(sws_server *s, const sws_config *cfg, inherited *inh) {
     s->pinned = !s->shared && s->nloops <= s->cpus.in_mask;
 }
 
+/* Step 3b: a tls listener's contexts: one SSL_CTX per loop (its own session
+ * cache), one ticket key ring for all, so a ticket resumes on whichever loop
+ * the kernel picks. The server owns the initial config: this is its only
+ * write to it. */
+static int build_tls(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
+    if (!cfg->listen_tls || cfg->tls_server)
+        return 0;
+    if (!(s->tls_keys = sws_tls_keys_new())) {
+        snprintf(err, errlen, "[tls] cannot make session ticket keys");
+        return -ENOMEM;
+    }
+    sws_tls_server *ts = sws_tls_server_new(&cfg->tls, s->nloops, s->tls_keys, err, errlen);
+    if (!ts)
+        return -EINVAL;
+    ((sws_config *)cfg)->tls_server = ts;
+    s->tls_rotated_ms = sws_now_ms();
+    return 0;
+}
+
 /* Step 4: the workers and their loops (each with its scenario). */
 static int create_workers(sws_server *s, bool inh_many, char *err, size_t errlen) {
     sws_accept_route route = s->route;
@@ -262,6 +281,15 @@ static void print_start(const sws_server *s, const inherited *inh) {
     if (!s->pinned && !s->shared)
         fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
                 s->cpus.in_mask);
+    if (cfg->tls_server) {
+        sws_tls_info ti;
+        sws_tls_server_info(cfg->tls_server, &ti);
+        fprintf(stderr,
+                "scalwsd: tls on %s: %s, ALPN http/1.1, memory BIOs (kTLS not used; kernel tls "
+                "module %s), tickets %s, session cache %u per loop, OCSP stapling %s\n",
+                cfg->listen.text, ti.protocols, ti.ktls_kernel ? "present" : "absent",
+                ti.tickets ? "on" : "off", ti.session_cache, ti.ocsp ? "on" : "off");
+    }
 }
 
 /* Step 10: the threads that turn the loops, pinned when there are CPUs
@@ -296,7 +324,8 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
         return rc;
     plan_loops(s, cfg);
     plan_route(s, cfg, &inh);
-    if ((rc = create_workers(s, inh.n > 1, err, errlen)) < 0 ||
+    if ((rc = build_tls(s, cfg, err, errlen)) < 0 ||
+        (rc = create_workers(s, inh.n > 1, err, errlen)) < 0 ||
         (rc = open_listeners(s, &inh, err, errlen)) < 0)
         return rc;
     defer_accept(s);
@@ -328,4 +357,5 @@ void sws_server_free(sws_server *s) {
     free(s->listen_fds);
     free(s->workers);
     free(s->loops);
+    sws_tls_keys_free(s->tls_keys);
 }

@@ -15,6 +15,7 @@
 #include "cpu.h"
 #include "scenario.h"
 #include "sws_http.h"
+#include "sws_tls.h"
 #include "token.h"
 #include "turnloop.h"
 
@@ -117,6 +118,9 @@ typedef struct sws_counters {
     sws_ctr file_cache_hits;   /* static: lookups answered by the open-file cache */
     sws_ctr file_cache_misses; /* static: lookups that opened (or re-checked) the file */
     sws_ctr file_cold_reads;   /* static: reads handed to the helper (not in page cache) */
+    sws_ctr tls_handshakes;
+    sws_ctr tls_resumed;
+    sws_ctr tls_failed[SWS_TLS_FAIL_N]; /* by sws_tls_fail */
 } sws_counters;
 
 #define SWS_NIL UINT32_MAX
@@ -175,6 +179,7 @@ typedef struct sws_worker {
     bool accepts;        /* has a listener of its own (fixed at start) */
     int fed_by;          /* the loop whose accepts this loop serves; -1 acceptor threads */
     bool lend_sf;    /* connections keep the static scenario's fields (set by its init) */
+    char *tls_plain; /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
 } sws_worker;
 
 typedef struct sws_server {
@@ -190,7 +195,7 @@ typedef struct sws_server {
     tl_handoff **handoffs; /* handoff: one per accepting loop (balance.c) */
     int nhandoffs;
     tl_acceptor *acceptor;
-    int shared_fd; /* the listening socket of exclusive/herd/acceptor, or -1 */
+    int shared_fd;   /* the listening socket of exclusive/herd/acceptor, or -1 */
     int *listen_fds; /* every distinct listening socket, for a SIGUSR2 re-exec */
     int nlisten_fds;
     pthread_mutex_t shared_lock;
@@ -200,6 +205,8 @@ typedef struct sws_server {
     uint64_t started_ms;
     const char *backend;
     const sws_scenario_ops *sc_ops; /* every loop's; the control thread's metrics */
+    sws_tls_keys *tls_keys;         /* ticket keys: rotated by the control thread */
+    uint64_t tls_rotated_ms;
 } sws_server;
 
 /* server.c: main thread */

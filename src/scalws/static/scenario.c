@@ -560,7 +560,10 @@ static bool resident(sws_static *st, int fd, uint64_t off, uint64_t len) {
 
 static int fill(sws_worker *w, sws_static *st, sws_conn *c) {
     sfile *f = &st->files[c->index];
-    while (f->on && !f->job && c->olen == 0 && st->sendfile) {
+    /* Never on a tls connection: sendfile would put the file's plaintext on
+     * the wire beside the engine's records (kTLS is not used), so over TLS
+     * every byte is copied into c->out, which the connection seals. */
+    while (f->on && !f->job && c->olen == 0 && st->sendfile && !c->is_tls) {
         /* Zero copy while the socket takes bytes and the pages are resident:
          * the loop never waits in sendfile, on the socket (non-blocking) or
          * on the disk (cachestat said the pages are there). */
