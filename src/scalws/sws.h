@@ -200,12 +200,22 @@ typedef struct sws_server {
     _Atomic int drain;  /* 0 serving, 1 draining, 2 forced */
     uint64_t started_ms;
     const char *backend;
+    /* What the listeners really bound (port 0 is the kernel's choice): the
+     * first HTTP listener, and the admin one ("" when off). */
+    char listen_text[SWS_ADDR_MAX];
+    char admin_text[SWS_ADDR_MAX];
 } sws_server;
 
 /* serve.c */
 int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen);
 void sws_server_free(sws_server *s);
 uint64_t sws_now_ms(void);
+
+/* ready.c: "host:port" ("[v6]:port") of a bound socket; 0 or a negative errno. */
+int sws_sockname_text(int fd, char *out, size_t cap);
+/* Writes "listen ADDR" per distinct listener, "admin ADDR", "pid N" to path
+ * through a temp file and rename. */
+int sws_ready_write(const char *path, const sws_server *s);
 
 /* respond.c */
 int sws_respond_init(sws_respond *r, const sws_config *cfg, const sws_date_cache *date);
