@@ -74,9 +74,10 @@ start_sws_try() {
 SWS_WRAP=()
 
 # raw REQUEST [seconds]: sends bytes (printf %b escapes) on one connection and
-# prints everything the server answers until it closes or the time is up.
+# prints everything the server answers until it closes or the time is up (a
+# guard against a hang: the cases that close do so at once, even under load).
 raw() {
-    local req=$1 secs=${2:-3}
+    local req=$1 secs=${2:-10}
     timeout "$secs" bash -c '
         exec 3<>/dev/tcp/127.0.0.1/'"$PORT"' || exit 1
         printf "%b" "$1" >&3
