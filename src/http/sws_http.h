@@ -15,14 +15,17 @@
 /* Request limits. A request past one of them is answered with the status in
  * the comment and the connection is closed. */
 typedef struct sws_http_limits {
-    uint32_t header_bytes; /* raw request line + fields + CRLFs, and trailers; 431 */
-    uint32_t header_count; /* 431 */
-    uint32_t uri_length;   /* 414 */
-    uint64_t body_size;    /* Content-Length, or chunked data + chunk extensions; 413 */
+    uint32_t header_bytes;    /* raw request line + fields + CRLFs, and trailers; 431 */
+    uint32_t header_count;    /* 431 */
+    uint32_t uri_length;      /* 414 */
+    uint64_t body_size;       /* Content-Length, or chunked data; 413 */
+    uint32_t chunk_ext_bytes; /* every chunk extension of one request together; 400 */
 } sws_http_limits;
 
+/* uri_length 8k: RFC 9112 3 asks for request lines of at least 8000 octets,
+ * and header_bytes 16k lets such a line through with the fields after it. */
 #define SWS_HTTP_DEFAULT_LIMITS                                                                    \
-    { 8192, 100, 4096, 1048576 }
+    { 16384, 100, 8192, 1048576, 4096 }
 
 /* The path is copied (truncated) so that a request can be routed after the
  * receive buffer that held it has been given back. */
@@ -83,6 +86,13 @@ typedef struct sws_http_parser {
     bool method_wait;   /* llhttp refused the method; the scanner reads to its end */
     bool te_seen;
     bool last_chunk;              /* paused after the size line of the last chunk */
+    bool chunked;                 /* the body is chunked: its size lines are scanned here */
+    bool trailers;                /* the last chunk was seen: what follows is the trailer */
+    bool chunk_next;              /* paused after a chunk: a size line follows */
+    uint8_t cstate;               /* state of the chunk size line scanner */
+    uint8_t csize_len;            /* bytes in csize[] */
+    uint32_t ext_bytes;           /* chunk extension bytes of this request so far */
+    char csize[20];               /* the size line as llhttp sees it: digits, CR LF */
     bool host_ws;                 /* whitespace seen in the Host value: only OWS may follow */
     char name[SWS_HTTP_NAME_MAX]; /* lowercased start of the current field name */
     char te[SWS_HTTP_TE_MAX];     /* every Transfer-Encoding value, joined by ',' */

@@ -277,6 +277,10 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
             if (parse_size(v, &n) < 0)
                 BAD("bad size '%s' (e.g. 1m)", v);
             c->limits.body_size = n;
+        } else if (strcmp(key, "chunk_ext_bytes") == 0) {
+            if (parse_size(v, &n) < 0 || n < 16 || n > (1u << 20))
+                BAD("bad size '%s' (want 16..1m)", v);
+            c->limits.chunk_ext_bytes = (uint32_t)n;
         } else if (strcmp(key, "header_timeout") == 0) {
             if (parse_ms(v, &c->header_timeout_ms) < 0 || c->header_timeout_ms == 0)
                 BAD("bad duration '%s' (e.g. 10s)", v);

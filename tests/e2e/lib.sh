@@ -35,7 +35,7 @@ SWS_START_SECS=${SWS_START_SECS:-60}
 
 # start_sws [ini text] [extra args...]: writes the ini with listen (and admin)
 # on port 0, starts scalwsd with --ready-file and sets PORT, ADMIN_PORT and
-# SWS_PID from what it bound.
+# SWS_PID from what it bound; then makes one request (GET /) that it answers.
 start_sws() {
     start_sws_try "$@" || fail "scalwsd did not start"
 }
@@ -64,6 +64,14 @@ start_sws_try() {
     fi
     PORT=$(ready_port "$T/ready" listen)
     ADMIN_PORT=$(ready_port "$T/ready" admin)
+    # One request, as the tests have always seen it (access logs and counters
+    # count it): the server answers, not only listens. A guard, not a latency.
+    if ! curl -s -m 30 -o /dev/null "http://127.0.0.1:$PORT/"; then
+        kill -KILL "$SWS_PID" 2>/dev/null || true
+        wait "$SWS_PID" 2>/dev/null || true
+        SWS_PID=""
+        return 1
+    fi
     # The e2e_epoll_* runs must really be on epoll where the ini left the
     # backend to auto.
     if [ "${TURNLOOP_BACKEND:-}" = epoll ] && ! grep -q "backend = " "$T/sws.ini"; then
