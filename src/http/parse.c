@@ -32,7 +32,7 @@
 #include <string.h>
 #include <strings.h>
 
-enum { F_OTHER = 0, F_HOST, F_TE, F_CL, F_REFERER, F_UA };
+enum { F_OTHER = 0, F_HOST, F_TE, F_CL, F_REFERER, F_UA, F_EXPECT };
 
 /* Raw head scanner states: every byte of a request head is seen once, before
  * llhttp sees it, so that line ends are judged on the bytes as they came. */
@@ -338,6 +338,8 @@ static int on_message_begin(llhttp_t *lp) {
     p->te_seen = false;
     p->host_ws = false;
     p->chunked = false;
+    p->expect_continue = false;
+    p->expect_match = 0;
     p->trailers = false;
     p->chunk_next = false;
     p->ext_bytes = 0;
@@ -425,6 +427,10 @@ static int on_header_field_complete(llhttp_t *lp) {
             }
         } else if (name_is(p, "content-length")) {
             p->field = F_CL;
+        } else if (name_is(p, "expect")) {
+            p->field = F_EXPECT;
+            /* Several Expect lines: only a lone 100-continue counts. */
+            p->expect_match = p->expect_match ? UINT8_MAX : 0;
         } else if (p->req.log_fields && name_is(p, "referer") && p->req.referer_len == 0) {
             p->field = F_REFERER;
         } else if (p->req.log_fields && name_is(p, "user-agent") && p->req.user_agent_len == 0) {
@@ -461,6 +467,17 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
         size_t k = len < room ? len : room;
         memcpy(dst + *n, at, k);
         *n += (uint16_t)k;
+    } else if (p->field == F_EXPECT) {
+        /* Case-insensitive "100-continue", trailing OWS allowed. */
+        static const char want[] = "100-continue";
+        for (size_t i = 0; i < len && p->expect_match != UINT8_MAX; i++) {
+            char c = at[i];
+            c = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+            if (p->expect_match < sizeof(want) - 1 && c == want[p->expect_match])
+                p->expect_match++;
+            else if (p->expect_match < sizeof(want) - 1 || (c != ' ' && c != '\t'))
+                p->expect_match = UINT8_MAX;
+        }
     } else if (p->field == F_TE) {
         for (size_t i = 0; i < len && p->te_len <= SWS_HTTP_TE_MAX; i++) {
             if (p->te_len == SWS_HTTP_TE_MAX)
@@ -552,7 +569,18 @@ static int on_headers_complete(llhttp_t *lp) {
             return fail(p, st);
     }
     p->chunked = (lp->flags & F_CHUNKED) != 0;
+    /* RFC 9110 15.2: never a 1xx to an HTTP/1.0 client; none without content. */
+    bool body = p->chunked || ((lp->flags & F_CONTENT_LENGTH) && lp->content_length > 0);
+    p->expect_continue =
+        p->expect_match == sizeof("100-continue") - 1 && p->req.http_minor == 1 && body;
     return 0;
+}
+
+bool sws_http_continue_due(sws_http_parser *p) {
+    if (!p->expect_continue || !p->headers_done || !p->in_message || p->status)
+        return false;
+    p->expect_continue = false;
+    return true;
 }
 
 static int on_body(llhttp_t *lp, const char *at, size_t len) {

@@ -94,6 +94,8 @@ typedef struct sws_http_parser {
     uint32_t ext_bytes;           /* chunk extension bytes of this request so far */
     char csize[20];               /* the size line as llhttp sees it: digits, CR LF */
     bool host_ws;                 /* whitespace seen in the Host value: only OWS may follow */
+    bool expect_continue;         /* a 100 (Continue) is owed: see sws_http_continue_due */
+    uint8_t expect_match;         /* bytes of "100-continue" matched; UINT8_MAX: another value */
     char name[SWS_HTTP_NAME_MAX]; /* lowercased start of the current field name */
     char te[SWS_HTTP_TE_MAX];     /* every Transfer-Encoding value, joined by ',' */
     sws_http_request req;
@@ -113,6 +115,14 @@ void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits);
  * other than 1.0 and 1.1). The connection must then be closed after the answer, and the parser is
  * unusable until sws_http_parser_init(). */
 int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status);
+
+/* Whether the caller should send "HTTP/1.1 100 Continue" now: true once per
+ * request, after sws_http_feed() returned SWS_HTTP_NEED_MORE with the head of
+ * an HTTP/1.1 request complete that carries "Expect: 100-continue" and a body
+ * not yet read (RFC 9110 10.1.1: answer at once, never wait for the content).
+ * A head whose Content-Length is past body_size is refused (413) by
+ * sws_http_feed() instead, as soon as the head is in. */
+bool sws_http_continue_due(sws_http_parser *p);
 
 /* Whether bytes of an unfinished request have been seen (for 408 vs a silent
  * idle close). */
