@@ -128,3 +128,13 @@ stop_sws() {
 }
 
 count() { grep -c "$1" || true; }
+
+# wait_log PATTERN [SECS] [FILE]: until PATTERN (grep) is in FILE ($T/log);
+# 1 after SECS (30). For what the server logs once it has acted on a signal.
+wait_log() {
+    local end=$((SECONDS + ${2:-30}))
+    until grep -q -- "$1" "${3:-$T/log}" 2>/dev/null; do
+        [ "$SECONDS" -le "$end" ] || return 1
+        sleep 0.05
+    done
+}
