@@ -28,12 +28,16 @@ static void usage(FILE *f) {
             "                           with event_loops = 0, threads of the shared loop\n"
             "  -s, --scenario NAME      respond or proxy (overrides [server] scenario)\n"
             "  -u, --upstream LIST      host:port[,host:port...] (overrides [proxy] upstream)\n"
+            "  -r, --ready-file FILE    once every listener is bound, write FILE (atomically):\n"
+            "                           'listen ADDR', 'admin ADDR' lines, then 'pid N'\n"
             "  -t, --check-config       validate the configuration and exit\n"
             "  -T, --print-config       print the effective configuration (every key, its\n"
             "                           value and where it came from) and exit\n"
             "  -h, --help               this text\n"
             "  -V, --version            print the version\n"
-            "Without options it serves the respond scenario on 127.0.0.1:8080.\n"
+            "Without options it serves the respond scenario on 127.0.0.1:8080. Port 0 (as in\n"
+            "127.0.0.1:0) lets the kernel choose; the start line, /status and --ready-file\n"
+            "name the port bound.\n"
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
             "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n"
             "SIGUSR2 starts a new scalwsd on the same listening sockets (zero-loss restart);\n"
@@ -49,6 +53,7 @@ int main(int argc, char **argv) {
         {"worker-threads", required_argument, NULL, 'w'},
         {"scenario", required_argument, NULL, 's'},
         {"upstream", required_argument, NULL, 'u'},
+        {"ready-file", required_argument, NULL, 'r'},
         {"check-config", no_argument, NULL, 't'},
         {"print-config", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -56,9 +61,10 @@ int main(int argc, char **argv) {
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *listen = NULL, *threads = NULL, *scenario = NULL, *upstream = NULL;
+    const char *ready_file = NULL;
     bool check = false, print = false;
     int ch;
-    while ((ch = getopt_long(argc, argv, "c:l:w:s:u:tThV", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:l:w:s:u:r:tThV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             config = optarg;
@@ -74,6 +80,9 @@ int main(int argc, char **argv) {
             break;
         case 'u':
             upstream = optarg;
+            break;
+        case 'r':
+            ready_file = optarg;
             break;
         case 't':
             check = true;
@@ -153,8 +162,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "scalwsd: %s\n", err);
         return rc == -ENOMEM ? 1 : 2;
     }
-    if (cfg.admin_enabled)
-        fprintf(stderr, "scalwsd: admin on %s (/metrics, /status)\n", cfg.admin.text);
+    if (admin_fd >= 0) {
+        if (sws_sockname_text(admin_fd, srv.admin_text, sizeof(srv.admin_text)) < 0)
+            snprintf(srv.admin_text, sizeof(srv.admin_text), "%s", cfg.admin.text);
+        fprintf(stderr, "scalwsd: admin on %s (/metrics, /status)\n", srv.admin_text);
+    }
+    if (ready_file && (rc = sws_ready_write(ready_file, &srv)) < 0)
+        /* Serving already; whoever waits for the file will say it is missing. */
+        fprintf(stderr, "scalwsd: --ready-file %s: %s\n", ready_file, strerror(-rc));
 #ifdef SWS_HAVE_SYSTEMD
     sd_notify(0, "READY=1");
 #endif
