@@ -12,7 +12,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Small limits, so that every limit is reached by inputs of a few hundred bytes. */
-static const sws_http_limits lim = {512, 16, 128, 1024};
+static const sws_http_limits lim = {512, 16, 128, 1024, 64};
 
 #define MAX_REQ 64
 

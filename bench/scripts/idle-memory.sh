@@ -12,21 +12,15 @@ ulimit -n $((n + 1024))
 tmp=$(mktemp -d)
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-# Below the ephemeral range (32768..), where the 10,000 client ports are: a
-# port picked there may be taken, so a few tries.
-for _ in 1 2 3 4 5; do
-    port=$(((RANDOM % 20000) + 11000))
-    "$sws" --listen "127.0.0.1:$port" --worker-threads 1 2>"$tmp/log" &
-    pid=$!
-    for _ in $(seq 50); do
-        grep -q "listening on" "$tmp/log" && break 2
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    wait "$pid" 2>/dev/null || true
-    pid=""
-done
-[ -n "$pid" ] || { cat "$tmp/log" >&2; echo "idle-memory: scalwsd did not start" >&2; exit 1; }
+# shellcheck source=../../scripts/lib/ports.sh
+. scripts/lib/ports.sh
+# Port 0: the kernel's choice, read back from the ready file; a bound port is
+# never handed to the 10,000 client connections.
+"$sws" --listen 127.0.0.1:0 --worker-threads 1 --ready-file "$tmp/ready" 2>"$tmp/log" &
+pid=$!
+wait_ready "$tmp/ready" 60 "$pid" ||
+    { cat "$tmp/log" >&2; echo "idle-memory: scalwsd did not start" >&2; exit 1; }
+port=$(ready_port "$tmp/ready")
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
 before=$(rss)
 timeout 60 python3 - "$port" "$n" "$pid" "$before" <<'PY'

@@ -16,14 +16,23 @@
  *     Transfer-Encoding, one in HTTP/1.0, or codings besides chunked (501);
  *     versions other than 1.0 and 1.1 (505) and requests with no version; a
  *     well-formed method token llhttp does not know (501, RFC 9110 9.1:
- *     "unrecognized or not implemented"), against a malformed one (400). */
+ *     "unrecognized or not implemented"), against a malformed one (400);
+ *     every chunk size line (scan_chunk_line), and the asterisk-form target
+ *     of any method but OPTIONS (400).
+ *
+ * Chunk size lines are read here, not by llhttp: llhttp 8.1 refuses several
+ * extensions on one line and quoted-string values with quoted-pairs, both of
+ * which RFC 9112 7.1.1 allows (fixed upstream in 9.1.3, not in Debian 12). The
+ * scanner validates the whole line, bounds the extensions (chunk_ext_bytes)
+ * and hands llhttp only "SIZE CR LF", a line every llhttp reads the same way;
+ * llhttp keeps the chunk data, its CRLF and the size's value and overflow. */
 #include "sws_http.h"
 
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
 
-enum { F_OTHER = 0, F_HOST, F_TE, F_CL, F_REFERER, F_UA, F_SF };
+enum { F_OTHER = 0, F_HOST, F_TE, F_CL, F_REFERER, F_UA, F_SF, F_EXPECT };
 
 /* Raw head scanner states: every byte of a request head is seen once, before
  * llhttp sees it, so that line ends are judged on the bytes as they came. */
@@ -38,7 +47,27 @@ enum {
     S_BOL,      /* at the start of a field line (or of the blank line) */
     S_END_CR,   /* after the CR of the blank line */
     S_DONE,     /* the head is over; the body and trailers are llhttp's */
+    S_CHUNK,    /* at a chunk size line: scan_chunk_line's */
 };
+
+/* Chunk size line scanner states (p->cstate), RFC 9112 7.1 and 7.1.1:
+ *   chunk-size [ chunk-ext ] CRLF
+ *   chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] ) */
+enum {
+    C_SIZE0 = 0, /* the first hex digit */
+    C_SIZE,      /* more digits, or the end of the size */
+    C_SEMI,      /* BWS before a ";" */
+    C_NAME0,     /* BWS after ";", then the name's first tchar */
+    C_NAME,      /* in the name */
+    C_EQ,        /* BWS after the name: "=", ";" */
+    C_VAL0,      /* BWS after "=", then a token or a DQUOTE */
+    C_TOKEN,     /* in a token value */
+    C_QUOTED,    /* in a quoted-string */
+    C_PAIR,      /* after a backslash in a quoted-string */
+    C_AFTER,     /* after a value: ";" or the CR (no whitespace before it) */
+    C_LF,        /* after the CR */
+};
+#define SWS_CHUNK_DIGITS 16 /* significant hex digits; more is an overflow llhttp refuses */
 
 /* What the scanner knows of the request line's method token (p->method_tok).
  * llhttp refuses an unknown method at its first byte that no method it knows
@@ -169,6 +198,130 @@ static int scan_head(sws_http_parser *p, const char *data, size_t len, size_t *a
     return st;
 }
 
+static bool is_hex(unsigned char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Reads a chunk size line from data[0..len): *at is how many bytes it took and
+ * *done whether the line ended (then p->csize holds what llhttp is fed).
+ * Returns 0 or 400. Leading zeros are dropped, so that a size llhttp can hold
+ * never looks like an overflow here. */
+static int scan_chunk_line(sws_http_parser *p, const char *data, size_t len, size_t *at,
+                           bool *done) {
+    uint8_t s = p->cstate;
+    size_t i;
+    *done = false;
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)data[i];
+        bool ws = c == ' ' || c == '\t';
+        if (s >= C_SEMI && s <= C_AFTER && ++p->ext_bytes > p->limits->chunk_ext_bytes)
+            return 400;
+        switch (s) {
+        case C_SIZE0:
+        case C_SIZE:
+            if (is_hex(c)) {
+                if (p->csize_len == 1 && p->csize[0] == '0')
+                    p->csize_len = 0; /* a leading zero */
+                if (p->csize_len >= SWS_CHUNK_DIGITS)
+                    return 400;
+                p->csize[p->csize_len++] = (char)c;
+                s = C_SIZE;
+                break;
+            }
+            if (s == C_SIZE0)
+                return 400;
+            if (c == '\r') {
+                s = C_LF;
+            } else if (c == ';') {
+                s = C_NAME0;
+                p->ext_bytes++;
+            } else if (ws) {
+                s = C_SEMI;
+                p->ext_bytes++;
+            } else {
+                return 400;
+            }
+            break;
+        case C_SEMI:
+            if (c == ';')
+                s = C_NAME0;
+            else if (!ws)
+                return 400;
+            break;
+        case C_NAME0:
+            if (is_tchar(c))
+                s = C_NAME;
+            else if (!ws)
+                return 400;
+            break;
+        case C_NAME:
+            if (is_tchar(c))
+                break;
+            __attribute__((fallthrough)); /* the name ended: what may follow it */
+        case C_EQ:
+            if (c == '=')
+                s = C_VAL0;
+            else if (c == ';')
+                s = C_NAME0;
+            else if (c == '\r' && s == C_NAME)
+                s = C_LF;
+            else if (ws)
+                s = C_EQ;
+            else
+                return 400;
+            break;
+        case C_VAL0:
+            if (c == '"')
+                s = C_QUOTED;
+            else if (is_tchar(c))
+                s = C_TOKEN;
+            else if (!ws)
+                return 400;
+            break;
+        case C_TOKEN:
+            if (is_tchar(c))
+                break;
+            __attribute__((fallthrough));
+        case C_AFTER:
+            if (c == ';')
+                s = C_NAME0;
+            else if (c == '\r') /* whitespace went to C_SEMI: none before the CR */
+                s = C_LF;
+            else if (ws)
+                s = C_SEMI;
+            else
+                return 400;
+            break;
+        case C_QUOTED:
+            /* qdtext: HTAB, SP, VCHAR but DQUOTE and backslash, obs-text */
+            if (c == '"')
+                s = C_AFTER;
+            else if (c == '\\')
+                s = C_PAIR;
+            else if (!(ws || (c >= 0x21 && c != 0x7f)))
+                return 400;
+            break;
+        case C_PAIR:
+            if (!(ws || (c >= 0x21 && c != 0x7f)))
+                return 400;
+            s = C_QUOTED;
+            break;
+        case C_LF:
+            if (c != '\n')
+                return 400;
+            p->csize[p->csize_len++] = '\r';
+            p->csize[p->csize_len++] = '\n';
+            p->cstate = C_SIZE0;
+            *at = i + 1;
+            *done = true;
+            return 0;
+        }
+    }
+    p->cstate = s;
+    *at = i;
+    return 0;
+}
+
 static int on_message_begin(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->in_message = true;
@@ -184,6 +337,12 @@ static int on_message_begin(llhttp_t *lp) {
     p->ver_len = 0;
     p->te_seen = false;
     p->host_ws = false;
+    p->chunked = false;
+    p->expect_continue = false;
+    p->expect_match = 0;
+    p->trailers = false;
+    p->chunk_next = false;
+    p->ext_bytes = 0;
     p->req.path_len = 0;
     p->req.path[0] = '\0';
     p->req.path_truncated = false;
@@ -300,6 +459,10 @@ static int on_header_field_complete(llhttp_t *lp) {
             }
         } else if (name_is(p, "content-length")) {
             p->field = F_CL;
+        } else if (name_is(p, "expect")) {
+            p->field = F_EXPECT;
+            /* Several Expect lines: only a lone 100-continue counts. */
+            p->expect_match = p->expect_match ? UINT8_MAX : 0;
         } else if (p->req.log_fields && name_is(p, "referer") && p->req.referer_len == 0) {
             p->field = F_REFERER;
         } else if (p->req.log_fields && name_is(p, "user-agent") && p->req.user_agent_len == 0) {
@@ -347,6 +510,17 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
                 memcpy(p->req.sf_fields + p->sf * SWS_HTTP_SF_VALUE_MAX + *n, at, len);
                 *n += (uint16_t)len;
             }
+        }
+    } else if (p->field == F_EXPECT) {
+        /* Case-insensitive "100-continue", trailing OWS allowed. */
+        static const char want[] = "100-continue";
+        for (size_t i = 0; i < len && p->expect_match != UINT8_MAX; i++) {
+            char c = at[i];
+            c = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+            if (p->expect_match < sizeof(want) - 1 && c == want[p->expect_match])
+                p->expect_match++;
+            else if (p->expect_match < sizeof(want) - 1 || (c != ' ' && c != '\t'))
+                p->expect_match = UINT8_MAX;
         }
     } else if (p->field == F_TE) {
         for (size_t i = 0; i < len && p->te_len <= SWS_HTTP_TE_MAX; i++) {
@@ -428,6 +602,9 @@ static int on_headers_complete(llhttp_t *lp) {
     /* A request line with no version is HTTP/0.9 to llhttp; we serve none. */
     if (p->ver_len == 0)
         return fail(p, 400);
+    /* RFC 9112 3.2.4: the asterisk-form is only for a server-wide OPTIONS. */
+    if (p->uri_len == 1 && p->req.path[0] == '*' && p->req.method != HTTP_OPTIONS)
+        return fail(p, 400);
     /* RFC 9112 3.2: 400 for an HTTP/1.1 request without Host, and for any with
      * more than one. */
     if (p->host_count > 1 || (p->req.http_minor == 1 && p->host_count == 0))
@@ -440,7 +617,19 @@ static int on_headers_complete(llhttp_t *lp) {
         if (st)
             return fail(p, st);
     }
+    p->chunked = (lp->flags & F_CHUNKED) != 0;
+    /* RFC 9110 15.2: never a 1xx to an HTTP/1.0 client; none without content. */
+    bool body = p->chunked || ((lp->flags & F_CONTENT_LENGTH) && lp->content_length > 0);
+    p->expect_continue =
+        p->expect_match == sizeof("100-continue") - 1 && p->req.http_minor == 1 && body;
     return 0;
+}
+
+bool sws_http_continue_due(sws_http_parser *p) {
+    if (!p->expect_continue || !p->headers_done || !p->in_message || p->status)
+        return false;
+    p->expect_continue = false;
+    return true;
 }
 
 static int on_body(llhttp_t *lp, const char *at, size_t len) {
@@ -459,14 +648,18 @@ static int on_chunk_header(llhttp_t *lp) {
     if (lp->content_length != 0)
         return 0;
     p->last_chunk = true;
+    p->trailers = true;
     return HPE_PAUSED;
 }
 
-/* Chunk extensions are framing nobody reads, but llhttp takes them without end:
- * they count against body_size, or a client could send one forever. */
-static int on_chunk_extension(llhttp_t *lp, const char *at, size_t len) {
-    (void)at;
-    return on_body(lp, NULL, len);
+/* After a chunk's data and CRLF the next size line is scan_chunk_line's: pause
+ * so that sws_http_feed knows where it starts. */
+static int on_chunk_complete(llhttp_t *lp) {
+    sws_http_parser *p = P(lp);
+    if (p->trailers)
+        return 0;
+    p->chunk_next = true;
+    return HPE_PAUSED;
 }
 
 static int on_message_complete(llhttp_t *lp) {
@@ -489,9 +682,8 @@ static const llhttp_settings_t settings = {
     .on_header_value_complete = on_header_value_complete,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
-    .on_chunk_extension_name = on_chunk_extension,
-    .on_chunk_extension_value = on_chunk_extension,
     .on_chunk_header = on_chunk_header,
+    .on_chunk_complete = on_chunk_complete,
     .on_message_complete = on_message_complete,
 };
 
@@ -558,10 +750,41 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
     size_t off = 0;
     llhttp_errno_t e;
     for (;;) {
+        if (p->scan == S_CHUNK) {
+            /* At a chunk size line: llhttp is fed the line scan_chunk_line
+             * made of it once it is whole. */
+            size_t at;
+            bool done;
+            if (scan_chunk_line(p, data + off, len - off, &at, &done))
+                return refuse(p, 400, len, consumed, status);
+            off += at;
+            if (!done) {
+                *consumed = len;
+                return SWS_HTTP_NEED_MORE;
+            }
+            p->scan = S_DONE;
+            e = llhttp_execute(&p->p, p->csize, p->csize_len);
+            p->csize_len = 0;
+            if (e == HPE_PAUSED && p->last_chunk) {
+                /* The last chunk: the trailer section starts at data + off. */
+                llhttp_resume(&p->p);
+                p->last_chunk = false;
+                p->scan = S_BOL;
+            } else if (e != HPE_OK) {
+                return refuse(p, llhttp_status(p, e), len, consumed, status);
+            }
+            if (off >= len) {
+                *consumed = len;
+                return SWS_HTTP_NEED_MORE;
+            }
+            continue;
+        }
         /* The scanner stops at the blank line that ends the head (or the
          * trailers), which is where llhttp's ends too once bare LFs are
          * refused: it never judges a body byte, and a pipelined request's bytes
          * are scanned when they are fed again after the previous request. */
+        size_t upto = len;
+        bool head_end = false;
         if (p->scan != S_DONE) {
             size_t at;
             int st = scan_head(p, data + off, len - off, &at);
@@ -573,8 +796,37 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
                 e = at ? llhttp_execute(&p->p, data + off, at) : HPE_OK;
                 return refuse(p, e == HPE_OK ? st : llhttp_status(p, e), len, consumed, status);
             }
+            /* llhttp reads up to the head's end only: a chunked body's first
+             * size line is scan_chunk_line's. */
+            if (p->scan == S_DONE) {
+                head_end = true;
+                upto = off + at;
+            }
         }
-        e = llhttp_execute(&p->p, data + off, len - off);
+        e = llhttp_execute(&p->p, data + off, upto - off);
+        if (e == HPE_OK && head_end) {
+            off = upto;
+            if (p->chunked && !p->trailers)
+                p->scan = S_CHUNK;
+            if (off >= len) {
+                *consumed = len;
+                return SWS_HTTP_NEED_MORE;
+            }
+            continue;
+        }
+        if (e == HPE_PAUSED && p->chunk_next) {
+            /* Paused after a chunk's CRLF: the next size line starts here. */
+            const char *pos = llhttp_get_error_pos(&p->p);
+            llhttp_resume(&p->p);
+            p->chunk_next = false;
+            p->scan = S_CHUNK;
+            off = pos ? (size_t)(pos - data) : len;
+            if (off >= len) {
+                *consumed = len;
+                return SWS_HTTP_NEED_MORE;
+            }
+            continue;
+        }
         if (e != HPE_PAUSED || !p->last_chunk)
             break;
         /* Paused after the last chunk's size line: the trailer section starts

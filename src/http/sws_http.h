@@ -15,14 +15,17 @@
 /* Request limits. A request past one of them is answered with the status in
  * the comment and the connection is closed. */
 typedef struct sws_http_limits {
-    uint32_t header_bytes; /* raw request line + fields + CRLFs, and trailers; 431 */
-    uint32_t header_count; /* 431 */
-    uint32_t uri_length;   /* 414 */
-    uint64_t body_size;    /* Content-Length, or chunked data + chunk extensions; 413 */
+    uint32_t header_bytes;    /* raw request line + fields + CRLFs, and trailers; 431 */
+    uint32_t header_count;    /* 431 */
+    uint32_t uri_length;      /* 414 */
+    uint64_t body_size;       /* Content-Length, or chunked data; 413 */
+    uint32_t chunk_ext_bytes; /* every chunk extension of one request together; 400 */
 } sws_http_limits;
 
+/* uri_length 8k: RFC 9112 3 asks for request lines of at least 8000 octets,
+ * and header_bytes 16k lets such a line through with the fields after it. */
 #define SWS_HTTP_DEFAULT_LIMITS                                                                    \
-    { 8192, 100, 4096, 1048576 }
+    { 16384, 100, 8192, 1048576, 4096 }
 
 /* The path is copied (truncated) so that a request can be routed after the
  * receive buffer that held it has been given back. */
@@ -106,7 +109,16 @@ typedef struct sws_http_parser {
     uint8_t sf;         /* which SWS_HTTP_SF_* the current field line is */
     bool te_seen;
     bool last_chunk;              /* paused after the size line of the last chunk */
+    bool chunked;                 /* the body is chunked: its size lines are scanned here */
+    bool trailers;                /* the last chunk was seen: what follows is the trailer */
+    bool chunk_next;              /* paused after a chunk: a size line follows */
+    uint8_t cstate;               /* state of the chunk size line scanner */
+    uint8_t csize_len;            /* bytes in csize[] */
+    uint32_t ext_bytes;           /* chunk extension bytes of this request so far */
+    char csize[20];               /* the size line as llhttp sees it: digits, CR LF */
     bool host_ws;                 /* whitespace seen in the Host value: only OWS may follow */
+    bool expect_continue;         /* a 100 (Continue) is owed: see sws_http_continue_due */
+    uint8_t expect_match;         /* bytes of "100-continue" matched; UINT8_MAX: another value */
     char name[SWS_HTTP_NAME_MAX]; /* lowercased start of the current field name */
     char te[SWS_HTTP_TE_MAX];     /* every Transfer-Encoding value, joined by ',' */
     sws_http_request req;
@@ -126,6 +138,14 @@ void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits);
  * other than 1.0 and 1.1). The connection must then be closed after the answer, and the parser is
  * unusable until sws_http_parser_init(). */
 int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status);
+
+/* Whether the caller should send "HTTP/1.1 100 Continue" now: true once per
+ * request, after sws_http_feed() returned SWS_HTTP_NEED_MORE with the head of
+ * an HTTP/1.1 request complete that carries "Expect: 100-continue" and a body
+ * not yet read (RFC 9110 10.1.1: answer at once, never wait for the content).
+ * A head whose Content-Length is past body_size is refused (413) by
+ * sws_http_feed() instead, as soon as the head is in. */
+bool sws_http_continue_due(sws_http_parser *p);
 
 /* Whether bytes of an unfinished request have been seen (for 408 vs a silent
  * idle close). */

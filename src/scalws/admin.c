@@ -167,12 +167,12 @@ static char *status_json(sws_server *s, size_t *len) {
     json_t *imb = json_pack("{s:f, s:f}", "requests", sws_balance_imbalance_requests(s), "active",
                             sws_balance_imbalance_active(s));
     static const char *const drain[] = {"serving", "draining", "forced"};
-    json_t *root =
-        json_pack("{s:s, s:s, s:s, s:s, s:b, s:i, s:b, s:s, s:I, s:o}", "version", SWS_VERSION,
-                  "listen", s->cfg->listen.text, "backend", s->backend, "route",
-                  sws_accept_name(s->route), "shared", s->shared, "threads", s->nthreads, "pinned",
-                  s->pinned, "state", drain[atomic_load(&s->drain) % 3], "uptime_ms",
-                  (json_int_t)(sws_now_ms() - s->started_ms), "loops", loops);
+    json_t *root = json_pack(
+        "{s:s, s:s, s:s?, s:s, s:s, s:b, s:i, s:b, s:s, s:I, s:o}", "version", SWS_VERSION,
+        "listen", s->listen_text, "admin", s->admin_text[0] ? s->admin_text : NULL, "backend",
+        s->backend, "route", sws_accept_name(s->route), "shared", s->shared, "threads", s->nthreads,
+        "pinned", s->pinned, "state", drain[atomic_load(&s->drain) % 3], "uptime_ms",
+        (json_int_t)(sws_now_ms() - s->started_ms), "loops", loops);
     if (!root) {
         json_decref(accept);
         json_decref(imb);

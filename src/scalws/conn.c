@@ -331,6 +331,19 @@ static void answer_error(sws_worker *w, sws_conn *c, int status) {
     c->olen += (uint32_t)n;
 }
 
+/* Expect: 100-continue with the body still to come: the interim answer goes
+ * out with this turn's flush, so the client sends the body now instead of
+ * after its own timeout. Room: consume() feeds only with resp_max bytes free. */
+static void answer_continue(sws_worker *w, sws_conn *c) {
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (!out_take(w, c)) {
+        sws_conn_close(w, c);
+        return;
+    }
+    memcpy(c->out + c->olen, cont, sizeof(cont) - 1);
+    c->olen += (uint32_t)(sizeof(cont) - 1);
+}
+
 /* Parses from data[*off..len). Returns false when output is full and the rest
  * must be held until a write completes. */
 static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
@@ -347,6 +360,8 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         int rc = sws_http_feed(&c->parser, data + *off, len - *off, &used, &st);
         if (rc == SWS_HTTP_NEED_MORE) {
             *off = len;
+            if (sws_http_continue_due(&c->parser))
+                answer_continue(w, c);
             if (c->dl_kind == SWS_DL_IDLE && sws_http_partial(&c->parser)) {
                 c->dl_kind = SWS_DL_HEADER;
                 c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;

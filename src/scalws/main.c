@@ -30,12 +30,16 @@ static void usage(FILE *f) {
             "  -r, --root DIR           serve the files below DIR (sets [static] root; implies\n"
             "                           --scenario static)\n"
             "  -u, --upstream LIST      host:port[,host:port...] (overrides [proxy] upstream)\n"
+            "      --ready-file FILE    once every listener is bound, write FILE (atomically):\n"
+            "                           'listen ADDR', 'admin ADDR' lines, then 'pid N'\n"
             "  -t, --check-config       validate the configuration and exit\n"
             "  -T, --print-config       print the effective configuration (every key, its\n"
             "                           value and where it came from) and exit\n"
             "  -h, --help               this text\n"
             "  -V, --version            print the version\n"
-            "Without options it serves the respond scenario on 127.0.0.1:8080.\n"
+            "Without options it serves the respond scenario on 127.0.0.1:8080. Port 0 (as in\n"
+            "127.0.0.1:0) lets the kernel choose; the start line, /status and --ready-file\n"
+            "name the port bound.\n"
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
             "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n"
             "SIGUSR2 starts a new scalwsd on the same listening sockets (zero-loss restart);\n"
@@ -43,6 +47,9 @@ static void usage(FILE *f) {
             "Configuration keys, their defaults ((restart): SIGHUP cannot change it):\n");
     sws_config_usage(f);
 }
+
+/* Long options without a short form. */
+enum { OPT_READY_FILE = 256 };
 
 int main(int argc, char **argv) {
     static const struct option opts[] = {
@@ -52,6 +59,7 @@ int main(int argc, char **argv) {
         {"scenario", required_argument, NULL, 's'},
         {"upstream", required_argument, NULL, 'u'},
         {"root", required_argument, NULL, 'r'},
+        {"ready-file", required_argument, NULL, OPT_READY_FILE},
         {"check-config", no_argument, NULL, 't'},
         {"print-config", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -60,6 +68,7 @@ int main(int argc, char **argv) {
     };
     const char *config = NULL, *listen = NULL, *threads = NULL, *scenario = NULL, *upstream = NULL;
     const char *root = NULL;
+    const char *ready_file = NULL;
     bool check = false, print = false;
     int ch;
     while ((ch = getopt_long(argc, argv, "c:l:w:s:u:r:tThV", opts, NULL)) != -1) {
@@ -81,6 +90,9 @@ int main(int argc, char **argv) {
             break;
         case 'r':
             root = optarg;
+            break;
+        case OPT_READY_FILE:
+            ready_file = optarg;
             break;
         case 't':
             check = true;
@@ -172,8 +184,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "scalwsd: %s\n", err);
         return rc == -ENOMEM ? 1 : 2;
     }
-    if (cfg.admin_enabled)
-        fprintf(stderr, "scalwsd: admin on %s (/metrics, /status)\n", cfg.admin.text);
+    if (admin_fd >= 0) {
+        if (sws_sockname_text(admin_fd, srv.admin_text, sizeof(srv.admin_text)) < 0)
+            snprintf(srv.admin_text, sizeof(srv.admin_text), "%s", cfg.admin.text);
+        fprintf(stderr, "scalwsd: admin on %s (/metrics, /status)\n", srv.admin_text);
+    }
+    if (ready_file && (rc = sws_ready_write(ready_file, &srv)) < 0)
+        /* Serving already; whoever waits for the file will say it is missing. */
+        fprintf(stderr, "scalwsd: --ready-file %s: %s\n", ready_file, strerror(-rc));
 #ifdef SWS_HAVE_SYSTEMD
     sd_notify(0, "READY=1");
 #endif

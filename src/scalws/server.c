@@ -260,6 +260,10 @@ static void record_listen_fds(sws_server *s, const inherited *inh) {
         for (int i = 0; i < s->nloops && i < (inh->n > 1 ? inh->n : s->nloops); i++)
             if (s->workers[i].listener)
                 s->listen_fds[s->nlisten_fds++] = tl_handle_fd(s->loops[i], s->workers[i].listener);
+    /* What was bound, not what was asked: port 0 is the kernel's choice. */
+    if (s->nlisten_fds == 0 ||
+        sws_sockname_text(s->listen_fds[0], s->listen_text, sizeof(s->listen_text)) < 0)
+        snprintf(s->listen_text, sizeof(s->listen_text), "%s", s->cfg->listen.text);
 }
 
 /* Step 9: the start line on stderr (tests and operators read it). */
@@ -267,17 +271,18 @@ static void print_start(const sws_server *s, const inherited *inh) {
     const sws_config *cfg = s->cfg;
     char accept_text[160];
     sws_balance_describe(s, accept_text, sizeof(accept_text));
-    char inherited_text[64];
-    snprintf(inherited_text, sizeof(inherited_text), "%d activated socket%s (fd 3%s)", inh->n,
-             inh->n == 1 ? "" : "s", inh->n == 1 ? "" : "..");
+    char inherited_text[64] = "";
+    if (inh->activated >= 0)
+        snprintf(inherited_text, sizeof(inherited_text), " (%d activated socket%s, fd 3%s)", inh->n,
+                 inh->n == 1 ? "" : "s", inh->n == 1 ? "" : "..");
     fprintf(stderr,
             "scalwsd %s: %s%d loop%s (%s; affinity %d CPU%s, quota %s%d), %d thread%s, accept %s, "
-            "backend %s, listening on %s\n",
+            "backend %s, listening on %s%s\n",
             SWS_VERSION, s->shared ? "shared model, " : "", s->nloops, s->nloops == 1 ? "" : "s",
             cfg->event_loops < 0 ? "auto" : "configured", s->cpus.in_mask,
             s->cpus.in_mask == 1 ? "" : "s", s->cpus.quota_cpus ? "" : "none/", s->cpus.quota_cpus,
-            s->nthreads, s->nthreads == 1 ? "" : "s", accept_text, s->backend,
-            inh->activated >= 0 ? inherited_text : cfg->listen.text);
+            s->nthreads, s->nthreads == 1 ? "" : "s", accept_text, s->backend, s->listen_text,
+            inherited_text);
     if (!s->pinned && !s->shared)
         fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
                 s->cpus.in_mask);
@@ -287,7 +292,7 @@ static void print_start(const sws_server *s, const inherited *inh) {
         fprintf(stderr,
                 "scalwsd: tls on %s: %s, ALPN http/1.1, memory BIOs (kTLS not used; kernel tls "
                 "module %s), tickets %s, session cache %u per loop, OCSP stapling %s\n",
-                cfg->listen.text, ti.protocols, ti.ktls_kernel ? "present" : "absent",
+                s->listen_text, ti.protocols, ti.ktls_kernel ? "present" : "absent",
                 ti.tickets ? "on" : "off", ti.session_cache, ti.ocsp ? "on" : "off");
     }
 }

@@ -207,6 +207,10 @@ typedef struct sws_server {
     const sws_scenario_ops *sc_ops; /* every loop's; the control thread's metrics */
     sws_tls_keys *tls_keys;         /* ticket keys: rotated by the control thread */
     uint64_t tls_rotated_ms;
+    /* What the listeners really bound (port 0 is the kernel's choice): the
+     * first HTTP listener, and the admin one ("" when off). */
+    char listen_text[SWS_ADDR_MAX];
+    char admin_text[SWS_ADDR_MAX];
 } sws_server;
 
 /* server.c: main thread */
@@ -220,6 +224,12 @@ void sws_worker_arm(sws_worker *w);
 void sws_worker_free(sws_worker *w);
 void *sws_worker_main(void *arg); /* thread: turns w until it is finished */
 void *sws_shared_main(void *arg); /* thread of the shared model: arg is the server */
+
+/* ready.c: "host:port" ("[v6]:port") of a bound socket; 0 or a negative errno. */
+int sws_sockname_text(int fd, char *out, size_t cap);
+/* Writes "listen ADDR" per distinct listener, "admin ADDR", "pid N" to path
+ * through a temp file and rename. */
+int sws_ready_write(const char *path, const sws_server *s);
 
 /* drain.c: loop side */
 void sws_worker_drain(sws_worker *w, bool force);

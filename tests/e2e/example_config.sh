@@ -31,21 +31,12 @@ while read -r kind name; do
 done <"$T/keys"
 [ "$checked" -ge 15 ] || fail "found only $checked keys in --print-config"
 
-# Started with it (on a free port), scalwsd answers with the default response.
-for _ in 1 2 3 4 5; do
-    PORT=$(rand_port)
-    "$SWS" --config "$INI" --listen "127.0.0.1:$PORT" 2>"$T/log" &
-    SWS_PID=$!
-    for _ in $(seq 1 50); do
-        grep -q "listening on" "$T/log" 2>/dev/null && break
-        kill -0 "$SWS_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$SWS_PID" 2>/dev/null && break
-    wait "$SWS_PID" || true
-    SWS_PID=""
-done
-[ -n "$SWS_PID" ] || fail "scalwsd did not start with the example"
+# Started with it (on a port the kernel chooses), scalwsd answers with the
+# default response.
+"$SWS" --config "$INI" --listen 127.0.0.1:0 --ready-file "$T/ready" 2>"$T/log" &
+SWS_PID=$!
+wait_ready "$T/ready" "$SWS_START_SECS" "$SWS_PID" || fail "scalwsd did not start with the example"
+PORT=$(ready_port "$T/ready")
 [ "$(curl -s -m 3 "http://127.0.0.1:$PORT/")" = "Hello from scalwsd" ] || fail "default response"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"

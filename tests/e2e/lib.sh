@@ -1,5 +1,5 @@
 # Shared helpers for scalwsd's end-to-end tests: start the real binary on a
-# free loopback port, talk to it with curl and raw sockets (bash /dev/tcp).
+# loopback port the kernel chooses (port 0, read back from --ready-file), talk to it with curl and raw sockets (bash /dev/tcp).
 # Every wait is bounded; a test that hangs is killed by ctest's TIMEOUT too.
 set -euo pipefail
 
@@ -26,65 +26,69 @@ fail() {
     exit 1
 }
 
-# Below the kernel's ephemeral range (ip_local_port_range, 32768.. by default):
-# a port picked there can collide with the local port of any client connection
-# a parallel test has open, which made starts fail under load.
-rand_port() { echo $(((RANDOM % 20000) + 11000)); }
+# shellcheck source=../../scripts/lib/ports.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/ports.sh"
+
+# How long a start may take: a sanitizer build on a loaded machine is slow to
+# map its shadow memory; a server that exits is seen at once, not after this.
+SWS_START_SECS=${SWS_START_SECS:-60}
 
 # start_sws [ini text] [extra args...]: writes the ini with listen (and admin)
-# on random ports and starts scalwsd; retries when a port is taken.
+# on port 0, starts scalwsd with --ready-file and sets PORT, ADMIN_PORT and
+# SWS_PID from what it bound; then makes one request (GET /) that it answers.
 start_sws() {
     start_sws_try "$@" || fail "scalwsd did not start"
 }
 
 # start_sws_try: the same, but returns 1 (with the log in $T/log) when scalwsd
-# exits for another reason than a taken port.
+# exits (or is not ready within SWS_START_SECS) instead of failing the test.
 start_sws_try() {
     local ini=${1:-} scheme=http
     shift || true
     [ "$SWS_LISTEN_OPTS" != tls ] || scheme=https
-    for _ in 1 2 3 4 5 6 7 8; do
-        PORT=$(rand_port)
-        ADMIN_PORT=$(rand_port)
-        [ "$ADMIN_PORT" != "$PORT" ] || ADMIN_PORT=$((PORT + 1))
-        {
-            echo "[server]"
-            echo "listen = 127.0.0.1:$PORT${SWS_LISTEN_OPTS:+ $SWS_LISTEN_OPTS}"
-            printf '%b\n' "$ini"
-            echo "[admin]"
-            echo "listen = 127.0.0.1:$ADMIN_PORT"
-        } >"$T/sws.ini"
-        "${SWS_WRAP[@]}" "$SWS" --config "$T/sws.ini" "$@" 2>"$T/log" &
-        SWS_PID=$!
-        for _ in $(seq 1 50); do
-            if grep -q "listening on" "$T/log" 2>/dev/null &&
-                curl -sk -o /dev/null "$scheme://127.0.0.1:$PORT/"; then
-                # The e2e_epoll_* runs must really be on epoll where the ini left
-                # the backend to auto.
-                if [ "${TURNLOOP_BACKEND:-}" = epoll ] && ! grep -q "backend = " "$T/sws.ini"; then
-                    grep -q "backend epoll" "$T/log" || fail "TURNLOOP_BACKEND=epoll ignored"
-                fi
-                return 0
-            fi
-            if ! kill -0 "$SWS_PID" 2>/dev/null; then
-                break
-            fi
-            sleep 0.1
-        done
+    {
+        echo "[server]"
+        echo "listen = 127.0.0.1:0${SWS_LISTEN_OPTS:+ $SWS_LISTEN_OPTS}"
+        printf '%b\n' "$ini"
+        echo "[admin]"
+        echo "listen = 127.0.0.1:0"
+    } >"$T/sws.ini"
+    rm -f "$T/ready"
+    PORT="" ADMIN_PORT=""
+    "${SWS_WRAP[@]}" "$SWS" --config "$T/sws.ini" --ready-file "$T/ready" "$@" 2>"$T/log" &
+    SWS_PID=$!
+    if ! wait_ready "$T/ready" "$SWS_START_SECS" "$SWS_PID"; then
+        kill -KILL "$SWS_PID" 2>/dev/null || true
         wait "$SWS_PID" 2>/dev/null || true
         SWS_PID=""
-        grep -q "address already in use" "$T/log" || return 1
-    done
-    fail "no free port"
+        return 1
+    fi
+    PORT=$(ready_port "$T/ready" listen)
+    ADMIN_PORT=$(ready_port "$T/ready" admin)
+    # One request, as the tests have always seen it (access logs and counters
+    # count it): the server answers, not only listens. A guard, not a latency.
+    if ! curl -sk -m 30 -o /dev/null "$scheme://127.0.0.1:$PORT/"; then
+        kill -KILL "$SWS_PID" 2>/dev/null || true
+        wait "$SWS_PID" 2>/dev/null || true
+        SWS_PID=""
+        return 1
+    fi
+    # The e2e_epoll_* runs must really be on epoll where the ini left the
+    # backend to auto.
+    if [ "${TURNLOOP_BACKEND:-}" = epoll ] && ! grep -q "backend = " "$T/sws.ini"; then
+        grep -q "backend epoll" "$T/log" || fail "TURNLOOP_BACKEND=epoll ignored"
+    fi
+    return 0
 }
 SWS_WRAP=()
 # SWS_LISTEN_OPTS=tls makes start_sws's listener HTTPS ([tls] in the ini text).
 SWS_LISTEN_OPTS=${SWS_LISTEN_OPTS:-}
 
 # raw REQUEST [seconds]: sends bytes (printf %b escapes) on one connection and
-# prints everything the server answers until it closes or the time is up.
+# prints everything the server answers until it closes or the time is up (a
+# guard against a hang: the cases that close do so at once, even under load).
 raw() {
-    local req=$1 secs=${2:-3}
+    local req=$1 secs=${2:-10}
     timeout "$secs" bash -c '
         exec 3<>/dev/tcp/127.0.0.1/'"$PORT"' || exit 1
         printf "%b" "$1" >&3
@@ -98,9 +102,20 @@ start_test_upstream() {
     python3 "$(dirname "${BASH_SOURCE[0]}")/proxy_upstream.py" "$T/up.port" "$@" &
     UP_PID=$!
     trap 'kill -KILL $UP_PID 2>/dev/null || true; cleanup' EXIT
-    for _ in $(seq 1 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
-    [ -s "$T/up.port" ] || fail "test upstream did not start"
+    wait_ready "$T/up.port" "$SWS_START_SECS" "$UP_PID" || fail "test upstream did not start"
     UP=$(cat "$T/up.port")
+}
+
+# start_sws_upstream [args...]: a second scalwsd (respond, one loop) on port 0,
+# the upstream of a proxy test; sets UP (its port) and UP_PID, killed on exit.
+start_sws_upstream() {
+    rm -f "$T/up.ready"
+    "$SWS" --listen 127.0.0.1:0 --worker-threads 1 --ready-file "$T/up.ready" "$@" 2>"$T/up.log" &
+    UP_PID=$!
+    trap 'kill -KILL $UP_PID 2>/dev/null || true; cleanup' EXIT
+    wait_ready "$T/up.ready" "$SWS_START_SECS" "$UP_PID" ||
+        fail "upstream scalwsd did not start: $(cat "$T/up.log")"
+    UP=$(ready_port "$T/up.ready")
 }
 
 # stop_sws: SIGTERM and wait (bounded); sets SWS_STATUS.
@@ -116,3 +131,13 @@ stop_sws() {
 }
 
 count() { grep -c "$1" || true; }
+
+# wait_log PATTERN [SECS] [FILE]: until PATTERN (grep) is in FILE ($T/log);
+# 1 after SECS (30). For what the server logs once it has acted on a signal.
+wait_log() {
+    local end=$((SECONDS + ${2:-30}))
+    until grep -q -- "$1" "${3:-$T/log}" 2>/dev/null; do
+        [ "$SECONDS" -le "$end" ] || return 1
+        sleep 0.05
+    done
+}

@@ -135,21 +135,7 @@ check respond
 stop_sws
 
 # The proxy scenario adds the upstream families (and a histogram).
-UP_PID=""
-for _ in 1 2 3 4 5; do
-    UP=$(rand_port)
-    "$SWS" --listen "127.0.0.1:$UP" --worker-threads 1 2>"$T/up.log" &
-    UP_PID=$!
-    for _ in $(seq 1 50); do
-        grep -q "listening on" "$T/up.log" 2>/dev/null && break
-        kill -0 "$UP_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$UP_PID" 2>/dev/null && break
-    UP_PID=""
-done
-[ -n "$UP_PID" ] || fail "upstream scalwsd did not start"
-trap 'kill -KILL $UP_PID 2>/dev/null || true; cleanup' EXIT
+start_sws_upstream
 start_sws "scenario = proxy\nevent_loops = 2\n[proxy]\nupstream = 127.0.0.1:$UP"
 check proxy
 grep -q '^# TYPE scalwsd_upstream_latency_seconds histogram' "$T/proxy.txt" || fail "proxy families missing"

@@ -6,21 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 # The upstream: a second scalwsd in respond mode on its own port.
-UP_PID=""
-for _ in 1 2 3 4 5; do
-    UP=$(rand_port)
-    "$SWS" --listen "127.0.0.1:$UP" --worker-threads 1 2>"$T/up.log" &
-    UP_PID=$!
-    for _ in $(seq 1 50); do
-        grep -q "listening on" "$T/up.log" 2>/dev/null && break
-        kill -0 "$UP_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$UP_PID" 2>/dev/null && break
-    UP_PID=""
-done
-[ -n "$UP_PID" ] || fail "upstream scalwsd did not start"
-trap 'kill -KILL $UP_PID 2>/dev/null || true; cleanup' EXIT
+start_sws_upstream
 
 start_sws "scenario = proxy\nevent_loops = 2\n[proxy]\nupstream = 127.0.0.1:$UP\npool_per_loop = 8"
 

@@ -4,6 +4,7 @@
 its port to argv[1] and stops by itself after argv[2] seconds. With argv[3],
 every byte it receives is appended to that file (to prove what a proxy never
 forwarded), and the number of connections it accepted is kept in argv[3].conns."""
+import os
 import socket
 import sys
 import threading
@@ -128,8 +129,10 @@ def main():
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
     s.listen(64)
-    with open(sys.argv[1], "w") as pf:
+    # Renamed into place whole: a reader that sees the file sees the port.
+    with open(sys.argv[1] + ".tmp", "w") as pf:
         pf.write(str(s.getsockname()[1]))
+    os.replace(sys.argv[1] + ".tmp", sys.argv[1])
     deadline = time.time() + float(sys.argv[2])
     conns_seen = [0]
     s.settimeout(0.5)

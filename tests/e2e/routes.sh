@@ -8,7 +8,7 @@ check_route() {
     start_sws "$ini"
     local ok=0
     for i in $(seq 1 $n); do
-        [ "$(curl -s -m 2 "http://127.0.0.1:$PORT/")" = "Hello from scalwsd" ] && ok=$((ok + 1))
+        [ "$(curl -s -m 10 "http://127.0.0.1:$PORT/")" = "Hello from scalwsd" ] && ok=$((ok + 1))
     done
     [ "$ok" = "$n" ] || fail "$route: $ok of $n answered"
     s=$(curl -s "http://127.0.0.1:$ADMIN_PORT/status")

@@ -81,41 +81,37 @@ for _ in $(seq 1 50); do
 done
 [ -S "$T/notify.sock" ] || fail "notify socket not created"
 
-# The launcher binds the socket unit's address (on a free port), moves it to
-# fd 3 and execs the unit's command, so LISTEN_PID is scalwsd's own pid.
+# The launcher binds the socket unit's address (on port 0: the kernel's
+# choice, written to $T/port), moves it to fd 3 and execs the unit's command,
+# so LISTEN_PID is scalwsd's own pid.
 launch() {
     NOTIFY_SOCKET=$T/notify.sock python3 -c '
 import os, socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(98)
+s.bind(("127.0.0.1", 0))
 s.listen(4096)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
 os.dup2(s.fileno(), 3)
 os.set_inheritable(3, True)
 os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()), LISTEN_FDNAMES="scalwsd.socket")
 os.execv(sys.argv[2], sys.argv[2:])
-' "$PORT" "${start[@]}" 2>"$T/log" &
+' "$T/port" "${start[@]}" 2>"$T/log" &
     SWS_PID=$!
 }
-# Each try waits (bounded) for READY=1 or the launcher's exit; 98 is a taken port.
-for _ in 1 2 3 4 5; do
-    PORT=$(rand_port)
-    launch
-    for _ in $(seq 1 100); do
-        grep -q "READY=1" "$T/notify" 2>/dev/null && break
-        kill -0 "$SWS_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$SWS_PID" 2>/dev/null && break
-    rc=0
-    wait "$SWS_PID" || rc=$?
-    SWS_PID=""
-    [ "$rc" = 98 ] || fail "scalwsd exited ($rc) before READY=1: $(cat "$T/log")"
+# Waits (bounded) for READY=1 or the launcher's exit.
+launch
+wait_ready "$T/port" "$SWS_START_SECS" "$SWS_PID" || fail "launcher did not bind: $(cat "$T/log")"
+PORT=$(cat "$T/port")
+end=$((SECONDS + SWS_START_SECS))
+while [ "$SECONDS" -le "$end" ]; do
+    grep -q "READY=1" "$T/notify" 2>/dev/null && break
+    kill -0 "$SWS_PID" 2>/dev/null || break
+    sleep 0.05
 done
-[ -n "$SWS_PID" ] || fail "no free port"
+kill -0 "$SWS_PID" 2>/dev/null || fail "scalwsd exited before READY=1: $(cat "$T/log")"
 if ! grep -q "READY=1" "$T/notify" 2>/dev/null; then
     grep -q "built without sd_notify\|Execing" "$T/log" && { echo "SKIP: no libsystemd"; exit 77; }
     fail "no READY=1 on NOTIFY_SOCKET (got: $(cat "$T/notify" 2>/dev/null))"

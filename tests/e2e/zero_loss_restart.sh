@@ -11,17 +11,21 @@
 # restart) shows that the test sees lost requests: it then asserts errors.
 . "$(dirname "$0")/lib.sh"
 
-# load SECONDS OUT [keepalive]: 8 client threads until the time is up; prints
+# load SECONDS OUT [keepalive]: 8 client threads until $T/stop exists (the
+# test has seen both processes serve) or, as a bound, SECONDS are up; prints
 # "ok errors retried" to OUT and the first few failures to stderr. By default
 # one request per connection (Connection: close). keepalive: each thread keeps
 # its connection and, as HTTP clients do, sends a request again on a fresh
 # connection when a reused one was closed before any byte of the answer (the
 # race with a drain closing it): counted as retried, not as an error.
 load() {
-    python3 - "$PORT" "$1" "${3:-close}" >"$2" <<'PY' &
-import socket, sys, threading, time
-port, secs, mode = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+    rm -f "$T/stop"
+    python3 - "$PORT" "$1" "${3:-close}" "$T/stop" >"$2" <<'PY' &
+import os, socket, sys, threading, time
+port, secs, mode, stop = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 end = time.monotonic() + secs
+def going():
+    return time.monotonic() < end and not os.path.exists(stop)
 ok = [0]; errs = [0]; retried = [0]; lock = threading.Lock(); shown = [0]
 close_req = b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
 ka_req = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n"
@@ -91,14 +95,14 @@ def error(e):
             print("client error at %.3f: %r" % (time.time(), e), file=sys.stderr)
     count(errs)
 def worker_close():
-    while time.monotonic() < end:
+    while going():
         try:
             one_close(); count(ok)
         except Exception as e:
             error(e)
 def worker_ka():
     s, fresh = None, True
-    while time.monotonic() < end:
+    while going():
         try:
             if s is None:
                 s, fresh = socket.create_connection(("127.0.0.1", port), timeout=3), True
@@ -128,13 +132,25 @@ PY
     LOAD_PID=$!
 }
 
-# wait_for TEXT COUNT: until TEXT is in the log COUNT times (bounded, 5 s).
+# wait_for TEXT COUNT: until TEXT is in the log COUNT times (bounded by the
+# start deadline: what it waits for is a process starting).
 wait_for() {
-    for _ in $(seq 1 50); do
+    local end=$((SECONDS + SWS_START_SECS))
+    while [ "$SECONDS" -le "$end" ]; do
         [ "$(count "$1" <"$T/log")" -ge "$2" ] && return 0
-        sleep 0.1
+        sleep 0.05
     done
     fail "no $2 x '$1' in the log"
+}
+
+# wait_metric NAME MIN SECS: until the admin's sum of NAME exceeds MIN.
+wait_metric() {
+    local end=$((SECONDS + $3))
+    while [ "$SECONDS" -le "$end" ]; do
+        [ "$(metric_sum "$1")" -gt "$2" ] && return 0
+        sleep 0.05
+    done
+    fail "$1 did not pass $2 within $3 s"
 }
 
 metric_sum() {
@@ -146,21 +162,26 @@ run() {
     local label=$1 ini=$2 mode=${3:-close}
     start_sws "$ini"
     local old=$SWS_PID
-    load 5 "$T/load" "$mode"
-    # Restart only once the old process is serving the load (the start probe
-    # was its first request): the client may take a while to start.
-    for _ in $(seq 1 100); do
-        [ "$(metric_sum scalwsd_requests_total)" -gt 200 ] && break
-        sleep 0.05
-    done
-    sleep 0.5
+    # The load runs until both processes have served (the steps below wait on
+    # what they need, however slow the machine); 90 s only bounds it. It was
+    # a fixed 5 s: under load the restart's steps outlasted it and the new
+    # process had nothing left to serve.
+    load 90 "$T/load" "$mode"
+    # Restart only once the old process is serving the load: the client may
+    # take a while to start.
+    wait_metric scalwsd_requests_total 200 30
     echo "$label: SIGUSR2 at $(date +%s.%N)" >&2
     case "${ZLR_BREAK:-}" in
     restart) # the usual way: stop, then start a new one on the same ports
         stop_sws
-        "$SWS" --config "$T/sws.ini" 2>>"$T/log" &
+        # The same ports as the first one (the ini asks for port 0).
+        awk -v p="$PORT" -v a="$ADMIN_PORT" '/^listen = / { n++; $0 = "listen = 127.0.0.1:" (n == 1 ? p : a) } 1' \
+            "$T/sws.ini" >"$T/again.ini"
+        "$SWS" --config "$T/again.ini" 2>>"$T/log" &
         SWS_PID=$!
         wait_for "listening on" 2
+        sleep 1
+        touch "$T/stop"
         ;;
     *)
         kill -USR2 "$old"
@@ -169,11 +190,21 @@ run() {
         local new
         new=$(grep -o 'started new process [0-9]*' "$T/log" | awk '{print $4}')
         kill -0 "$new" 2>/dev/null || fail "$label: new process $new is not running"
+        # Its ready file (the same --ready-file) says it is listening.
+        local end=$((SECONDS + SWS_START_SECS))
+        until [ "$(ready_pid "$T/ready")" = "$new" ]; do
+            [ "$SECONDS" -le "$end" ] || fail "$label: no ready file from the new process"
+            sleep 0.05
+        done
+        # Both serve the load for a moment before the old one drains.
         sleep 0.5
         echo "$label: SIGTERM to the old one at $(date +%s.%N)" >&2
         stop_sws # the old one: SIGTERM, drain, exit status
         [ "$SWS_STATUS" = 0 ] || fail "$label: old process exited $SWS_STATUS"
         SWS_PID=$new
+        # Only the new one is left on the admin socket: let it serve some.
+        wait_metric scalwsd_requests_total 50 30
+        touch "$T/stop"
         ;;
     esac
     wait "$LOAD_PID" || fail "$label: load client failed"
@@ -200,8 +231,8 @@ run() {
     # Not our child (the old one was its parent): no exit status to wait for,
     # but "stopped after SIGTERM" is printed only on the way to exit 0.
     kill -TERM "$SWS_PID"
-    for _ in $(seq 1 100); do
-        kill -0 "$SWS_PID" 2>/dev/null || break
+    local end=$((SECONDS + 30))
+    while kill -0 "$SWS_PID" 2>/dev/null && [ "$SECONDS" -le "$end" ]; do
         sleep 0.1
     done
     kill -0 "$SWS_PID" 2>/dev/null && fail "$label: the new process did not stop"

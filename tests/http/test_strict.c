@@ -150,22 +150,84 @@ static void strict_bad_chunk_size(void **state) {
     REFUSED(CHUNKED "3\r\nabcX\r\n0\r\n\r\n", 400); /* data longer than its size */
 }
 
-/* Extensions are bounded like data (body_size), or one could grow forever. */
+/* Extensions are bounded (chunk_ext_bytes, over every chunk of a request), or
+ * one could grow forever: 400, the answer to CVE-2024-22019's class. */
 static void strict_chunk_extensions_are_bounded(void **state) {
     (void)state;
-    char r[2048];
+    static char r[24 * 1024];
     int n = snprintf(r, sizeof(r), CHUNKED "1;x=");
-    memset(r + n, 'v', 1100);
-    memcpy(r + n + 1100, "\r\na\r\n0\r\n\r\n", 10);
+    /* 20 KiB of extension on one line, with the default limit */
+    memset(r + n, 'v', 20 * 1024);
+    memcpy(r + n + 20 * 1024, "\r\na\r\n0\r\n\r\n", 10);
+    refused_len(r, (size_t)n + 20 * 1024 + 10, 400);
     sws_http_limits small = lim;
-    small.body_size = 1024;
+    small.chunk_ext_bytes = 1024;
     cur = &small;
-    refused_len(r, (size_t)n + 1110, 413);
+    refused_len(r, (size_t)n + 1100 + 10, 400); /* cut: still a 1100-byte line */
     /* the same with extensions inside the limit is served */
-    accepted_len(r, (size_t)n + 110, 0);
     memcpy(r + n + 100, "\r\na\r\n0\r\n\r\n", 10);
     accepted_len(r, (size_t)n + 110, 1);
+    /* many small lines add up: 300 chunks of ";e=vvvv" (8 bytes) > 1024 */
+    n = snprintf(r, sizeof(r), CHUNKED);
+    for (int i = 0; i < 300; i++)
+        n += snprintf(r + n, sizeof(r) - (size_t)n, "1;e=vvvv\r\na\r\n");
+    n += snprintf(r + n, sizeof(r) - (size_t)n, "0\r\n\r\n");
+    refused_len(r, (size_t)n, 400);
     cur = &lim;
+    accepted_len(r, (size_t)n, 1);
+}
+
+/* RFC 9112 7.1.1: any number of extensions, each a token or a quoted-string
+ * (quoted-pairs inside), with BWS around ";" and "="; accepted and ignored. */
+static void strict_chunk_extensions_accepted(void **state) {
+    (void)state;
+    ACCEPTED(CHUNKED "3;a=1;b=2;c\r\nabc\r\n0\r\n\r\n", 1);
+    ACCEPTED(CHUNKED "3;a=\"x\\\"y\"\r\nabc\r\n0\r\n\r\n", 1);
+    ACCEPTED(CHUNKED "3;a=\"q; \\\\ =\";b=t\r\nabc\r\n0;last=\"\"\r\n\r\n", 1);
+    ACCEPTED(CHUNKED "3 ; a = 1 ;b\t=\t\"v\"\r\nabc\r\n0\r\n\r\n", 1);
+    ACCEPTED(CHUNKED "003;x\r\nabc\r\n000\r\n\r\n", 1);
+    ACCEPTED(CHUNKED "3;a=1\r\nabc\r\n0;z=9\r\nT: v\r\n\r\n" GET "\r\n", 2);
+    /* and the data after them is framed right: the next request parses */
+    ACCEPTED(CHUNKED "A;n=\"0123\"\r\n0123456789\r\n0\r\n\r\n" GET "\r\n", 2);
+}
+
+static void strict_bad_chunk_extensions(void **state) {
+    (void)state;
+    REFUSED(CHUNKED "3;\r\nabc\r\n0\r\n\r\n", 400);         /* no name */
+    REFUSED(CHUNKED "3;a=\r\nabc\r\n0\r\n\r\n", 400);       /* no value */
+    REFUSED(CHUNKED "3;a=\"x\r\nabc\r\n0\r\n\r\n", 400);    /* open quote */
+    REFUSED(CHUNKED "3;a=\"x\"y\r\nabc\r\n0\r\n\r\n", 400); /* after the quote */
+    REFUSED(CHUNKED "3;a b\r\nabc\r\n0\r\n\r\n", 400);
+    REFUSED(CHUNKED "3;a=1 \r\nabc\r\n0\r\n\r\n", 400); /* whitespace before CR */
+    REFUSED(CHUNKED "3;a=\"\x01\"\r\nabc\r\n0\r\n\r\n", 400);
+    REFUSED(CHUNKED "3;a=\"\\\x7f\"\r\nabc\r\n0\r\n\r\n", 400);
+    REFUSED(CHUNKED "3;a=1\nabc\r\n0\r\n\r\n", 400); /* bare LF */
+    REFUSED(CHUNKED "3;a=1\rabc\r\n0\r\n\r\n", 400); /* bare CR */
+    REFUSED(CHUNKED "3;a=1\r\nabc\r\n0;\x00\r\n\r\n", 400);
+    REFUSED(CHUNKED "3@\r\nabc\r\n0\r\n\r\n", 400);
+}
+
+/* RFC 9112 3.2.4: "*" is the target of a server-wide OPTIONS only. */
+static void strict_asterisk_form_only_for_options(void **state) {
+    (void)state;
+    REFUSED("GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    REFUSED("HEAD * HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    REFUSED("POST * HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", 400);
+    ACCEPTED("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", 1);
+    ACCEPTED("GET /* HTTP/1.1\r\nHost: a\r\n\r\n", 1);
+}
+
+/* RFC 9112 3: a request line of 8000 octets is served with the defaults. */
+static void strict_long_request_line_by_default(void **state) {
+    (void)state;
+    static char r[8200];
+    int n = snprintf(r, sizeof(r), "GET /");
+    int target = 8000 - (int)strlen("GET  HTTP/1.1") - 1; /* the path after "/" */
+    memset(r + n, 'p', (size_t)target);
+    n += target;
+    n += snprintf(r + n, sizeof(r) - (size_t)n, " HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_int_equal(strchr(r, '\r') - r, 8000);
+    accepted_len(r, (size_t)n, 1);
 }
 
 static void strict_obs_fold(void **state) {
@@ -275,7 +337,7 @@ static void strict_unknown_method_is_501(void **state) {
     assert_int_equal(feed(two, sizeof(two) - 1, sizeof(two) - 1, &requests), 501);
     assert_int_equal(requests, 1);
     /* A token that never ends: header_bytes bounds it, 400 as in one read. */
-    static char longtok[9000];
+    static char longtok[17000]; /* past header_bytes (16k) */
     memset(longtok, 'A', sizeof(longtok));
     assert_int_equal(feed(longtok, sizeof(longtok), 1, &requests), 400);
     assert_int_equal(feed(longtok, sizeof(longtok), sizeof(longtok), &requests), 400);
@@ -301,11 +363,11 @@ static void strict_trailers_are_scanned_too(void **state) {
     REFUSED(CHUNKED "0\r\n\n", 400);
     REFUSED(CHUNKED "0\r\n\r\r\n", 400);
     REFUSED(CHUNKED "3\r\nabc\r\n0;e=1\r\nX: a\rb\r\n\r\n", 400);
-    char r[9000];
+    static char r[17000]; /* past header_bytes (16k) */
     int n = snprintf(r, sizeof(r), CHUNKED "0\r\nX-Big: ");
-    memset(r + n, 't', 8200);
-    memcpy(r + n + 8200, "\r\n\r\n", 4);
-    refused_len(r, (size_t)n + 8204, 431);
+    memset(r + n, 't', 16400);
+    memcpy(r + n + 16400, "\r\n\r\n", 4);
+    refused_len(r, (size_t)n + 16404, 431);
     ACCEPTED(CHUNKED "0\r\nX: a\r\nY: b\r\n\r\n" GET "\r\n", 2);
     ACCEPTED(CHUNKED "2\r\n\n \r\n0\r\n\r\n", 1); /* data may hold anything */
 }
@@ -370,6 +432,10 @@ int main(void) {
         cmocka_unit_test(strict_coding_before_chunked_is_501),
         cmocka_unit_test(strict_bad_chunk_size),
         cmocka_unit_test(strict_chunk_extensions_are_bounded),
+        cmocka_unit_test(strict_chunk_extensions_accepted),
+        cmocka_unit_test(strict_bad_chunk_extensions),
+        cmocka_unit_test(strict_asterisk_form_only_for_options),
+        cmocka_unit_test(strict_long_request_line_by_default),
         cmocka_unit_test(strict_obs_fold),
         cmocka_unit_test(strict_bare_cr),
         cmocka_unit_test(strict_bare_lf),

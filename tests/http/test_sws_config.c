@@ -43,8 +43,10 @@ static void config_defaults_serve_respond_on_8080(void **state) {
     assert_int_equal(a->sin_family, AF_INET);
     assert_int_equal(ntohs(a->sin_port), 8080);
     assert_int_equal(ntohl(a->sin_addr.s_addr), 0x7f000001);
-    assert_int_equal(c.limits.header_bytes, 8192);
+    assert_int_equal(c.limits.header_bytes, 16384);
     assert_int_equal(c.limits.header_count, 100);
+    assert_int_equal(c.limits.uri_length, 8192);
+    assert_int_equal(c.limits.chunk_ext_bytes, 4096);
     assert_false(c.admin_enabled);
 }
 
