@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int grow_ids(uint64_t **arr, uint32_t *cap, uint32_t need) {
@@ -52,7 +53,7 @@ static int ur_fit(tl_loop *loop) {
 
 /* Opens a ring with the opcodes this backend needs; *submit_all tells whether
  * the kernel goes on past a failing SQE (5.18), which the sendmsg headers need. */
-static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun) {
+static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun, bool *single) {
     FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "re");
     if (f) {
         int v = 0;
@@ -66,9 +67,26 @@ static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun)
      * the kernel instead of interrupting it; a loop is only ever turned by one
      * thread at a time and enters the kernel every turn, so nothing waits on it. */
     unsigned coop = coop_taskrun ? IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG : 0;
-    struct io_uring_params p = {.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | coop,
-                                .cq_entries = CQ_ENTRIES};
-    int err = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
+    struct io_uring_params p;
+    int err = -EINVAL;
+    /* SINGLE_ISSUER | DEFER_TASKRUN (6.1): completions are run only when the
+     * turning thread asks for them, in its wait, with no task-work interrupts.
+     * The kernel takes the submitter at enable time, so the ring starts
+     * disabled (R_DISABLED) and the first turn enables it on the loop's thread. */
+    if (*single) {
+        p = (struct io_uring_params){
+            .flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER |
+                     IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED |
+                     IORING_SETUP_TASKRUN_FLAG,
+            .cq_entries = CQ_ENTRIES};
+        err = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
+        *single = err == 0;
+    }
+    if (err == -EINVAL) {
+        p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | coop,
+                                     .cq_entries = CQ_ENTRIES};
+        err = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
+    }
     if (err == -EINVAL && coop) {
         p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL,
                                      .cq_entries = CQ_ENTRIES};
@@ -98,8 +116,8 @@ static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun)
 
 int tl__uring_probe(void) {
     struct io_uring ring;
-    bool submit_all;
-    int err = ring_open(&ring, &submit_all, false);
+    bool submit_all, single = false;
+    int err = ring_open(&ring, &submit_all, false, &single);
     if (err == 0)
         io_uring_queue_exit(&ring);
     return err;
@@ -148,7 +166,8 @@ static int ur_init(tl_loop *loop) {
     bool submit_all;
     const char *off = getenv("TURNLOOP_URING_DISABLE");
     bool coop = !off || (!strstr(off, "all") && !strstr(off, "coop_taskrun"));
-    int err = ring_open(&s->ring, &submit_all, coop);
+    s->single = !off || (!strstr(off, "all") && !strstr(off, "single_issuer"));
+    int err = ring_open(&s->ring, &submit_all, coop, &s->single);
     if (err < 0)
         return err;
     s->ring_ok = true;
@@ -648,8 +667,28 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
     }
 }
 
+/* A single-issuer ring is enabled by the first thread that turns the loop, and
+ * only that thread may enter it afterwards (the kernel answers -EEXIST). */
+static int ur_claim(uring_state *s) {
+    pid_t me = gettid();
+    if (s->owner == me)
+        return 0;
+    if (s->owner != 0)
+        return -EEXIST; /* handed to another thread: TURNLOOP_URING_DISABLE=single_issuer */
+    /* liburing 2.3 declares io_uring_enable_rings but does not export it. */
+    if (syscall(__NR_io_uring_register, s->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+        return -errno;
+    s->owner = me;
+    return 0;
+}
+
 static int ur_wait(tl_loop *loop, int timeout_ms) {
     uring_state *s = state(loop);
+    if (s->single) {
+        int err = ur_claim(s);
+        if (err < 0)
+            return err;
+    }
     uint32_t queued = loop->cq.len;
     if (s->parked_len > 0)
         tl__ur_sweep_parked(loop);
@@ -663,7 +702,8 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
 
     int r;
     if (timeout_ms == 0) {
-        r = io_uring_submit(&s->ring);
+        /* DEFER_TASKRUN posts completions only when asked for (GETEVENTS). */
+        r = s->single ? io_uring_submit_and_get_events(&s->ring) : io_uring_submit(&s->ring);
     } else {
         struct io_uring_cqe *cqe;
         struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,

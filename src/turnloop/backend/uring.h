@@ -40,6 +40,9 @@ typedef struct uring_state {
     bool sq_starved; /* no SQE even after a flush: the rest waits for the next turn */
     /* features, probed at init or learnt from -EINVAL (then off for this loop) */
     bool ms_accept, ms_recv, stable_submit;
+    /* SINGLE_ISSUER | DEFER_TASKRUN ring: enabled by, then owned by, thread owner */
+    bool single;
+    pid_t owner;
     /* the provided-buffer ring over loop->buf_mem; NULL: recv is poll + read */
     struct io_uring_buf_ring *br;
     size_t br_bytes;
