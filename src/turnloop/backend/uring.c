@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,15 +671,16 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
 /* A single-issuer ring is enabled by the first thread that turns the loop, and
  * only that thread may enter it afterwards (the kernel answers -EEXIST). */
 static int ur_claim(uring_state *s) {
-    pid_t me = gettid();
-    if (s->owner == me)
+    pthread_t me = pthread_self(); /* not gettid(): that is a system call per turn */
+    if (s->owned && pthread_equal(s->owner, me))
         return 0;
-    if (s->owner != 0)
+    if (s->owned)
         return -EEXIST; /* handed to another thread: TURNLOOP_URING_DISABLE=single_issuer */
     /* liburing 2.3 declares io_uring_enable_rings but does not export it. */
     if (syscall(__NR_io_uring_register, s->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
         return -errno;
     s->owner = me;
+    s->owned = true;
     return 0;
 }
 

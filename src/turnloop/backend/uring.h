@@ -7,6 +7,7 @@
 #include "../internal.h"
 
 #include <liburing.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #define SQ_ENTRIES 256
@@ -41,8 +42,8 @@ typedef struct uring_state {
     /* features, probed at init or learnt from -EINVAL (then off for this loop) */
     bool ms_accept, ms_recv, stable_submit;
     /* SINGLE_ISSUER | DEFER_TASKRUN ring: enabled by, then owned by, thread owner */
-    bool single;
-    pid_t owner;
+    bool single, owned;
+    pthread_t owner;
     /* the provided-buffer ring over loop->buf_mem; NULL: recv is poll + read */
     struct io_uring_buf_ring *br;
     size_t br_bytes;
