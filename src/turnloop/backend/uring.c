@@ -168,6 +168,7 @@ static int ur_init(tl_loop *loop) {
     const char *off = getenv("TURNLOOP_URING_DISABLE");
     bool coop = !off || (!strstr(off, "all") && !strstr(off, "coop_taskrun"));
     s->single = !off || (!strstr(off, "all") && !strstr(off, "single_issuer"));
+    s->reg_fd = !off || (!strstr(off, "all") && !strstr(off, "ring_fd"));
     int err = ring_open(&s->ring, &submit_all, coop, &s->single);
     if (err < 0)
         return err;
@@ -207,8 +208,14 @@ static void ur_fini(tl_loop *loop) {
         return;
     for (uint32_t i = 0; i < s->parked_len; i++)
         close(s->parked[i].fd);
-    if (s->ring_ok)
+    if (s->ring_ok) {
+        /* Freed on another thread than the one that registered the ring fd: that
+         * thread's slot is dropped when it exits; this thread's same index may
+         * be another ring's, so liburing must not unregister it here. */
+        if (s->reg_ok && !pthread_equal(s->reg_thread, pthread_self()))
+            s->ring.int_flags &= (__u8)~URING_INT_FLAG_REG_RING;
         io_uring_queue_exit(&s->ring); /* cancels what is still in flight */
+    }
     if (s->br) {
         munmap(s->br, s->br_bytes);
         /* The kernel held the free buffers; the core's stack holds them again
@@ -684,6 +691,25 @@ static int ur_claim(uring_state *s) {
     return 0;
 }
 
+/* A registered ring fd (5.18) spares every io_uring_enter its fd lookup. The
+ * registration is per thread, so the thread that turns makes it, on its first
+ * turn. Its index means nothing on another thread (or names another ring there):
+ * a loop handed to a new thread goes back to the plain fd. */
+static void ur_ring_fd(uring_state *s) {
+    pthread_t me = pthread_self();
+    if (s->reg_tried) {
+        if (s->reg_ok && !pthread_equal(s->reg_thread, me)) {
+            s->ring.int_flags &= (__u8)~URING_INT_FLAG_REG_RING;
+            s->ring.enter_ring_fd = s->ring.ring_fd;
+            s->reg_ok = false;
+        }
+        return;
+    }
+    s->reg_tried = true;
+    s->reg_thread = me;
+    s->reg_ok = io_uring_register_ring_fd(&s->ring) == 1;
+}
+
 static int ur_wait(tl_loop *loop, int timeout_ms) {
     uring_state *s = state(loop);
     if (s->single) {
@@ -691,6 +717,8 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
         if (err < 0)
             return err;
     }
+    if (s->reg_fd)
+        ur_ring_fd(s);
     uint32_t queued = loop->cq.len;
     if (s->parked_len > 0)
         tl__ur_sweep_parked(loop);

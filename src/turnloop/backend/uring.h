@@ -15,6 +15,9 @@
 #define CQE_BATCH 64
 #define ACCEPT_BACKOFF_MS 100
 #define BUF_GROUP 0
+/* liburing 2.3's private INT_FLAG_REG_RING (src/int_flags.h): struct io_uring's
+ * int_flags bit that makes io_uring_enter use the registered index. */
+#define URING_INT_FLAG_REG_RING 1u
 
 /* user_data values that are never op ids (an op id carries a non-zero loop tag). */
 #define UD_WAKE 0u   /* the poll on loop->wake_fd */
@@ -44,6 +47,9 @@ typedef struct uring_state {
     /* SINGLE_ISSUER | DEFER_TASKRUN ring: enabled by, then owned by, thread owner */
     bool single, owned;
     pthread_t owner;
+    /* the ring fd registered (io_uring_register_ring_fd) by thread reg_thread */
+    bool reg_fd, reg_tried, reg_ok;
+    pthread_t reg_thread;
     /* the provided-buffer ring over loop->buf_mem; NULL: recv is poll + read */
     struct io_uring_buf_ring *br;
     size_t br_bytes;
