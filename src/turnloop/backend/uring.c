@@ -167,7 +167,11 @@ static int ur_init(tl_loop *loop) {
     bool submit_all;
     const char *off = getenv("TURNLOOP_URING_DISABLE");
     bool coop = !off || (!strstr(off, "all") && !strstr(off, "coop_taskrun"));
-    s->single = !off || (!strstr(off, "all") && !strstr(off, "single_issuer"));
+    /* Opt-in: measured slower here (bench/README.md, "Speed of light"): with
+     * DEFER_TASKRUN each wait returns with fewer completions, and 16-deep
+     * pipelining lost most of its rate. TURNLOOP_URING_ENABLE=single_issuer. */
+    const char *on = getenv("TURNLOOP_URING_ENABLE");
+    s->single = on && strstr(on, "single_issuer") && (!off || !strstr(off, "all"));
     s->reg_fd = !off || (!strstr(off, "all") && !strstr(off, "ring_fd"));
     int err = ring_open(&s->ring, &submit_all, coop, &s->single);
     if (err < 0)
