@@ -75,11 +75,11 @@ static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun,
      * The kernel takes the submitter at enable time, so the ring starts
      * disabled (R_DISABLED) and the first turn enables it on the loop's thread. */
     if (*single) {
-        p = (struct io_uring_params){
-            .flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER |
-                     IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED |
-                     IORING_SETUP_TASKRUN_FLAG,
-            .cq_entries = CQ_ENTRIES};
+        p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL |
+                                              IORING_SETUP_SINGLE_ISSUER |
+                                              IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED |
+                                              IORING_SETUP_TASKRUN_FLAG,
+                                     .cq_entries = CQ_ENTRIES};
         err = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
         *single = err == 0;
     }
