@@ -534,6 +534,67 @@ static void connect_reports_refused_and_success(void **state) {
     tl_loop_free(loop);
 }
 
+/* One read of 4 bytes the peer writes, turned on the calling thread. */
+static int exchange(tl_loop *loop, tl_handle h, int peer, const char *msg) {
+    char buf[4];
+    tl_completion c[8];
+    if (write(peer, msg, 4) != 4)
+        return -EIO;
+    int err = tl_read(loop, h, buf, sizeof buf, 7, NULL);
+    if (err < 0)
+        return err;
+    for (int spins = 0; spins < 1000; spins++) {
+        int n = tl_loop_turn(loop, 100, c, 8);
+        if (n < 0)
+            return n;
+        for (int i = 0; i < n; i++)
+            if (c[i].token == 7)
+                return c[i].res == 4 && memcmp(buf, msg, 4) == 0 ? 0 : -EPROTO;
+    }
+    return -ETIMEDOUT;
+}
+
+typedef struct handed {
+    tl_loop *loop;
+    tl_handle h;
+    int peer;
+    int err;
+} handed;
+
+static void *handed_main(void *p) {
+    handed *hd = p;
+    hd->err = exchange(hd->loop, hd->h, hd->peer, "next");
+    if (hd->err == 0) {
+        tl_close(hd->loop, hd->h, 0);
+        hd->err = drain_loop(hd->loop);
+        tl_loop_free(hd->loop); /* freed off the thread that turned it first */
+    }
+    return NULL;
+}
+
+/* A loop turned on one thread, then handed to another (pthread_create orders
+ * them), keeps serving there: io_uring's per-thread registered ring fd must not
+ * follow it. Only the opt-in single-issuer ring refuses, with -EEXIST. */
+static void loop_handed_to_another_thread(void **state) {
+    (void)state;
+    tl_loop *loop = test_loop(0, 0, 0);
+    int peer;
+    tl_handle h = stream_pair(loop, &peer);
+    assert_int_equal(exchange(loop, h, peer, "frst"), 0);
+    handed hd = {.loop = loop, .h = h, .peer = peer};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, handed_main, &hd), 0);
+    pthread_join(th, NULL);
+    const char *on = getenv("TURNLOOP_URING_ENABLE");
+    if (test_backend == TL_BACKEND_URING && on && strstr(on, "single_issuer")) {
+        assert_int_equal(hd.err, -EEXIST);
+        tl_loop_free(loop);
+    } else {
+        assert_int_equal(hd.err, 0);
+    }
+    close(peer);
+}
+
 static const struct CMUnitTest contract_tests[] = {
     cmocka_unit_test(exactly_once_completions_under_cancel),
     cmocka_unit_test(exactly_once_completions_under_close),
@@ -544,6 +605,7 @@ static const struct CMUnitTest contract_tests[] = {
     cmocka_unit_test(posted_transport_waits_for_room),
     cmocka_unit_test(stale_and_foreign_ids_refused),
     cmocka_unit_test(posts_from_other_threads_arrive_once),
+    cmocka_unit_test(loop_handed_to_another_thread),
     cmocka_unit_test(turn_does_not_block_when_completions_are_queued),
     cmocka_unit_test(timers_fire_in_deadline_order),
     cmocka_unit_test(write_continues_partial_writes),

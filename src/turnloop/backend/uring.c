@@ -11,11 +11,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int grow_ids(uint64_t **arr, uint32_t *cap, uint32_t need) {
@@ -52,7 +54,7 @@ static int ur_fit(tl_loop *loop) {
 
 /* Opens a ring with the opcodes this backend needs; *submit_all tells whether
  * the kernel goes on past a failing SQE (5.18), which the sendmsg headers need. */
-static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun) {
+static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun, bool *single) {
     FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "re");
     if (f) {
         int v = 0;
@@ -66,9 +68,26 @@ static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun)
      * the kernel instead of interrupting it; a loop is only ever turned by one
      * thread at a time and enters the kernel every turn, so nothing waits on it. */
     unsigned coop = coop_taskrun ? IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG : 0;
-    struct io_uring_params p = {.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | coop,
-                                .cq_entries = CQ_ENTRIES};
-    int err = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
+    struct io_uring_params p;
+    int err = -EINVAL;
+    /* SINGLE_ISSUER | DEFER_TASKRUN (6.1): completions are run only when the
+     * turning thread asks for them, in its wait, with no task-work interrupts.
+     * The kernel takes the submitter at enable time, so the ring starts
+     * disabled (R_DISABLED) and the first turn enables it on the loop's thread. */
+    if (*single) {
+        p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL |
+                                              IORING_SETUP_SINGLE_ISSUER |
+                                              IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED |
+                                              IORING_SETUP_TASKRUN_FLAG,
+                                     .cq_entries = CQ_ENTRIES};
+        err = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
+        *single = err == 0;
+    }
+    if (err == -EINVAL) {
+        p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | coop,
+                                     .cq_entries = CQ_ENTRIES};
+        err = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
+    }
     if (err == -EINVAL && coop) {
         p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL,
                                      .cq_entries = CQ_ENTRIES};
@@ -98,8 +117,8 @@ static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun)
 
 int tl__uring_probe(void) {
     struct io_uring ring;
-    bool submit_all;
-    int err = ring_open(&ring, &submit_all, false);
+    bool submit_all, single = false;
+    int err = ring_open(&ring, &submit_all, false, &single);
     if (err == 0)
         io_uring_queue_exit(&ring);
     return err;
@@ -148,7 +167,13 @@ static int ur_init(tl_loop *loop) {
     bool submit_all;
     const char *off = getenv("TURNLOOP_URING_DISABLE");
     bool coop = !off || (!strstr(off, "all") && !strstr(off, "coop_taskrun"));
-    int err = ring_open(&s->ring, &submit_all, coop);
+    /* Opt-in: measured slower here (bench/README.md, "Speed of light"): with
+     * DEFER_TASKRUN each wait returns with fewer completions, and 16-deep
+     * pipelining lost most of its rate. TURNLOOP_URING_ENABLE=single_issuer. */
+    const char *on = getenv("TURNLOOP_URING_ENABLE");
+    s->single = on && strstr(on, "single_issuer") && (!off || !strstr(off, "all"));
+    s->reg_fd = !off || (!strstr(off, "all") && !strstr(off, "ring_fd"));
+    int err = ring_open(&s->ring, &submit_all, coop, &s->single);
     if (err < 0)
         return err;
     s->ring_ok = true;
@@ -187,8 +212,14 @@ static void ur_fini(tl_loop *loop) {
         return;
     for (uint32_t i = 0; i < s->parked_len; i++)
         close(s->parked[i].fd);
-    if (s->ring_ok)
+    if (s->ring_ok) {
+        /* Freed on another thread than the one that registered the ring fd: that
+         * thread's slot is dropped when it exits; this thread's same index may
+         * be another ring's, so liburing must not unregister it here. */
+        if (s->reg_ok && !pthread_equal(s->reg_thread, pthread_self()))
+            s->ring.int_flags &= (__u8)~URING_INT_FLAG_REG_RING;
         io_uring_queue_exit(&s->ring); /* cancels what is still in flight */
+    }
     if (s->br) {
         munmap(s->br, s->br_bytes);
         /* The kernel held the free buffers; the core's stack holds them again
@@ -648,8 +679,50 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
     }
 }
 
+/* A single-issuer ring is enabled by the first thread that turns the loop, and
+ * only that thread may enter it afterwards (the kernel answers -EEXIST). */
+static int ur_claim(uring_state *s) {
+    pthread_t me = pthread_self(); /* not gettid(): that is a system call per turn */
+    if (s->owned && pthread_equal(s->owner, me))
+        return 0;
+    if (s->owned)
+        return -EEXIST; /* handed to another thread: TURNLOOP_URING_DISABLE=single_issuer */
+    /* liburing 2.3 declares io_uring_enable_rings but does not export it. */
+    if (syscall(__NR_io_uring_register, s->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+        return -errno;
+    s->owner = me;
+    s->owned = true;
+    return 0;
+}
+
+/* A registered ring fd (5.18) spares every io_uring_enter its fd lookup. The
+ * registration is per thread, so the thread that turns makes it, on its first
+ * turn. Its index means nothing on another thread (or names another ring there):
+ * a loop handed to a new thread goes back to the plain fd. */
+static void ur_ring_fd(uring_state *s) {
+    pthread_t me = pthread_self();
+    if (s->reg_tried) {
+        if (s->reg_ok && !pthread_equal(s->reg_thread, me)) {
+            s->ring.int_flags &= (__u8)~URING_INT_FLAG_REG_RING;
+            s->ring.enter_ring_fd = s->ring.ring_fd;
+            s->reg_ok = false;
+        }
+        return;
+    }
+    s->reg_tried = true;
+    s->reg_thread = me;
+    s->reg_ok = io_uring_register_ring_fd(&s->ring) == 1;
+}
+
 static int ur_wait(tl_loop *loop, int timeout_ms) {
     uring_state *s = state(loop);
+    if (s->single) {
+        int err = ur_claim(s);
+        if (err < 0)
+            return err;
+    }
+    if (s->reg_fd)
+        ur_ring_fd(s);
     uint32_t queued = loop->cq.len;
     if (s->parked_len > 0)
         tl__ur_sweep_parked(loop);
@@ -663,7 +736,8 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
 
     int r;
     if (timeout_ms == 0) {
-        r = io_uring_submit(&s->ring);
+        /* DEFER_TASKRUN posts completions only when asked for (GETEVENTS). */
+        r = s->single ? io_uring_submit_and_get_events(&s->ring) : io_uring_submit(&s->ring);
     } else {
         struct io_uring_cqe *cqe;
         struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,

@@ -7,6 +7,7 @@
 #include "../internal.h"
 
 #include <liburing.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #define SQ_ENTRIES 256
@@ -14,6 +15,9 @@
 #define CQE_BATCH 64
 #define ACCEPT_BACKOFF_MS 100
 #define BUF_GROUP 0
+/* liburing 2.3's private INT_FLAG_REG_RING (src/int_flags.h): struct io_uring's
+ * int_flags bit that makes io_uring_enter use the registered index. */
+#define URING_INT_FLAG_REG_RING 1u
 
 /* user_data values that are never op ids (an op id carries a non-zero loop tag). */
 #define UD_WAKE 0u   /* the poll on loop->wake_fd */
@@ -40,6 +44,12 @@ typedef struct uring_state {
     bool sq_starved; /* no SQE even after a flush: the rest waits for the next turn */
     /* features, probed at init or learnt from -EINVAL (then off for this loop) */
     bool ms_accept, ms_recv, stable_submit;
+    /* SINGLE_ISSUER | DEFER_TASKRUN ring: enabled by, then owned by, thread owner */
+    bool single, owned;
+    pthread_t owner;
+    /* the ring fd registered (io_uring_register_ring_fd) by thread reg_thread */
+    bool reg_fd, reg_tried, reg_ok;
+    pthread_t reg_thread;
     /* the provided-buffer ring over loop->buf_mem; NULL: recv is poll + read */
     struct io_uring_buf_ring *br;
     size_t br_bytes;

@@ -1,0 +1,347 @@
+/* sol: the speed-of-light arm of scripts/bench-vs-nginx, a naive io_uring responder.
+ * One thread, multishot accept, multishot recv into a provided-buffer ring; for every
+ * "\r\n\r\n" in a read one fixed answer, all of a read's answers in one send. No
+ * parsing: the cost floor of a naive ring design, not a server. Bench only. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NBUF 1024 /* provided buffers, a power of two */
+#define BUFSZ 4096
+#define OUTCAP 16384 /* answers per send: as many as fit */
+#define BGID 7
+#define MAXFD 65536
+
+enum { UD_ACCEPT = 1, UD_RECV = 2, UD_SEND = 3 };
+#define UD(kind, fd) (((uint64_t)(kind) << 32) | (uint32_t)(fd))
+
+/* What one connection owes: answers not yet sent, and whether it asked to close. */
+typedef struct conn {
+    char *out; /* OUTCAP bytes, taken on first answer and kept (bench only) */
+    uint32_t owed, sending, sent, len;
+    uint8_t match; /* how much of "\r\n\r\n" the last read ended in */
+    bool in_send, closing, recv_done;
+} conn;
+
+static conn *conns;
+static struct io_uring ring;
+static struct io_uring_buf_ring *br;
+static char *bufs;
+static char ka[512], cl[512];
+static size_t ka_len, cl_len;
+static time_t date_sec;
+static volatile sig_atomic_t stop;
+
+static const char body[] = "Hello from scalwsd\n";
+
+/* The same bytes as scalwsd's respond answer (src/http/response.c), Date included. */
+static void build_answers(time_t now) {
+    char date[64];
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    const char *fmt = "HTTP/1.1 200 OK\r\nServer: scalwsd\r\nDate: %s\r\nContent-Type: "
+                      "text/plain\r\nContent-Length: %zu\r\nConnection: %s\r\n\r\n%s";
+    ka_len = (size_t)snprintf(ka, sizeof ka, fmt, date, sizeof body - 1, "keep-alive", body);
+    cl_len = (size_t)snprintf(cl, sizeof cl, fmt, date, sizeof body - 1, "close", body);
+    date_sec = now;
+}
+
+static struct io_uring_sqe *sqe_get(void) {
+    struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+    if (!s) {
+        io_uring_submit(&ring);
+        s = io_uring_get_sqe(&ring);
+    }
+    return s; /* never NULL right after a submit */
+}
+
+static void arm_accept(int lfd) {
+    struct io_uring_sqe *s = sqe_get();
+    io_uring_prep_multishot_accept(s, lfd, NULL, NULL, 0);
+    io_uring_sqe_set_data64(s, UD(UD_ACCEPT, lfd));
+}
+
+static void arm_recv(int fd) {
+    struct io_uring_sqe *s = sqe_get();
+    io_uring_prep_recv_multishot(s, fd, NULL, 0, 0);
+    s->flags |= IOSQE_BUFFER_SELECT;
+    s->buf_group = BGID;
+    io_uring_sqe_set_data64(s, UD(UD_RECV, fd));
+}
+
+static void push_send(int fd, conn *c) {
+    if (c->in_send || c->owed == 0)
+        return;
+    if (!c->out && !(c->out = malloc(OUTCAP)))
+        abort();
+    const char *a = c->closing ? cl : ka;
+    size_t alen = c->closing ? cl_len : ka_len;
+    uint32_t n = c->owed, fit = (uint32_t)(OUTCAP / alen);
+    if (n > fit)
+        n = fit;
+    for (uint32_t i = 0; i < n; i++)
+        memcpy(c->out + i * alen, a, alen);
+    c->sending = n;
+    c->len = (uint32_t)(n * alen);
+    c->sent = 0;
+    c->in_send = true;
+    struct io_uring_sqe *s = sqe_get();
+    io_uring_prep_send(s, fd, c->out, c->len, MSG_NOSIGNAL);
+    io_uring_sqe_set_data64(s, UD(UD_SEND, fd));
+}
+
+static void conn_end(int fd, conn *c) {
+    if (c->recv_done && !c->in_send) {
+        close(fd);
+        free(c->out);
+        memset(c, 0, sizeof *c);
+    }
+}
+
+/* Counts request ends in a read, carrying a partial "\r\n\r\n" across reads. */
+static uint32_t count_ends(conn *c, const char *p, size_t n) {
+    static const char pat[4] = {'\r', '\n', '\r', '\n'};
+    uint32_t ends = 0;
+    uint8_t m = c->match;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (ch == pat[m]) {
+            if (++m == 4) {
+                ends++;
+                m = 0;
+            }
+        } else {
+            m = ch == '\r' ? 1 : 0;
+        }
+    }
+    c->match = m;
+    return ends;
+}
+
+static void on_recv(int fd, int res, unsigned flags) {
+    conn *c = &conns[fd];
+    if (flags & IORING_CQE_F_BUFFER) {
+        unsigned id = flags >> IORING_CQE_BUFFER_SHIFT;
+        char *p = bufs + (size_t)id * BUFSZ;
+        if (res > 0) {
+            uint32_t e = count_ends(c, p, (size_t)res);
+            /* "Connection: close" is looked for only so that the close shape closes. */
+            if (e && !c->closing && memmem(p, (size_t)res, "Connection: close", 17))
+                c->closing = true;
+            c->owed += e;
+        }
+        io_uring_buf_ring_add(br, p, BUFSZ, (unsigned short)id, NBUF - 1, 0);
+        io_uring_buf_ring_advance(br, 1);
+    }
+    if (res > 0) {
+        push_send(fd, c);
+        if (!(flags & IORING_CQE_F_MORE))
+            arm_recv(fd); /* the multishot ended (buffers ran out): go on */
+        return;
+    }
+    if (res == -ENOBUFS) {
+        arm_recv(fd);
+        return;
+    }
+    if (flags & IORING_CQE_F_MORE)
+        return;
+    c->recv_done = true; /* EOF or an error */
+    conn_end(fd, c);
+}
+
+static void on_send(int fd, int res) {
+    conn *c = &conns[fd];
+    c->in_send = false;
+    if (res <= 0) {
+        c->owed = 0;
+        shutdown(fd, SHUT_RDWR); /* the recv ends with 0, then the fd is closed */
+        conn_end(fd, c);
+        return;
+    }
+    c->sent += (uint32_t)res;
+    if (c->sent < c->len) { /* partial: the rest */
+        c->in_send = true;
+        struct io_uring_sqe *s = sqe_get();
+        io_uring_prep_send(s, fd, c->out + c->sent, c->len - c->sent, MSG_NOSIGNAL);
+        io_uring_sqe_set_data64(s, UD(UD_SEND, fd));
+        return;
+    }
+    c->owed -= c->sending;
+    if (c->closing && c->owed == 0) {
+        shutdown(fd, SHUT_RDWR);
+        conn_end(fd, c);
+        return;
+    }
+    push_send(fd, c);
+    conn_end(fd, c);
+}
+
+static int setup_ring(const char **mode) {
+    struct io_uring_params p = {0};
+    const char *env = getenv("SOL_FLAGS"); /* "plain" or "coop": to measure the fallbacks */
+    if (!env || strcmp(env, "full") == 0) {
+        p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+                  IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
+        p.cq_entries = 8192;
+        if (io_uring_queue_init_params(1024, &ring, &p) == 0) {
+            *mode = "single_issuer+defer_taskrun";
+            return 0;
+        }
+    }
+    if (!env || strcmp(env, "plain") != 0) {
+        p = (struct io_uring_params){.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE,
+                                     .cq_entries = 8192};
+        if (io_uring_queue_init_params(1024, &ring, &p) == 0) {
+            *mode = "coop_taskrun";
+            return 0;
+        }
+    }
+    p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE, .cq_entries = 8192};
+    *mode = "plain";
+    return io_uring_queue_init_params(1024, &ring, &p);
+}
+
+static int setup_bufs(void) {
+    size_t bytes = NBUF * sizeof(struct io_uring_buf);
+    br = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    bufs = malloc((size_t)NBUF * BUFSZ);
+    if (br == MAP_FAILED || !bufs)
+        return -ENOMEM;
+    struct io_uring_buf_reg reg = {
+        .ring_addr = (uint64_t)(uintptr_t)br, .ring_entries = NBUF, .bgid = BGID};
+    int err = io_uring_register_buf_ring(&ring, &reg, 0);
+    if (err < 0)
+        return err;
+    io_uring_buf_ring_init(br);
+    for (int i = 0; i < NBUF; i++)
+        io_uring_buf_ring_add(br, bufs + (size_t)i * BUFSZ, BUFSZ, (unsigned short)i, NBUF - 1, i);
+    io_uring_buf_ring_advance(br, NBUF);
+    return 0;
+}
+
+static void on_term(int sig) {
+    (void)sig;
+    stop = 1;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: sol [--listen 127.0.0.1:PORT] [--ready-file FILE]\n"
+                    "  binds 127.0.0.1:0 unless told; the ready file (or stdout) names the port\n"
+                    "  SOL_FLAGS=plain|coop runs without SINGLE_ISSUER|DEFER_TASKRUN\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *ready = NULL, *listen_at = "127.0.0.1:0";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ready-file") == 0 && i + 1 < argc)
+            ready = argv[++i];
+        else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
+            listen_at = argv[++i];
+        else
+            return usage();
+    }
+    char host[64];
+    const char *colon = strrchr(listen_at, ':');
+    if (!colon || (size_t)(colon - listen_at) >= sizeof host)
+        return usage();
+    memcpy(host, listen_at, (size_t)(colon - listen_at));
+    host[colon - listen_at] = 0;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (*end || port < 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return usage();
+
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, defer = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    /* nginx's "deferred" and scalwsd's defer_accept: connections arrive with their request. */
+    setsockopt(lfd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof defer);
+    if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 4096) < 0) {
+        perror("sol: bind/listen");
+        return 1;
+    }
+    socklen_t sl = sizeof sa;
+    getsockname(lfd, (struct sockaddr *)&sa, &sl);
+
+    const char *mode;
+    int err = setup_ring(&mode);
+    if (err < 0 || (err = setup_bufs()) < 0) {
+        fprintf(stderr, "sol: io_uring: %s\n", strerror(-err));
+        return 1;
+    }
+    conns = calloc(MAXFD, sizeof *conns);
+    if (!conns)
+        return 1;
+    build_answers(time(NULL));
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGTERM, on_term);
+    signal(SIGINT, on_term);
+
+    fprintf(stderr, "sol: listening on 127.0.0.1:%u, ring %s\n", ntohs(sa.sin_port), mode);
+    if (ready) { /* the format of scalwsd's --ready-file, renamed into place whole */
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", ready);
+        FILE *f = fopen(tmp, "w");
+        if (!f ||
+            fprintf(f, "listen 127.0.0.1:%u\nring %s\npid %ld\n", ntohs(sa.sin_port), mode,
+                    (long)getpid()) < 0 ||
+            fclose(f) != 0 || rename(tmp, ready) != 0) {
+            perror("sol: ready file");
+            return 1;
+        }
+    } else {
+        printf("listen 127.0.0.1:%u\n", ntohs(sa.sin_port));
+        fflush(stdout);
+    }
+
+    arm_accept(lfd);
+    while (!stop) {
+        struct __kernel_timespec ts = {.tv_sec = 1};
+        struct io_uring_cqe *cqe;
+        int r = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, NULL);
+        if (r < 0 && r != -ETIME && r != -EINTR)
+            break;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        if (now.tv_sec != date_sec)
+            build_answers(now.tv_sec);
+        unsigned head, n = 0;
+        io_uring_for_each_cqe(&ring, head, cqe) {
+            n++;
+            int fd = (int)(uint32_t)cqe->user_data;
+            switch (cqe->user_data >> 32) {
+            case UD_ACCEPT:
+                if (cqe->res >= 0 && cqe->res < MAXFD)
+                    arm_recv(cqe->res);
+                else if (cqe->res >= 0)
+                    close(cqe->res);
+                if (!(cqe->flags & IORING_CQE_F_MORE))
+                    arm_accept(fd);
+                break;
+            case UD_RECV:
+                on_recv(fd, cqe->res, cqe->flags);
+                break;
+            case UD_SEND:
+                on_send(fd, cqe->res);
+                break;
+            }
+        }
+        io_uring_cq_advance(&ring, n);
+    }
+    io_uring_queue_exit(&ring);
+    return 0;
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# One ctest case of scripts/bench-vs-nginx (sol arm, --profile), bench/sol and
+# bench/scripts/loops-vs-shared.sh: a short real run of a mode (a few hundred
+# requests, bounded) whose JSON is checked, or bad flags refused with exit 2.
+# usage: peers_test.sh SRC SCALWSD SOL FIXEDLOAD CASE
+set -u
+src=$1 scalwsd=$2 sol=$3 fixedload=$4 case=$5
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; cat "$tmp/err" >&2 2>/dev/null; exit 1; }
+bvn() { timeout 110 "$src/scripts/bench-vs-nginx" --scalwsd "$scalwsd" --sol "$sol" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+need() { for t in "$@"; do command -v "$t" >/dev/null || { echo "skip: $t missing"; exit 77; }; done; }
+refused() { # what ran must exit 2 and say $1
+    [ "$rc" -eq 2 ] || fail "exit $rc, wants 2"
+    grep -q -- "$1" "$tmp/err" || fail "stderr does not say '$1'"
+}
+
+case $case in
+bad-flags)
+    bvn --arms scalwsd,apache; refused "unknown arm apache"
+    bvn --shapes keepalive,slowloris; refused "unknown shape slowloris"
+    bvn --rounds 2; refused "at least 3"
+    bvn --profile --requests 50; refused "requests 100..10000000"
+    bvn --requests many; refused "requests 100..10000000"
+    bvn --connections 0; refused "connections 1..10000"
+    bvn --arms scalwsd,scalwsd_b; refused "needs --b-env"
+    bvn --bogus; refused "unknown option --bogus"
+    timeout 10 "$sol" --bogus >/dev/null 2>"$tmp/err"; rc=$?; refused "usage: sol"
+    timeout 10 "$fixedload" --port 1 --requests 0 >/dev/null 2>"$tmp/err"; rc=$?; refused "usage: fixedload"
+    timeout 10 "$fixedload" --port 1 --requests 10 --shape slow >/dev/null 2>"$tmp/err"; rc=$?; refused "usage: fixedload"
+    timeout 10 "$src/bench/scripts/loops-vs-shared.sh" --scalwsd "$scalwsd" --scenarios static >/dev/null 2>"$tmp/err"
+    rc=$?; refused "unknown scenario static"
+    ;;
+sol-answers) # the floor answers every request of each shape, with scalwsd's bytes
+    rm -f "$tmp/ready"
+    timeout 60 "$sol" --ready-file "$tmp/ready" 2>"$tmp/err" &
+    spid=$!
+    for _ in $(seq 1 200); do [ -s "$tmp/ready" ] && break; sleep 0.05; done
+    port=$(awk '$1 == "listen" { n = split($2, a, ":"); print a[n] }' "$tmp/ready")
+    [ -n "$port" ] || fail "no ready file"
+    for shape in keepalive close pipeline; do
+        timeout 30 "$fixedload" --port "$port" --requests 300 --connections 4 --shape "$shape" >"$tmp/out" ||
+            fail "fixedload $shape"
+        grep -q '"requests":300' "$tmp/out" || fail "fixedload $shape line"
+    done
+    kill "$spid"
+    ;;
+sol-arm) # every arm in one interleaved run, a ratio for each
+    need wrk nginx jq h2o
+    bvn --duration 1 --rounds 3 --shapes pipeline --connections 4 --out "$tmp/r.json"
+    [ "$rc" -eq 0 ] || fail "exit $rc"
+    for a in nginx h2o sol; do
+        # req/s always; per CPU-s may be null when a 1 s arm used no whole CPU tick
+        jq -e --arg a "$a" '.summary[0].scalwsd_ratio_rps[$a] > 0 and
+            (.summary[0].scalwsd_ratio_req_per_cpu_s | has($a))' "$tmp/r.json" >/dev/null ||
+            fail "no ratio against $a"
+    done
+    jq -e '.machine.sol_ring | length > 0' "$tmp/r.json" >/dev/null || fail "sol's ring mode not stated"
+    ;;
+profile) # callgrind and strace counts for each arm, over a few hundred requests
+    need valgrind callgrind_control strace nginx jq
+    bvn --profile --requests 300 --connections 4 --shapes keepalive --out "$tmp/p.json"
+    [ "$rc" -eq 0 ] || fail "exit $rc"
+    for a in scalwsd sol nginx; do
+        jq -e --arg a "$a" '[.runs[] | select(.kind=="callgrind" and .arm==$a and .ir_per_request > 0)] | length == 1' \
+            "$tmp/p.json" >/dev/null || fail "no callgrind count for $a"
+        jq -e --arg a "$a" '[.runs[] | select(.kind=="strace" and .arm==$a and .calls > 0)] | length == 1' \
+            "$tmp/p.json" >/dev/null || fail "no strace count for $a"
+    done
+    ;;
+*) fail "unknown case $case" ;;
+esac
+echo ok
