@@ -37,6 +37,11 @@ struct bench_clients {
     _Atomic(const char *) first_stage;
     _Atomic uint64_t last_done_ns;
     int long_lived;
+    /* Pinned clients take fixed tickets (client i: i, i + k, ...) instead of
+     * the next free one, so that each CPU's clients make their share of the
+     * connections however the scheduler favours one CPU on a loaded machine:
+     * with reuse-port-cpu, where a connection lands follows its client's CPU. */
+    int strided;
     uint64_t per_client;
     uint64_t deadline_ns;
     _Atomic uint64_t requests;
@@ -186,8 +191,15 @@ static void *client_main(void *arg) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     if (all->long_lived)
         long_lived(all, cl, (uint64_t)(cl - all->c));
+    uint64_t stride_next = (uint64_t)(cl - all->c);
     for (; !all->long_lived;) {
-        uint64_t ticket = atomic_fetch_add(&all->next_ticket, 1);
+        uint64_t ticket;
+        if (all->strided) {
+            ticket = stride_next;
+            stride_next += (uint64_t)all->k;
+        } else {
+            ticket = atomic_fetch_add(&all->next_ticket, 1);
+        }
         if (ticket >= all->connections)
             break;
         const char *stage = "";
@@ -260,6 +272,7 @@ int bench_long_clients_start(bench_clients **out, int k, uint16_t port, uint32_t
 }
 
 int bench_clients_pin(bench_clients *all, const int *cpus, int n) {
+    all->strided = 1; /* before bench_clients_go: the threads read it after the go */
     for (int i = 0; i < all->k; i++) {
         if (!all->c[i].started)
             continue;
