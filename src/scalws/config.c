@@ -37,6 +37,7 @@ void sws_config_defaults(sws_config *c) {
     c->max_connections = 10000;
     c->handshake_timeout_ms = 10000;
     sws_tls_config_defaults(&c->tls);
+    sws_acme_config_defaults(&c->acme);
     c->admin_enabled = false;
     sws_proxy_config_defaults(&c->proxy);
 }
@@ -318,6 +319,8 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
         return sws_proxy_config_set(&c->proxy, key, v, err, errlen);
     } else if (strcmp(section, "tls") == 0) {
         return sws_tls_config_set(&c->tls, key, v, err, errlen);
+    } else if (strcmp(section, "acme") == 0) {
+        return sws_acme_config_set(&c->acme, key, v, err, errlen);
     } else if (strcmp(section, "admin") == 0) {
         if (strcmp(key, "listen") == 0) {
             if (!*v || strcmp(v, "off") == 0)
@@ -388,6 +391,33 @@ int sws_config_load(sws_config *c, const char *path, char *err, size_t errlen) {
     return -EINVAL;
 }
 
+/* [acme] with the rest: a tls listener without [tls] cert and key serves
+ * what ACME keeps in state_dir; HTTP-01 needs a plaintext listener, the
+ * server's own or [acme] http_listen. */
+static int acme_settle(sws_config *c, char *err, size_t errlen) {
+    const sws_acme_config *a = &c->acme;
+    if (sws_acme_config_check(a, err, errlen) < 0)
+        return -EINVAL;
+    if (a->http_listen[0] && sws_parse_addr(a->http_listen, &c->acme_http) < 0) {
+        snprintf(err, errlen, "[acme] http_listen: bad address '%s' (want host:port)",
+                 a->http_listen);
+        return -EINVAL;
+    }
+    if (c->listen_tls && !a->http_listen[0]) {
+        snprintf(err, errlen,
+                 "%s: [acme] answers HTTP-01 on plaintext HTTP: with a tls listener set [acme] "
+                 "http_listen (e.g. 0.0.0.0:80)",
+                 c->listen_origin);
+        return -EINVAL;
+    }
+    if (c->listen_tls && !c->tls.cert[0] && !c->tls.key[0]) {
+        snprintf(c->tls.cert, sizeof(c->tls.cert), "%s/cert.pem", a->state_dir);
+        snprintf(c->tls.key, sizeof(c->tls.key), "%s/key.pem", a->state_dir);
+        c->tls_from_acme = true;
+    }
+    return 0;
+}
+
 int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen) {
     char why[400];
     sws_config_defaults(c);
@@ -420,6 +450,11 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
         sws_config_set(c, "proxy", "upstream", cli->upstream, why, sizeof(why)) < 0) {
         snprintf(err, errlen, "--upstream: %s", why);
         return -EINVAL;
+    }
+    if (sws_acme_enabled(&c->acme)) {
+        int rc = acme_settle(c, err, errlen);
+        if (rc < 0)
+            return rc;
     }
     if (c->listen_tls && (!c->tls.cert[0] || !c->tls.key[0])) {
         snprintf(err, errlen, "%s: a tls listener needs [tls] cert and key", c->listen_origin);

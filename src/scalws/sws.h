@@ -190,6 +190,12 @@ typedef struct sws_server {
     const sws_scenario_ops *sc_ops; /* every loop's; the control thread's metrics */
     sws_tls_keys *tls_keys;         /* ticket keys: rotated by the control thread */
     uint64_t tls_rotated_ms;
+    /* [acme] (main.c sets them): the ACME thread, the eventfd it wakes the
+     * control thread with when a new certificate waits in state_dir, and
+     * [acme] http_listen's socket (-1 for each when unused). */
+    struct sws_acme_run *acme;
+    int acme_fd;
+    int acme_http_fd;
 } sws_server;
 
 /* serve.c */
@@ -209,7 +215,11 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd);
 
 /* admin.c: control thread */
 int sws_admin_open(const sws_config *cfg, char *err, size_t errlen);
+/* A listening socket on addr; what names the key in errors ("[admin] listen"). */
+int sws_admin_listen(const sws_addr *addr, const char *what, char *err, size_t errlen);
 void sws_admin_serve_one(sws_server *s, int listen_fd);
+/* [acme] http_listen: answers /.well-known/acme-challenge/ only. */
+void sws_admin_serve_challenge(sws_server *s, int listen_fd);
 
 /* The HTTP connection (serve.c), for the scenarios that answer on it: their
  * connection hooks (scenario.h) and what `answer` and `more` may call. */
