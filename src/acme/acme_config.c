@@ -89,14 +89,18 @@ int sws_acme_config_set(sws_acme_config *a, const char *key, const char *v, char
         char tmp[2048];
         if (copy(tmp, sizeof(tmp), v) < 0)
             BAD("too long");
-        a->ndomains = 0;
+        /* Parsed aside: a refused value leaves the old list. */
+        char doms[SWS_ACME_DOMAINS_MAX][256];
+        int n = 0;
         for (char *save, *d = strtok_r(tmp, ", \t", &save); d; d = strtok_r(NULL, ", \t", &save)) {
-            if (a->ndomains == SWS_ACME_DOMAINS_MAX)
+            if (n == SWS_ACME_DOMAINS_MAX)
                 BAD("more than %d domains", SWS_ACME_DOMAINS_MAX);
-            if (!domain_ok(d) || copy(a->domains[a->ndomains], sizeof(a->domains[0]), d) < 0)
+            if (!domain_ok(d) || copy(doms[n], sizeof(doms[0]), d) < 0)
                 BAD("bad domain '%s' (letters, digits, '-' and '.'; no wildcard with http-01)", d);
-            a->ndomains++;
+            n++;
         }
+        memcpy(a->domains, doms, sizeof(doms));
+        a->ndomains = n;
     } else if (strcmp(key, "state_dir") == 0) {
         if (!*v || v[0] != '/' || copy(a->state_dir, sizeof(a->state_dir), v) < 0)
             BAD("bad directory '%s' (want an absolute path)", v);
