@@ -173,6 +173,11 @@ static int attempt(sws_acme_run *r, sws_acme_http *http, EVP_PKEY *account, char
                  strerror(-rc));
         goto done;
     }
+    if (!r->install) {
+        /* No tls listener: the pair is kept in state_dir for whoever uses it. */
+        rc = 0;
+        goto done;
+    }
     pthread_mutex_lock(&r->lock);
     r->install_done = false;
     pthread_mutex_unlock(&r->lock);

@@ -26,7 +26,8 @@ typedef enum sws_acme_cause {
 } sws_acme_cause;
 
 /* Starts the thread. install(ctx) is called on it once key.pem and cert.pem
- * in state_dir hold a new, checked pair. NULL with err on failure. */
+ * in state_dir hold a new, checked pair (NULL: nothing to load them into, a
+ * plaintext server; the pair stays in state_dir). NULL with err on failure. */
 sws_acme_run *sws_acme_start(const sws_acme_config *cfg, void (*install)(void *), void *ctx,
                              char *err, size_t errlen);
 /* Stops the thread (at most one HTTP timeout) and frees everything. */

@@ -76,7 +76,7 @@ static int start_acme(sws_server *s, const sws_config *cfg, char *err, size_t er
             return -errno;
         }
     }
-    s->acme = sws_acme_start(&cfg->acme, acme_install, s, err, errlen);
+    s->acme = sws_acme_start(&cfg->acme, cfg->listen_tls ? acme_install : NULL, s, err, errlen);
     return s->acme ? 0 : -EINVAL;
 }
 
