@@ -156,13 +156,13 @@ static char *status_json(sws_server *s, size_t *len) {
     if (s->cfg->tls_server) {
         sws_tls_info ti;
         sws_tls_server_info(s->cfg->tls_server, &ti);
-        json_object_set_new(
-            root, "tls",
-            json_pack("{s:s, s:s, s:b, s:b, s:b, s:i, s:I}", "protocols", ti.protocols, "records",
-                      ti.ktls_live ? "ktls" : "memory_bio", "ktls_kernel_module", ti.ktls_kernel,
-                      "tickets", ti.tickets, "ocsp", ti.ocsp, "session_cache",
-                      (int)ti.session_cache, "ticket_key_rotations",
-                      (json_int_t)sws_tls_keys_rotations(s->tls_keys)));
+        json_object_set_new(root, "tls",
+                            json_pack("{s:s, s:s, s:b, s:b, s:b, s:i, s:I}", "protocols",
+                                      ti.protocols, "records", ti.ktls_live ? "ktls" : "memory_bio",
+                                      "ktls_kernel_module", ti.ktls_kernel, "tickets", ti.tickets,
+                                      "ocsp", ti.ocsp, "session_cache", (int)ti.session_cache,
+                                      "ticket_key_rotations",
+                                      (json_int_t)sws_tls_keys_rotations(s->tls_keys)));
     } else {
         json_object_set_new(root, "tls", json_null());
     }

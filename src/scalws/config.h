@@ -38,7 +38,7 @@ typedef struct sws_addr {
 typedef struct sws_config {
     /* [server] */
     sws_addr listen;
-    bool listen_tls; /* "listen = addr tls": the listener speaks TLS ([tls]) */
+    bool listen_tls;         /* "listen = addr tls": the listener speaks TLS ([tls]) */
     char listen_origin[320]; /* "file:line: [server] listen", "--listen" or the default */
     int event_loops;         /* -1 auto; 0 the shared baseline; N */
     int worker_threads;      /* threads of the shared baseline; -1 auto */
@@ -59,8 +59,8 @@ typedef struct sws_config {
     sws_http_limits limits;
     uint32_t header_timeout_ms;
     uint32_t keepalive_timeout_ms;
-    uint32_t send_timeout_ms; /* a write of out (16 KiB) not done by then closes */
-    uint32_t max_connections; /* per loop */
+    uint32_t send_timeout_ms;      /* a write of out (16 KiB) not done by then closes */
+    uint32_t max_connections;      /* per loop */
     uint32_t handshake_timeout_ms; /* a TLS handshake not done by then closes */
     /* [tls] */
     sws_tls_config tls;

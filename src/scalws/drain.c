@@ -35,35 +35,6 @@ void sws_worker_drain(sws_worker *w, bool force) {
     w->sc.ops->drain(w, &w->sc, force);
 }
 
-/* The HTTP connection's part of a drain. */
-void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
-    (void)sc;
-    uint64_t now = tl_loop_now(w->loop);
-    for (sws_conn *c = w->active, *next; c; c = next) {
-        next = c->next;
-        if (c->closing)
-            continue;
-        bool idle = c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) &&
-                    c->hcount == 0 && !c->answer_pending;
-        if (force) {
-            SWS_ADD(w->ctr.forced, 1);
-            sws_conn_close(w, c);
-        } else if (idle && c->served) {
-            sws_conn_close(w, c);
-        } else if (idle) {
-            /* Accepted but silent: its request may be on the wire; a short
-             * grace, then the sweep closes it. */
-            if (c->deadline > now + 1000)
-                c->deadline = now + 1000;
-        }
-    }
-}
-
-bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc) {
-    (void)sc;
-    return !w->active;
-}
-
 bool sws_worker_finished(sws_worker *w) {
     return w->draining && !w->listener && !w->listener_closing && w->sc.ops->finished(w, &w->sc);
 }

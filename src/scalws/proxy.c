@@ -5,6 +5,7 @@
 #include "access_log.h"
 #include "sws.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -32,12 +33,11 @@ typedef struct px_sess {
     tl_handle h;
     tl_op read_op;
     struct sws_proxy *px;
-    bool live, closing, read_armed, write_inflight, eof, close_after, dl_idle;
+    sws_phase phase; /* its life (sws.h); changed by sess_phase() only */
+    bool read_armed, write_inflight, eof, dl_idle;
     bool req_done, resp_started, resp_done, resp_info, resp_up_ka;
     bool req_ka, req_head, req_chunked, req_http10, idem;
     bool resp_chunked_out, retried, replay_over;
-    bool linger;      /* closing with part of a request unread: half-close and drain first */
-    bool lingering;   /* write side shut; input is read and dropped until EOF or timeout */
     int bad_status;   /* chosen by a callback that refused the request */
     int chk_status;   /* the strict parser refused what follows chk_off with this status */
     uint32_t chk_off; /* in[] bytes the strict parser has passed: only these reach req */
@@ -79,6 +79,22 @@ static uint64_t now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The one place a session's phase changes (the steps: sws_phase_may). What
+ * entering it means is done by the caller: sess_close, sess_end, sess_free. */
+static void sess_phase(px_sess *s, sws_phase to) {
+    assert(sws_phase_may(s->phase, to));
+    s->phase = to;
+}
+
+/* No further request: the answer being streamed is the last. linger: part
+ * of a request is still unread, so the close is a half-close and a drain. */
+static void sess_last(px_sess *s, bool linger) {
+    if (s->phase == SWS_PH_OPEN)
+        sess_phase(s, linger ? SWS_PH_LAST_LINGER : SWS_PH_LAST);
+    else if (s->phase == SWS_PH_LAST && linger)
+        sess_phase(s, SWS_PH_LAST_LINGER);
 }
 
 static sws_up_conn *up_of(sws_proxy *px, px_sess *s) {
@@ -312,7 +328,7 @@ static int resp_head(void *user, sws_msg *m) {
     }
     if (!ka) {
         wrs(&b, "Connection: close\r\n");
-        s->close_after = true;
+        sess_last(s, false);
     } else if (s->req_http10) {
         wrs(&b, "Connection: keep-alive\r\n");
     }
@@ -407,7 +423,7 @@ static void log_exchange(sws_proxy *px, px_sess *s, int status, uint64_t bytes) 
 }
 
 static void sess_free(sws_proxy *px, px_sess *s) {
-    s->live = false;
+    sess_phase(s, SWS_PH_FREE);
     list_del(px, s);
     px->free_idx[px->nfree++] = s->index;
     px->nlive--;
@@ -416,9 +432,9 @@ static void sess_free(sws_proxy *px, px_sess *s) {
 }
 
 static void sess_close(sws_proxy *px, px_sess *s) {
-    if (s->closing)
+    if (sws_phase_gone(s->phase))
         return;
-    s->closing = true;
+    sess_phase(s, SWS_PH_CLOSING);
     /* An exchange cut short: the status it had begun to answer, or nginx's 499
      * for a client that left before the answer began. */
     if (s->req.headers_done)
@@ -446,21 +462,21 @@ static void linger_read(sws_proxy *px, px_sess *s) {
  * client reads it: shut the write side and drain first (nginx's lingering
  * close), bounded by PX_LINGER_MS. */
 static void sess_end(sws_proxy *px, px_sess *s) {
-    if (s->closing || s->lingering)
+    if (sws_phase_gone(s->phase) || s->phase == SWS_PH_LINGERING)
         return;
-    int fd = s->linger && !s->eof ? tl_handle_fd(px->w->loop, s->h) : -1;
+    int fd = s->phase == SWS_PH_LAST_LINGER && !s->eof ? tl_handle_fd(px->w->loop, s->h) : -1;
     if (fd < 0 || shutdown(fd, SHUT_WR) < 0) {
         sess_close(px, s);
         return;
     }
-    s->lingering = true;
+    sess_phase(s, SWS_PH_LINGERING);
     s->deadline = tl_loop_now(px->w->loop) + PX_LINGER_MS;
     if (!s->read_armed)
         linger_read(px, s); /* else the cancelled read comes back and re-arms */
 }
 
 static void flush_client(sws_proxy *px, px_sess *s) {
-    if (s->write_inflight || s->olen == 0 || s->closing)
+    if (s->write_inflight || s->olen == 0 || sws_phase_gone(s->phase))
         return;
     tl_op op;
     if (tl_write(px->w->loop, s->h, s->out, s->olen, sws_token(s->index, SWS_T_PX_WRITE), &op) <
@@ -477,27 +493,6 @@ static void stop_reading(sws_proxy *px, px_sess *s) {
         tl_cancel(px->w->loop, s->read_op);
 }
 
-static int status_slot(int status) {
-    switch (status) {
-    case 400:
-        return SWS_ST_400;
-    case 408:
-        return SWS_ST_408;
-    case 413:
-        return SWS_ST_413;
-    case 414:
-        return SWS_ST_414;
-    case 431:
-        return SWS_ST_431;
-    case 502:
-        return SWS_ST_502;
-    case 504:
-        return SWS_ST_504;
-    default:
-        return SWS_ST_OTHER;
-    }
-}
-
 /* An answer of our own (400, 502, 504...): the connection ends after it. It
  * counts in errors_total by status, like the respond scenario's; a request
  * that was read whole and then failed upstream (502, 504) counts in
@@ -510,13 +505,11 @@ static void answer_error(sws_proxy *px, px_sess *s, int status, bool request) {
     }
     size_t n =
         sws_http_error(s->out + s->olen, PX_OUT - s->olen, status, px->w->date.str, s->req_head);
-    SWS_ADD(px->w->ctr.errors[status_slot(status)], 1);
+    SWS_ADD(px->w->ctr.errors[sws_status_slot(status)], 1);
     log_exchange(px, s, status, s->req_head ? 0 : sws_http_error_body_len(status));
     if (request)
         SWS_ADD(px->w->ctr.requests, 1);
-    s->close_after = true;
-    if (!s->req_done)
-        s->linger = true;
+    sess_last(s, !s->req_done);
     stop_reading(px, s);
     if (n == 0) {
         sess_close(px, s);
@@ -524,7 +517,7 @@ static void answer_error(sws_proxy *px, px_sess *s, int status, bool request) {
     }
     s->olen += (uint32_t)n;
     flush_client(px, s);
-    if (!s->write_inflight && !s->closing)
+    if (!s->write_inflight && !sws_phase_gone(s->phase))
         sess_end(px, s);
 }
 
@@ -566,7 +559,7 @@ static void arm_up_read(sws_proxy *px, px_sess *s) {
 }
 
 static void client_arm_read(sws_proxy *px, px_sess *s) {
-    if (s->read_armed || s->closing || s->close_after || s->eof || s->req_done || s->chk_status ||
+    if (s->read_armed || s->phase != SWS_PH_OPEN || s->eof || s->req_done || s->chk_status ||
         s->in_len >= PX_IN)
         return;
     sws_up_conn *u = up_of(px, s);
@@ -618,8 +611,7 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
     sws_up_conn *u = up_of(px, s);
     bool keep = s->resp_up_ka && s->req_done && u && u->olen == 0 && !u->write_inflight;
     if (!s->req_done) {
-        s->close_after = true; /* the rest of the request was never read */
-        s->linger = true;
+        sess_last(s, true); /* the rest of the request was never read */
         stop_reading(px, s);
     }
     if (u)
@@ -628,14 +620,14 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
     SWS_ADD(px->w->ctr.requests, 1);
     log_exchange(px, s, s->resp_status, s->resp_bytes);
     if (px->draining)
-        s->close_after = true;
+        sess_last(s, false);
     s->req_done = s->resp_started = s->resp_done = false;
     sws_msg_next(&s->req);
     sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
     s->dl_idle = true;
     s->deadline = tl_loop_now(px->w->loop) + px->w->cfg->keepalive_timeout_ms;
     flush_client(px, s);
-    if (s->close_after) {
+    if (s->phase != SWS_PH_OPEN) {
         if (!s->write_inflight)
             sess_end(px, s);
         return;
@@ -665,7 +657,7 @@ static void validate(sws_proxy *px, px_sess *s) {
 
 static void process_client(sws_proxy *px, px_sess *s) {
     validate(px, s);
-    while (!s->closing && !s->close_after && !s->req_done && s->in_off < s->chk_off) {
+    while (s->phase == SWS_PH_OPEN && !s->req_done && s->in_off < s->chk_off) {
         sws_up_conn *u = up_of(px, s);
         uint32_t avail = s->chk_off - s->in_off;
         if (u && SWS_UP_OBUF - u->olen < avail + PX_HEAD_SLACK)
@@ -682,9 +674,9 @@ static void process_client(sws_proxy *px, px_sess *s) {
         if (rc == SWS_MSG_DONE)
             s->req_done = true;
     }
-    if (s->closing)
+    if (sws_phase_gone(s->phase))
         return;
-    if (s->chk_status && s->in_off == s->chk_off && !s->req_done && !s->close_after) {
+    if (s->chk_status && s->in_off == s->chk_off && !s->req_done && s->phase == SWS_PH_OPEN) {
         /* Everything before the refused bytes has been answered. */
         if (s->resp_started)
             sess_close(px, s); /* never an error in the middle of an answer */
@@ -717,9 +709,9 @@ static void process_client(sws_proxy *px, px_sess *s) {
 
 static void on_client_read(sws_proxy *px, px_sess *s, const tl_completion *e) {
     s->read_armed = false;
-    if (s->closing)
+    if (sws_phase_gone(s->phase))
         return;
-    if (s->lingering) {
+    if (s->phase == SWS_PH_LINGERING) {
         if (e->res > 0 || e->res == -ECANCELED)
             linger_read(px, s);
         else
@@ -728,13 +720,13 @@ static void on_client_read(sws_proxy *px, px_sess *s, const tl_completion *e) {
     }
     if (e->res > 0) {
         SWS_ADD(px->w->ctr.bytes_in, (uint64_t)e->res);
-        if (s->close_after)
+        if (s->phase != SWS_PH_OPEN)
             return;
         s->in_len += (uint32_t)e->res;
         process_client(px, s);
         return;
     }
-    if (e->res == -ECANCELED && s->close_after)
+    if (e->res == -ECANCELED && s->phase != SWS_PH_OPEN)
         return;
     s->eof = true;
     if (s->req_done || s->up != SWS_NIL) {
@@ -743,18 +735,18 @@ static void on_client_read(sws_proxy *px, px_sess *s, const tl_completion *e) {
             return;
         }
         if (s->resp_started)
-            s->close_after = true; /* answer the request it sent, then close */
+            sess_last(s, false); /* answer the request it sent, then close */
         return;
     }
     if (s->olen || s->write_inflight)
-        s->close_after = true;
+        sess_last(s, false);
     else
         sess_close(px, s);
 }
 
 static void on_client_write(sws_proxy *px, px_sess *s, const tl_completion *e) {
     s->write_inflight = false;
-    if (s->closing)
+    if (sws_phase_gone(s->phase))
         return;
     if (e->res < 0) {
         sess_close(px, s);
@@ -766,7 +758,7 @@ static void on_client_write(sws_proxy *px, px_sess *s, const tl_completion *e) {
     s->wlen = 0;
     if (s->olen) {
         flush_client(px, s);
-    } else if (s->close_after && s->up == SWS_NIL) {
+    } else if (s->phase != SWS_PH_OPEN && s->up == SWS_NIL) {
         sess_end(px, s);
         return;
     }
@@ -777,7 +769,7 @@ static px_sess *sess_of_up(sws_proxy *px, sws_up_conn *u) {
     if (u->sess >= px->nslots)
         return NULL;
     px_sess *s = px->slots[u->sess];
-    return s && s->live && !s->closing && s->up == u->index ? s : NULL;
+    return s && !sws_phase_gone(s->phase) && s->up == u->index ? s : NULL;
 }
 
 static void on_up_connect(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
@@ -894,7 +886,7 @@ static void on_tick(sws_proxy *px) {
     uint64_t now = tl_loop_now(px->w->loop);
     for (px_sess *s = px->active, *next; s; s = next) {
         next = s->next;
-        if (s->closing)
+        if (sws_phase_gone(s->phase))
             continue;
         sws_up_conn *u = up_of(px, s);
         if (u) {
@@ -905,7 +897,7 @@ static void on_tick(sws_proxy *px) {
                         504);
         } else if (!s->write_inflight && s->olen == 0 && now >= s->deadline) {
             /* Part of a request and then silence: 408, as the respond scenario. */
-            if (!s->lingering && !s->close_after && sws_http_partial(&s->chk))
+            if (s->phase == SWS_PH_OPEN && sws_http_partial(&s->chk))
                 answer_error(px, s, 408, false);
             else
                 sess_close(px, s);
@@ -953,7 +945,7 @@ static void proxy_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion 
         on_tick(px);
         return;
     }
-    if (i >= px->nslots || !px->slots[i] || !px->slots[i]->live)
+    if (i >= px->nslots || !px->slots[i] || px->slots[i]->phase == SWS_PH_FREE)
         return;
     px_sess *s = px->slots[i];
     if (tag == SWS_T_PX_READ)
@@ -986,7 +978,7 @@ static void proxy_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     s->index = i;
     s->h = h;
     s->px = px;
-    s->live = true;
+    sess_phase(s, SWS_PH_OPEN);
     s->up = SWS_NIL;
     s->dl_idle = true;
     s->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
@@ -1054,7 +1046,7 @@ static void proxy_drain(sws_worker *w, sws_scenario *sc, bool force) {
     sws_pool_expire(&px->pool, tl_loop_now(w->loop));
     for (px_sess *s = px->active, *next; s; s = next) {
         next = s->next;
-        if (s->closing)
+        if (sws_phase_gone(s->phase))
             continue;
         bool idle = s->up == SWS_NIL && !s->req.started && !s->olen && !s->write_inflight;
         if (force) {

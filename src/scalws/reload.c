@@ -274,13 +274,7 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
         fclose(w->access_log);
         w->access_log = NULL;
     }
-    /* Open connections keep Referer and User-Agent from now on, or stop; one
-     * opened while the log was off learns its peer address now. */
-    for (sws_conn *c = w->active; c; c = c->next) {
-        c->parser.req.log_fields = sws_conn_log_fields(w, c);
-        if (w->access_log && strcmp(c->peer, "-") == 0)
-            sws_peer_name(w->loop, c->h, c->peer, sizeof(c->peer));
-    }
+    /* The scenario's open connections follow the log (reload_commit). */
     w->cfg = n;
     if (ops->reload_commit)
         ops->reload_commit(w, &w->sc);

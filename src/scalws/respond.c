@@ -3,7 +3,7 @@
  * keep-alive and for close, and rebuilt only when the Date changes, so
  * answering a request is one memcpy. */
 #include "access_log.h"
-#include "sws.h"
+#include "conn.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -144,4 +144,5 @@ const sws_scenario_ops sws_respond_ops = {
     .finished = sws_conn_finished,
     .reload_refuses = respond_reload_refuses,
     .reload_prepare = respond_reload_prepare,
+    .reload_commit = sws_conn_reload_commit,
 };

@@ -41,6 +41,66 @@ enum {
     SWS_ST_N
 };
 
+/* The errors_total slot of an error answer's status. */
+static inline int sws_status_slot(int status) {
+    switch (status) {
+    case 400:
+        return SWS_ST_400;
+    case 408:
+        return SWS_ST_408;
+    case 413:
+        return SWS_ST_413;
+    case 414:
+        return SWS_ST_414;
+    case 431:
+        return SWS_ST_431;
+    case 502:
+        return SWS_ST_502;
+    case 504:
+        return SWS_ST_504;
+    default:
+        return SWS_ST_OTHER;
+    }
+}
+
+/* A client connection's life: the HTTP connection (conn.c) and the proxy's
+ * session (proxy.c) both move through these, each by one function
+ * (conn_phase, sess_phase) that checks the step with sws_phase_may. What is
+ * in flight (a receive, a write) and what the peer did (end of stream) are
+ * flags beside it, not phases. */
+typedef enum sws_phase {
+    SWS_PH_FREE = 0,    /* the slot serves no connection */
+    SWS_PH_OPEN,        /* reading and answering requests */
+    SWS_PH_LAST,        /* the answer being written is the last: then close; input is ignored */
+    SWS_PH_LAST_LINGER, /* the same, but the peer may still be sending: half-close first */
+    SWS_PH_LINGERING,   /* write side shut; input is read and dropped until EOF or timeout */
+    SWS_PH_CLOSING,     /* tl_close issued; the slot is freed on its completion */
+} sws_phase;
+
+static inline bool sws_phase_may(sws_phase from, sws_phase to) {
+    switch (from) {
+    case SWS_PH_FREE:
+        return to == SWS_PH_OPEN;
+    case SWS_PH_OPEN:
+        return to == SWS_PH_LAST || to == SWS_PH_LAST_LINGER || to == SWS_PH_CLOSING;
+    case SWS_PH_LAST:
+        return to == SWS_PH_LAST_LINGER || to == SWS_PH_CLOSING;
+    case SWS_PH_LAST_LINGER:
+        return to == SWS_PH_LINGERING || to == SWS_PH_CLOSING;
+    case SWS_PH_LINGERING:
+        return to == SWS_PH_CLOSING;
+    case SWS_PH_CLOSING:
+        return to == SWS_PH_FREE;
+    }
+    return false;
+}
+
+/* Closing, or already freed (a close turnloop refused frees at once): no
+ * operation may be started on it any more. */
+static inline bool sws_phase_gone(sws_phase p) {
+    return p == SWS_PH_CLOSING || p == SWS_PH_FREE;
+}
+
 typedef struct sws_counters {
     sws_ctr requests;
     sws_ctr accepted;
@@ -59,63 +119,11 @@ typedef struct sws_counters {
     sws_ctr tls_failed[SWS_TLS_FAIL_N]; /* by sws_tls_fail */
 } sws_counters;
 
-enum sws_deadline { SWS_DL_IDLE = 0, SWS_DL_HEADER, SWS_DL_FRESH };
-
-/* A loop buffer whose bytes wait for room in the connection's output. The
- * nodes come from a per-worker pool as large as the loop's buffer count: every
- * held node holds a distinct loop buffer, so the pool cannot run dry. */
-typedef struct sws_held {
-    uint32_t id;
-    uint32_t off;
-    uint32_t len;
-    uint32_t next; /* pool index, SWS_NIL at the end */
-    const char *data;
-} sws_held;
 #define SWS_NIL UINT32_MAX
 
-typedef struct sws_conn {
-    uint32_t index;
-    tl_handle h;
-    sws_scenario *sc; /* answers its requests (routes will set it per request) */
-    tl_op recv_op;
-    bool live; /* between open and the close completion */
-    bool recv_armed;
-    bool recv_paused; /* recv cancelled because output is full */
-    bool write_inflight;
-    bool close_after; /* close once the output is flushed; ignore further input */
-    bool closing;     /* tl_close issued */
-    bool starved;     /* waits for a loop buffer to re-arm its receive */
-    bool linger;      /* the peer may still be sending: half-close, drain, then close */
-    bool lingering;   /* write side shut; input is read and dropped until EOF */
-    bool peer_eof;
-    bool answer_pending; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
-    uint8_t dl_kind;
-    uint64_t deadline;
-    uint64_t wdeadline; /* while write_inflight: close if the write has not completed by then */
-    uint64_t served;
-    uint32_t wlen;         /* bytes of out in flight */
-    uint32_t olen;         /* bytes of out filled (>= wlen) */
-    uint32_t hhead, htail; /* held input, oldest first (pool indices) */
-    uint32_t hcount;
-    struct sws_conn *prev, *next; /* the worker's active list */
-    sws_http_parser parser;
-    char *out;     /* a worker output buffer (out_cap bytes) while there is output, else NULL */
-    char peer[48]; /* for the access log only */
-    /* The request line, Referer and User-Agent for the access log
-     * (SWS_HTTP_LOG_STORAGE bytes, lent to parser.req.log_fields), taken once
-     * the access log is on and kept with the slot; NULL while it is off. */
-    char *log_fields;
-    /* A tls listener's connection: input is fed to the engine and read back
-     * as plaintext; out holds plaintext, encrypted at flush into wire, which
-     * is what is written. stash keeps decrypted input that did not fit the
-     * output (the plaintext twin of held buffers). Both lent from the
-     * worker's buffer stack while in use. */
-    bool is_tls;
-    sws_tls_conn tls;
-    char *wire;
-    char *stash;
-    uint32_t stash_off, stash_len;
-} sws_conn;
+/* The HTTP connection's types (conn.h); the worker holds their table. */
+typedef struct sws_conn sws_conn;
+typedef struct sws_held sws_held;
 
 struct sws_server;
 
@@ -178,7 +186,7 @@ typedef struct sws_server {
     tl_loop **loops;
     tl_handoff *handoff;
     tl_acceptor *acceptor;
-    int shared_fd; /* the listening socket of exclusive/herd/acceptor, or -1 */
+    int shared_fd;   /* the listening socket of exclusive/herd/acceptor, or -1 */
     int *listen_fds; /* every distinct listening socket, for a SIGUSR2 re-exec */
     int nlisten_fds;
     pthread_mutex_t shared_lock;
@@ -198,10 +206,17 @@ typedef struct sws_server {
     int acme_http_fd;
 } sws_server;
 
-/* serve.c */
+/* server.c: main thread */
 int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen);
 void sws_server_free(sws_server *s);
+
+/* worker.c */
 uint64_t sws_now_ms(void);
+int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener);
+void sws_worker_arm(sws_worker *w);
+void sws_worker_free(sws_worker *w);
+void *sws_worker_main(void *arg); /* thread: turns w until it is finished */
+void *sws_shared_main(void *arg); /* thread of the shared model: arg is the server */
 
 /* drain.c: loop side */
 void sws_worker_drain(sws_worker *w, bool force);
@@ -220,24 +235,5 @@ int sws_admin_listen(const sws_addr *addr, const char *what, char *err, size_t e
 void sws_admin_serve_one(sws_server *s, int listen_fd);
 /* [acme] http_listen: answers /.well-known/acme-challenge/ only. */
 void sws_admin_serve_challenge(sws_server *s, int listen_fd);
-
-/* The HTTP connection (serve.c), for the scenarios that answer on it: their
- * connection hooks (scenario.h) and what `answer` and `more` may call. */
-void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h);
-void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e);
-void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force);
-bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc);
-void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now);
-void sws_conn_turn_done(sws_worker *w, sws_scenario *sc);
-/* A pending answer (SWS_ANSWER_PENDING) is complete; the connection goes on
- * with the next request once its output is written. */
-void sws_conn_answer_end(sws_worker *w, sws_conn *c);
-/* Outside a hook (a file read completed): the scenario appended to c->out or
- * ended its answer; write it, and go on with held input. */
-void sws_conn_more(sws_worker *w, sws_conn *c);
-void sws_conn_close(sws_worker *w, sws_conn *c);
-/* Where c's parser keeps Referer and User-Agent: NULL while the access log is
- * off (nothing is kept, or allocated), else storage kept with the slot. */
-char *sws_conn_log_fields(sws_worker *w, sws_conn *c);
 
 #endif

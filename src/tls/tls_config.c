@@ -127,6 +127,9 @@ int sws_tls_config_set(sws_tls_config *t, const char *key, const char *v, char *
         if (parse_protocols(v, &t->protocols, err, errlen) < 0)
             return -EINVAL;
     } else if (!strcmp(key, "ciphers")) {
+        /* The profile is longer than an ini line (inih: 200 characters). */
+        if (!strcmp(v, "intermediate"))
+            v = SWS_TLS_DEFAULT_CIPHERS;
         if (!*v || set_text(t->ciphers, sizeof(t->ciphers), v) < 0)
             BAD("bad cipher list");
     } else if (!strcmp(key, "ciphersuites")) {

@@ -22,6 +22,8 @@ keys_of "$CONFIG_C" | while read -r kind name; do
     echo "$kind $name"
     if [ "$kind" = section ] && [ -f "$SRC/${name}_config.c" ]; then
         keys_of "$SRC/${name}_config.c" | grep '^key ' || true
+    elif [ "$kind" = section ] && [ -f "$SRC/../$name/${name}_config.c" ]; then
+        keys_of "$SRC/../$name/${name}_config.c" | grep '^key ' || true # src/tls/tls_config.c
     fi
 done >"$T/keys"
 section=""

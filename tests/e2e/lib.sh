@@ -40,15 +40,16 @@ start_sws() {
 # start_sws_try: the same, but returns 1 (with the log in $T/log) when scalwsd
 # exits for another reason than a taken port.
 start_sws_try() {
-    local ini=${1:-}
+    local ini=${1:-} scheme=http
     shift || true
+    [ "$SWS_LISTEN_OPTS" != tls ] || scheme=https
     for _ in 1 2 3 4 5 6 7 8; do
         PORT=$(rand_port)
         ADMIN_PORT=$(rand_port)
         [ "$ADMIN_PORT" != "$PORT" ] || ADMIN_PORT=$((PORT + 1))
         {
             echo "[server]"
-            echo "listen = 127.0.0.1:$PORT"
+            echo "listen = 127.0.0.1:$PORT${SWS_LISTEN_OPTS:+ $SWS_LISTEN_OPTS}"
             printf '%b\n' "$ini"
             echo "[admin]"
             echo "listen = 127.0.0.1:$ADMIN_PORT"
@@ -56,7 +57,8 @@ start_sws_try() {
         "${SWS_WRAP[@]}" "$SWS" --config "$T/sws.ini" "$@" 2>"$T/log" &
         SWS_PID=$!
         for _ in $(seq 1 50); do
-            if grep -q "listening on" "$T/log" 2>/dev/null && curl -s -o /dev/null "http://127.0.0.1:$PORT/"; then
+            if grep -q "listening on" "$T/log" 2>/dev/null &&
+                curl -sk -o /dev/null "$scheme://127.0.0.1:$PORT/"; then
                 # The e2e_epoll_* runs must really be on epoll where the ini left
                 # the backend to auto.
                 if [ "${TURNLOOP_BACKEND:-}" = epoll ] && ! grep -q "backend = " "$T/sws.ini"; then
@@ -76,6 +78,8 @@ start_sws_try() {
     fail "no free port"
 }
 SWS_WRAP=()
+# SWS_LISTEN_OPTS=tls makes start_sws's listener HTTPS ([tls] in the ini text).
+SWS_LISTEN_OPTS=${SWS_LISTEN_OPTS:-}
 
 # raw REQUEST [seconds]: sends bytes (printf %b escapes) on one connection and
 # prints everything the server answers until it closes or the time is up.

@@ -32,6 +32,8 @@ keys_of "$SRC/config.c" | while read -r kind name; do
     echo "$kind $name"
     if [ "$kind" = section ] && [ -f "$SRC/${name}_config.c" ]; then
         keys_of "$SRC/${name}_config.c" | grep '^key ' || true
+    elif [ "$kind" = section ] && [ -f "$SRC/../$name/${name}_config.c" ]; then
+        keys_of "$SRC/../$name/${name}_config.c" | grep '^key ' || true # src/tls/tls_config.c
     fi
 done | awk '$1 == "section" {s = $2} $1 == "key" && s != "" {print s, $2}' | sort -u >"$T/code"
 [ "$(wc -l <"$T/code")" -ge 20 ] || fail "found only $(wc -l <"$T/code") keys in config.c"

@@ -1,0 +1,885 @@
+/* The HTTP connection: what respond (and every scenario that answers HTTP
+ * requests) runs on. Bytes come in through one multishot receive into loop
+ * buffers (on_recv) and go out through one write of the connection's output
+ * buffer (flush); the parser, limits, keep-alive, pipelining, lingering close
+ * and the access log are here, the answer is the scenario's (`answer`).
+ * A slot is reused only after its TL_OP_CLOSE completion, which turnloop
+ * reports after every other completion of the handle: no completion can reach
+ * a slot that has been handed to another connection. */
+#include "conn.h"
+
+#include "access_log.h"
+#include "acme_tokens.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static sws_conn *conn_of(sws_worker *w, uint64_t token) {
+    uint32_t i = sws_token_index(token);
+    if (i >= w->nslots || !w->conns[i] || w->conns[i]->phase == SWS_PH_FREE)
+        return NULL;
+    return w->conns[i];
+}
+
+static void list_add(sws_worker *w, sws_conn *c) {
+    c->prev = NULL;
+    c->next = w->active;
+    if (w->active)
+        w->active->prev = c;
+    w->active = c;
+}
+
+static void list_del(sws_worker *w, sws_conn *c) {
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->active = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void release(sws_worker *w, uint32_t id) {
+    tl_buffer_release(w->loop, id);
+    w->released++;
+}
+
+static void held_drop_head(sws_worker *w, sws_conn *c) {
+    uint32_t i = c->hhead;
+    c->hhead = w->hpool[i].next;
+    if (c->hhead == SWS_NIL)
+        c->htail = SWS_NIL;
+    c->hcount--;
+    w->hpool[i].next = w->hfree;
+    w->hfree = i;
+}
+
+static void held_release_all(sws_worker *w, sws_conn *c) {
+    while (c->hcount) {
+        release(w, w->hpool[c->hhead].id);
+        held_drop_head(w, c);
+    }
+}
+
+/* Output buffers are taken when the first byte of an answer is appended and
+ * given back when the last byte is written: an idle keep-alive connection
+ * holds none. The free stack is trimmed by the sweep (out_trim), so a steady
+ * load reuses buffers without allocating while a burst's buffers are freed
+ * within two sweeps. */
+#define SWS_OUT_CACHE 64
+
+static bool out_take(sws_worker *w, sws_conn *c) {
+    if (c->out)
+        return true;
+    if (w->out_nfree)
+        c->out = w->out_free[--w->out_nfree];
+    else if (!(c->out = malloc(w->out_cap)))
+        return false;
+    if (++w->out_used > w->out_peak)
+        w->out_peak = w->out_used;
+    return true;
+}
+
+/* Only once no write of c->out can be in flight. */
+static void out_give(sws_worker *w, sws_conn *c) {
+    if (!c->out)
+        return;
+    /* Room for every buffer: out_free has one entry per connection slot. */
+    w->out_free[w->out_nfree++] = c->out;
+    c->out = NULL;
+    w->out_used--;
+}
+
+/* The stash and wire buffers of a tls connection come from the same stack
+ * (sized three per slot for a tls listener), so TLS allocates nothing per
+ * request either. */
+static char *buf_take(sws_worker *w) {
+    char *b = w->out_nfree ? w->out_free[--w->out_nfree] : malloc(w->out_cap);
+    if (b && ++w->out_used > w->out_peak)
+        w->out_peak = w->out_used;
+    return b;
+}
+
+static void buf_give(sws_worker *w, char **b) {
+    if (!*b)
+        return;
+    w->out_free[w->out_nfree++] = *b;
+    *b = NULL;
+    w->out_used--;
+}
+
+/* Only once no write can be in flight: the engine and its buffers go. */
+static void tls_release(sws_worker *w, sws_conn *c) {
+    if (!c->is_tls)
+        return;
+    sws_tls_conn_free(&c->tls);
+    buf_give(w, &c->wire);
+    buf_give(w, &c->stash);
+    c->is_tls = false;
+}
+
+/* Keeps as many free buffers as the last interval's peak needed beyond those
+ * still in use, and at least SWS_OUT_CACHE. */
+static void out_trim(sws_worker *w) {
+    uint32_t keep = w->out_peak - w->out_used;
+    if (keep < SWS_OUT_CACHE)
+        keep = SWS_OUT_CACHE;
+    while (w->out_nfree > keep)
+        free(w->out_free[--w->out_nfree]);
+    w->out_peak = w->out_used;
+}
+
+/* The one place a connection's phase changes; entering CLOSING closes the
+ * handle, entering FREE gives the slot back. */
+static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
+    assert(sws_phase_may(c->phase, to));
+    c->phase = to;
+    if (to == SWS_PH_CLOSING) {
+        held_release_all(w, c);
+        if (tl_close(w->loop, c->h, sws_token(c->index, SWS_T_CLOSE)) < 0)
+            conn_phase(w, c, SWS_PH_FREE); /* a handle turnloop no longer knows: nothing
+                                               will complete, free now */
+    } else if (to == SWS_PH_FREE) {
+        if (c->starved)
+            w->nstarved--;
+        /* Every completion of the handle came before its close's: no write
+         * can still be reading the buffer. */
+        out_give(w, c);
+        tls_release(w, c);
+        list_del(w, c);
+        w->free_idx[w->nfree++] = c->index;
+        SWS_ADD(w->ctr.active, (uint64_t)-1);
+        SWS_ADD(w->ctr.closed, 1);
+    }
+}
+
+/* No further request is read: the answer in output is the last. linger: the
+ * peer may still be sending (a refused request, pipelined input), so the
+ * close is a half-close and a drain (start_linger). */
+static void conn_last(sws_worker *w, sws_conn *c, bool linger) {
+    if (c->phase == SWS_PH_OPEN)
+        conn_phase(w, c, linger ? SWS_PH_LAST_LINGER : SWS_PH_LAST);
+    else if (c->phase == SWS_PH_LAST && linger)
+        conn_phase(w, c, SWS_PH_LAST_LINGER);
+}
+
+static void arm_recv(sws_worker *w, sws_conn *c) {
+    if (c->recv_armed || sws_phase_gone(c->phase))
+        return;
+    int rc = tl_recv(w->loop, c->h, sws_token(c->index, SWS_T_RECV), &c->recv_op);
+    if (rc < 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    c->recv_armed = true;
+}
+
+char *sws_conn_log_fields(sws_worker *w, sws_conn *c) {
+    if (!w->access_log)
+        return NULL;
+    /* Once per slot, and only with the log on: an idle connection of a server
+     * without an access log carries none of it. Out of memory: "-" fields. */
+    if (!c->log_fields)
+        c->log_fields = malloc(SWS_HTTP_LOG_STORAGE);
+    return c->log_fields;
+}
+
+void sws_conn_close(sws_worker *w, sws_conn *c) {
+    if (!sws_phase_gone(c->phase))
+        conn_phase(w, c, SWS_PH_CLOSING);
+}
+
+void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
+    if (w->nfree == 0) {
+        /* Cannot happen while slots = handle ceiling; closing is the safe answer. */
+        tl_close(w->loop, h, sws_token(w->nslots, SWS_T_CLOSE));
+        return;
+    }
+    uint32_t i = w->free_idx[w->nfree - 1];
+    sws_conn *c = w->conns[i];
+    if (!c) {
+        /* Slots are allocated on first use and reused afterwards: the only
+         * allocation a connection ever causes, never one per request. */
+        c = calloc(1, sizeof(*c)); /* zeroed: log_fields below is read */
+        if (!c) {
+            tl_close(w->loop, h, sws_token(w->nslots, SWS_T_CLOSE));
+            return;
+        }
+        w->conns[i] = c;
+    }
+    w->nfree--;
+    char *log_fields = c->log_fields; /* kept with the slot */
+    memset(c, 0, sizeof(*c));
+    c->log_fields = log_fields;
+    c->index = i;
+    c->h = h;
+    c->sc = sc;
+    c->hhead = c->htail = SWS_NIL;
+    conn_phase(w, c, SWS_PH_OPEN);
+    c->dl_kind = SWS_DL_FRESH;
+    c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
+    sws_http_parser_init(&c->parser, &w->limits);
+    c->parser.req.log_fields = sws_conn_log_fields(w, c);
+    /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
+    if (w->access_log)
+        sws_peer_name(w->loop, h, c->peer, sizeof(c->peer));
+    else
+        strcpy(c->peer, "-");
+    list_add(w, c);
+    SWS_ADD(w->ctr.accepted, 1);
+    SWS_ADD(w->ctr.active, 1);
+    if (w->cfg->tls_server) {
+        /* The SSL_CTX of this loop in the configuration serving now: a reload
+         * gives new connections the new certificate, open ones keep theirs. */
+        if (sws_tls_conn_init(&c->tls, sws_tls_server_ctx(w->cfg->tls_server, w->index)) < 0) {
+            sws_conn_close(w, c);
+            return;
+        }
+        c->is_tls = true;
+        c->deadline = tl_loop_now(w->loop) + w->cfg->handshake_timeout_ms;
+    }
+    arm_recv(w, c);
+}
+
+static void set_idle_deadline(sws_worker *w, sws_conn *c) {
+    const sws_config *cfg = w->cfg;
+    if (sws_http_partial(&c->parser)) {
+        c->dl_kind = SWS_DL_HEADER;
+        c->deadline = tl_loop_now(w->loop) + cfg->header_timeout_ms;
+    } else {
+        c->dl_kind = SWS_DL_IDLE;
+        c->deadline = tl_loop_now(w->loop) + cfg->keepalive_timeout_ms;
+    }
+}
+
+/* HTTP-01 (RFC 8555 8.3), before any scenario: a plaintext GET of
+ * /.well-known/acme-challenge/TOKEN for a token the ACME thread published.
+ * The path test is one atomic load while no challenge is in flight; a token
+ * it does not know goes to the scenario as any other path. */
+static bool acme_challenge(sws_worker *w, sws_conn *c, bool ka) {
+    const sws_http_request *r = &c->parser.req;
+    if (c->is_tls || !sws_acme_challenge_path(r->path, r->path_len) ||
+        (r->method != HTTP_GET && r->method != HTTP_HEAD))
+        return false;
+    char keyauth[SWS_ACME_KEYAUTH_MAX];
+    size_t n = sws_acme_token_answer(r->path, r->path_len, keyauth, sizeof(keyauth));
+    if (!n)
+        return false;
+    char *o = c->out + c->olen;
+    size_t h = sws_http_head(o, w->resp_max, 200, w->date.str, "application/octet-stream", n, ka);
+    if (!h || h + n > w->resp_max)
+        return false;
+    if (!r->head)
+        memcpy(o + h, keyauth, n);
+    c->olen += (uint32_t)(h + (r->head ? 0 : n));
+    if (w->access_log)
+        sws_access_log_parsed(w, c->peer, &c->parser, 200, r->head ? 0 : n);
+    return true;
+}
+
+/* A complete request: the scenario appends its answer (room for resp_max
+ * bytes was checked before feeding). */
+static void answer(sws_worker *w, sws_conn *c) {
+    const sws_http_request *r = &c->parser.req;
+    bool ka = r->keep_alive && !w->draining;
+    if (!ka)
+        conn_last(w, c, false);
+    if (!out_take(w, c)) {
+        /* Out of memory: this connection ends, the others keep their buffers. */
+        sws_conn_close(w, c);
+        return;
+    }
+    if (c->phase != SWS_PH_OPEN && c->recv_armed && !c->recv_paused) {
+        /* Nothing more will be read: stop receiving now, or the loop reads the
+         * peer's FIN (or the rest of a pipeline) before our close lands. */
+        c->recv_paused = true;
+        tl_cancel(w->loop, c->recv_op);
+    }
+    c->served++;
+    SWS_ADD(w->ctr.requests, 1);
+    if (acme_challenge(w, c, ka))
+        return;
+    int rc = c->sc->ops->answer(w, c->sc, c, ka);
+    if (rc < 0) {
+        sws_conn_close(w, c);
+    } else if (rc == SWS_ANSWER_PENDING) {
+        /* The scenario must make progress within send_timeout (the sweep). */
+        c->answer_pending = true;
+        c->deadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+    }
+}
+
+void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
+    c->answer_pending = false;
+    set_idle_deadline(w, c);
+}
+
+/* An error answer ends the connection: nothing after a bad request can be
+ * trusted to be framed right. */
+static void answer_error(sws_worker *w, sws_conn *c, int status) {
+    SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
+    if (w->access_log)
+        sws_access_log_parsed(w, c->peer, &c->parser, status, sws_http_error_body_len(status));
+    if (!out_take(w, c)) {
+        sws_conn_close(w, c);
+        return;
+    }
+    size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, false);
+    /* The rest of a refused request may still be on the wire: closing with
+     * unread input would send a reset that destroys the answer (nginx's
+     * lingering close). */
+    conn_last(w, c, true);
+    if (n == 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    c->olen += (uint32_t)n;
+}
+
+/* Parses from data[*off..len). Returns false when output is full and the rest
+ * must be held until a write completes. */
+static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
+    while (*off < len) {
+        if (c->phase != SWS_PH_OPEN) {
+            conn_last(w, c, true); /* pipelined input after a close: see answer_error */
+            *off = len;
+            break;
+        }
+        if (c->answer_pending || c->olen + w->resp_max > w->out_cap)
+            return false;
+        size_t used;
+        int st;
+        int rc = sws_http_feed(&c->parser, data + *off, len - *off, &used, &st);
+        if (rc == SWS_HTTP_NEED_MORE) {
+            *off = len;
+            if (c->dl_kind == SWS_DL_IDLE && sws_http_partial(&c->parser)) {
+                c->dl_kind = SWS_DL_HEADER;
+                c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
+            }
+            break;
+        }
+        if (rc == SWS_HTTP_REQUEST) {
+            *off += (uint32_t)used;
+            answer(w, c);
+            if (!c->answer_pending)
+                set_idle_deadline(w, c);
+            continue;
+        }
+        answer_error(w, c, st);
+        *off = len;
+        break;
+    }
+    return true;
+}
+
+#define SWS_LINGER_MS 2000
+
+static void start_linger(sws_worker *w, sws_conn *c) {
+    int fd = tl_handle_fd(w->loop, c->h);
+    if (fd < 0 || shutdown(fd, SHUT_WR) < 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    conn_phase(w, c, SWS_PH_LINGERING);
+    c->deadline = tl_loop_now(w->loop) + SWS_LINGER_MS;
+    held_release_all(w, c);
+    c->recv_paused = false;
+    arm_recv(w, c);
+}
+
+static void pump(sws_worker *w, sws_conn *c);
+static bool tls_flush(sws_worker *w, sws_conn *c);
+
+static void flush(sws_worker *w, sws_conn *c) {
+    if (sws_phase_gone(c->phase) || c->write_inflight)
+        return;
+    if (c->olen == 0 && c->answer_pending) {
+        /* The last part was written: the scenario appends the next one. */
+        if (c->sc->ops->more)
+            c->sc->ops->more(w, c->sc, c);
+        if (sws_phase_gone(c->phase))
+            return;
+        if (c->olen == 0 && !c->answer_pending) {
+            pump(w, c); /* it ended with nothing more: on to held requests */
+            return;
+        }
+        if (c->olen == 0)
+            return; /* the scenario waits for its data; sws_conn_more follows */
+    }
+    if (c->is_tls) {
+        if (tls_flush(w, c))
+            return;
+    } else if (c->olen > 0) {
+        tl_op op;
+        int rc = tl_write(w->loop, c->h, c->out, c->olen, sws_token(c->index, SWS_T_WRITE), &op);
+        if (rc < 0) {
+            sws_conn_close(w, c);
+            return;
+        }
+        c->wlen = c->olen;
+        c->write_inflight = true;
+        /* A write is at most out_cap bytes: one that has not completed in
+         * send_timeout is a peer that reads (next to) nothing. */
+        c->wdeadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+        return;
+    }
+    out_give(w, c);
+    if (c->phase == SWS_PH_LAST_LINGER && !c->peer_eof) {
+        start_linger(w, c);
+    } else if (c->phase == SWS_PH_LAST || c->phase == SWS_PH_LAST_LINGER) {
+        sws_conn_close(w, c);
+    } else if (c->phase == SWS_PH_OPEN && w->draining && !sws_http_partial(&c->parser) &&
+               c->hcount == 0 && !c->stash && c->served) {
+        /* Draining: an idle keep-alive connection is closed as soon as it is idle. */
+        sws_conn_close(w, c);
+    }
+}
+
+static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint32_t off,
+                 uint32_t len) {
+    uint32_t i = w->hfree;
+    if (i == SWS_NIL) {
+        /* Cannot happen (one node per loop buffer); closing is the safe answer. */
+        release(w, id);
+        sws_conn_close(w, c);
+        return;
+    }
+    w->hfree = w->hpool[i].next;
+    w->hpool[i] = (sws_held){.id = id, .off = off, .len = len, .next = SWS_NIL, .data = data};
+    if (c->htail == SWS_NIL)
+        c->hhead = i;
+    else
+        w->hpool[c->htail].next = i;
+    c->htail = i;
+    c->hcount++;
+    if (!c->recv_paused) {
+        c->recv_paused = true;
+        if (c->recv_armed)
+            tl_cancel(w->loop, c->recv_op);
+    }
+}
+
+/* ---- TLS: the engine between the socket and the parser ---------------------- */
+
+static void tls_pause(sws_worker *w, sws_conn *c) {
+    if (!c->recv_paused) {
+        c->recv_paused = true;
+        if (c->recv_armed)
+            tl_cancel(w->loop, c->recv_op);
+    }
+}
+
+static void tls_failed(sws_worker *w, sws_conn *c) {
+    SWS_ADD(w->ctr.tls_failed[c->tls.fail < SWS_TLS_FAIL_N ? c->tls.fail : 0], 1);
+    /* The alert OpenSSL queued (if any) goes out at flush, then the close;
+     * nothing further is read. */
+    c->olen = 0;
+    conn_last(w, c, false);
+    tls_pause(w, c);
+}
+
+/* Decrypts and parses what the engine holds, until it wants more input, the
+ * output is full (a write completion resumes: pump) or the connection ends. */
+static void tls_pump(sws_worker *w, sws_conn *c) {
+    while (c->phase == SWS_PH_OPEN && !c->stash) {
+        if (c->answer_pending || c->olen + w->resp_max > w->out_cap) {
+            tls_pause(w, c);
+            return;
+        }
+        bool was = c->tls.established;
+        int n = sws_tls_read(&c->tls, w->tls_plain, SWS_TLS_PLAIN);
+        if (!was && c->tls.established) {
+            SWS_ADD(w->ctr.tls_handshakes, 1);
+            if (sws_tls_resumed(&c->tls))
+                SWS_ADD(w->ctr.tls_resumed, 1);
+            /* From here the request's own timeout runs. */
+            c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
+        }
+        if (n > 0) {
+            uint32_t off = 0;
+            if (!consume(w, c, w->tls_plain, (uint32_t)n, &off)) {
+                if (!(c->stash = buf_take(w))) {
+                    sws_conn_close(w, c);
+                    return;
+                }
+                c->stash_len = (uint32_t)n - off;
+                c->stash_off = 0;
+                memcpy(c->stash, w->tls_plain + off, c->stash_len);
+                tls_pause(w, c);
+                return;
+            }
+            continue;
+        }
+        if (n == SWS_TLS_EOF) /* close_notify: answer what was asked, then close */
+            conn_last(w, c, false);
+        else if (n < 0)
+            tls_failed(w, c);
+        return;
+    }
+}
+
+static void tls_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len) {
+    if (c->phase != SWS_PH_OPEN)
+        return;
+    if (sws_tls_feed(&c->tls, data, len) < 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    tls_pump(w, c);
+}
+
+/* After a write: the stash first, then the engine, then receive again once
+ * nothing waits. */
+static void tls_resume(sws_worker *w, sws_conn *c) {
+    if (c->stash) {
+        uint32_t off = c->stash_off;
+        if (c->phase == SWS_PH_OPEN && !consume(w, c, c->stash, c->stash_len, &off)) {
+            c->stash_off = off;
+            return;
+        }
+        buf_give(w, &c->stash);
+    }
+    tls_pump(w, c);
+    if (c->phase == SWS_PH_OPEN && !c->stash && c->recv_paused && !c->answer_pending &&
+        c->olen + w->resp_max <= w->out_cap) {
+        c->recv_paused = false;
+        arm_recv(w, c);
+    }
+}
+
+/* Seals the plaintext answers and writes what the engine has to send. True
+ * when a write is in flight (or the connection closed); false when all is
+ * sent and flush's ending (last answer, linger, drain) applies. */
+static bool tls_flush(sws_worker *w, sws_conn *c) {
+    sws_tls_conn *t = &c->tls;
+    if (c->phase == SWS_PH_LINGERING)
+        return false; /* the write side is shut */
+    /* Bounded: plaintext is sealed only while less than a buffer of records
+     * waits, so a client that does not read holds at most two buffers. */
+    if (c->olen && t->established && !t->failed && sws_tls_pending(t) < w->out_cap) {
+        uint32_t done = 0;
+        while (done < c->olen) {
+            int n = sws_tls_write(t, c->out + done, c->olen - done);
+            if (n <= 0) {
+                sws_conn_close(w, c);
+                return true;
+            }
+            done += (uint32_t)n;
+        }
+        c->olen = 0;
+    }
+    if (c->phase != SWS_PH_OPEN && c->olen == 0 && !c->answer_pending)
+        sws_tls_close_notify(t);
+    if (sws_tls_pending(t) == 0) {
+        buf_give(w, &c->wire);
+        return c->olen > 0;
+    }
+    if (!c->wire && !(c->wire = buf_take(w))) {
+        sws_conn_close(w, c);
+        return true;
+    }
+    size_t k = sws_tls_take(t, c->wire, w->out_cap);
+    tl_op op;
+    if (tl_write(w->loop, c->h, c->wire, k, sws_token(c->index, SWS_T_WRITE), &op) < 0) {
+        sws_conn_close(w, c);
+        return true;
+    }
+    c->wlen = (uint32_t)k;
+    c->write_inflight = true;
+    c->wdeadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+    return true;
+}
+
+static void on_recv(sws_worker *w, const tl_completion *e) {
+    sws_conn *c = conn_of(w, e->token);
+    bool has_buf = (e->flags & TL_CQE_BUFFER) != 0;
+    if (!c) {
+        if (has_buf)
+            release(w, e->u.buf.id);
+        return;
+    }
+    bool final = (e->flags & TL_CQE_FINAL) != 0;
+    if (final)
+        c->recv_armed = false;
+    if (c->phase == SWS_PH_LINGERING) {
+        if (has_buf)
+            release(w, e->u.buf.id);
+        if (final && e->res <= 0 && e->res != -ECANCELED)
+            sws_conn_close(w, c);
+        else if (final)
+            arm_recv(w, c);
+        return;
+    }
+    if (e->res > 0 && has_buf) {
+        SWS_ADD(w->ctr.bytes_in, (uint64_t)e->res);
+        const char *data = e->u.buf.data;
+        uint32_t len = (uint32_t)e->res, off = 0;
+        if (c->is_tls) {
+            tls_input(w, c, data, len); /* the engine copies: the buffer goes back now */
+            release(w, e->u.buf.id);
+        } else if (c->phase != SWS_PH_OPEN)
+            release(w, e->u.buf.id);
+        else if (c->hcount || c->recv_paused)
+            hold(w, c, e->u.buf.id, data, 0, len);
+        else if (consume(w, c, data, len, &off))
+            release(w, e->u.buf.id);
+        else
+            hold(w, c, e->u.buf.id, data, off, len);
+    } else if (has_buf) {
+        release(w, e->u.buf.id);
+    }
+    if (final && !sws_phase_gone(c->phase)) {
+        if (e->res == 0) {
+            /* The peer is done sending: answer what it asked, then close. */
+            c->peer_eof = true;
+            if (c->is_tls && !c->tls.established && !c->tls.failed) {
+                sws_tls_peer_eof(&c->tls); /* a hello cut short, or no TLS at all */
+                tls_failed(w, c);
+            }
+            conn_last(w, c, false);
+        } else if (e->res == -ENOBUFS) {
+            SWS_ADD(w->ctr.recv_starved, 1);
+            if (!c->starved) {
+                c->starved = true;
+                w->nstarved++;
+            }
+        } else if (e->res < 0 && e->res != -ECANCELED) {
+            sws_conn_close(w, c);
+            return;
+        } else if (!c->recv_paused && c->phase == SWS_PH_OPEN) {
+            arm_recv(w, c);
+        }
+    }
+    flush(w, c);
+}
+
+static void on_write(sws_worker *w, const tl_completion *e) {
+    sws_conn *c = conn_of(w, e->token);
+    if (!c)
+        return;
+    c->write_inflight = false;
+    if (sws_phase_gone(c->phase))
+        return;
+    if (e->res < 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    SWS_ADD(w->ctr.bytes_out, c->wlen);
+    if (c->is_tls) {
+        c->wlen = 0; /* wire is free again; out still holds unsealed plaintext */
+        pump(w, c);
+        return;
+    }
+    if (c->olen > c->wlen)
+        memmove(c->out, c->out + c->wlen, c->olen - c->wlen);
+    c->olen -= c->wlen;
+    c->wlen = 0;
+    pump(w, c);
+}
+
+/* After output moved: feeds held input (as far as there is room and no answer
+ * is pending), resumes receiving once nothing is held, and writes. */
+static void pump(sws_worker *w, sws_conn *c) {
+    if (c->is_tls)
+        tls_resume(w, c); /* a tls connection holds plaintext in its stash, not buffers */
+    while (c->hcount && !sws_phase_gone(c->phase)) {
+        sws_held *h = &w->hpool[c->hhead];
+        uint32_t off = h->off;
+        if (c->phase == SWS_PH_OPEN && !consume(w, c, h->data, h->len, &off)) {
+            h->off = off;
+            break;
+        }
+        release(w, h->id);
+        held_drop_head(w, c);
+    }
+    if (sws_phase_gone(c->phase))
+        return;
+    if (c->hcount == 0 && c->recv_paused && !c->is_tls) {
+        c->recv_paused = false;
+        if (c->phase == SWS_PH_OPEN)
+            arm_recv(w, c);
+    }
+    flush(w, c);
+    /* keepalive_timeout counts from the last answer written, not from when it
+     * was queued: a slow but reading client is not cut as idle. */
+    if (!sws_phase_gone(c->phase) && !c->write_inflight && c->olen == 0 &&
+        c->dl_kind == SWS_DL_IDLE && !c->answer_pending)
+        c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
+}
+
+void sws_conn_more(sws_worker *w, sws_conn *c) {
+    if (!sws_phase_gone(c->phase))
+        pump(w, c);
+}
+
+static void on_closed(sws_worker *w, const tl_completion *e) {
+    sws_conn *c = conn_of(w, e->token);
+    if (c)
+        conn_phase(w, c, SWS_PH_FREE);
+}
+
+/* Starvation is rare (every loop buffer held by output-blocked connections):
+ * a walk of the active list when buffers come back is cheaper than keeping a
+ * second list consistent with slot reuse. */
+static void rearm_starved(sws_worker *w) {
+    for (sws_conn *c = w->active; c && w->nstarved; c = c->next) {
+        if (!c->starved)
+            continue;
+        c->starved = false;
+        w->nstarved--;
+        if (c->phase == SWS_PH_OPEN && !c->recv_paused)
+            arm_recv(w, c);
+    }
+}
+
+/* The HTTP connection's part of the sweep. */
+void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
+    (void)sc;
+    for (sws_conn *c = w->active, *next; c; c = next) {
+        next = c->next;
+        if (sws_phase_gone(c->phase))
+            continue;
+        if (c->write_inflight) {
+            if (now >= c->wdeadline) {
+                SWS_ADD(w->ctr.send_timeouts, 1);
+                sws_conn_close(w, c);
+            }
+            continue;
+        }
+        if (now < c->deadline)
+            continue;
+        if (c->is_tls && !c->tls.established && !c->tls.failed) {
+            sws_tls_timeout(&c->tls); /* handshake_timeout: a stalled hello */
+            SWS_ADD(w->ctr.tls_failed[SWS_TLS_FAIL_TIMEOUT], 1);
+            sws_conn_close(w, c);
+            continue;
+        }
+        if (sws_http_partial(&c->parser) && c->phase == SWS_PH_OPEN && !c->answer_pending) {
+            if (c->olen + 512 <= w->out_cap) {
+                answer_error(w, c, 408);
+                flush(w, c);
+                continue;
+            }
+        }
+        sws_conn_close(w, c);
+    }
+    rearm_starved(w);
+    out_trim(w);
+}
+
+/* The HTTP connection's completions. */
+void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) {
+    (void)sc;
+    switch (sws_token_tag(e->token)) {
+    case SWS_T_RECV:
+        on_recv(w, e);
+        break;
+    case SWS_T_WRITE:
+        on_write(w, e);
+        break;
+    case SWS_T_CLOSE:
+        on_closed(w, e);
+        break;
+    default:
+        if (e->flags & TL_CQE_BUFFER)
+            release(w, e->u.buf.id);
+        break;
+    }
+}
+
+void sws_conn_turn_done(sws_worker *w, sws_scenario *sc) {
+    (void)sc;
+    if (w->released && w->nstarved)
+        rearm_starved(w);
+}
+
+/* The HTTP connection's part of a drain. */
+void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
+    (void)sc;
+    uint64_t now = tl_loop_now(w->loop);
+    for (sws_conn *c = w->active, *next; c; c = next) {
+        next = c->next;
+        if (sws_phase_gone(c->phase))
+            continue;
+        bool idle = c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) &&
+                    c->hcount == 0 && !c->answer_pending && !c->stash;
+        if (force) {
+            SWS_ADD(w->ctr.forced, 1);
+            sws_conn_close(w, c);
+        } else if (idle && c->served) {
+            sws_conn_close(w, c);
+        } else if (idle) {
+            /* Accepted but silent: its request may be on the wire; a short
+             * grace, then the sweep closes it. */
+            if (c->deadline > now + 1000)
+                c->deadline = now + 1000;
+        }
+    }
+}
+
+bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc) {
+    (void)sc;
+    return !w->active;
+}
+
+/* The loop's connection table: one slot per connection up to
+ * max_connections (+1 spare), allocated on first use; the held-input pool,
+ * one node per loop buffer. Output buffers come and go (out_take). */
+int sws_conn_table_init(sws_worker *w) {
+    w->nslots = w->cfg->max_connections + 1;
+    w->conns = calloc(w->nslots, sizeof(*w->conns));
+    w->free_idx = malloc(w->nslots * sizeof(*w->free_idx));
+    if (!w->conns || !w->free_idx)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < w->nslots; i++)
+        w->free_idx[i] = w->nslots - 1 - i;
+    w->nfree = w->nslots;
+    /* A tls connection may hold three buffers: out, wire and stash. */
+    w->out_free = malloc(w->nslots * (w->cfg->listen_tls ? 3u : 1u) * sizeof(*w->out_free));
+    if (!w->out_free)
+        return -ENOMEM;
+    if (w->cfg->listen_tls && !(w->tls_plain = malloc(SWS_TLS_PLAIN)))
+        return -ENOMEM;
+    w->hpool = malloc(SWS_RECV_BUFFERS * sizeof(*w->hpool));
+    if (!w->hpool)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < SWS_RECV_BUFFERS; k++)
+        w->hpool[k].next = k + 1 < SWS_RECV_BUFFERS ? k + 1 : SWS_NIL;
+    w->hfree = 0;
+    return 0;
+}
+
+/* After the loop is freed. */
+void sws_conn_table_free(sws_worker *w) {
+    for (uint32_t k = 0; k < w->nslots && w->conns; k++)
+        if (w->conns[k]) {
+            sws_tls_conn_free(&w->conns[k]->tls);
+            free(w->conns[k]->wire);
+            free(w->conns[k]->stash);
+            free(w->conns[k]->out);
+            free(w->conns[k]->log_fields);
+            free(w->conns[k]);
+        }
+    while (w->out_nfree)
+        free(w->out_free[--w->out_nfree]);
+    free(w->out_free);
+    free(w->conns);
+    free(w->free_idx);
+    free(w->hpool);
+    free(w->tls_plain);
+}
+
+/* A reload switched the access log on, off or to another file: open
+ * connections keep Referer and User-Agent from now on, or stop; one opened
+ * while the log was off learns its peer address now. */
+void sws_conn_reload_commit(sws_worker *w, sws_scenario *sc) {
+    (void)sc;
+    for (sws_conn *c = w->active; c; c = c->next) {
+        c->parser.req.log_fields = sws_conn_log_fields(w, c);
+        if (w->access_log && strcmp(c->peer, "-") == 0)
+            sws_peer_name(w->loop, c->h, c->peer, sizeof(c->peer));
+    }
+}

@@ -1,0 +1,95 @@
+/* The HTTP connection (conn.c): one client connection of a scenario that
+ * answers HTTP requests (respond, static), with its parser, deadlines, held
+ * input and output buffer. A connection and everything it points to belong to
+ * its worker's loop thread. */
+#ifndef SWS_CONN_H
+#define SWS_CONN_H
+
+#include "sws.h"
+
+/* Loop buffers for receiving (tl_loop_options.recv_buffers); the held-input
+ * pool has one node per buffer. */
+#define SWS_RECV_BUFFERS 256
+#define SWS_TLS_PLAIN 16384 /* one TLS record's plaintext at most: the decrypt scratch */
+
+enum sws_deadline { SWS_DL_IDLE = 0, SWS_DL_HEADER, SWS_DL_FRESH };
+
+/* A loop buffer whose bytes wait for room in the connection's output. The
+ * nodes come from a per-worker pool as large as the loop's buffer count: every
+ * held node holds a distinct loop buffer, so the pool cannot run dry. */
+struct sws_held {
+    uint32_t id;
+    uint32_t off;
+    uint32_t len;
+    uint32_t next; /* pool index, SWS_NIL at the end */
+    const char *data;
+};
+
+struct sws_conn {
+    uint32_t index;
+    tl_handle h;
+    sws_scenario *sc; /* answers its requests (routes will set it per request) */
+    tl_op recv_op;
+    sws_phase phase; /* its life (sws.h); changed by conn_phase() only */
+    /* What is in flight, and what the peer did: */
+    bool recv_armed;
+    bool recv_paused; /* recv cancelled because output is full */
+    bool write_inflight;
+    bool starved;        /* waits for a loop buffer to re-arm its receive */
+    bool peer_eof;       /* the peer has finished sending */
+    bool answer_pending; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
+    uint8_t dl_kind;
+    uint64_t deadline;
+    uint64_t wdeadline; /* while write_inflight: close if the write has not completed by then */
+    uint64_t served;
+    uint32_t wlen;         /* bytes of out in flight */
+    uint32_t olen;         /* bytes of out filled (>= wlen) */
+    uint32_t hhead, htail; /* held input, oldest first (pool indices) */
+    uint32_t hcount;
+    struct sws_conn *prev, *next; /* the worker's active list */
+    sws_http_parser parser;
+    char *out;     /* a worker output buffer (out_cap bytes) while there is output, else NULL */
+    char peer[48]; /* for the access log only */
+    /* The request line, Referer and User-Agent for the access log
+     * (SWS_HTTP_LOG_STORAGE bytes, lent to parser.req.log_fields), taken once
+     * the access log is on and kept with the slot; NULL while it is off. */
+    char *log_fields;
+    /* A tls listener's connection: input is fed to the engine and read back
+     * as plaintext; out holds plaintext, sealed at flush into wire, which is
+     * what is written. stash keeps decrypted input that did not fit the
+     * output (the plaintext twin of held buffers). wire and stash are lent
+     * from the worker's buffer stack while in use. */
+    bool is_tls;
+    sws_tls_conn tls;
+    char *wire;
+    char *stash;
+    uint32_t stash_off, stash_len;
+};
+
+/* The worker's table of connections (serve.c sizes the loop for it). */
+int sws_conn_table_init(sws_worker *w);
+void sws_conn_table_free(sws_worker *w);
+
+/* The connection hooks of a scenario that answers on the HTTP connection
+ * (scenario.h): respond.c fills its ops with these. */
+void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h);
+void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e);
+void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force);
+bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc);
+void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now);
+void sws_conn_turn_done(sws_worker *w, sws_scenario *sc);
+void sws_conn_reload_commit(sws_worker *w, sws_scenario *sc);
+
+/* What `answer` and `more` may call. */
+/* A pending answer (SWS_ANSWER_PENDING) is complete; the connection goes on
+ * with the next request once its output is written. */
+void sws_conn_answer_end(sws_worker *w, sws_conn *c);
+/* Outside a hook (a file read completed): the scenario appended to c->out or
+ * ended its answer; write it, and go on with held input. */
+void sws_conn_more(sws_worker *w, sws_conn *c);
+void sws_conn_close(sws_worker *w, sws_conn *c);
+/* Where c's parser keeps Referer and User-Agent: NULL while the access log is
+ * off (nothing is kept, or allocated), else storage kept with the slot. */
+char *sws_conn_log_fields(sws_worker *w, sws_conn *c);
+
+#endif

@@ -1,0 +1,233 @@
+/* A worker: one turnloop loop turned by its own thread (or, in the shared
+ * model, by several in turn). It knows loops, listeners and timers; every
+ * completion that is not its own goes to its scenario (scenario.h), by the
+ * token's tag (token.h). */
+#include "conn.h"
+#include "reload.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SWS_CQ_BATCH 256
+#define SWS_SWEEP_MS 1000
+
+uint64_t sws_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void arm_sweep(sws_worker *w) {
+    if (w->sweep_armed || w->done)
+        return;
+    if (tl_timer(w->loop, w->draining ? 100 : SWS_SWEEP_MS, sws_token(0, SWS_T_SWEEP),
+                 &w->sweep_op) == 0)
+        w->sweep_armed = true;
+}
+
+/* Once a second: expire idle and slow connections (a per-connection timer
+ * per request would cost two operations per request), publish loop stats. */
+static void on_sweep(sws_worker *w, const tl_completion *e) {
+    w->sweep_armed = false;
+    w->sweep_cancelled = false;
+    if (e->res < 0) {
+        /* Cancelled because the worker looked finished; a late adoption may
+         * have given it work again. */
+        if (!sws_worker_finished(w))
+            arm_sweep(w);
+        return;
+    }
+    uint64_t now = tl_loop_now(w->loop);
+    if (w->sc.ops->sweep)
+        w->sc.ops->sweep(w, &w->sc, now);
+    tl_loop_stats st;
+    tl_loop_get_stats(w->loop, &st);
+    atomic_store_explicit(&w->ctr.turns, st.turns, memory_order_relaxed);
+    atomic_store_explicit(&w->ctr.accept_pauses, st.accept_pauses, memory_order_relaxed);
+    if (!sws_worker_finished(w))
+        arm_sweep(w);
+}
+
+static void arm_accept(sws_worker *w) {
+    if (!w->listener || w->listener_closing)
+        return;
+    tl_op op;
+    if (tl_accept(w->loop, w->listener, TL_ACCEPT_MULTISHOT, sws_token(0, SWS_T_ACCEPT), &op) < 0)
+        fprintf(stderr, "scalwsd: loop %d: cannot accept\n", w->index);
+}
+
+static void on_accept(sws_worker *w, const tl_completion *e) {
+    if (e->res >= 0 && e->u.accepted) {
+        if (w->srv->handoff) {
+            /* Handoff: this loop only accepts; the policy picks the worker. */
+            tl_handoff_dispatch(w->srv->handoff, w->loop, e->u.accepted, sws_token(0, SWS_T_ADOPT));
+        } else {
+            w->sc.ops->open(w, &w->sc, e->u.accepted);
+        }
+    }
+    if ((e->flags & TL_CQE_FINAL) && !w->draining && e->res != -ECANCELED)
+        arm_accept(w);
+}
+
+static void dispatch(sws_worker *w, const tl_completion *e) {
+    if (!sws_tag_is_worker(sws_token_tag(e->token))) {
+        w->sc.ops->dispatch(w, &w->sc, e);
+        return;
+    }
+    switch (sws_token_tag(e->token)) {
+    case SWS_T_ACCEPT:
+        on_accept(w, e);
+        break;
+    case SWS_T_ADOPT:
+        if (e->res >= 0 && e->u.accepted)
+            w->sc.ops->open(w, &w->sc, e->u.accepted);
+        break;
+    case SWS_T_SWEEP:
+        on_sweep(w, e);
+        break;
+    case SWS_T_POST:
+        if (sws_token_index(e->token) == SWS_POST_RELOAD)
+            sws_reload_apply(w, e->u.msg.value);
+        else if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
+            sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
+        break;
+    case SWS_T_LISTENER_CLOSE:
+        w->listener = 0;
+        w->listener_closing = false;
+        break;
+    default:
+        if (e->flags & TL_CQE_BUFFER)
+            tl_buffer_release(w->loop, e->u.buf.id);
+        break;
+    }
+}
+
+/* One turn and its dispatch. Returns false when the worker is finished. */
+static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms) {
+    int n = tl_loop_turn(w->loop, timeout_ms, cq, SWS_CQ_BATCH);
+    if (n < 0 && n != -EINTR) {
+        fprintf(stderr, "scalwsd: loop %d: turn failed: %s\n", w->index, tl_strerror(n));
+        return false;
+    }
+    if (sws_date_refresh(&w->date) && w->sc.ops->date_changed)
+        w->sc.ops->date_changed(w, &w->sc);
+    w->released = 0;
+    for (int i = 0; i < n; i++)
+        dispatch(w, &cq[i]);
+    if (w->sc.ops->turn_done)
+        w->sc.ops->turn_done(w, &w->sc);
+    if (sws_worker_finished(w)) {
+        if (w->sweep_armed && !w->sweep_cancelled) {
+            tl_cancel(w->loop, w->sweep_op);
+            w->sweep_cancelled = true;
+        }
+        if (!tl_loop_alive(w->loop)) {
+            w->done = true;
+            return false;
+        }
+    }
+    return true;
+}
+
+static void signal_done(sws_server *s) {
+    uint64_t one = 1;
+    ssize_t r = write(s->done_fd, &one, sizeof(one));
+    (void)r;
+}
+
+void *sws_worker_main(void *arg) {
+    sws_worker *w = arg;
+    tl_completion cq[SWS_CQ_BATCH];
+    while (worker_turn(w, cq, -1)) {
+    }
+    signal_done(w->srv);
+    return NULL;
+}
+
+/* The shared baseline (event_loops = 0): several threads take turns on one
+ * loop. turnloop allows one thread at a time per loop, so the lock is held for
+ * a whole turn and its dispatch: leader/followers over one wait set. */
+void *sws_shared_main(void *arg) {
+    sws_server *s = arg;
+    sws_worker *w = &s->workers[0];
+    tl_completion cq[SWS_CQ_BATCH];
+    for (;;) {
+        pthread_mutex_lock(&s->shared_lock);
+        bool more = !w->done && worker_turn(w, cq, 100);
+        pthread_mutex_unlock(&s->shared_lock);
+        if (!more)
+            break;
+    }
+    signal_done(s);
+    return NULL;
+}
+
+/* The first accept and sweep of a worker, once its listener exists. */
+void sws_worker_arm(sws_worker *w) {
+    arm_accept(w);
+    arm_sweep(w);
+}
+
+/* A worker and its loop, before any thread turns it. has_listener: the loop
+ * holds a listening handle (its handle ceiling counts it). */
+int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener) {
+    const sws_config *cfg = s->cfg;
+    w->index = index;
+    w->srv = s;
+    w->cfg = cfg;
+    w->limits = cfg->limits;
+    w->cpu = -1;
+    int rc = sws_conn_table_init(w);
+    if (rc < 0)
+        return rc;
+    sws_date_init(&w->date);
+    w->sc.ops = s->sc_ops;
+    w->resp_max = 512;
+    if (cfg->access_log[0]) {
+        w->access_log = fopen(cfg->access_log, "a");
+        if (!w->access_log)
+            return -errno;
+        /* One write per line: lines of several loops never interleave. */
+        setvbuf(w->access_log, NULL, _IOLBF, 0);
+    }
+    tl_loop_options o = {0};
+    /* Exactly max_connections plus the listener: accepting pauses at the
+     * ceiling (turnloop#77) and the rest wait in the kernel's queue. */
+    o.max_handles = cfg->max_connections + (has_listener ? 1u : 0u) +
+                    (w->sc.ops->extra_handles ? w->sc.ops->extra_handles(cfg) : 0);
+    o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
+                : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
+                                                    : TL_BACKEND_AUTO;
+    /* EPOLLEXCLUSIVE is an epoll feature: with backend auto, the exclusive
+     * route runs on epoll rather than failing (uring refuses it, and says so
+     * when asked for by name). */
+    if (cfg->backend == SWS_BACKEND_AUTO && !s->shared && s->route == SWS_ACCEPT_EXCLUSIVE)
+        o.backend = TL_BACKEND_EPOLL;
+    o.recv_buffers = SWS_RECV_BUFFERS;
+    o.recv_buffer_size = 16384;
+    rc = tl_loop_new(&w->loop, &o);
+    if (rc == 0)
+        rc = w->sc.ops->init(w, &w->sc);
+    if (rc < 0)
+        return rc;
+    if (w->resp_max < 512)
+        w->resp_max = 512;
+    /* Room for four of the scenario's longest answers (reload.c relies on it). */
+    w->out_cap = 16384;
+    if (w->out_cap < 4 * w->resp_max)
+        w->out_cap = 4 * w->resp_max;
+    return 0;
+}
+
+/* After its thread has ended (or never started). */
+void sws_worker_free(sws_worker *w) {
+    if (w->loop)
+        tl_loop_free(w->loop);
+    if (w->sc.ops)
+        w->sc.ops->free(w, &w->sc);
+    sws_conn_table_free(w);
+    if (w->access_log)
+        fclose(w->access_log);
+}

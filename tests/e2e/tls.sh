@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# HTTPS: a "listen = ... tls" listener with certificates made here by openssl req.
+# curl --cacert, openssl s_client for protocols, ALPN and resumption
+# (-sess_out/-sess_in), keep-alive and pipelining over TLS, the hostile inputs
+# (plain HTTP, TLS 1.0, a stalled hello) closed and counted in /metrics, and a
+# SIGHUP that gives new handshakes a new certificate while an open connection
+# keeps its own, and refuses a bad one.
+. "$(dirname "$0")/lib.sh"
+command -v openssl >/dev/null || { echo "skip: no openssl(1)"; exit 77; }
+
+mkcert() { # mkcert NAME: $T/NAME.pem, $T/NAME.key (EC P-256, for localhost)
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+        -keyout "$T/$1.key" -out "$T/$1.pem" 2>/dev/null || fail "openssl req"
+}
+mkcert a
+mkcert b
+cp "$T/a.pem" "$T/cert.pem"
+cp "$T/a.key" "$T/key.pem"
+
+metric() { # metric NAME [LABEL-FILTER]: the sum over loops
+    curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep "^$1{" | grep "${2:-}" |
+        awk '{s += $2} END {print s + 0}'
+}
+fingerprint() { openssl x509 -noout -fingerprint -sha256 -in "$1" | cut -d= -f2; }
+served_fp() {
+    openssl s_client -connect "127.0.0.1:$PORT" -servername localhost </dev/null 2>/dev/null |
+        openssl x509 -noout -fingerprint -sha256 | cut -d= -f2
+}
+sclient() { timeout 10 openssl s_client -connect "127.0.0.1:$PORT" -servername localhost \
+    -CAfile "$T/a.pem" "$@" 2>&1; }
+REQ='GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
+
+# -t reads the certificate, as nginx -t does.
+printf '[server]\nlisten = 127.0.0.1:0 tls\n[tls]\ncert = %s\nkey = %s\n' "$T/a.pem" "$T/b.key" \
+    >"$T/bad.ini"
+out=$("$SWS" -t -c "$T/bad.ini" 2>&1) && fail "-t accepted a key of another certificate"
+case $out in *"does not match"*) ;; *) fail "-t said: $out" ;; esac
+
+SWS_LISTEN_OPTS=tls
+start_sws "event_loops = 2\n[limits]\nhandshake_timeout = 1s\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem"
+grep -q "tls on 127.0.0.1:$PORT: TLSv1.2 TLSv1.3, ALPN http/1.1, memory BIOs (kTLS not used" \
+    "$T/log" || fail "no tls start line"
+[ "$(curl -s "http://127.0.0.1:$ADMIN_PORT/status" | jq -r .tls.records)" = memory_bio ] ||
+    fail "/status does not say memory_bio"
+
+# curl, verifying against the CA it was given; ALPN http/1.1.
+body=$(curl -sS -m 5 --cacert "$T/a.pem" "https://localhost:$PORT/" 2>&1) || fail "curl: $body"
+[ "$body" = "Hello from scalwsd" ] || fail "body over TLS: $body"
+v=$(curl -sv -m 5 --cacert "$T/a.pem" "https://localhost:$PORT/" 2>&1 >/dev/null)
+case $v in *"ALPN: server accepted http/1.1"*) ;; *) fail "ALPN not http/1.1: $v" ;; esac
+
+# Keep-alive: three requests, one connection, one handshake.
+h0=$(metric scalwsd_tls_handshakes_total)
+n=$(curl -s -m 5 --cacert "$T/a.pem" "https://localhost:$PORT/[1-3]" | grep -c "Hello from")
+[ "$n" = 3 ] || fail "keep-alive over TLS: $n answers"
+h1=$(metric scalwsd_tls_handshakes_total)
+[ $((h1 - h0)) = 1 ] || fail "keep-alive: $((h1 - h0)) handshakes for one connection"
+
+# Pipelining: 50 requests in one write, 50 answers in order.
+n=$(python3 - "$PORT" "$T/a.pem" <<'PY'
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10),
+                    server_hostname="localhost")
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 49 + b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print(data.count(b"HTTP/1.1 200 OK"))
+PY
+)
+[ "$n" = 50 ] || fail "pipelined over TLS: $n of 50 answers"
+
+# Protocols: 1.2 and 1.3 served, 1.1 and 1.0 refused (and counted).
+sclient -tls1_3 </dev/null | grep -q "TLSv1.3" || fail "TLS 1.3 refused"
+sclient -tls1_2 </dev/null | grep -q "Protocol  *: TLSv1.2" || fail "TLS 1.2 refused"
+v0=$(metric scalwsd_tls_failed_total 'reason="version"')
+for p in -tls1 -tls1_1; do
+    out=$(sclient "$p" -cipher 'DEFAULT@SECLEVEL=0' </dev/null) || true
+    case $out in *"alert protocol version"* | *"no protocols available"*) ;;
+        *) fail "$p was not refused: $out" ;; esac
+done
+v1=$(metric scalwsd_tls_failed_total 'reason="version"')
+[ "$v1" -ge $((v0 + 1)) ] || fail "TLS 1.0/1.1 not counted as version ($v0 -> $v1)"
+
+# ALPN: http/1.1 chosen; a client that offers only h2 gets no_application_protocol.
+sclient -alpn h2,http/1.1 </dev/null | grep -q "ALPN protocol: http/1.1" || fail "ALPN"
+out=$(sclient -alpn h2 </dev/null) || true
+case $out in *"no application protocol"*) ;; *) fail "h2-only ALPN served: $out" ;; esac
+
+# Resumption: a ticket saved by one s_client resumes in the next (TLS 1.3 and 1.2).
+for p in -tls1_3 -tls1_2; do
+    rm -f "$T/sess"
+    printf "%b" "$REQ" | sclient "$p" -ign_eof -sess_out "$T/sess" >/dev/null
+    [ -s "$T/sess" ] || fail "$p: no session saved"
+    out=$(printf "%b" "$REQ" | sclient "$p" -ign_eof -sess_in "$T/sess")
+    case $out in *"Reused, TLSv1."*) ;; *) fail "$p: not resumed: $(echo "$out" | grep -E 'New|Reused')" ;; esac
+done
+[ "$(metric scalwsd_tls_resumed_total)" -ge 2 ] || fail "resumptions not counted"
+
+# Hostile: plain HTTP, garbage, and a hello that stops half-way are closed and counted.
+nt0=$(metric scalwsd_tls_failed_total 'reason="not_tls"')
+raw 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' 5 >"$T/plain"
+grep -q "HTTP/1.1" "$T/plain" && fail "plain HTTP answered in the clear on a tls listener"
+raw '\x00\x01\x02garbage\r\n\r\n' 5 >/dev/null
+nt1=$(metric scalwsd_tls_failed_total 'reason="not_tls"')
+[ "$nt1" -ge $((nt0 + 2)) ] || fail "plain HTTP and garbage not counted as not_tls ($nt0 -> $nt1)"
+t0=$(metric scalwsd_tls_failed_total 'reason="timeout"')
+# A record header and then silence: handshake_timeout (1s) closes it; the guard is 10 s.
+start=$(date +%s)
+raw '\x16\x03\x01\x02\x00\x01' 10 >/dev/null
+[ $(($(date +%s) - start)) -lt 9 ] || fail "a stalled hello was not closed"
+[ "$(metric scalwsd_tls_failed_total 'reason="timeout"')" -ge $((t0 + 1)) ] ||
+    fail "stalled hello not counted as timeout"
+grep -qi "alert\|ssl\|error" "$T/log" && fail "bad TLS input reached the log: $(cat "$T/log")"
+[ "$(metric scalwsd_connections_active)" -le 1 ] || fail "slots stuck after the hostile inputs"
+
+# Reload: an open connection keeps certificate a, new handshakes get b.
+exec 5< <(python3 - "$PORT" "$T/a.pem" "$T/held" <<'PY'
+import socket, ssl, sys, time, os
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20),
+                    server_hostname="localhost")
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+s.recv(65536)
+open(sys.argv[3], "w").write("open\n")
+for _ in range(200):  # wait (bounded, 20 s) for the test to say the reload is done
+    if os.path.exists(sys.argv[3] + ".go"):
+        break
+    time.sleep(0.1)
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print("after-reload", data.count(b"HTTP/1.1 200 OK"))
+PY
+)
+for _ in $(seq 1 100); do [ -s "$T/held" ] && break; sleep 0.1; done
+[ -s "$T/held" ] || fail "the held connection did not open"
+cp "$T/b.pem" "$T/cert.pem"
+cp "$T/b.key" "$T/key.pem"
+kill -HUP "$SWS_PID"
+for _ in $(seq 1 100); do grep -q "every loop serves generation 1" "$T/log" && break; sleep 0.1; done
+grep -q "every loop serves generation 1" "$T/log" || fail "reload did not finish"
+[ "$(served_fp)" = "$(fingerprint "$T/b.pem")" ] || fail "new handshakes do not get the new cert"
+touch "$T/held.go"
+read -r -t 20 line <&5 || fail "the held connection did not answer after the reload"
+[ "$line" = "after-reload 1" ] || fail "the connection open across the reload: $line"
+
+# A bad certificate at reload: a clear error, and b keeps serving.
+echo "not a certificate" >"$T/cert.pem"
+kill -HUP "$SWS_PID"
+for _ in $(seq 1 100); do grep -q "reload refused" "$T/log" && break; sleep 0.1; done
+grep -q "reload refused.*\[tls\] cert $T/cert.pem: no PEM certificate" "$T/log" ||
+    fail "bad cert at reload not refused clearly"
+[ "$(served_fp)" = "$(fingerprint "$T/b.pem")" ] || fail "the old cert stopped serving"
+curl -s -m 5 --cacert "$T/b.pem" "https://localhost:$PORT/" | grep -q "Hello" ||
+    fail "not serving after the refused reload"
+
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
+echo "ok"
