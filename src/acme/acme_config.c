@@ -58,10 +58,13 @@ void sws_acme_config_defaults(sws_acme_config *a) {
         return -EINVAL;                                                                            \
     } while (0)
 
+/* Zero-filled past the string, so two configs built from the same text
+ * compare equal byte for byte (reload.c compares them whole). */
 static int copy(char *dst, size_t cap, const char *v) {
     if (strlen(v) >= cap)
         return -EINVAL;
-    memcpy(dst, v, strlen(v) + 1);
+    memset(dst, 0, cap);
+    memcpy(dst, v, strlen(v));
     return 0;
 }
 
@@ -90,7 +93,7 @@ int sws_acme_config_set(sws_acme_config *a, const char *key, const char *v, char
         if (copy(tmp, sizeof(tmp), v) < 0)
             BAD("too long");
         /* Parsed aside: a refused value leaves the old list. */
-        char doms[SWS_ACME_DOMAINS_MAX][256];
+        char doms[SWS_ACME_DOMAINS_MAX][256] = {{0}};
         int n = 0;
         for (char *save, *d = strtok_r(tmp, ", \t", &save); d; d = strtok_r(NULL, ", \t", &save)) {
             if (n == SWS_ACME_DOMAINS_MAX)

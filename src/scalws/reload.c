@@ -80,6 +80,9 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
     SAME(o->admin_enabled == n->admin_enabled &&
              (!o->admin_enabled || strcmp(o->admin.text, n->admin.text) == 0),
          "[admin] listen changed");
+    /* The ACME thread and its challenge listener keep what they started with;
+     * a new certificate they fetch is loaded without a reload. */
+    SAME(memcmp(&o->acme, &n->acme, sizeof(o->acme)) == 0, "[acme] changed");
 #undef SAME
     if (s->sc_ops->reload_refuses)
         return s->sc_ops->reload_refuses(s, o, n, buf, len);
