@@ -32,7 +32,8 @@ static struct {
     gen *current; /* NULL while the initial config serves */
     gen *retired;
     unsigned number;
-    bool waiting; /* posted, not yet left by every loop */
+    bool waiting;    /* posted, not yet left by every loop */
+    const char *why; /* "SIGHUP" or "acme": what the last posted generation is for */
     uint64_t posted_ms;
 } R;
 
@@ -132,6 +133,7 @@ void sws_reload_begin(sws_server *s) {
     }
     char what[400];
     snprintf(what, sizeof(what), "SIGHUP: reloading %s", file);
+    R.why = "SIGHUP";
     post_gen(s, g, what);
 }
 
@@ -191,6 +193,7 @@ int sws_reload_tls(sws_server *s, char *why, size_t len) {
         return -EINVAL;
     }
     notify("RELOADING=1");
+    R.why = "acme";
     post_gen(s, g, "acme: loading the new certificate");
     return 0;
 }
@@ -216,9 +219,10 @@ int sws_reload_poll(sws_server *s) {
     R.waiting = false;
     /* Printed only once every older config is freed: the tests rely on it. */
     fprintf(stderr,
-            "scalwsd: SIGHUP: every loop serves generation %u; older configurations freed (%" PRIu64
+            "scalwsd: %s: every loop serves generation %u; older configurations freed (%" PRIu64
             " ms)\n",
-            R.current ? R.current->number : 0, sws_now_ms() - R.posted_ms);
+            R.why ? R.why : "SIGHUP", R.current ? R.current->number : 0,
+            sws_now_ms() - R.posted_ms);
     notify("READY=1");
     return -1;
 }
