@@ -303,6 +303,7 @@ static int authorize(sws_acme_client *c, const char *url) {
     st = json_string_value(json_object_get(done, "status"));
     if (!st || strcmp(st, "valid") != 0) {
         challenge_error(c, dom, done);
+        snprintf(c->err_domain, sizeof(c->err_domain), "%s", dom);
         rc = SWS_ACME_E_CHALLENGE;
     }
     json_decref(done);

@@ -59,6 +59,7 @@ typedef struct sws_acme_client {
     int max_polls;              /* per authorization and per order */
     long retry_after;           /* seconds, from the last error answer; -1 none */
     char err[512];              /* why the last operation failed */
+    char err_domain[256];       /* the domain it failed for, when it was one's authorization */
     unsigned bad_nonce_retries; /* counted for /metrics */
 } sws_acme_client;
 

@@ -41,6 +41,10 @@ struct sws_acme_run {
     const char *phase;    /* "waiting", "ordering" */
     uint64_t issued, installed, attempts, bad_nonce;
     uint64_t failed[SWS_ACME_CAUSE_N];
+    /* Per domain: a failed authorization is that domain's; any other failure
+     * is every domain's (one certificate names them all). */
+    char dom_error[SWS_ACME_DOMAINS_MAX][512];
+    int64_t dom_error_at[SWS_ACME_DOMAINS_MAX];
 };
 
 static const char *const cause_names[SWS_ACME_CAUSE_N] = {"network", "ca", "rate_limited",
@@ -119,7 +123,7 @@ static sws_acme_cause cause_of(int rc) {
 /* One issuance: 0 with key.pem/cert.pem replaced and installed, or an
  * SWS_ACME_E_* / -errno with why. */
 static int attempt(sws_acme_run *r, sws_acme_http *http, EVP_PKEY *account, char *why,
-                   size_t whylen, long *retry_after) {
+                   size_t whylen, long *retry_after, char *domain, size_t domlen) {
     sws_acme_hooks h = {.send = sws_acme_http_send,
                         .send_ctx = http,
                         .sleep_ms = hook_sleep,
@@ -153,6 +157,7 @@ static int attempt(sws_acme_run *r, sws_acme_http *http, EVP_PKEY *account, char
     pthread_mutex_unlock(&r->lock);
     if (rc < 0) {
         snprintf(why, whylen, "%s", c.err[0] ? c.err : strerror(-rc));
+        snprintf(domain, domlen, "%s", c.err_domain);
         *retry_after = c.retry_after;
         goto done;
     }
@@ -244,9 +249,9 @@ static void *run(void *arg) {
         r->phase = "ordering";
         r->attempts++;
         pthread_mutex_unlock(&r->lock);
-        char why[512] = "";
+        char why[512] = "", domain[256] = "";
         long retry_after;
-        int rc = attempt(r, http, account, why, sizeof(why), &retry_after);
+        int rc = attempt(r, http, account, why, sizeof(why), &retry_after, domain, sizeof(domain));
         if (rc == SWS_ACME_E_STOP || r->stop)
             break;
         pthread_mutex_lock(&r->lock);
@@ -256,6 +261,8 @@ static void *run(void *arg) {
             r->st.next_attempt = 0;
             r->st.placeholder = 0;
             r->st.last_issued_at = now_s();
+            memset(r->dom_error, 0, sizeof(r->dom_error));
+            memset(r->dom_error_at, 0, sizeof(r->dom_error_at));
             fprintf(stderr, "scalwsd: acme: certificate for %s issued and serving\n",
                     r->cfg.domains[0]);
         } else {
@@ -271,6 +278,12 @@ static void *run(void *arg) {
                 wait = (uint64_t)retry_after;
             snprintf(r->st.last_error, sizeof(r->st.last_error), "%s", why);
             r->st.last_error_at = now_s();
+            for (int i = 0; i < r->cfg.ndomains; i++) {
+                if (domain[0] && strcmp(domain, r->cfg.domains[i]) != 0)
+                    continue;
+                snprintf(r->dom_error[i], sizeof(r->dom_error[i]), "%s", why);
+                r->dom_error_at[i] = r->st.last_error_at;
+            }
             r->st.next_attempt = now_s() + (int64_t)wait;
             /* Once per failed attempt, never per poll or per retry inside it. */
             fprintf(stderr,
@@ -309,6 +322,10 @@ sws_acme_run *sws_acme_start(const sws_acme_config *cfg, void (*install)(void *)
         return NULL;
     }
     sws_acme_state_load(cfg->state_dir, &r->st);
+    for (int i = 0; r->st.last_error[0] && i < cfg->ndomains; i++) {
+        snprintf(r->dom_error[i], sizeof(r->dom_error[i]), "%s", r->st.last_error);
+        r->dom_error_at[i] = r->st.last_error_at;
+    }
     if (r->st.last_error[0])
         fprintf(stderr, "scalwsd: acme: resuming from %s: last error: %s\n", cfg->state_dir,
                 r->st.last_error);
@@ -363,12 +380,13 @@ json_t *sws_acme_status(sws_acme_run *r) {
                               json_pack("{s:s, s:o, s:o, s:s?, s:o}", "domain", r->cfg.domains[i],
                                         "certificate_expires", iso(r->expires), "next_renewal",
                                         iso(r->next_renewal), "last_error",
-                                        r->st.last_error[0] ? r->st.last_error : NULL,
-                                        "last_error_at", iso(r->st.last_error_at)));
-    json_t *j = json_pack("{s:s, s:s, s:b, s:I, s:I, s:o}", "directory", r->cfg.directory, "phase",
-                          r->phase, "placeholder", r->st.placeholder, "failures_in_a_row",
-                          (json_int_t)r->st.failures, "installed", (json_int_t)r->installed,
-                          "domains", doms);
+                                        r->dom_error[i][0] ? r->dom_error[i] : NULL,
+                                        "last_error_at", iso(r->dom_error_at[i])));
+    json_t *j =
+        json_pack("{s:s, s:s, s:b, s:I, s:I, s:s?, s:o}", "directory", r->cfg.directory, "phase",
+                  r->phase, "placeholder", r->st.placeholder, "failures_in_a_row",
+                  (json_int_t)r->st.failures, "installed", (json_int_t)r->installed, "last_error",
+                  r->st.last_error[0] ? r->st.last_error : NULL, "domains", doms);
     pthread_mutex_unlock(&r->lock);
     return j;
 }

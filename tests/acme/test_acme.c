@@ -362,6 +362,7 @@ static void challenge_invalid_is_reported(void **state) {
     assert_null(chain);
     assert_non_null(strstr(c.err, "a.test"));
     assert_non_null(strstr(c.err, "unauthorized: wrong key authorization"));
+    assert_string_equal(c.err_domain, "a.test");
     assert_int_equal(f.withdrawn, 1); /* the token does not outlive its challenge */
     EVP_PKEY_free(ck);
     fake_free(&f);

@@ -152,8 +152,11 @@ before=$(served_fp)
 wait_for 30 "a second failed attempt" bash -c \
     "[ \"\$(curl -s http://127.0.0.1:$ADMIN_PORT/status | jq .acme.failures_in_a_row)\" -ge 2 ]"
 [ "$(served_fp)" = "$before" ] || fail "the served certificate changed after failures"
-err=$(acme_status '.acme.domains[0].last_error')
+err=$(acme_status '.acme.last_error')
 case "$err" in *"challenge for "*"failed"*) ;; *) fail "/status last_error is '$err'" ;; esac
+# The domain whose authorization failed carries the error in /status.
+dom=$(acme_status '[.acme.domains[] | select(.last_error != null) | .domain] | first')
+case "$err" in *"challenge for $dom failed"*) ;; *) fail "error '$err' shown for '$dom'" ;; esac
 grep -q "acme: $D failed (challenge)" "$T/log" || fail "the challenge failure was not logged"
 curl -sf --cacert "$T/root.pem" --resolve "$D:$TP:127.0.0.1" "https://$D:$TP/" >/dev/null ||
     fail "the old certificate no longer serves"
