@@ -17,9 +17,10 @@ struct sws_acme_http {
     CURL *curl;
     char ca_file[256];
     long timeout_ms;
+    const atomic_bool *stop;
 };
 
-sws_acme_http *sws_acme_http_new(const char *ca_file, long timeout_ms) {
+sws_acme_http *sws_acme_http_new(const char *ca_file, long timeout_ms, const atomic_bool *stop) {
     static int inited;
     if (!inited) { /* once, from the one ACME thread */
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -37,6 +38,7 @@ sws_acme_http *sws_acme_http_new(const char *ca_file, long timeout_ms) {
     if (ca_file)
         snprintf(h->ca_file, sizeof(h->ca_file), "%s", ca_file);
     h->timeout_ms = timeout_ms;
+    h->stop = stop;
     return h;
 }
 
@@ -116,6 +118,13 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
     return len;
 }
 
+/* Shutdown does not wait for a CA that hangs: the transfer is aborted. */
+static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
+    (void)dt, (void)dn, (void)ut, (void)un;
+    const atomic_bool *stop = user;
+    return stop && atomic_load(stop) ? 1 : 0;
+}
+
 int sws_acme_http_send(void *ctx, const char *method, const char *url, const char *body,
                        sws_acme_resp *out, char *err, size_t errlen) {
     sws_acme_http *h = ctx;
@@ -135,6 +144,9 @@ int sws_acme_http_send(void *ctx, const char *method, const char *url, const cha
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)h->stop);
     if (h->ca_file[0])
         curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
     if (strcmp(method, "HEAD") == 0) {

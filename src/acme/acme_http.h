@@ -5,11 +5,13 @@
 
 #include "acme_client.h"
 
+#include <stdatomic.h>
+
 typedef struct sws_acme_http sws_acme_http;
 
 /* ca_file: PEM roots to trust instead of the system's (Pebble's), or NULL.
- * NULL on failure. */
-sws_acme_http *sws_acme_http_new(const char *ca_file, long timeout_ms);
+ * A transfer is cut short once *stop is true (shutdown). NULL on failure. */
+sws_acme_http *sws_acme_http_new(const char *ca_file, long timeout_ms, const atomic_bool *stop);
 void sws_acme_http_free(sws_acme_http *h);
 /* An sws_acme_send_fn; ctx is the sws_acme_http. */
 int sws_acme_http_send(void *ctx, const char *method, const char *url, const char *body,

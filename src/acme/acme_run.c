@@ -30,7 +30,7 @@ struct sws_acme_run {
     pthread_t thread;
     pthread_mutex_t lock; /* everything below, and the condvar's wait */
     pthread_cond_t cond;
-    bool stop;
+    atomic_bool stop;  /* set under lock (the condvar), read anywhere (curl's progress) */
     bool install_done; /* the control thread answered the last install */
     bool install_ok;
     char install_why[256];
@@ -220,8 +220,9 @@ static void *run(void *arg) {
     while (!r->stop) {
         if (!account) {
             account = sws_acme_store_account_key(r->cfg.state_dir, err, sizeof(err));
-            http =
-                http ? http : sws_acme_http_new(r->cfg.ca_file[0] ? r->cfg.ca_file : NULL, 30000);
+            http = http ? http
+                        : sws_acme_http_new(r->cfg.ca_file[0] ? r->cfg.ca_file : NULL, 30000,
+                                            &r->stop);
             if (!account || !http) {
                 if (!logged_local)
                     fprintf(stderr, "scalwsd: acme: %s; retrying every %" PRIu32 " s\n",
