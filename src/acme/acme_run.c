@@ -140,7 +140,7 @@ static int attempt(sws_acme_run *r, sws_acme_http *http, EVP_PKEY *account, char
     for (int i = 0; i < r->cfg.ndomains; i++)
         doms[i] = r->cfg.domains[i];
     EVP_PKEY *key = NULL;
-    char *chain = NULL, *kp = NULL;
+    char *chain = NULL, *kp = NULL, *old_key = NULL, *old_cert = NULL;
     int rc = sws_acme_fetch_directory(&c);
     if (rc == 0)
         rc = sws_acme_account(&c, r->cfg.email);
@@ -170,6 +170,11 @@ static int attempt(sws_acme_run *r, sws_acme_http *http, EVP_PKEY *account, char
         rc = -EINVAL;
         goto done;
     }
+    /* The pair serving now, put back if the TLS layer refuses the new one:
+     * state_dir must always hold what serves (a restart or SIGHUP reads it). */
+    size_t oklen = 0, oclen = 0;
+    old_key = sws_acme_store_read(r->cfg.state_dir, "key.pem", &oklen);
+    old_cert = sws_acme_store_read(r->cfg.state_dir, "cert.pem", &oclen);
     /* Key first, then the chain; the control thread reads both only after
      * install() below, so it never sees a half-written pair. */
     if ((rc = sws_acme_store_write(r->cfg.state_dir, "key.pem", kp, strlen(kp), 0600)) < 0 ||
@@ -204,7 +209,14 @@ static int attempt(sws_acme_run *r, sws_acme_http *http, EVP_PKEY *account, char
         r->installed++;
     pthread_mutex_unlock(&r->lock);
     rc = ok ? 0 : -EIO;
+    if (!ok && old_key && old_cert &&
+        (sws_acme_store_write(r->cfg.state_dir, "key.pem", old_key, oklen, 0600) < 0 ||
+         sws_acme_store_write(r->cfg.state_dir, "cert.pem", old_cert, oclen, 0644) < 0))
+        fprintf(stderr, "scalwsd: acme: cannot put the serving pair back in %s\n",
+                r->cfg.state_dir);
 done:
+    free(old_key);
+    free(old_cert);
     free(kp);
     free(chain);
     EVP_PKEY_free(key);

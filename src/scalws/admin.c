@@ -206,7 +206,9 @@ static void serve(sws_server *s, int listen_fd, bool challenge_only) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         return;
-    struct timeval tv = {.tv_sec = 1};
+    /* [acme] http_listen faces the internet: a slow client there must not
+     * hold the control thread for long (a CA sends its GET in one segment). */
+    struct timeval tv = {.tv_sec = challenge_only ? 0 : 1, .tv_usec = challenge_only ? 250000 : 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     static const sws_http_limits lim = SWS_HTTP_DEFAULT_LIMITS;
@@ -215,7 +217,7 @@ static void serve(sws_server *s, int listen_fd, bool challenge_only) {
     char in[8192];
     int rc = SWS_HTTP_NEED_MORE, status = 0;
     /* Bounded: at most a few reads, each with the one-second timeout. */
-    for (int reads = 0; rc == SWS_HTTP_NEED_MORE && reads < 16; reads++) {
+    for (int reads = 0; rc == SWS_HTTP_NEED_MORE && reads < (challenge_only ? 4 : 16); reads++) {
         ssize_t n = recv(fd, in, sizeof(in), 0);
         if (n <= 0)
             break;

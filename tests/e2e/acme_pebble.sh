@@ -158,6 +158,17 @@ case "$err" in *"challenge for "*"failed"*) ;; *) fail "/status last_error is '$
 dom=$(acme_status '[.acme.domains[] | select(.last_error != null) | .domain] | first')
 case "$err" in *"challenge for $dom failed"*) ;; *) fail "error '$err' shown for '$dom'" ;; esac
 grep -q "acme: $D failed (challenge)" "$T/log" || fail "the challenge failure was not logged"
+# Logged once per failed attempt: as many lines as the counter says (read
+# between two equal readings, as the ACME thread may fail again meanwhile).
+for _ in 1 2 3 4 5; do
+    m1=$(metric 'scalwsd_acme_failures_total{cause="challenge"}')
+    nlog=$(grep -c "acme: $D failed (challenge)" "$T/log" || true)
+    m2=$(metric 'scalwsd_acme_failures_total{cause="challenge"}')
+    if [ "$m1" = "$m2" ]; then
+        [ "$nlog" = "$m1" ] || fail "$m1 challenge failures counted, $nlog logged"
+        break
+    fi
+done
 curl -sf --cacert "$T/root.pem" --resolve "$D:$TP:127.0.0.1" "https://$D:$TP/" >/dev/null ||
     fail "the old certificate no longer serves"
 [ "$(jq .failures "$STATE/state.json")" -ge 1 ] || fail "state.json does not keep the failures"
