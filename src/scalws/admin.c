@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int sws_admin_listen(const sws_addr *addr, const char *what, char *err, size_t errlen) {
+int sws_admin_listen(const sws_addr *addr, const char *what, bool share, char *err, size_t errlen) {
     int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         snprintf(err, errlen, "%s: socket: %s", what, strerror(errno));
@@ -27,6 +27,8 @@ int sws_admin_listen(const sws_addr *addr, const char *what, char *err, size_t e
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (share)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
     if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0 || listen(fd, 64) < 0) {
         int e = errno;
         snprintf(err, errlen, "%s: cannot listen on %s: %s", what, addr->text,
@@ -38,7 +40,7 @@ int sws_admin_listen(const sws_addr *addr, const char *what, char *err, size_t e
 }
 
 int sws_admin_open(const sws_config *cfg, char *err, size_t errlen) {
-    return sws_admin_listen(&cfg->admin, "[admin] listen", err, errlen);
+    return sws_admin_listen(&cfg->admin, "[admin] listen", false, err, errlen);
 }
 
 #define CTR(w, f) atomic_load_explicit(&(w)->ctr.f, memory_order_relaxed)

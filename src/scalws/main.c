@@ -74,7 +74,10 @@ static void acme_install(void *ctx) {
  * thread, once the loops serve. */
 static int start_acme(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
     if (cfg->acme_http.len) {
-        s->acme_http_fd = sws_admin_listen(&cfg->acme_http, "[acme] http_listen", err, errlen);
+        /* Shared with a SIGUSR2 successor while both run (each answers the
+         * tokens it published; a miss is a failed challenge, retried). */
+        s->acme_http_fd =
+            sws_admin_listen(&cfg->acme_http, "[acme] http_listen", true, err, errlen);
         if (s->acme_http_fd < 0)
             return s->acme_http_fd;
         fprintf(stderr, "scalwsd: acme: HTTP-01 challenges on %s\n", cfg->acme_http.text);

@@ -230,8 +230,9 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd);
 
 /* admin.c: control thread */
 int sws_admin_open(const sws_config *cfg, char *err, size_t errlen);
-/* A listening socket on addr; what names the key in errors ("[admin] listen"). */
-int sws_admin_listen(const sws_addr *addr, const char *what, char *err, size_t errlen);
+/* A listening socket on addr; what names the key in errors ("[admin] listen").
+ * share: SO_REUSEPORT, so that a SIGUSR2 successor can bind it too. */
+int sws_admin_listen(const sws_addr *addr, const char *what, bool share, char *err, size_t errlen);
 void sws_admin_serve_one(sws_server *s, int listen_fd);
 /* [acme] http_listen: answers /.well-known/acme-challenge/ only. */
 void sws_admin_serve_challenge(sws_server *s, int listen_fd);
