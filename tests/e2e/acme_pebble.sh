@@ -12,6 +12,25 @@
 #     certificate keeps serving and /status shows the error.
 . "$(dirname "$0")/lib.sh"
 
+# [acme] mistakes are one line and exit 2, before anything starts (no pebble
+# needed); --check-config writes nothing.
+check_refused() { # INI_TEXT EXPECTED_MESSAGE
+    printf '%b\n' "$1" >"$T/bad.ini"
+    local st=0
+    "$SWS" --check-config --config "$T/bad.ini" 2>"$T/err" || st=$?
+    [ "$st" = 2 ] || fail "exit $st for: $1"
+    grep -q -- "$2" "$T/err" || fail "message '$(cat "$T/err")', wanted '$2'"
+}
+check_refused "[server]\nlisten = 127.0.0.1:1 tls\n[acme]\ndirectory = https://ca/dir\ndomains = a.test" \
+    "set \[acme\] http_listen"
+check_refused "[acme]\ndirectory = https://ca/dir" "domains is empty"
+check_refused "[acme]\nrenew_before = soon" "bad.ini:2: \[acme\] renew_before: bad duration 'soon'"
+check_refused "[acme]\ndomains = *.a.test" "bad domain '\*.a.test'"
+printf '[server]\nlisten = 127.0.0.1:1 tls\n[acme]\ndirectory = https://ca/dir\ndomains = a.test\nstate_dir = %s\nhttp_listen = 127.0.0.1:1\n' \
+    "$T/never" >"$T/ok.ini"
+"$SWS" --check-config --config "$T/ok.ini" >/dev/null || fail "--check-config on a good [acme]"
+[ ! -e "$T/never" ] || fail "--check-config created state_dir"
+
 command -v pebble >/dev/null && command -v pebble-challtestsrv >/dev/null ||
     { echo "SKIP: pebble not installed (scripts/bootstrap --test)"; exit 77; }
 command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
