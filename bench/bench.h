@@ -16,6 +16,7 @@ typedef enum bench_route {
     ROUTE_EXCLUSIVE,
     ROUTE_ACCEPTOR,
     ROUTE_HERD,
+    ROUTE_REUSE_PORT_CPU, /* reuse-port with the CPU-steering BPF program; loops pinned */
 } bench_route;
 
 typedef struct bench_config {
@@ -37,6 +38,23 @@ typedef struct bench_config {
     /* Test-only: loops are made with TL_LOOP_NO_DISTRIBUTE, the library's stand-in
      * for a platform that cannot distribute, so reuse-port's exit 2 is exercised. */
     int test_no_distribute;
+    /* Test-only: loops are made with TL_LOOP_NO_CPU_STEER, a kernel without
+     * SO_ATTACH_REUSEPORT_CBPF, so reuse-port-cpu's exit 2 is exercised. */
+    int test_no_cpu_steer;
+    /* Test-only: the last acceptor's listener is closed before the run (so the
+     * kernel routes nothing to it), so "every acceptor accepted" really fires. */
+    int test_idle_acceptor;
+    int acceptors; /* handoff: accepting loops, each feeding a subset (default 1) */
+    int pin;       /* pin loop i to the i-th CPU of the affinity mask */
+    /* Pin client i to the (i mod M)-th of the mask's M CPUs: on loopback the
+     * SYN is processed on the connecting CPU, so this spreads SYNs over CPUs
+     * the way RSS spreads a NIC's flows over its receive queues. */
+    int pin_clients;
+    /* --long-lived K: K clients, one keep-alive connection each, requests
+     * back to back until requests_per_client or seconds, whichever first. */
+    int long_lived;
+    uint64_t requests_per_client;
+    uint32_t seconds;
 } bench_config;
 
 /* One server loop on its own thread. Counters written by that thread only;
@@ -52,6 +70,8 @@ typedef struct bench_loop {
     _Atomic int *stop;
     pthread_t thread;
     _Atomic uint64_t served;
+    _Atomic uint64_t requests; /* --long-lived: echoes completed on this loop */
+    int cpu;                   /* pinned to this CPU, or -1 */
     uint64_t failed;        /* connections that ended without a full exchange */
     uint64_t setup_errors;  /* an operation the library refused to start */
     uint64_t accept_errors; /* accept completions with an error other than cancel */
@@ -75,6 +95,14 @@ typedef struct bench_clients bench_clients;
 int bench_clients_start(bench_clients **out, int k, uint16_t port, uint32_t payload,
                         uint64_t connections);
 void bench_clients_go(bench_clients *c);
+/* --long-lived: k clients, one connection each, up to per_client requests or
+ * until deadline_ns (monotonic). */
+int bench_long_clients_start(bench_clients **out, int k, uint16_t port, uint32_t payload,
+                             uint64_t per_client, uint64_t deadline_ns);
+/* Requests completed by all clients (long-lived), and whether the deadline cut any. */
+uint64_t bench_clients_requests(const bench_clients *c, int *timed_out);
+/* Pins client i to cpus[i % n]; call before bench_clients_go(). */
+int bench_clients_pin(bench_clients *c, const int *cpus, int n);
 /* Joins every client; returns the monotonic ns at which the last one finished. */
 uint64_t bench_clients_join(bench_clients *c);
 uint64_t bench_clients_errors(const bench_clients *c, int *first_error, const char **stage);

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,6 +36,11 @@ struct bench_clients {
     _Atomic int first_error;
     _Atomic(const char *) first_stage;
     _Atomic uint64_t last_done_ns;
+    int long_lived;
+    uint64_t per_client;
+    uint64_t deadline_ns;
+    _Atomic uint64_t requests;
+    _Atomic int timed_out;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int go;
@@ -100,6 +106,74 @@ out:
     return rc;
 }
 
+static int write_all(int fd, const unsigned char *p, uint32_t len) {
+    for (uint32_t off = 0; off < len;) {
+        ssize_t w = write(fd, p + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        off += (uint32_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, unsigned char *p, uint32_t len) {
+    for (uint32_t off = 0; off < len;) {
+        ssize_t r = read(fd, p + off, len - off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r == 0 ? -ECONNRESET : -errno;
+        off += (uint32_t)r;
+    }
+    return 0;
+}
+
+/* One keep-alive connection for the whole run: request after request, each
+ * with its own ticket, until the count or the deadline. Ends with a clean
+ * close, which the server counts as a whole connection. */
+static void long_lived(bench_clients *all, client *cl, uint64_t index) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(all->port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        record_error(all, "socket", -errno);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        record_error(all, "connect", -errno);
+        close(fd);
+        return;
+    }
+    uint64_t done = 0;
+    for (; done < all->per_client; done++) {
+        if ((done & 63) == 0 && bench_now_ns() > all->deadline_ns) {
+            atomic_store(&all->timed_out, 1);
+            break;
+        }
+        fill(cl->out, all->payload, index << 32 | done);
+        int rc = write_all(fd, cl->out, all->payload);
+        const char *stage = "write";
+        if (rc == 0) {
+            stage = "read";
+            rc = read_all(fd, cl->in, all->payload);
+        }
+        if (rc == 0 && memcmp(cl->in, cl->out, all->payload) != 0) {
+            stage = "echo";
+            rc = -EBADMSG;
+        }
+        if (rc < 0) {
+            record_error(all, stage, rc);
+            break;
+        }
+    }
+    atomic_fetch_add(&all->requests, done);
+    close(fd);
+}
+
 static void *client_main(void *arg) {
     client *cl = arg;
     bench_clients *all = cl->all;
@@ -110,7 +184,9 @@ static void *client_main(void *arg) {
 
     struct timespec t0, t1;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-    for (;;) {
+    if (all->long_lived)
+        long_lived(all, cl, (uint64_t)(cl - all->c));
+    for (; !all->long_lived;) {
         uint64_t ticket = atomic_fetch_add(&all->next_ticket, 1);
         if (ticket >= all->connections)
             break;
@@ -169,6 +245,37 @@ int bench_clients_start(bench_clients **out, int k, uint16_t port, uint32_t payl
     }
     *out = all;
     return 0;
+}
+
+int bench_long_clients_start(bench_clients **out, int k, uint16_t port, uint32_t payload,
+                             uint64_t per_client, uint64_t deadline_ns) {
+    int rc = bench_clients_start(out, k, port, payload, 0);
+    if (*out) {
+        /* Read by the clients only after the go, which orders these writes. */
+        (*out)->long_lived = 1;
+        (*out)->per_client = per_client;
+        (*out)->deadline_ns = deadline_ns;
+    }
+    return rc;
+}
+
+int bench_clients_pin(bench_clients *all, const int *cpus, int n) {
+    for (int i = 0; i < all->k; i++) {
+        if (!all->c[i].started)
+            continue;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpus[i % n], &set);
+        int rc = pthread_setaffinity_np(all->c[i].thread, sizeof(set), &set);
+        if (rc)
+            return -rc;
+    }
+    return 0;
+}
+
+uint64_t bench_clients_requests(const bench_clients *all, int *timed_out) {
+    *timed_out = atomic_load(&all->timed_out);
+    return atomic_load(&all->requests);
 }
 
 void bench_clients_go(bench_clients *all) {

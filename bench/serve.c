@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -122,6 +123,10 @@ static void on_conn(server *s, const tl_completion *cq) {
     bench_loop *bl = s->bl;
     switch (cq->kind) {
     case TL_OP_READ:
+        if (cq->res == 0 && bl->cfg->long_lived && c->got == 0 && c->ok) {
+            conn_close(s, c); /* the client's clean end, between requests */
+            return;
+        }
         if (cq->res <= 0) {
             conn_fail(s, c, cq->res == 0 ? -ECONNRESET : cq->res);
             return;
@@ -142,6 +147,12 @@ static void on_conn(server *s, const tl_completion *cq) {
             return;
         }
         c->ok = 1;
+        if (bl->cfg->long_lived) { /* keep-alive: the next request on the same connection */
+            atomic_fetch_add_explicit(&bl->requests, 1, memory_order_relaxed);
+            c->got = 0;
+            conn_read_more(s, c);
+            return;
+        }
         conn_close(s, c);
         return;
     case TL_OP_CLOSE:
@@ -266,7 +277,16 @@ static void *loop_main(void *arg) {
 }
 
 int bench_loop_start(bench_loop *bl) {
-    int rc = pthread_create(&bl->thread, NULL, loop_main, bl);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (bl->cpu >= 0) { /* pinned from its first instruction, not moved later */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(bl->cpu, &set);
+        pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+    }
+    int rc = pthread_create(&bl->thread, &attr, loop_main, bl);
+    pthread_attr_destroy(&attr);
     return rc ? -rc : 0;
 }
 

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,16 +31,19 @@ enum { EXIT_SETUP = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3 };
 static const char *const route_names[] = {
     [ROUTE_HANDOFF] = "handoff",     [ROUTE_REUSE_PORT] = "reuse-port",
     [ROUTE_EXCLUSIVE] = "exclusive", [ROUTE_ACCEPTOR] = "acceptor",
-    [ROUTE_HERD] = "herd",
+    [ROUTE_HERD] = "herd",           [ROUTE_REUSE_PORT_CPU] = "reuse-port-cpu",
 };
 
 static void usage(FILE *f) {
     fprintf(
         f,
         "usage: turnloop-bench --accept-scaling --route "
-        "handoff|reuse-port|exclusive|acceptor|herd\n"
+        "handoff|reuse-port|reuse-port-cpu|exclusive|acceptor|herd\n"
         "                      --loops N --connections C --clients K [--payload B] [--portable]\n"
         "                      [--backend auto|epoll|uring] [--policy rr|least-loaded]\n"
+        "                      [--acceptors A] [--pin] [--pin-clients]\n"
+        "       turnloop-bench --long-lived K --requests R [--seconds S] --route ROUTE --loops N\n"
+        "                      [--payload B] [--portable] [--backend ...] [--policy ...] [--pin]\n"
         "\n"
         "N loops on N threads serve one port on 127.0.0.1; K synchronous clients each loop\n"
         "connect, write B bytes (default 64), read the echo, close, until C connections are\n"
@@ -47,6 +51,15 @@ static void usage(FILE *f) {
         "loop served at least one connection and C >= 100 * N.\n"
         "--portable measures elapsed ns only; otherwise instructions from perf_event_open.\n"
         "--policy applies to handoff and acceptor (default rr).\n"
+        "--acceptors A (handoff): A accepting loops, each with its own listener (SO_REUSEPORT\n"
+        "share) feeding its own subset of the N loops; 1 <= A <= N, default 1.\n"
+        "reuse-port-cpu: the kernel picks the listener of the CPU that handled the SYN (a BPF\n"
+        "program); loop i is pinned to the i-th CPU of the affinity mask. --pin pins any route.\n"
+        "--pin-clients pins client i to CPU i mod M of the mask (on loopback, where the SYN\n"
+        "is processed on the client's CPU, a stand-in for RSS spreading flows over CPUs).\n"
+        "--long-lived K: K clients, one keep-alive connection each, R requests back to back\n"
+        "(or S seconds, default 10, whichever first); reports per-loop requests and the\n"
+        "imbalance index (busiest loop's requests / mean). No loop is required to serve.\n"
         "exit: 0 ok, 2 usage or unsupported route/backend, 3 refused, 1 setup error\n");
 }
 
@@ -102,6 +115,14 @@ enum {
     OPT_TEST_MISCOUNT,
     OPT_TEST_WATCHDOG_MS,
     OPT_TEST_NO_DISTRIBUTE,
+    OPT_TEST_NO_CPU_STEER,
+    OPT_TEST_IDLE_ACCEPTOR,
+    OPT_ACCEPTORS,
+    OPT_PIN,
+    OPT_PIN_CLIENTS,
+    OPT_LONG_LIVED,
+    OPT_REQUESTS,
+    OPT_SECONDS,
 };
 
 static void parse_args(int argc, char **argv, bench_config *cfg) {
@@ -121,16 +142,27 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
         {"test-miscount", no_argument, NULL, OPT_TEST_MISCOUNT},
         {"test-watchdog-ms", required_argument, NULL, OPT_TEST_WATCHDOG_MS},
         {"test-no-distribute", no_argument, NULL, OPT_TEST_NO_DISTRIBUTE},
+        {"test-no-cpu-steer", no_argument, NULL, OPT_TEST_NO_CPU_STEER},
+        {"test-idle-acceptor", no_argument, NULL, OPT_TEST_IDLE_ACCEPTOR},
+        {"acceptors", required_argument, NULL, OPT_ACCEPTORS},
+        {"pin", no_argument, NULL, OPT_PIN},
+        {"pin-clients", no_argument, NULL, OPT_PIN_CLIENTS},
+        {"long-lived", required_argument, NULL, OPT_LONG_LIVED},
+        {"requests", required_argument, NULL, OPT_REQUESTS},
+        {"seconds", required_argument, NULL, OPT_SECONDS},
         {NULL, 0, NULL, 0},
     };
     int have_mode = 0, have_route = 0, have_loops = 0, have_conns = 0, have_clients = 0;
-    int have_policy = 0;
+    int have_policy = 0, have_acceptors = 0, have_requests = 0, have_seconds = 0;
     uint64_t v;
     memset(cfg, 0, sizeof(*cfg));
     cfg->payload = 64;
     cfg->backend = TL_BACKEND_AUTO;
     cfg->policy = TL_HANDOFF_ROUND_ROBIN;
     cfg->watchdog_ms = 60000;
+    cfg->acceptors = 1;
+    cfg->seconds = 10;
+    int have_watchdog = 0;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -206,10 +238,46 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
         case OPT_TEST_NO_DISTRIBUTE:
             cfg->test_no_distribute = 1;
             break;
+        case OPT_TEST_NO_CPU_STEER:
+            cfg->test_no_cpu_steer = 1;
+            break;
+        case OPT_TEST_IDLE_ACCEPTOR:
+            cfg->test_idle_acceptor = 1;
+            break;
+        case OPT_ACCEPTORS:
+            if (parse_u64(optarg, 1, 256, &v) < 0)
+                bad_usage("--acceptors wants an integer in 1..256, not '%s'", optarg);
+            cfg->acceptors = (int)v;
+            have_acceptors = 1;
+            break;
+        case OPT_PIN:
+            cfg->pin = 1;
+            break;
+        case OPT_PIN_CLIENTS:
+            cfg->pin_clients = 1;
+            break;
+        case OPT_LONG_LIVED:
+            if (parse_u64(optarg, 1, 4096, &v) < 0)
+                bad_usage("--long-lived wants a client count in 1..4096, not '%s'", optarg);
+            cfg->long_lived = (int)v;
+            break;
+        case OPT_REQUESTS:
+            if (parse_u64(optarg, 1, 1000000000ull, &v) < 0)
+                bad_usage("--requests wants an integer in 1..1000000000, not '%s'", optarg);
+            cfg->requests_per_client = v;
+            have_requests = 1;
+            break;
+        case OPT_SECONDS:
+            if (parse_u64(optarg, 1, 3600, &v) < 0)
+                bad_usage("--seconds wants an integer in 1..3600, not '%s'", optarg);
+            cfg->seconds = (uint32_t)v;
+            have_seconds = 1;
+            break;
         case OPT_TEST_WATCHDOG_MS:
             if (parse_u64(optarg, 1, 3600000, &v) < 0)
                 bad_usage("--test-watchdog-ms wants 1..3600000, not '%s'", optarg);
             cfg->watchdog_ms = (uint32_t)v;
+            have_watchdog = 1;
             break;
         default:
             bad_usage("bad option '%s'", argv[optind - 1]);
@@ -217,10 +285,29 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
     }
     if (optind < argc)
         bad_usage("unexpected argument '%s'", argv[optind]);
-    if (!have_mode)
-        bad_usage("%s", "--accept-scaling is the only mode and must be given");
-    if (!have_route || !have_loops || !have_conns || !have_clients)
-        bad_usage("%s", "--route, --loops, --connections and --clients are required");
+    if (have_mode == !!cfg->long_lived)
+        bad_usage("%s", "one mode must be given: --accept-scaling or --long-lived K");
+    if (cfg->long_lived) {
+        if (!have_route || !have_loops || !have_requests)
+            bad_usage("%s", "--long-lived K needs --route, --loops and --requests R");
+        if (have_conns || have_clients)
+            bad_usage("%s", "--long-lived K has K clients and K connections: no --connections "
+                            "or --clients");
+        if (!have_watchdog) /* the run is bounded by --seconds; the watchdog is the backstop */
+            cfg->watchdog_ms = cfg->seconds * 1000u + 30000u;
+    } else {
+        if (!have_route || !have_loops || !have_conns || !have_clients)
+            bad_usage("%s", "--route, --loops, --connections and --clients are required");
+        if (have_requests || have_seconds)
+            bad_usage("%s", "--requests and --seconds belong to --long-lived");
+    }
+    if (have_acceptors && cfg->route != ROUTE_HANDOFF)
+        bad_usage("--acceptors applies to handoff, not to %s", route_names[cfg->route]);
+    if (cfg->test_idle_acceptor && cfg->acceptors < 2)
+        bad_usage("%s", "--test-idle-acceptor needs --acceptors >= 2 (some acceptor must accept)");
+    if (cfg->acceptors > cfg->loops)
+        bad_usage("%s", "--acceptors must not exceed --loops (each acceptor feeds at least one "
+                        "loop)");
     if (have_policy && cfg->route != ROUTE_HANDOFF && cfg->route != ROUTE_ACCEPTOR)
         bad_usage("--policy applies to handoff and acceptor, not to %s", route_names[cfg->route]);
     if (cfg->test_idle_loop && cfg->loops < 2)
@@ -306,9 +393,13 @@ typedef struct run {
     int n;      /* worker loops: per_loop has n entries */
     int active; /* loops that get connections: n, or n - 1 under --test-idle-loop */
     bench_loop *loops;
-    bench_loop acc; /* the handoff route's accepting loop */
-    int has_acc;
-    tl_handoff *handoff;
+    bench_loop *accs; /* the handoff route's accepting loops (--acceptors) */
+    int nacc;
+    tl_handoff **handoffs; /* one per accepting loop */
+    int cpus[256];         /* with --pin or reuse-port-cpu: loop i's CPU */
+    int pinned;
+    int mask_cpus[CPU_SETSIZE]; /* every CPU of the affinity mask, for --pin-clients */
+    int nmask;
     tl_acceptor *acceptor;
     int acceptor_threads;
     int shared_fd;
@@ -321,6 +412,8 @@ static void new_loop(run *r, bench_loop *bl, int index, _Atomic int *stop) {
     tl_loop_options o = {.backend = r->cfg.backend};
     if (r->cfg.test_no_distribute)
         o.flags |= TL_LOOP_NO_DISTRIBUTE;
+    if (r->cfg.test_no_cpu_steer)
+        o.flags |= TL_LOOP_NO_CPU_STEER;
     int rc = tl_loop_new(&bl->loop, &o);
     if (rc < 0) {
         if (r->cfg.backend != TL_BACKEND_AUTO) {
@@ -334,6 +427,31 @@ static void new_loop(run *r, bench_loop *bl, int index, _Atomic int *stop) {
     bl->index = index;
     bl->cfg = &r->cfg;
     bl->stop = stop;
+    bl->cpu = index >= 0 && r->pinned ? r->cpus[index] : -1;
+}
+
+/* Loop i on the i-th CPU of the affinity mask, as scalwsd pins its loops;
+ * fewer CPUs than loops cannot be pinned one to a CPU, so it is refused. */
+static void pick_cpus(run *r) {
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof(mask), &mask) < 0)
+        die_setup("sched_getaffinity", -errno);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &mask))
+            r->mask_cpus[r->nmask++] = c;
+    if (!r->cfg.pin && r->cfg.route != ROUTE_REUSE_PORT_CPU)
+        return;
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < r->n; c++)
+        if (CPU_ISSET(c, &mask))
+            r->cpus[n++] = c;
+    if (n < r->n) {
+        char what[96];
+        snprintf(what, sizeof(what), "%d loops cannot be pinned one to a CPU on %d CPUs", r->n,
+                 CPU_COUNT(&mask));
+        die_unsupported(what, -EINVAL);
+    }
+    r->pinned = 1;
 }
 
 static void setup_route(run *r) {
@@ -382,19 +500,62 @@ static void setup_route(run *r) {
          * acceptor per worker; the policy, not the thread, picks the loop. */
         r->acceptor_threads = r->active;
         break;
+    case ROUTE_REUSE_PORT_CPU: {
+        tl_handle hs[256];
+        rc = tl_route_reuse_port_cpu(arr, r->active, (struct sockaddr *)&sa, sizeof(sa), 0, r->cpus,
+                                     hs);
+        if (rc == -EOPNOTSUPP)
+            die_unsupported("route reuse-port-cpu refused: this kernel cannot steer by CPU "
+                            "(SO_ATTACH_REUSEPORT_CBPF)",
+                            rc);
+        if (rc < 0)
+            die_setup("tl_route_reuse_port_cpu", rc);
+        for (int i = 0; i < r->active; i++) {
+            r->loops[i].listener = hs[i];
+            r->loops[i].accepting = 1;
+        }
+        r->port = handle_port(arr[0], hs[0]);
+        break;
+    }
     case ROUTE_HANDOFF: {
-        r->has_acc = 1;
-        new_loop(r, &r->acc, -1, &r->acc_stop);
-        tl_listen_options lo = {.reuse_port = TL_REUSE_PORT_NO};
-        rc = tl_listen(r->acc.loop, (struct sockaddr *)&sa, sizeof(sa), &lo, &r->acc.listener);
-        if (rc < 0)
-            die_setup("tl_listen", rc);
-        rc = tl_handoff_new(&r->handoff, arr, r->active, r->cfg.policy);
-        if (rc < 0)
-            die_setup("tl_handoff_new", rc);
-        r->acc.accepting = 1;
-        r->acc.handoff = r->handoff;
-        r->port = handle_port(r->acc.loop, r->acc.listener);
+        r->nacc = r->cfg.acceptors;
+        r->accs = calloc((size_t)r->nacc, sizeof(bench_loop));
+        r->handoffs = calloc((size_t)r->nacc, sizeof(tl_handoff *));
+        if (!r->accs || !r->handoffs)
+            die_setup("calloc", -ENOMEM);
+        tl_loop *accs[256];
+        for (int a = 0; a < r->nacc; a++) {
+            new_loop(r, &r->accs[a], -1 - a, &r->acc_stop);
+            accs[a] = r->accs[a].loop;
+        }
+        tl_handle ls[256];
+        if (r->nacc == 1) {
+            tl_listen_options lo = {.reuse_port = TL_REUSE_PORT_NO};
+            rc = tl_listen(accs[0], (struct sockaddr *)&sa, sizeof(sa), &lo, &ls[0]);
+            if (rc < 0)
+                die_setup("tl_listen", rc);
+            rc = tl_handoff_new(&r->handoffs[0], arr, r->active, r->cfg.policy);
+            if (rc < 0)
+                die_setup("tl_handoff_new", rc);
+        } else {
+            /* --test-idle-loop leaves the last loop out of every subset. */
+            if (r->nacc > r->active)
+                bad_usage("%s", "--acceptors must not exceed the loops that serve");
+            rc = tl_route_handoff_group(accs, r->nacc, arr, r->active, r->cfg.policy,
+                                        (struct sockaddr *)&sa, sizeof(sa), 0, ls, r->handoffs);
+            if (rc < 0)
+                die_setup("tl_route_handoff_group", rc);
+        }
+        r->port = handle_port(accs[0], ls[0]);
+        if (r->cfg.test_idle_acceptor) { /* leaves the kernel's group: nothing reaches it */
+            tl_close(accs[r->nacc - 1], ls[r->nacc - 1], 0);
+            ls[r->nacc - 1] = 0;
+        }
+        for (int a = 0; a < r->nacc; a++) {
+            r->accs[a].listener = ls[a];
+            r->accs[a].accepting = 1;
+            r->accs[a].handoff = r->handoffs[a];
+        }
         break;
     }
     }
@@ -418,6 +579,237 @@ static uint64_t get_waits(const bench_loop *bl) { return bl->stats.waits; }
 static uint64_t get_vcsw(const bench_loop *bl) { return bl->vcsw; }
 static uint64_t get_ivcsw(const bench_loop *bl) { return bl->ivcsw; }
 
+static uint64_t get_requests(const bench_loop *bl) {
+    return atomic_load(&bl->requests);
+}
+
+/* Fields every line carries the same way, whichever mode made it. */
+static void common_fields(json_t *o, const run *r) {
+    const bench_config *cfg = &r->cfg;
+    json_object_set_new(o, "route", json_string(route_names[cfg->route]));
+    json_object_set_new(o, "backend", json_string(tl_loop_backend(r->loops[0].loop)));
+    json_object_set_new(o, "backend_requested",
+                        json_string(cfg->backend == TL_BACKEND_AUTO    ? "auto"
+                                    : cfg->backend == TL_BACKEND_EPOLL ? "epoll"
+                                                                       : "uring"));
+    json_object_set_new(o, "loops", json_integer(r->n));
+    json_object_set_new(o, "payload", json_integer(cfg->payload));
+    if (cfg->route == ROUTE_HANDOFF || cfg->route == ROUTE_ACCEPTOR)
+        json_object_set_new(
+            o, "policy",
+            json_string(cfg->policy == TL_HANDOFF_ROUND_ROBIN ? "rr" : "least-loaded"));
+    if (cfg->route == ROUTE_HANDOFF) {
+        json_object_set_new(o, "acceptors", json_integer(r->nacc));
+        json_t *pa = json_array(), *feeds = json_array();
+        for (int a = 0; a < r->nacc; a++) {
+            json_array_append_new(pa, json_integer((json_int_t)r->accs[a].dispatched));
+            int first = 0;
+            int cnt = r->nacc == 1 ? r->active : tl_handoff_subset(r->active, r->nacc, a, &first);
+            json_t *f = json_array();
+            for (int j = 0; j < cnt; j++)
+                json_array_append_new(f, json_integer(first + j));
+            json_array_append_new(feeds, f);
+        }
+        json_object_set_new(o, "per_acceptor", pa);
+        json_object_set_new(o, "feeds", feeds);
+    }
+    json_object_set_new(o, "clients_pinned", json_boolean(cfg->pin_clients));
+    if (r->pinned) {
+        json_t *c = json_array();
+        for (int i = 0; i < r->n; i++)
+            json_array_append_new(c, json_integer(r->cpus[i]));
+        json_object_set_new(o, "cpus", c);
+    }
+}
+
+static void print_line(json_t *o) {
+    struct utsname u;
+    if (uname(&u) == 0)
+        json_object_set_new(o, "kernel", json_string(u.release));
+    json_object_set_new(o, "turnloop", json_string(TL_VERSION_STRING));
+    char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+    if (!line)
+        die_setup("json_dumps", -ENOMEM);
+    fputs(line, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    free(line);
+    json_decref(o);
+}
+
+/* Server-side failures of every loop, accepting ones included, for a message. */
+static uint64_t server_failures(const run *r, int *first_error) {
+    uint64_t failed = 0;
+    *first_error = 0;
+    for (int i = -r->nacc; i < r->n; i++) {
+        const bench_loop *bl = i < 0 ? &r->accs[-1 - i] : &r->loops[i];
+        failed += bl->failed;
+        if (!*first_error)
+            *first_error = bl->first_error;
+    }
+    return failed;
+}
+
+static void refuse_alive(const run *r, char *msg, size_t len) {
+    for (int i = -r->nacc; i < r->n; i++) {
+        const bench_loop *bl = i < 0 ? &r->accs[-1 - i] : &r->loops[i];
+        if (bl->alive_at_end) {
+            snprintf(msg, len,
+                     "loop %d still alive at shutdown (%d handles, operations "
+                     "or completions outstanding)",
+                     i, bl->alive_at_end);
+            refuse(msg);
+        }
+    }
+}
+
+/* Feeders first, so nothing is posted to a loop that has stopped. */
+static void stop_all(run *r) {
+    if (r->acceptor)
+        tl_acceptor_stop(r->acceptor);
+    for (int a = 0; a < r->nacc; a++)
+        wake_stop(&r->accs[a], &r->acc_stop);
+    for (int a = 0; a < r->nacc; a++)
+        bench_loop_join(&r->accs[a]);
+    for (int i = 0; i < r->n; i++)
+        wake_stop(&r->loops[i], &r->stop);
+    for (int i = 0; i < r->n; i++)
+        bench_loop_join(&r->loops[i]);
+}
+
+static void free_all(run *r) {
+    for (int a = 0; a < r->nacc; a++) {
+        tl_loop_free(r->accs[a].loop);
+        tl_handoff_free(r->handoffs[a]);
+    }
+    free(r->accs);
+    free(r->handoffs);
+    for (int i = 0; i < r->n; i++)
+        tl_loop_free(r->loops[i].loop);
+    if (r->shared_fd >= 0)
+        close(r->shared_fd);
+    free(r->loops);
+}
+
+static void start_servers(run *r, bench_clients *clients) {
+    int rc;
+    if (r->cfg.pin_clients && (rc = bench_clients_pin(clients, r->mask_cpus, r->nmask)) < 0)
+        die_setup("pinning clients", rc);
+    for (int i = 0; i < r->n; i++) {
+        rc = bench_loop_start(&r->loops[i]);
+        if (rc < 0)
+            die_setup("starting a loop thread", rc);
+    }
+    for (int a = 0; a < r->nacc; a++)
+        if ((rc = bench_loop_start(&r->accs[a])) < 0)
+            die_setup("starting an accepting loop", rc);
+    if (r->cfg.route == ROUTE_ACCEPTOR) {
+        tl_loop *arr[256];
+        for (int i = 0; i < r->active; i++)
+            arr[i] = r->loops[i].loop;
+        rc = tl_acceptor_start(&r->acceptor, r->shared_fd, r->acceptor_threads, arr, r->active,
+                               r->cfg.policy, 2);
+        if (rc < 0)
+            die_setup("tl_acceptor_start", rc);
+    }
+}
+
+/* --long-lived K: few connections that stay. What matters is where the K
+ * connections were placed, so no loop is required to serve (two clients on
+ * one loop is the finding, not a broken run); what is required is that every
+ * request a client completed was counted by some loop, and every connection
+ * ended cleanly on exactly one loop. */
+static int run_long_lived(run *r) {
+    const bench_config *cfg = &r->cfg;
+    char msg[256];
+    bench_clients *clients = NULL;
+    uint64_t deadline = bench_now_ns() + (uint64_t)cfg->seconds * 1000000000ull;
+    int rc = bench_long_clients_start(&clients, cfg->long_lived, r->port, cfg->payload,
+                                      cfg->requests_per_client, deadline);
+    if (rc < 0)
+        die_setup("starting clients", rc);
+    start_servers(r, clients);
+    uint64_t cpu0 = bench_process_cpu_ns();
+    uint64_t t0 = bench_now_ns();
+    bench_clients_go(clients);
+    uint64_t t1 = bench_clients_join(clients);
+    if (t1 < t0)
+        t1 = bench_now_ns();
+    uint64_t settle = bench_now_ns() + 2000000000ull;
+    for (;;) {
+        uint64_t conns = 0;
+        for (int i = 0; i < r->n; i++)
+            conns += atomic_load(&r->loops[i].served);
+        if (conns >= (uint64_t)cfg->long_lived || bench_now_ns() > settle)
+            break;
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    stop_all(r);
+    uint64_t cpu1 = bench_process_cpu_ns();
+    uint64_t clients_cpu = bench_clients_cpu_ns(clients);
+    uint64_t server_cpu = cpu1 - cpu0 > clients_cpu ? cpu1 - cpu0 - clients_cpu : 0;
+    int cerr, timed_out;
+    const char *cstage;
+    uint64_t client_errors = bench_clients_errors(clients, &cerr, &cstage);
+    uint64_t client_requests = bench_clients_requests(clients, &timed_out);
+
+    if (client_errors) {
+        snprintf(msg, sizeof(msg), "%llu client exchanges failed (first %s: %s)",
+                 (unsigned long long)client_errors, cstage, errname(cerr));
+        refuse(msg);
+    }
+    uint64_t reqs = 0, conns = 0, mx = 0;
+    for (int i = 0; i < r->n; i++) {
+        uint64_t q = get_requests(&r->loops[i]);
+        reqs += q;
+        conns += get_served(&r->loops[i]);
+        mx = q > mx ? q : mx;
+    }
+    if (reqs != client_requests || conns != (uint64_t)cfg->long_lived) {
+        int ferr;
+        uint64_t failed = server_failures(r, &ferr);
+        snprintf(msg, sizeof(msg),
+                 "per-loop counts (%llu requests on %llu connections) do not match the clients' "
+                 "(%llu on %d; %llu server-side failures, first %s)",
+                 (unsigned long long)reqs, (unsigned long long)conns,
+                 (unsigned long long)client_requests, cfg->long_lived, (unsigned long long)failed,
+                 ferr ? errname(ferr) : "none");
+        refuse(msg);
+    }
+    if (reqs == 0)
+        refuse("no request completed");
+    refuse_alive(r, msg, sizeof(msg));
+
+    double mean = (double)reqs / r->n;
+    double k = cfg->long_lived;
+    double best = (double)((cfg->long_lived + r->n - 1) / r->n) / (k / r->n);
+    if (best < 1.0)
+        best = 1.0; /* fewer connections than loops: some loop must idle */
+    uint64_t elapsed = t1 - t0 ? t1 - t0 : 1;
+    json_t *o = json_object();
+    json_object_set_new(o, "mode", json_string("long-lived"));
+    common_fields(o, r);
+    json_object_set_new(o, "long_lived", json_integer(cfg->long_lived));
+    json_object_set_new(o, "requests_per_client",
+                        json_integer((json_int_t)cfg->requests_per_client));
+    json_object_set_new(o, "requests", json_integer((json_int_t)reqs));
+    json_object_set_new(o, "stopped_by", json_string(timed_out ? "time" : "count"));
+    json_object_set_new(o, "per_loop", u64_array(r, get_requests));
+    json_object_set_new(o, "per_loop_connections", u64_array(r, get_served));
+    json_object_set_new(o, "imbalance", json_real(mean > 0 ? (double)mx / mean : 0));
+    json_object_set_new(o, "best_imbalance", json_real(best));
+    json_object_set_new(o, "requests_per_second", json_real((double)reqs * 1e9 / elapsed));
+    json_object_set_new(o, "elapsed_ns", json_integer((json_int_t)elapsed));
+    json_object_set_new(o, "server_cpu_ns", json_integer((json_int_t)server_cpu));
+    json_object_set_new(o, "requests_per_server_cpu_second",
+                        json_real(server_cpu ? (double)reqs * 1e9 / (double)server_cpu : 0));
+    print_line(o);
+    bench_clients_free(clients);
+    free_all(r);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     static run r;
     parse_args(argc, argv, &r.cfg);
@@ -427,7 +819,7 @@ int main(int argc, char **argv) {
     r.shared_fd = -1;
 
     char msg[256];
-    if (cfg->connections < 100ull * (uint64_t)r.n) {
+    if (!cfg->long_lived && cfg->connections < 100ull * (uint64_t)r.n) {
         snprintf(msg, sizeof(msg),
                  "--connections %llu is below 100 per loop (at least %llu for %d loops)",
                  (unsigned long long)cfg->connections, 100ull * (unsigned long long)r.n, r.n);
@@ -441,9 +833,12 @@ int main(int argc, char **argv) {
     r.loops = calloc((size_t)r.n, sizeof(bench_loop));
     if (!r.loops)
         die_setup("calloc", -ENOMEM);
+    pick_cpus(&r);
     for (int i = 0; i < r.n; i++)
         new_loop(&r, &r.loops[i], i, &r.stop);
     setup_route(&r);
+    if (cfg->long_lived)
+        return run_long_lived(&r);
 
     bench_clients *clients = NULL;
     int rc = bench_clients_start(&clients, cfg->clients, r.port, cfg->payload, cfg->connections);
@@ -455,23 +850,7 @@ int main(int argc, char **argv) {
     bench_counter counter = {.fd = -1};
     if (!cfg->portable)
         bench_counter_open(&counter);
-
-    for (int i = 0; i < r.n; i++) {
-        rc = bench_loop_start(&r.loops[i]);
-        if (rc < 0)
-            die_setup("starting a loop thread", rc);
-    }
-    if (r.has_acc && (rc = bench_loop_start(&r.acc)) < 0)
-        die_setup("starting the accepting loop", rc);
-    if (cfg->route == ROUTE_ACCEPTOR) {
-        tl_loop *arr[256];
-        for (int i = 0; i < r.active; i++)
-            arr[i] = r.loops[i].loop;
-        rc = tl_acceptor_start(&r.acceptor, r.shared_fd, r.acceptor_threads, arr, r.active,
-                               cfg->policy, 2);
-        if (rc < 0)
-            die_setup("tl_acceptor_start", rc);
-    }
+    start_servers(&r, clients);
 
     bench_counter_start(&counter);
     uint64_t cpu0 = bench_process_cpu_ns();
@@ -493,18 +872,7 @@ int main(int argc, char **argv) {
         struct timespec ts = {0, 200000};
         nanosleep(&ts, NULL);
     }
-
-    /* Feeders first, so nothing is posted to a loop that has stopped. */
-    if (r.acceptor)
-        tl_acceptor_stop(r.acceptor);
-    if (r.has_acc) {
-        wake_stop(&r.acc, &r.acc_stop);
-        bench_loop_join(&r.acc);
-    }
-    for (int i = 0; i < r.n; i++)
-        wake_stop(&r.loops[i], &r.stop);
-    for (int i = 0; i < r.n; i++)
-        bench_loop_join(&r.loops[i]);
+    stop_all(&r);
 
     uint64_t instructions = 0;
     int have_instr = !cfg->portable && bench_counter_read(&counter, &instructions) == 0;
@@ -527,13 +895,8 @@ int main(int argc, char **argv) {
             idle = i;
     }
     if (sum != cfg->connections) {
-        uint64_t failed = r.has_acc ? r.acc.failed : 0;
-        int ferr = r.has_acc ? r.acc.first_error : 0;
-        for (int i = 0; i < r.n; i++) {
-            failed += r.loops[i].failed;
-            if (!ferr)
-                ferr = r.loops[i].first_error;
-        }
+        int ferr;
+        uint64_t failed = server_failures(&r, &ferr);
         int off = snprintf(msg, sizeof(msg),
                            "per-loop counts sum to %llu, not the budget %llu (%llu server-side "
                            "failures",
@@ -549,6 +912,16 @@ int main(int argc, char **argv) {
         snprintf(msg + off, sizeof(msg) - (size_t)off, ")");
         refuse(msg);
     }
+    /* Several acceptors: the kernel's hash over their listeners must have
+     * given each some, or one of them is the silent idle core. Checked before
+     * the loops: an idle acceptor starves its loops, and is the cause to name. */
+    for (int a = 0; r.nacc > 1 && a < r.nacc; a++) {
+        if (r.accs[a].dispatched == 0) {
+            snprintf(msg, sizeof(msg),
+                     "every acceptor must accept: acceptor %d of %d accepted none", a, r.nacc);
+            refuse(msg);
+        }
+    }
     if (idle >= 0) {
         snprintf(msg, sizeof(msg),
                  "every loop must serve at least one connection: loop %d of %d "
@@ -561,41 +934,36 @@ int main(int argc, char **argv) {
                  (unsigned long long)client_errors, cstage, errname(cerr));
         refuse(msg);
     }
-    for (int i = -1; i < r.n; i++) {
-        bench_loop *bl = i < 0 ? (r.has_acc ? &r.acc : NULL) : &r.loops[i];
-        if (bl && bl->alive_at_end) {
-            snprintf(msg, sizeof(msg),
-                     "loop %d still alive at shutdown (%d handles, operations "
-                     "or completions outstanding)",
-                     i, bl->alive_at_end);
-            refuse(msg);
+    refuse_alive(&r, msg, sizeof(msg));
+    /* Round-robin is exact by construction within each acceptor's subset:
+     * anything else is a bug, not imbalance. */
+    if (cfg->route == ROUTE_HANDOFF && cfg->policy == TL_HANDOFF_ROUND_ROBIN) {
+        for (int a = 0; a < r.nacc; a++) {
+            int first = 0;
+            int cnt = r.nacc == 1 ? r.active : tl_handoff_subset(r.active, r.nacc, a, &first);
+            uint64_t smn = UINT64_MAX, smx = 0;
+            for (int j = first; j < first + cnt; j++) {
+                uint64_t v = atomic_load(&r.loops[j].served);
+                smn = v < smn ? v : smn;
+                smx = v > smx ? v : smx;
+            }
+            if (smx - smn > 1) {
+                snprintf(msg, sizeof(msg),
+                         "handoff round-robin is not exact: acceptor %d's loops min %llu, max "
+                         "%llu",
+                         a, (unsigned long long)smn, (unsigned long long)smx);
+                refuse(msg);
+            }
         }
-    }
-    /* Round-robin is exact by construction: anything else is a bug, not imbalance. */
-    if (cfg->route == ROUTE_HANDOFF && cfg->policy == TL_HANDOFF_ROUND_ROBIN && mx - mn > 1) {
-        snprintf(msg, sizeof(msg), "handoff round-robin is not exact: per-loop min %llu, max %llu",
-                 (unsigned long long)mn, (unsigned long long)mx);
-        refuse(msg);
     }
 
     /* ---- the line ---- */
     uint64_t elapsed = t1 - t0 ? t1 - t0 : 1;
     double cps = (double)cfg->connections * 1e9 / (double)elapsed;
     json_t *o = json_object();
-    json_object_set_new(o, "route", json_string(route_names[cfg->route]));
-    json_object_set_new(o, "backend", json_string(tl_loop_backend(r.loops[0].loop)));
-    json_object_set_new(o, "backend_requested",
-                        json_string(cfg->backend == TL_BACKEND_AUTO    ? "auto"
-                                    : cfg->backend == TL_BACKEND_EPOLL ? "epoll"
-                                                                       : "uring"));
-    json_object_set_new(o, "loops", json_integer(r.n));
+    common_fields(o, &r);
     json_object_set_new(o, "connections", json_integer((json_int_t)cfg->connections));
     json_object_set_new(o, "clients", json_integer(cfg->clients));
-    json_object_set_new(o, "payload", json_integer(cfg->payload));
-    if (cfg->route == ROUTE_HANDOFF || cfg->route == ROUTE_ACCEPTOR)
-        json_object_set_new(
-            o, "policy",
-            json_string(cfg->policy == TL_HANDOFF_ROUND_ROBIN ? "rr" : "least-loaded"));
     if (cfg->route == ROUTE_ACCEPTOR)
         json_object_set_new(o, "acceptor_threads", json_integer(r.acceptor_threads));
     json_object_set_new(o, "accept",
@@ -606,6 +974,7 @@ int main(int argc, char **argv) {
     json_object_set_new(o, "per_loop", u64_array(&r, get_served));
     double mean = (double)sum / r.n;
     json_object_set_new(o, "spread", json_real(mean > 0 ? (double)(mx - mn) / mean : 0));
+    json_object_set_new(o, "imbalance", json_real(mean > 0 ? (double)mx / mean : 0));
     if (cfg->route == ROUTE_EXCLUSIVE || cfg->route == ROUTE_HERD)
         json_object_set_new(o, "spurious_wakeups", u64_array(&r, get_spurious));
     json_object_set_new(o, "waits", u64_array(&r, get_waits));
@@ -626,30 +995,10 @@ int main(int argc, char **argv) {
     json_object_set_new(
         o, "connections_per_server_cpu_second",
         json_real(server_cpu ? (double)cfg->connections * 1e9 / (double)server_cpu : 0));
-    struct utsname u;
-    if (uname(&u) == 0)
-        json_object_set_new(o, "kernel", json_string(u.release));
-    json_object_set_new(o, "turnloop", json_string(TL_VERSION_STRING));
-
-    char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
-    if (!line)
-        die_setup("json_dumps", -ENOMEM);
-    fputs(line, stdout);
-    fputc('\n', stdout);
-    fflush(stdout);
-    free(line);
-    json_decref(o);
+    print_line(o);
 
     bench_counter_close(&counter);
     bench_clients_free(clients);
-    if (r.acc.loop)
-        tl_loop_free(r.acc.loop);
-    if (r.handoff)
-        tl_handoff_free(r.handoff);
-    for (int i = 0; i < r.n; i++)
-        tl_loop_free(r.loops[i].loop);
-    if (r.shared_fd >= 0)
-        close(r.shared_fd);
-    free(r.loops);
+    free_all(&r);
     return 0;
 }

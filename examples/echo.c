@@ -1,17 +1,25 @@
-/* A loop that accepts and echoes: the README's example, built with the tree. */
+/* A loop that accepts and echoes: the README's example, built with the tree.
+ * turnloop-echo [PORT]: 7007 by default; 0 lets the kernel pick, and the line
+ * it prints names the port it got. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <turnloop.h>
 
-int main(void) {
+int main(int argc, char **argv) {
     tl_loop *loop;
     tl_handle ls;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(7007)};
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(argc > 1 ? atoi(argv[1]) : 7007)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (tl_loop_new(&loop, NULL) < 0 || tl_listen(loop, (struct sockaddr *)&a, sizeof a, NULL, &ls) < 0)
+    if (tl_loop_new(&loop, NULL) < 0 ||
+        tl_listen(loop, (struct sockaddr *)&a, sizeof a, NULL, &ls) < 0)
         return 1;
-    printf("echo on 127.0.0.1:7007 (%s backend)\n", tl_loop_backend(loop));
+    struct sockaddr_storage got;
+    tl_handle_sockname(loop, ls, &got, NULL);
+    printf("echo on 127.0.0.1:%d (%s backend)\n", ntohs(((struct sockaddr_in *)&got)->sin_port),
+           tl_loop_backend(loop));
     fflush(stdout);
     tl_accept(loop, ls, TL_ACCEPT_MULTISHOT, 0, NULL);
     for (;;) {

@@ -49,7 +49,7 @@ static uint32_t digest(const sws_http_request *r) {
     return h;
 }
 
-/* What serve.c does with a result: a response head for a request, an error
+/* What conn.c does with a result: a response head for a request, an error
  * answer that closes for a refusal. Both must fit the connection's buffer. */
 static void answer(const sws_http_request *r, int status) {
     static char out[1024];
@@ -70,7 +70,7 @@ static void answer(const sws_http_request *r, int status) {
 }
 
 /* Feeds data in reads of the sizes in steps (cycled; 0 is the rest), each read
- * fed again from where the last request ended, as serve.c's consume() does. */
+ * fed again from where the last request ended, as conn.c's consume() does. */
 static void run(const uint8_t *data, size_t size, const uint8_t *steps, size_t nsteps, outcome *o) {
     static sws_http_parser p;
     static char log_fields[SWS_HTTP_LOG_STORAGE];

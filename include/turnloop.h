@@ -8,6 +8,14 @@
  *   - Errors are returned as a negative errno (-EAGAIN would block, -EMFILE the
  *     handle ceiling, -ENOSPC the operation ceiling, -EOPNOTSUPP unsupported,
  *     -ENOENT a stale id, -EINVAL an id of another loop). Never -1 plus errno.
+ *     Each function lists the errors it returns itself under "Errors:"; where
+ *     it passes on a system call's error (socket, bind, setsockopt...), it says
+ *     which call, and that call's manual page lists them. tl_strerror() names
+ *     every one. "an id's errors" stands for: -ENOENT for a stale id (its
+ *     handle or operation has ended), -EINVAL for an id of another loop or 0.
+ *   - Structs passed in (options) must be zero-initialised as a whole, e.g.
+ *     `tl_loop_options o = {0};`: their reserved words are where later versions
+ *     of the library add fields, and zero keeps today's behaviour.
  *   - Threading: a loop is used by one thread at a time, the thread that turns it
  *     (handing a loop to a new thread needs the usual happens-before, such as
  *     pthread_create). Only the functions marked "any thread" may be called
@@ -29,7 +37,13 @@ extern "C" {
 #error "turnloop: only Linux is supported so far (epoll, io_uring); kqueue is a backend yet to be written"
 #endif
 
-#define TL_VERSION_STRING "0.1.0"
+#include "turnloop_version.h" /* TL_VERSION_MAJOR, _MINOR, _PATCH, _STRING: generated */
+
+/* The library's own version, (MAJOR << 16) | (MINOR << 8) | PATCH, which may
+ * differ from the header's TL_VERSION_* when an application was built against
+ * another libturnloop.so.0. */
+unsigned tl_version(void);
+const char *tl_version_string(void);
 
 typedef struct tl_loop tl_loop;
 
@@ -105,12 +119,19 @@ typedef struct tl_loop_options {
     uint32_t recv_buffers;     /* loop-owned buffers for TL_OP_RECV; 0 = 64 */
     uint32_t recv_buffer_size; /* bytes each; 0 = 16384 */
     unsigned flags;            /* TL_LOOP_* */
+    uint64_t reserved[6];      /* zero: room for fields of later versions */
 } tl_loop_options;
 
-/* Simulates a platform whose SO_REUSEPORT does not distribute (macOS, OpenBSD),
- * so that tests can show DISTRIBUTE refused with nothing left behind. The
- * capability is per loop, never process-wide. */
+/* For tests only: simulates a platform whose SO_REUSEPORT does not distribute
+ * (macOS, OpenBSD), so that a test can show DISTRIBUTE refused with nothing
+ * left behind. The capability is per loop, never process-wide. A server has
+ * no reason to set it. */
 #define TL_LOOP_NO_DISTRIBUTE 0x1u
+/* Simulates a kernel without SO_ATTACH_REUSEPORT_CBPF (before 4.5), so that
+ * tests can show a CPU-steered route refused with nothing left behind. The
+ * refusal happens where the real one would: at the setsockopt, after the
+ * listeners are bound, so the undo is what gets tested. Per loop. */
+#define TL_LOOP_NO_CPU_STEER 0x2u
 
 /* Counters a host may read from the loop's own thread. Monotonic. */
 typedef struct tl_loop_stats {
@@ -126,6 +147,7 @@ typedef struct tl_loop_stats {
     uint64_t accept_pauses;      /* times accepting paused at the handle ceiling */
     uint64_t accept_errors;      /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
     uint64_t recv_buffer_starved; /* TL_OP_RECV ended with -ENOBUFS: no loop buffer free */
+    uint64_t reserved[8];         /* zero today; counters of later versions */
 } tl_loop_stats;
 
 /* ---- loops ------------------------------------------------------------- */
@@ -133,7 +155,12 @@ typedef struct tl_loop_stats {
 /* Creates a loop. Allocates; free with tl_loop_free(). opts may be NULL.
  * A backend asked for by name that cannot run is an error (-ENOSYS, -EPERM,
  * -EOPNOTSUPP), never a silent fallback; TL_BACKEND_AUTO falls back to epoll,
- * and chooses epoll outright when the environment has TURNLOOP_BACKEND=epoll. */
+ * and chooses epoll outright when the environment has TURNLOOP_BACKEND=epoll.
+ * Errors: -EINVAL (a ceiling of 2^24 or more, an unknown backend), -ENOMEM;
+ * for TL_BACKEND_URING: -EOPNOTSUPP (not built, or an opcode it needs is
+ * missing), and io_uring_setup's errors (-ENOSYS, -EPERM when io_uring is
+ * disabled, -ENOMEM); epoll_create1's and eventfd's errors (-EMFILE, -ENFILE,
+ * -ENOMEM). */
 int tl_loop_new(tl_loop **out, const tl_loop_options *opts);
 
 /* Frees the loop and everything it still holds (open descriptors are closed,
@@ -143,7 +170,10 @@ void tl_loop_free(tl_loop *loop);
 
 /* One turn: at most one OS wait (none when completions are already queued),
  * then up to cap completions are copied into out. timeout_ms < 0 waits without
- * limit, 0 polls. Returns the number of records (>= 0) or a negative errno. */
+ * limit, 0 polls. Returns the number of records (>= 0) or a negative errno.
+ * Errors: -EINVAL (cap <= 0 or out NULL); the backend's wait (epoll_wait,
+ * io_uring_enter) failing other than by a signal, which is not retried. A
+ * signal (EINTR) is not an error: the turn returns what it has. */
 int tl_loop_turn(tl_loop *loop, int timeout_ms, tl_completion *out, int cap);
 
 /* Handles + pending operations + undelivered completions + queued posts. A loop
@@ -167,7 +197,8 @@ uint32_t tl_loop_load(const tl_loop *loop);
 void tl_loop_wake(tl_loop *loop);
 
 /* Any thread. Queues a message; the loop reports it as a TL_OP_POST completion
- * with the given token. The loop copies msg. -ENOMEM if the queue cannot grow. */
+ * with the given token. The loop copies msg.
+ * Errors: -ENOMEM (the queue cannot grow). */
 int tl_loop_post(tl_loop *loop, uint64_t token, const tl_message *msg);
 
 /* ---- handles ----------------------------------------------------------- */
@@ -182,11 +213,16 @@ typedef struct tl_listen_options {
 
 /* Binds and listens; the loop owns the socket. On error nothing is left behind:
  * no socket, no handle. A DISTRIBUTE listener on a platform that cannot
- * distribute is refused with -EOPNOTSUPP. */
+ * distribute is refused with -EOPNOTSUPP.
+ * Errors: -EINVAL (an unknown reuse_port), -EOPNOTSUPP, -EMFILE (the handle
+ * ceiling), -ENOMEM; socket(), setsockopt(), bind() (-EADDRINUSE, -EACCES,
+ * -EADDRNOTAVAIL) and listen() errors; the backend's registration
+ * (epoll_ctl: -ENOMEM, -ENOSPC). */
 int tl_listen(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
               const tl_listen_options *opts, tl_handle *out);
 
-/* Sharing one listening socket between loops, the baselines of DESIGN.md. */
+/* Sharing one listening socket between loops: the baselines the routes above
+ * are measured against (nginx's EPOLLEXCLUSIVE, and the herd). */
 #define TL_SHARED_EXCLUSIVE 0x1u /* EPOLLEXCLUSIVE: the kernel wakes one waiting loop */
 
 /* Adopts an existing listening socket that other loops share. The loop dup()s
@@ -194,73 +230,105 @@ int tl_listen(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
  * TL_SHARED_EXCLUSIVE every loop is woken for every connection (the herd).
  * A backend that cannot honour TL_SHARED_EXCLUSIVE refuses it with -EOPNOTSUPP
  * (io_uring: an accept SQE has no wake-one). A loop made with TL_BACKEND_AUTO
- * that holds nothing yet moves to epoll instead, and tl_loop_backend() says so. */
+ * that holds nothing yet moves to epoll instead, and tl_loop_backend() says so.
+ * Errors: -EINVAL (unknown flags), -EOPNOTSUPP, -EMFILE (the handle ceiling),
+ * -ENOMEM; fcntl(F_DUPFD_CLOEXEC) errors (-EBADF, -EMFILE); epoll_ctl errors. */
 int tl_listen_shared(tl_loop *loop, int fd, unsigned flags, tl_handle *out);
 
-/* Adopts a connected stream socket (from accept4 or socketpair) as a handle.
- * The loop takes ownership of fd, even on error (it is closed then). */
+/* Adopts a stream socket (connected, from accept4 or socketpair, or a
+ * listening one) as a handle. The loop takes ownership of fd, even on error
+ * (it is closed then).
+ * Errors: -ENOTSOCK (not a stream socket), -EMFILE (the handle ceiling),
+ * -ENOMEM; fcntl() errors (-EBADF); the backend's registration errors. */
 int tl_adopt_fd(tl_loop *loop, int fd, tl_handle *out);
 
-/* The socket's local address (for a listener bound to port 0). */
+/* The socket's local address (for a listener bound to port 0), and its peer's.
+ * len may be NULL.
+ * Errors: an id's errors; getsockname()/getpeername() errors (-ENOTCONN). */
 int tl_handle_sockname(tl_loop *loop, tl_handle h, struct sockaddr_storage *out, socklen_t *len);
 int tl_handle_peername(tl_loop *loop, tl_handle h, struct sockaddr_storage *out, socklen_t *len);
 
-/* The descriptor, for setsockopt and the like. Owned by the loop: never close it. */
+/* The descriptor, for setsockopt and the like. Owned by the loop: never close it.
+ * Errors: an id's errors. */
 int tl_handle_fd(tl_loop *loop, tl_handle h);
 
 /* Closes a handle: every pending operation completes as -ECANCELED, then one
  * TL_OP_CLOSE completion with token is reported. The handle counts against the
- * ceiling until that completion has been delivered. */
+ * ceiling until that completion has been delivered.
+ * Errors: an id's errors; -EALREADY (the handle is already closing: its close
+ * will be reported once, as asked first). */
 int tl_close(tl_loop *loop, tl_handle h, uint64_t token);
 
 /* ---- operations ---------------------------------------------------------- */
 
 /* Accepting. Single-shot: one TL_OP_ACCEPT completion, final. At the handle
  * ceiling it completes with -EMFILE and leaves the connection in the kernel's
- * queue (the seed's ResourceLimit: loud, and nothing is dropped).
+ * queue (a resource limit: loud, and nothing is dropped).
  * With TL_ACCEPT_MULTISHOT it completes once per connection without
  * TL_CQE_FINAL; at the ceiling it pauses, leaving the rest queued in the
- * kernel, and resumes by itself when a handle is freed (turnloop#77). */
+ * kernel, and resumes by itself when a handle is freed: a multishot accept
+ * never outruns the ceiling, and no connection is dropped.
+ *
+ * Errors of every operation on a handle (tl_accept, tl_read, tl_recv,
+ * tl_write, tl_writev), returned at once and with no completion to follow:
+ * an id's errors; -EBADF (the handle is closing or detaching); -EINVAL (an
+ * accept on a stream, or a stream operation on a listener, or the arguments
+ * named below); -ENOSPC (the operation ceiling); -ENOMEM (tables without a
+ * ceiling cannot grow). Errors found later arrive in the completion's res. */
 #define TL_ACCEPT_MULTISHOT 0x1u
 int tl_accept(tl_loop *loop, tl_handle listener, unsigned flags, uint64_t token, tl_op *out);
 
 /* Creates a stream handle and connects it. Non-blocking; TL_OP_CONNECT reports
- * the outcome. *out_handle is valid at once (operations may be queued on it). */
+ * the outcome. *out_handle is valid at once (operations may be queued on it).
+ * Errors: -ENOSPC (the operation ceiling), -EMFILE (the handle ceiling),
+ * -ENOMEM; socket() errors; connect() errors other than -EINPROGRESS (e.g.
+ * -ENETUNREACH, -EADDRNOTAVAIL; a refusal usually arrives later, in res). */
 int tl_connect(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen, uint64_t token,
                tl_handle *out_handle, tl_op *out);
 
 /* Reads once into buf. buf is the caller's and must stay valid until the final
- * completion. res 0 is the end of the stream. */
+ * completion. res 0 is the end of the stream. Errors: as above; -EINVAL for a
+ * NULL buf or len 0. */
 int tl_read(tl_loop *loop, tl_handle h, void *buf, uint32_t len, uint64_t token, tl_op *out);
 
 /* Multishot receive into loop-owned buffers: one TL_OP_RECV completion per
  * arrival, each with TL_CQE_BUFFER; the host returns each buffer with
  * tl_buffer_release(). Ends (final) on end of stream (res 0), an error, cancel,
- * or -ENOBUFS when the loop has no free buffer (re-arm after releasing some). */
+ * or -ENOBUFS when the loop has no free buffer (re-arm after releasing some).
+ * Errors: as above. */
 int tl_recv(tl_loop *loop, tl_handle h, uint64_t token, tl_op *out);
 
-/* Returns a buffer received through TL_OP_RECV. Loop thread only. */
+/* Returns a buffer received through TL_OP_RECV. Loop thread only. An id that
+ * is not a buffer the host holds is ignored (a double release never corrupts
+ * the loop's free list). */
 void tl_buffer_release(tl_loop *loop, uint32_t id);
 
 /* Writes all len bytes (partial writes are continued inside). buf is the
- * caller's until the final completion; res is len or a negative errno. */
+ * caller's until the final completion; res is len or a negative errno (a peer
+ * that vanished is -EPIPE or -ECONNRESET, never SIGPIPE). Errors: as above. */
 int tl_write(tl_loop *loop, tl_handle h, const void *buf, uint32_t len, uint64_t token, tl_op *out);
 
 /* Writes an iovec array in full. The iovec array is copied; the bytes it points
- * to stay the caller's until the final completion. iovcnt <= TL_MAX_IOV. */
+ * to stay the caller's until the final completion. iovcnt <= TL_MAX_IOV.
+ * Errors: as above; -EINVAL for iovcnt outside 1..TL_MAX_IOV or a total of 0
+ * bytes or more than INT32_MAX. */
 #define TL_MAX_IOV 8
 struct iovec;
 int tl_writev(tl_loop *loop, tl_handle h, const struct iovec *iov, int iovcnt, uint64_t token,
               tl_op *out);
 
-/* A one-shot timer, not bound to a handle. res 0 when it fires. */
+/* A one-shot timer, not bound to a handle. res 0 when it fires.
+ * Errors: -ENOSPC (the operation ceiling), -ENOMEM. */
 int tl_timer(tl_loop *loop, uint64_t timeout_ms, uint64_t token, tl_op *out);
 
 /* Asks a pending operation to end. It still completes exactly once: with
  * -ECANCELED, or with its result if it finished first. -ENOENT if the id is
  * stale (already finished). A multishot operation may still deliver results
  * (TL_OP_RECV data, TL_OP_ACCEPT connections) between the cancel and its
- * final completion: on io_uring the kernel finishes what it had in hand. */
+ * final completion: on io_uring the kernel finishes what it had in hand.
+ * Errors: an id's errors (-ENOENT also when the operation has finished and its
+ * final completion is on its way); -EALREADY (a cancel was already asked: it
+ * still completes once). */
 int tl_cancel(tl_loop *loop, tl_op op);
 
 /* Milliseconds on the loop's monotonic clock, cached at each turn. */
@@ -278,17 +346,22 @@ typedef struct tl_detached {
  * operations (each completes exactly once); while any operation, completion or
  * received buffer of the handle is outstanding it answers -EAGAIN: turn the
  * loop and call again. On 0 the handle is gone from this loop and *out owns the
- * descriptor. */
+ * descriptor.
+ * Errors: -EAGAIN (not quiescent yet); an id's errors; -EBADF (the handle is
+ * closing); -EINVAL (a loop's duplicate of a shared listener: close it). */
 int tl_detach(tl_loop *loop, tl_handle h, tl_detached *out);
 
-/* Adopts a detached transport. On -EMFILE (a full loop) the transport is
- * closed, never leaked. */
+/* Adopts a detached transport. On any error the transport is closed, never
+ * leaked. Errors: -EMFILE (a full loop), -EINVAL (not a detached transport),
+ * -ENOMEM; the backend's registration errors. */
 int tl_attach(tl_loop *loop, const tl_detached *d, tl_handle *out);
 
 /* Any thread. Queues a detached transport for loop, which attaches it inside a
  * turn and reports TL_OP_ADOPT with the new handle in u.accepted. A loop at its
  * handle ceiling keeps the transport queued until a handle is freed: nothing
- * is dropped. -ENOMEM if the queue cannot grow (the transport is then closed). */
+ * is dropped. Errors: -ENOMEM (the queue cannot grow; the transport is then
+ * closed). A transport the loop later fails to attach is reported as
+ * TL_OP_ADOPT with that error in res (and closed). */
 int tl_loop_post_transport(tl_loop *loop, const tl_detached *d, uint64_t token);
 
 /* ---- accept routes ------------------------------------------------------ */
@@ -297,9 +370,23 @@ int tl_loop_post_transport(tl_loop *loop, const tl_detached *d, uint64_t token);
  * loops[i] gets out[i]. If the platform cannot distribute, or any bind fails,
  * every listener already made is closed and the error returned. If addr asks
  * for port 0, the first listener's port is used for the others. It touches
- * every loop: call it before their threads start turning them. */
+ * every loop: call it before their threads start turning them.
+ * Errors: -EINVAL (n <= 0, an address longer than sockaddr_storage),
+ * -EOPNOTSUPP (a loop cannot distribute); tl_listen()'s errors. */
 int tl_route_reuse_port(tl_loop **loops, int n, const struct sockaddr *addr, socklen_t addrlen,
                         int backlog, tl_handle *out);
+
+/* CPU-steered kernel distribution: the listeners of tl_route_reuse_port, plus
+ * a classic BPF program (SO_ATTACH_REUSEPORT_CBPF) that makes the kernel pick
+ * the listener of the CPU that processed the connection's SYN instead of
+ * hashing the 4-tuple. Listener i is made by loops[i] in order, so it is index
+ * i of the kernel's group. cpus[i] is the CPU loops[i] runs on (the host pins
+ * it); a SYN on a CPU not in cpus goes to listener cpu % n. cpus NULL: cpu % n
+ * for all (loop i on CPU i). Where the kernel has no such option (or a loop
+ * has TL_LOOP_NO_CPU_STEER) it is refused with -EOPNOTSUPP and every listener
+ * already made is closed. Same threading rule as tl_route_reuse_port. */
+int tl_route_reuse_port_cpu(tl_loop **loops, int n, const struct sockaddr *addr, socklen_t addrlen,
+                            int backlog, const int *cpus, tl_handle *out);
 
 /* Handoff: one accepting loop hands connections to sibling loops. */
 typedef enum tl_handoff_policy {
@@ -310,18 +397,39 @@ typedef enum tl_handoff_policy {
 typedef struct tl_handoff tl_handoff;
 
 /* Allocates a handoff over workers (the array is copied). Free with
- * tl_handoff_free() after the workers are done. */
+ * tl_handoff_free() after the workers are done.
+ * Errors: -EINVAL (n <= 0, an unknown policy), -ENOMEM. */
 int tl_handoff_new(tl_handoff **out, tl_loop **workers, int n, tl_handoff_policy policy);
 void tl_handoff_free(tl_handoff *ho);
 
 /* Called on the accepting loop's thread with a handle it just accepted (no
  * operation pending on it). Detaches it and posts it to the worker the policy
  * picks; that worker reports TL_OP_ADOPT with token. Returns the worker index
- * (>= 0) or a negative errno (the connection is then closed). */
+ * (>= 0) or a negative errno (the connection is then closed).
+ * Errors: tl_detach()'s (-EAGAIN when the host left an operation on it, a
+ * broken contract: the handle is closed), tl_loop_post_transport()'s. */
 int tl_handoff_dispatch(tl_handoff *ho, tl_loop *acceptor, tl_handle accepted, uint64_t token);
 
-/* Per-worker count of transports handed out so far. */
+/* Per-worker count of transports handed out so far (0 for an index out of range). */
 uint64_t tl_handoff_count(const tl_handoff *ho, int worker);
+
+/* Several accepting loops (the next move when one acceptor saturates):
+ * acceptors[a] gets its own listener listeners[a], bound with
+ * TL_REUSE_PORT_SHARE on one address (port 0: the first one's port), and its
+ * own handoff handoffs[a] over a fixed subset of the workers, the ones
+ * tl_handoff_subset() names, with policy (round-robin exact within the
+ * subset; least-loaded across it). An acceptor may also be a worker. Which
+ * listener a connection reaches is the kernel's: SHARE promises nothing, and
+ * on Linux (SO_REUSEPORT) it is the 4-tuple hash. Needs 1 <= k <= n. On error
+ * every listener and handoff made is undone. Free each handoff with
+ * tl_handoff_free(); the listeners are handles of their loops. */
+int tl_route_handoff_group(tl_loop **acceptors, int k, tl_loop **workers, int n,
+                           tl_handoff_policy policy, const struct sockaddr *addr, socklen_t addrlen,
+                           int backlog, tl_handle *listeners, tl_handoff **handoffs);
+
+/* The workers acceptor a of k feeds out of n: [*first, *first + result), a
+ * contiguous block; blocks differ in size by at most one. */
+int tl_handoff_subset(int n, int k, int a, int *first);
 
 /* Whether listeners of this loop can DISTRIBUTE: the platform's answer,
  * unless the loop was made with TL_LOOP_NO_DISTRIBUTE. */
@@ -335,7 +443,10 @@ typedef struct tl_acceptor tl_acceptor;
 /* Starts the threads. fd stays the caller's and must outlive tl_acceptor_stop();
  * it is made non-blocking (a file status flag: every descriptor of the socket
  * sees it). The loops array is copied. Out of descriptors, a thread backs off
- * for 100 ms rather than spin. */
+ * for 100 ms rather than spin.
+ * Errors: -EINVAL (nthreads <= 0, fd < 0, nloops <= 0, an unknown policy),
+ * -ENOMEM; fcntl(), eventfd(), epoll_create1(), epoll_ctl() (-EINVAL if fd
+ * is not pollable) and pthread_create() errors (-EAGAIN). */
 int tl_acceptor_start(tl_acceptor **out, int fd, int nthreads, tl_loop **loops, int nloops,
                       tl_handoff_policy policy, uint64_t token);
 
@@ -345,12 +456,14 @@ int tl_acceptor_start(tl_acceptor **out, int fd, int nthreads, tl_loop **loops, 
  * whoever else accepts on it. Close fd to end it. */
 void tl_acceptor_stop(tl_acceptor *a);
 
-/* Connections accepted by the threads so far, and handed to loop i. */
+/* Connections accepted by the threads so far and handed to loop i (0 for an
+ * index out of range). */
 uint64_t tl_acceptor_count(const tl_acceptor *a, int loop_index);
 
 /* ---- misc --------------------------------------------------------------- */
 
-/* A static description of a negative errno ("handle ceiling reached" for -EMFILE ...). */
+/* A static description of a negative errno ("handle ceiling reached" for
+ * -EMFILE ...): turnloop's meaning where it gives one, else strerror()'s. */
 const char *tl_strerror(int err);
 
 #ifdef __cplusplus

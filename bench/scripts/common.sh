@@ -17,7 +17,7 @@ find_bench() {
              "or set TURNLOOP_BENCH" >&2
         exit 2
     fi
-    command -v jq >/dev/null || { echo "jq is needed (scripts/bootstrap installs it)" >&2; exit 2; }
+    command -v jq >/dev/null || { echo "jq is needed (scripts/bootstrap --bench installs it)" >&2; exit 2; }
 }
 meta_commit=$(git -C "$bench_root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 meta_cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)

@@ -128,6 +128,7 @@ static char *metrics_text(sws_server *s, size_t *len) {
             "# HELP scalwsd_draining 1 while draining, 2 after the drain timeout.\n"
             "# TYPE scalwsd_draining gauge\nscalwsd_draining %d\n",
             atomic_load(&s->drain));
+    sws_balance_metrics(s, f);
     if (s->sc_ops->metrics)
         s->sc_ops->metrics(s, f);
     if (s->acme)
@@ -141,11 +142,39 @@ static char *status_json(sws_server *s, size_t *len) {
     for (int i = 0; i < s->nloops; i++) {
         sws_worker *w = &s->workers[i];
         json_array_append_new(
-            loops, json_pack("{s:i, s:i, s:I, s:I, s:I, s:I, s:f}", "index", i, "cpu", w->cpu,
-                             "requests", (json_int_t)CTR(w, requests), "accepted",
+            loops, json_pack("{s:i, s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:i}", "index", i, "cpu",
+                             w->cpu, "requests", (json_int_t)CTR(w, requests), "accepted",
                              (json_int_t)CTR(w, accepted), "active", (json_int_t)CTR(w, active),
-                             "closed", (json_int_t)CTR(w, closed), "cpu_seconds", loop_cpu(s, i)));
+                             "closed", (json_int_t)CTR(w, closed), "cpu_seconds", loop_cpu(s, i),
+                             "accepts", w->accepts, "fed_by", w->fed_by));
     }
+    /* Who accepts and whom each feeds: the loops with a listener, and the
+     * loops served from each one's accepts. */
+    json_t *acceptors = json_array();
+    for (int a = 0; a < s->nloops; a++) {
+        if (!s->workers[a].accepts)
+            continue;
+        json_t *feeds = json_array();
+        for (int i = 0; i < s->nloops; i++)
+            if (s->workers[i].fed_by == a)
+                json_array_append_new(feeds, json_integer(i));
+        /* Connections this loop accepted and handed on (handoff), counted by
+         * the library; the kernel routes' loops accept only for themselves. */
+        uint64_t handed = 0;
+        for (size_t j = 0; s->workers[a].handoff && j < json_array_size(feeds); j++)
+            handed += tl_handoff_count(s->workers[a].handoff, (int)j);
+        json_t *e = json_pack("{s:i, s:o}", "loop", a, "feeds", feeds);
+        if (s->workers[a].handoff)
+            json_object_set_new(e, "handed_on", json_integer((json_int_t)handed));
+        json_array_append_new(acceptors, e);
+    }
+    char accept_text[160];
+    sws_balance_describe(s, accept_text, sizeof(accept_text));
+    json_t *accept = json_pack("{s:s, s:s, s:s, s:o}", "route", sws_accept_name(s->route),
+                               "configured", sws_accept_name(s->cfg->accept), "description",
+                               accept_text, "acceptors", acceptors);
+    json_t *imb = json_pack("{s:f, s:f}", "requests", sws_balance_imbalance_requests(s), "active",
+                            sws_balance_imbalance_active(s));
     static const char *const drain[] = {"serving", "draining", "forced"};
     json_t *root =
         json_pack("{s:s, s:s, s:s, s:s, s:b, s:i, s:b, s:s, s:I, s:o}", "version", SWS_VERSION,
@@ -153,8 +182,13 @@ static char *status_json(sws_server *s, size_t *len) {
                   sws_accept_name(s->route), "shared", s->shared, "threads", s->nthreads, "pinned",
                   s->pinned, "state", drain[atomic_load(&s->drain) % 3], "uptime_ms",
                   (json_int_t)(sws_now_ms() - s->started_ms), "loops", loops);
-    if (!root)
+    if (!root) {
+        json_decref(accept);
+        json_decref(imb);
         return NULL;
+    }
+    json_object_set_new(root, "accept", accept);
+    json_object_set_new(root, "imbalance", imb);
     if (s->cfg->tls_server) {
         sws_tls_info ti;
         sws_tls_server_info(s->cfg->tls_server, &ti);

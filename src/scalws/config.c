@@ -1,57 +1,19 @@
-/* Config loading with inih. One table maps [section] key to a setter; a wrong
- * key or bad value is reported as one line, "file:line: [section] key: why",
- * and the loader stops at the first error (inih reports its line). */
+/* Config loading with inih, driven by the key table of config_keys.c: each
+ * key's kind says how its value is parsed and written back. A wrong key or bad
+ * value is reported as one line, "file:line: [section] key: why", and the
+ * loader stops at the first error (inih reports its line). */
 #include "config.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void sws_config_defaults(sws_config *c) {
-    memset(c, 0, sizeof(*c));
-    sws_parse_addr("127.0.0.1:8080", &c->listen);
-    strcpy(c->listen_origin, "[server] listen (default)");
-    c->event_loops = -1;
-    c->worker_threads = -1;
-    c->accept = SWS_ACCEPT_REUSE_PORT;
-    /* auto: io_uring where the kernel has it. With COOP_TASKRUN it serves
-     * more requests per CPU-second than epoll in every shape measured
-     * (bench/results/vs-nginx-uring-coop-*.json against vs-nginx-epoll-*). */
-    c->backend = SWS_BACKEND_AUTO;
-    c->drain_timeout_ms = 10000;
-    c->defer_accept = true;
-    c->status = 200;
-    static const char body[] = "Hello from scalwsd\n";
-    memcpy(c->body, body, sizeof(body) - 1);
-    c->body_len = sizeof(body) - 1;
-    strcpy(c->content_type, "text/plain");
-    c->limits = (sws_http_limits)SWS_HTTP_DEFAULT_LIMITS;
-    c->header_timeout_ms = 10000;
-    c->keepalive_timeout_ms = 75000;
-    c->send_timeout_ms = 30000;
-    c->max_connections = 10000;
-    c->handshake_timeout_ms = 10000;
-    sws_tls_config_defaults(&c->tls);
-    sws_acme_config_defaults(&c->acme);
-    c->admin_enabled = false;
-    sws_proxy_config_defaults(&c->proxy);
-}
-
-static const char *const accept_names[] = {"reuse-port", "handoff", "exclusive", "acceptor",
-                                           "herd"};
-static const char *const backend_names[] = {"auto", "epoll", "uring"};
-
-const char *sws_accept_name(sws_accept_route r) {
-    return accept_names[r];
-}
-const char *sws_backend_name(sws_backend b) {
-    return backend_names[b];
-}
 
 int sws_parse_endpoint(const char *text, bool peer, struct sockaddr_storage *ss, socklen_t *len) {
     char host[SWS_ADDR_MAX];
@@ -103,7 +65,7 @@ int sws_parse_addr(const char *text, sws_addr *out) {
     return err;
 }
 
-/* Unsigned integer with an optional multiplier suffix from units. */
+/* Unsigned integer with an optional multiplier suffix. */
 static int parse_scaled(const char *v, uint64_t *out, const char *const *suffix,
                         const uint64_t *mult, int nsuffix) {
     char *e;
@@ -131,29 +93,26 @@ static int parse_scaled(const char *v, uint64_t *out, const char *const *suffix,
     return 0;
 }
 
-static int parse_ms(const char *v, uint32_t *out) {
+int sws_parse_ms(const char *v, uint64_t *out) {
     static const char *const s[] = {"ms", "s", "m"};
     static const uint64_t m[] = {1, 1000, 60000};
     uint64_t n;
-    /* A bare number is seconds, as in nginx. */
     if (parse_scaled(v, &n, s, m, 3) < 0)
         return -EINVAL;
-    if (!strpbrk(v, "msMS"))
+    if (!strpbrk(v, "msMS")) /* a bare number is seconds, as in nginx */
         n *= 1000;
-    if (n > UINT32_MAX)
-        return -EINVAL;
-    *out = (uint32_t)n;
+    *out = n;
     return 0;
 }
 
-static int parse_size(const char *v, uint64_t *out) {
+int sws_parse_size(const char *v, uint64_t *out) {
     static const char *const s[] = {"k", "m", "g", "kb", "mb", "gb", "kib", "mib", "gib"};
     static const uint64_t m[] = {1ull << 10, 1ull << 20, 1ull << 30, 1ull << 10, 1ull << 20,
                                  1ull << 30, 1ull << 10, 1ull << 20, 1ull << 30};
     return parse_scaled(v, out, s, m, 9);
 }
 
-static int parse_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
+int sws_parse_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
     char *e;
     if (!isdigit((unsigned char)*v))
         return -EINVAL;
@@ -165,176 +124,197 @@ static int parse_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
     return 0;
 }
 
-static int pick(const char *v, const char *const *names, int n) {
-    for (int i = 0; i < n; i++)
-        if (strcmp(v, names[i]) == 0)
+static void *field(sws_config *c, const sws_key *k) {
+    return (char *)c + k->off;
+}
+static const void *cfield(const sws_config *c, const sws_key *k) {
+    return (const char *)c + k->off;
+}
+
+static void store_uint(sws_config *c, const sws_key *k, uint64_t n) {
+    switch (k->width) {
+    case 1:
+        *(uint8_t *)field(c, k) = (uint8_t)n;
+        break;
+    case 4:
+        *(uint32_t *)field(c, k) = (uint32_t)n;
+        break;
+    default:
+        *(uint64_t *)field(c, k) = n;
+    }
+}
+
+static uint64_t load_uint(const sws_config *c, const sws_key *k) {
+    switch (k->width) {
+    case 1:
+        return *(const uint8_t *)cfield(c, k);
+    case 4:
+        return *(const uint32_t *)cfield(c, k);
+    default:
+        return *(const uint64_t *)cfield(c, k);
+    }
+}
+
+/* "a, b or c" from a NULL-terminated list. */
+static void join_names(const char *const *names, char *out, size_t len) {
+    size_t n = 0, used = 0;
+    while (names[n])
+        n++;
+    out[0] = '\0';
+    for (size_t i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(out + used, len - used, "%s%s",
+                                 i == 0       ? ""
+                                 : i + 1 == n ? " or "
+                                              : ", ",
+                                 names[i]);
+}
+
+static const char *bool_on[] = {"on", "true", "1"};
+static const char *bool_off[] = {"off", "false", "0"};
+
+static int set_key(sws_config *c, const sws_key *k, const char *v, char *why, size_t len) {
+    uint64_t n;
+    switch (k->kind) {
+    case SWS_KEY_UINT:
+        if (sws_parse_uint(v, k->lo, k->hi, &n) < 0)
+            goto bad_range;
+        store_uint(c, k, n);
+        return 0;
+    case SWS_KEY_SIZE:
+        if (sws_parse_size(v, &n) < 0 || n < k->lo || n > k->hi) {
+            snprintf(why, len, "bad size '%s' (e.g. 8k, 1m; %" PRIu64 "..%" PRIu64 " bytes)", v,
+                     k->lo, k->hi);
+            return -EINVAL;
+        }
+        store_uint(c, k, n);
+        return 0;
+    case SWS_KEY_MS:
+        if (sws_parse_ms(v, &n) < 0 || n < k->lo || n > k->hi) {
+            snprintf(why, len, "bad duration '%s' (e.g. 10s, 500ms)", v);
+            return -EINVAL;
+        }
+        store_uint(c, k, n);
+        return 0;
+    case SWS_KEY_BOOL:
+        for (int i = 0; i < 3; i++) {
+            if (strcmp(v, bool_on[i]) == 0 || strcmp(v, bool_off[i]) == 0) {
+                *(bool *)field(c, k) = strcmp(v, bool_on[i]) == 0;
+                return 0;
+            }
+        }
+        snprintf(why, len, "bad value '%s' (want on or off)", v);
+        return -EINVAL;
+    case SWS_KEY_ENUM:
+        for (int i = 0; k->names[i]; i++) {
+            if (strcmp(v, k->names[i]) == 0) {
+                if (k->width == 1)
+                    *(uint8_t *)field(c, k) = (uint8_t)i;
+                else
+                    *(int *)field(c, k) = i;
+                return 0;
+            }
+        }
+        char names[200];
+        join_names(k->names, names, sizeof names);
+        snprintf(why, len, "bad value '%s' (want %s)", v, names);
+        return -EINVAL;
+    case SWS_KEY_STRING:
+        if (strlen(v) >= k->width || strpbrk(v, "\r\n")) {
+            snprintf(why, len, "bad value (one line, up to %zu bytes)", k->width - 1);
+            return -EINVAL;
+        }
+        strcpy(field(c, k), v);
+        return 0;
+    case SWS_KEY_CUSTOM:
+        return k->parse(c, v, why, len);
+    }
+bad_range:
+    snprintf(why, len, "bad value '%s' (want %" PRIu64 "..%" PRIu64 ")", v, k->lo, k->hi);
+    return -EINVAL;
+}
+
+void sws_config_format(const sws_config *c, const sws_key *k, char *out, size_t len) {
+    uint64_t n;
+    switch (k->kind) {
+    case SWS_KEY_UINT:
+        snprintf(out, len, "%" PRIu64, load_uint(c, k));
+        return;
+    case SWS_KEY_SIZE:
+        n = load_uint(c, k);
+        if (n && n % (1u << 20) == 0)
+            snprintf(out, len, "%" PRIu64 "m", n >> 20);
+        else if (n && n % 1024 == 0)
+            snprintf(out, len, "%" PRIu64 "k", n >> 10);
+        else
+            snprintf(out, len, "%" PRIu64, n);
+        return;
+    case SWS_KEY_MS:
+        n = load_uint(c, k);
+        if (n % 1000 == 0)
+            snprintf(out, len, "%" PRIu64 "s", n / 1000);
+        else
+            snprintf(out, len, "%" PRIu64 "ms", n);
+        return;
+    case SWS_KEY_BOOL:
+        snprintf(out, len, "%s", *(const bool *)cfield(c, k) ? "on" : "off");
+        return;
+    case SWS_KEY_ENUM:
+        n = k->width == 1 ? *(const uint8_t *)cfield(c, k) : (uint64_t) * (const int *)cfield(c, k);
+        snprintf(out, len, "%s", k->names[n]);
+        return;
+    case SWS_KEY_STRING:
+        snprintf(out, len, "%s", (const char *)cfield(c, k));
+        return;
+    case SWS_KEY_CUSTOM:
+        k->format(c, out, len);
+        return;
+    }
+}
+
+static int key_index(const char *section, const char *key, bool *section_known) {
+    *section_known = false;
+    for (int i = 0; i < sws_config_nkeys; i++) {
+        if (strcmp(sws_config_keys[i].section, section) != 0)
+            continue;
+        *section_known = true;
+        if (strcmp(sws_config_keys[i].name, key) == 0)
             return i;
+    }
     return -1;
 }
 
-/* The body may carry \n, \r, \t and \\ escapes: ini values are one line. */
-static int set_body(sws_config *c, const char *v) {
-    size_t n = 0;
-    for (const char *s = v; *s; s++) {
-        char ch = *s;
-        if (ch == '\\' && s[1]) {
-            s++;
-            ch = *s == 'n' ? '\n' : *s == 'r' ? '\r' : *s == 't' ? '\t' : *s;
-        }
-        if (n >= SWS_BODY_MAX)
-            return -EINVAL;
-        c->body[n++] = ch;
+static int set_from(sws_config *c, const char *section, const char *key, const char *v,
+                    uint8_t origin, uint32_t line, char *err, size_t errlen) {
+    bool known;
+    int i = key_index(section, key, &known);
+    if (i < 0) {
+        snprintf(err, errlen, known ? "unknown key" : "unknown section");
+        return -EINVAL;
     }
-    c->body_len = n;
-    return 0;
+    int rc = set_key(c, &sws_config_keys[i], v, err, errlen);
+    if (rc == 0) {
+        c->origin[i] = origin;
+        c->origin_line[i] = line;
+    }
+    return rc;
 }
-
-#define BAD(...)                                                                                   \
-    do {                                                                                           \
-        snprintf(err, errlen, __VA_ARGS__);                                                        \
-        return -EINVAL;                                                                            \
-    } while (0)
 
 int sws_config_set(sws_config *c, const char *section, const char *key, const char *v, char *err,
                    size_t errlen) {
-    uint64_t n;
-    if (strcmp(section, "server") == 0) {
-        if (strcmp(key, "listen") == 0) {
-            /* "host:port" or "host:port tls". */
-            char addr[SWS_ADDR_MAX];
-            const char *sp = strpbrk(v, " \t");
-            size_t alen = sp ? (size_t)(sp - v) : strlen(v);
-            bool tls = false;
-            if (sp) {
-                while (*sp == ' ' || *sp == '\t')
-                    sp++;
-                if (strcmp(sp, "tls") != 0)
-                    BAD("bad listener option '%s' (want host:port or host:port tls)", sp);
-                tls = true;
-            }
-            if (alen >= sizeof(addr))
-                BAD("bad address '%s' (want host:port)", v);
-            memcpy(addr, v, alen);
-            addr[alen] = '\0';
-            if (sws_parse_addr(addr, &c->listen) < 0)
-                BAD("bad address '%s' (want host:port)", addr);
-            c->listen_tls = tls;
-        } else if (strcmp(key, "event_loops") == 0) {
-            if (strcmp(v, "auto") == 0 || !*v)
-                c->event_loops = -1;
-            else if (parse_uint(v, 0, 1024, &n) == 0)
-                c->event_loops = (int)n;
-            else
-                BAD("bad value '%s' (want auto, 0 or a count up to 1024)", v);
-        } else if (strcmp(key, "worker_threads") == 0) {
-            if (strcmp(v, "auto") == 0)
-                c->worker_threads = -1;
-            else if (parse_uint(v, 1, 1024, &n) == 0)
-                c->worker_threads = (int)n;
-            else
-                BAD("bad value '%s' (want auto or 1..1024)", v);
-        } else if (strcmp(key, "accept") == 0) {
-            int i = pick(v, accept_names, 5);
-            if (i < 0)
-                BAD("bad value '%s' (want reuse-port, handoff, exclusive, acceptor or herd)", v);
-            c->accept = (sws_accept_route)i;
-        } else if (strcmp(key, "backend") == 0) {
-            int i = pick(v, backend_names, 3);
-            if (i < 0)
-                BAD("bad value '%s' (want auto, epoll or uring)", v);
-            c->backend = (sws_backend)i;
-        } else if (strcmp(key, "drain_timeout") == 0) {
-            if (parse_ms(v, &c->drain_timeout_ms) < 0)
-                BAD("bad duration '%s' (e.g. 10s, 500ms)", v);
-        } else if (strcmp(key, "defer_accept") == 0) {
-            if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
-                c->defer_accept = true;
-            else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
-                c->defer_accept = false;
-            else
-                BAD("bad value '%s' (want on or off)", v);
-        } else if (strcmp(key, "scenario") == 0) {
-            if (strcmp(v, "respond") == 0)
-                c->scenario = SWS_SCENARIO_RESPOND;
-            else if (strcmp(v, "proxy") == 0)
-                c->scenario = SWS_SCENARIO_PROXY;
-            else
-                BAD("bad value '%s' (want respond or proxy)", v);
-        } else if (strcmp(key, "access_log") == 0) {
-            if (strlen(v) >= sizeof(c->access_log))
-                BAD("path too long");
-            strcpy(c->access_log, v);
-        } else
-            BAD("unknown key");
-    } else if (strcmp(section, "respond") == 0) {
-        if (strcmp(key, "status") == 0) {
-            if (parse_uint(v, 200, 599, &n) < 0)
-                BAD("bad status '%s' (want 200..599)", v);
-            c->status = (int)n;
-        } else if (strcmp(key, "body") == 0) {
-            if (set_body(c, v) < 0)
-                BAD("body longer than %d bytes", SWS_BODY_MAX);
-        } else if (strcmp(key, "content_type") == 0) {
-            if (strlen(v) >= sizeof(c->content_type) || strpbrk(v, "\r\n"))
-                BAD("bad content type");
-            strcpy(c->content_type, v);
-        } else
-            BAD("unknown key");
-    } else if (strcmp(section, "limits") == 0) {
-        if (strcmp(key, "header_bytes") == 0) {
-            if (parse_size(v, &n) < 0 || n < 256 || n > (1u << 20))
-                BAD("bad size '%s' (want 256..1m)", v);
-            c->limits.header_bytes = (uint32_t)n;
-        } else if (strcmp(key, "header_count") == 0) {
-            if (parse_uint(v, 1, 10000, &n) < 0)
-                BAD("bad count '%s' (want 1..10000)", v);
-            c->limits.header_count = (uint32_t)n;
-        } else if (strcmp(key, "uri_length") == 0) {
-            if (parse_size(v, &n) < 0 || n < 16 || n > (1u << 20))
-                BAD("bad size '%s' (want 16..1m)", v);
-            c->limits.uri_length = (uint32_t)n;
-        } else if (strcmp(key, "body_size") == 0) {
-            if (parse_size(v, &n) < 0)
-                BAD("bad size '%s' (e.g. 1m)", v);
-            c->limits.body_size = n;
-        } else if (strcmp(key, "header_timeout") == 0) {
-            if (parse_ms(v, &c->header_timeout_ms) < 0 || c->header_timeout_ms == 0)
-                BAD("bad duration '%s' (e.g. 10s)", v);
-        } else if (strcmp(key, "keepalive_timeout") == 0) {
-            if (parse_ms(v, &c->keepalive_timeout_ms) < 0 || c->keepalive_timeout_ms == 0)
-                BAD("bad duration '%s' (e.g. 75s)", v);
-        } else if (strcmp(key, "send_timeout") == 0) {
-            if (parse_ms(v, &c->send_timeout_ms) < 0 || c->send_timeout_ms == 0)
-                BAD("bad duration '%s' (e.g. 30s)", v);
-        } else if (strcmp(key, "handshake_timeout") == 0) {
-            if (parse_ms(v, &c->handshake_timeout_ms) < 0 || c->handshake_timeout_ms == 0)
-                BAD("bad duration '%s' (e.g. 10s)", v);
-        } else if (strcmp(key, "max_connections") == 0) {
-            if (parse_uint(v, 1, 1000000, &n) < 0)
-                BAD("bad count '%s' (want 1..1000000)", v);
-            c->max_connections = (uint32_t)n;
-        } else
-            BAD("unknown key");
-    } else if (strcmp(section, "proxy") == 0) {
-        return sws_proxy_config_set(&c->proxy, key, v, err, errlen);
-    } else if (strcmp(section, "tls") == 0) {
-        return sws_tls_config_set(&c->tls, key, v, err, errlen);
-    } else if (strcmp(section, "acme") == 0) {
-        return sws_acme_config_set(&c->acme, key, v, err, errlen);
-    } else if (strcmp(section, "admin") == 0) {
-        if (strcmp(key, "listen") == 0) {
-            if (!*v || strcmp(v, "off") == 0)
-                c->admin_enabled = false;
-            else if (sws_parse_addr(v, &c->admin) < 0)
-                BAD("bad address '%s' (want host:port or off)", v);
-            else
-                c->admin_enabled = true;
-        } else
-            BAD("unknown key");
-    } else {
-        BAD("unknown section");
+    return set_from(c, section, key, v, SWS_FROM_FILE, 0, err, errlen);
+}
+
+void sws_config_defaults(sws_config *c) {
+    _Static_assert(sizeof(c->origin) / sizeof(c->origin[0]) == SWS_CONFIG_KEYS_MAX, "origin");
+    assert(sws_config_nkeys <= SWS_CONFIG_KEYS_MAX);
+    memset(c, 0, sizeof(*c));
+    for (int i = 0; i < sws_config_nkeys; i++) {
+        const sws_key *k = &sws_config_keys[i];
+        char why[200];
+        if (k->def && set_key(c, k, k->def, why, sizeof why) < 0)
+            assert(!"a default of the key table does not parse");
     }
-    return 0;
+    strcpy(c->listen_origin, "[server] listen (default)");
 }
 
 struct load_ctx {
@@ -352,15 +332,16 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
     struct load_ctx *l = user;
     if (l->failed)
         return 0;
-    if (strcmp(section, "server") == 0 && strcmp(key, "listen") == 0)
-        snprintf(l->c->listen_origin, sizeof(l->c->listen_origin), "%s:%d: [server] listen",
-                 l->path, l->line);
-    if (sws_config_set(l->c, section, key, value, l->why, sizeof(l->why)) < 0) {
+    if (set_from(l->c, section, key, value, SWS_FROM_FILE, (uint32_t)l->line, l->why,
+                 sizeof(l->why)) < 0) {
         snprintf(l->section, sizeof(l->section), "%s", section);
         snprintf(l->key, sizeof(l->key), "%s", key);
         l->failed = true;
         return 0;
     }
+    if (strcmp(section, "server") == 0 && strcmp(key, "listen") == 0)
+        snprintf(l->c->listen_origin, sizeof(l->c->listen_origin), "%s:%d: [server] listen",
+                 l->path, l->line);
     return 1;
 }
 
@@ -391,6 +372,17 @@ int sws_config_load(sws_config *c, const char *path, char *err, size_t errlen) {
     return -EINVAL;
 }
 
+/* A flag sets a key as the file would, and wins over it. */
+static int set_flag(sws_config *c, const char *flag, const char *section, const char *key,
+                    const char *v, char *err, size_t errlen) {
+    char why[400];
+    if (set_from(c, section, key, v, SWS_FROM_FLAG, 0, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "%s: %s", flag, why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 /* [acme] with the rest: a tls listener without [tls] cert and key serves
  * what ACME keeps in state_dir; HTTP-01 needs a plaintext listener, the
  * server's own or [acme] http_listen. */
@@ -419,7 +411,6 @@ static int acme_settle(sws_config *c, char *err, size_t errlen) {
 }
 
 int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen) {
-    char why[400];
     sws_config_defaults(c);
     if (cli->config) {
         int rc = sws_config_load(c, cli->config, err, errlen);
@@ -427,30 +418,24 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
             return rc;
     }
     if (cli->listen) {
-        if (sws_config_set(c, "server", "listen", cli->listen, why, sizeof(why)) < 0) {
-            snprintf(err, errlen, "--listen: %s", why);
+        if (set_flag(c, "--listen", "server", "listen", cli->listen, err, errlen) < 0)
             return -EINVAL;
-        }
         snprintf(c->listen_origin, sizeof(c->listen_origin), "--listen");
     }
     if (cli->threads) {
         const char *key = c->event_loops == 0 ? "worker_threads" : "event_loops";
-        if (sws_config_set(c, "server", key, cli->threads, why, sizeof(why)) < 0 ||
+        if (set_flag(c, "--worker-threads", "server", key, cli->threads, err, errlen) < 0 ||
             strcmp(cli->threads, "auto") == 0 || atoi(cli->threads) < 1) {
             snprintf(err, errlen, "--worker-threads: bad value '%s' (want 1..1024)", cli->threads);
             return -EINVAL;
         }
     }
     if (cli->scenario &&
-        sws_config_set(c, "server", "scenario", cli->scenario, why, sizeof(why)) < 0) {
-        snprintf(err, errlen, "--scenario: %s", why);
+        set_flag(c, "--scenario", "server", "scenario", cli->scenario, err, errlen) < 0)
         return -EINVAL;
-    }
     if (cli->upstream &&
-        sws_config_set(c, "proxy", "upstream", cli->upstream, why, sizeof(why)) < 0) {
-        snprintf(err, errlen, "--upstream: %s", why);
+        set_flag(c, "--upstream", "proxy", "upstream", cli->upstream, err, errlen) < 0)
         return -EINVAL;
-    }
     if (sws_acme_enabled(&c->acme)) {
         int rc = acme_settle(c, err, errlen);
         if (rc < 0)
@@ -467,10 +452,85 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
                  c->listen_origin);
         return -EINVAL;
     }
+    if (c->acceptors > 1 && c->accept != SWS_ACCEPT_HANDOFF) {
+        snprintf(err, errlen, "%s: [server] acceptors = %d needs accept = handoff (not %s)",
+                 cli->config ? cli->config : "config", c->acceptors, sws_accept_name(c->accept));
+        return -EINVAL;
+    }
     if (c->scenario == SWS_SCENARIO_PROXY && c->proxy.nupstreams == 0) {
         snprintf(err, errlen, "%s: scenario proxy needs [proxy] upstream (or --upstream)",
                  cli->config ? cli->config : "--scenario");
         return -EINVAL;
     }
     return 0;
+}
+
+/* The value as a file line: ';' after a space would start an inline comment
+ * for inih, so it is escaped (the loaders read "\;" as ';'). */
+static void print_value(FILE *f, const char *v) {
+    for (const char *s = v; *s; s++) {
+        if (*s == ';')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+}
+
+void sws_config_print(FILE *f, const sws_config *c, const sws_cli *cli) {
+    fprintf(f, "; the effective configuration: defaults, then %s, then flags\n",
+            cli->config ? cli->config : "no file");
+    const char *section = "";
+    for (int i = 0; i < sws_config_nkeys; i++) {
+        const sws_key *k = &sws_config_keys[i];
+        if (strcmp(k->section, section) != 0) {
+            section = k->section;
+            fprintf(f, "\n[%s]\n", section);
+        }
+        char v[SWS_BODY_MAX * 2 + 1];
+        sws_config_format(c, k, v, sizeof v);
+        if (!*v && !k->def) { /* unset: shown commented out, as the example file does */
+            fprintf(f, ";%s =\n", k->name);
+            continue;
+        }
+        fprintf(f, "%s = ", k->name);
+        print_value(f, v);
+        switch (c->origin[i]) {
+        case SWS_FROM_FILE:
+            fprintf(f, " ; %s:%" PRIu32 "\n", cli->config ? cli->config : "file",
+                    c->origin_line[i]);
+            break;
+        case SWS_FROM_FLAG:
+            fprintf(f, " ; command line\n");
+            break;
+        default:
+            fprintf(f, " ; default\n");
+        }
+    }
+}
+
+void sws_config_usage(FILE *f) {
+    for (int i = 0; i < sws_config_nkeys; i++) {
+        const sws_key *k = &sws_config_keys[i];
+        char sk[64];
+        snprintf(sk, sizeof sk, "[%s] %s", k->section, k->name);
+        fprintf(f, "  %-26s %-18s %s%s\n", sk, k->def ? (*k->def ? k->def : "\"\"") : "(unset)",
+                k->help, k->restart ? " (restart)" : "");
+    }
+}
+
+const char *sws_config_restart_change(const sws_config *o, const sws_config *n, char *buf,
+                                      size_t len) {
+    for (int i = 0; i < sws_config_nkeys; i++) {
+        const sws_key *k = &sws_config_keys[i];
+        if (!k->restart)
+            continue;
+        char a[512], b[512];
+        sws_config_format(o, k, a, sizeof a);
+        sws_config_format(n, k, b, sizeof b);
+        if (strcmp(a, b) != 0) {
+            snprintf(buf, len, "[%s] %s changed (%s -> %s)", k->section, k->name, *a ? a : "unset",
+                     *b ? b : "unset");
+            return buf;
+        }
+    }
+    return NULL;
 }

@@ -1,12 +1,15 @@
 /* scalwsd's configuration: every key has a default, so an empty file (or none)
- * serves `respond` on 127.0.0.1:8080. Loaded once, before any thread starts;
- * read-only afterwards, so every thread may read it without locks. */
+ * serves `respond` on 127.0.0.1:8080. The keys are one table (config_keys.c):
+ * parsing, defaults, --help, --print-config and reload's restart check read it.
+ * Loaded once, before any thread starts; read-only afterwards, so every thread
+ * may read it without locks. */
 #ifndef SWS_CONFIG_H
 #define SWS_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 #include "acme_config.h"
@@ -20,6 +23,7 @@ typedef enum sws_accept_route {
     SWS_ACCEPT_EXCLUSIVE,
     SWS_ACCEPT_ACCEPTOR,
     SWS_ACCEPT_HERD,
+    SWS_ACCEPT_REUSE_PORT_CPU, /* reuse-port, the kernel steering by the SYN's CPU (BPF) */
 } sws_accept_route;
 
 typedef enum sws_scenario_kind { SWS_SCENARIO_RESPOND = 0, SWS_SCENARIO_PROXY } sws_scenario_kind;
@@ -27,6 +31,7 @@ typedef enum sws_scenario_kind { SWS_SCENARIO_RESPOND = 0, SWS_SCENARIO_PROXY } 
 typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_URING } sws_backend;
 
 #define SWS_ADDR_MAX 128
+#define SWS_CONFIG_KEYS_MAX 96
 #define SWS_BODY_MAX 65536
 
 typedef struct sws_addr {
@@ -43,6 +48,7 @@ typedef struct sws_config {
     int event_loops;         /* -1 auto; 0 the shared baseline; N */
     int worker_threads;      /* threads of the shared baseline; -1 auto */
     sws_accept_route accept;
+    int acceptors; /* accept = handoff: accepting loops, each feeding its own subset */
     sws_backend backend;
     uint32_t drain_timeout_ms;
     char access_log[256]; /* empty: none */
@@ -76,7 +82,42 @@ typedef struct sws_config {
     /* [admin] */
     bool admin_enabled;
     sws_addr admin;
+    /* Where each key's value came from, by its index in the key table. */
+    uint8_t origin[SWS_CONFIG_KEYS_MAX]; /* enum sws_origin */
+    uint32_t origin_line[SWS_CONFIG_KEYS_MAX];
 } sws_config;
+
+enum sws_origin { SWS_FROM_DEFAULT = 0, SWS_FROM_FILE, SWS_FROM_FLAG };
+
+/* One configuration key. The table is the only list of keys there is. */
+typedef enum sws_key_kind {
+    SWS_KEY_UINT,   /* unsigned integer field of `width` bytes, lo..hi */
+    SWS_KEY_SIZE,   /* the same with k/m/g suffixes */
+    SWS_KEY_MS,     /* uint32_t milliseconds, lo..hi; a bare number is seconds */
+    SWS_KEY_BOOL,   /* bool: on/off (true/false, 1/0) */
+    SWS_KEY_ENUM,   /* int-sized enum field: the index of the value in names */
+    SWS_KEY_STRING, /* char[width], one line */
+    SWS_KEY_CUSTOM, /* its own parse and format */
+} sws_key_kind;
+
+typedef struct sws_key {
+    const char *section;
+    const char *name;
+    sws_key_kind kind;
+    size_t off;   /* of the field in sws_config */
+    size_t width; /* bytes of the field (integers: 4 or 8; strings: the array) */
+    uint64_t lo, hi;
+    const char *const *names; /* SWS_KEY_ENUM: NULL-terminated */
+    int (*parse)(sws_config *c, const char *v, char *why, size_t len);
+    void (*format)(const sws_config *c, char *out, size_t len); /* "" when unset */
+    const char *def; /* the default as a file would write it; NULL: unset */
+    bool restart;    /* SIGHUP cannot change it: a new value is refused until a restart */
+    const char *help;
+} sws_key;
+
+/* The table and its length. */
+extern const sws_key sws_config_keys[];
+extern const int sws_config_nkeys;
 
 void sws_config_defaults(sws_config *c);
 
@@ -95,6 +136,12 @@ int sws_parse_addr(const char *text, sws_addr *out);
  * required (an upstream); otherwise the host may be empty (a listener). */
 int sws_parse_endpoint(const char *text, bool peer, struct sockaddr_storage *ss, socklen_t *len);
 
+/* Values as the file writes them: "10s"/"500ms"/"3" (seconds), "8k"/"1m",
+ * and plain integers within lo..hi. 0 or -EINVAL. */
+int sws_parse_ms(const char *v, uint64_t *out);
+int sws_parse_size(const char *v, uint64_t *out);
+int sws_parse_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
+
 /* What the command line sets: kept by the control thread so that a reload
  * (SIGHUP) reads the same file and lets the same flags win over it. */
 typedef struct sws_cli {
@@ -104,6 +151,21 @@ typedef struct sws_cli {
 /* Defaults, then the file, then the flags; checks what needs several keys.
  * 0, or a negative errno with one line in err ("file:line: ..." or "--flag: ..."). */
 int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen);
+
+/* The key's current value as a file would write it ("" when unset). */
+void sws_config_format(const sws_config *c, const sws_key *k, char *out, size_t len);
+
+/* --print-config: every key, its value and where it came from, as an ini file
+ * that scalwsd reads back to the same configuration. */
+void sws_config_print(FILE *f, const sws_config *c, const sws_cli *cli);
+
+/* --help: every key with its default and help, by section. */
+void sws_config_usage(FILE *f);
+
+/* The first key that SIGHUP cannot change and whose value differs, written as
+ * "[section] key changed (old -> new)" into buf; NULL when there is none. */
+const char *sws_config_restart_change(const sws_config *o, const sws_config *n, char *buf,
+                                      size_t len);
 
 const char *sws_accept_name(sws_accept_route r);
 const char *sws_backend_name(sws_backend b);

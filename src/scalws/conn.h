@@ -66,7 +66,7 @@ struct sws_conn {
     uint32_t stash_off, stash_len;
 };
 
-/* The worker's table of connections (serve.c sizes the loop for it). */
+/* The worker's table of connections (worker.c sizes the loop for it). */
 int sws_conn_table_init(sws_worker *w);
 void sws_conn_table_free(sws_worker *w);
 

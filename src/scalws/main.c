@@ -24,42 +24,25 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: scalwsd [options]\n"
-            "  -c, --config FILE        ini file ([server] [respond] [limits] [tls] [proxy]\n"
-            "                           [acme] [admin]); every key has a default, so none is\n"
-            "                           needed\n"
+            "  -c, --config FILE        ini file ([section] key = value); every key has a\n"
+            "                           default, so none is needed\n"
             "  -l, --listen ADDR        listen on host:port (overrides [server] listen)\n"
             "  -w, --worker-threads N   number of event loops (overrides [server] event_loops);\n"
             "                           with event_loops = 0, threads of the shared loop\n"
             "  -s, --scenario NAME      respond or proxy (overrides [server] scenario)\n"
             "  -u, --upstream LIST      host:port[,host:port...] (overrides [proxy] upstream)\n"
             "  -t, --check-config       validate the configuration and exit\n"
+            "  -T, --print-config       print the effective configuration (every key, its\n"
+            "                           value and where it came from) and exit\n"
             "  -h, --help               this text\n"
             "  -V, --version            print the version\n"
             "Without options it serves the respond scenario on 127.0.0.1:8080.\n"
-            "Configuration keys and their defaults (details in scalwsd(8)):\n"
-            "  [server]  listen 127.0.0.1:8080 (\"host:port tls\" for HTTPS), event_loops auto,\n"
-            "            worker_threads auto,\n"
-            "            accept reuse-port, backend auto, drain_timeout 10s,\n"
-            "            defer_accept on, access_log (off), scenario respond\n"
-            "  [respond] status 200, body \"Hello from scalwsd\\n\", content_type text/plain\n"
-            "  [limits]  header_bytes 8k, header_count 100, uri_length 4k, body_size 1m,\n"
-            "            header_timeout 10s, keepalive_timeout 75s, send_timeout 30s,\n"
-            "            max_connections 10000, handshake_timeout 10s\n"
-            "  [tls]     cert, key (PEM; no default), ocsp (off), protocols TLSv1.2 TLSv1.3,\n"
-            "            ciphers intermediate, ciphersuites (the 3 TLS 1.3 suites),\n"
-            "            groups X25519:prime256v1:secp384r1,\n"
-            "            session_tickets on, ticket_key_rotate 1h,\n"
-            "            session_cache 20480, ktls on (never live: memory BIOs)\n"
-            "  [proxy]   upstream (none), pool per_loop, pool_per_loop 32, connect_timeout 5s,\n"
-            "            read_timeout 60s, idle_timeout 60s\n"
-            "  [acme]    directory (off), email, domains, state_dir /var/lib/scalwsd/acme,\n"
-            "            renew_before 30d, challenge http-01, ca_file (system),\n"
-            "            http_listen (off), retry_min 60s, retry_max 6h\n"
-            "  [admin]   listen off\n"
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
             "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n"
             "SIGUSR2 starts a new scalwsd on the same listening sockets (zero-loss restart);\n"
-            "SIGTERM the old one once the new one serves.\n");
+            "SIGTERM the old one once the new one serves.\n"
+            "Configuration keys, their defaults ((restart): SIGHUP cannot change it):\n");
+    sws_config_usage(f);
 }
 
 /* The ACME thread asks for its certificate to be loaded (acme_run.h). */
@@ -101,14 +84,15 @@ int main(int argc, char **argv) {
         {"scenario", required_argument, NULL, 's'},
         {"upstream", required_argument, NULL, 'u'},
         {"check-config", no_argument, NULL, 't'},
+        {"print-config", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *listen = NULL, *threads = NULL, *scenario = NULL, *upstream = NULL;
-    bool check = false;
+    bool check = false, print = false;
     int ch;
-    while ((ch = getopt_long(argc, argv, "c:l:w:s:u:thV", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:l:w:s:u:tThV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             config = optarg;
@@ -127,6 +111,9 @@ int main(int argc, char **argv) {
             break;
         case 't':
             check = true;
+            break;
+        case 'T':
+            print = true;
             break;
         case 'h':
             usage(stdout);
@@ -154,6 +141,10 @@ int main(int argc, char **argv) {
     if (sws_config_build(&cfg, &cli, err, sizeof(err)) < 0) {
         fprintf(stderr, "scalwsd: %s\n", err);
         return 2;
+    }
+    if (print) {
+        sws_config_print(stdout, &cfg, &cli);
+        return 0;
     }
     if (!check && sws_acme_enabled(&cfg.acme) &&
         sws_acme_store_prepare(&cfg.acme, err, sizeof(err)) < 0) {

@@ -1152,24 +1152,6 @@ static void proxy_reload_commit(sws_worker *w, sws_scenario *sc) {
         s->chk.req.log_fields = w->access_log ? s->log : NULL;
 }
 
-/* What the pools were built from cannot change without a restart. */
-static const char *proxy_reload_refuses(const sws_server *s, const sws_config *o,
-                                        const sws_config *n, char *buf, size_t len) {
-    (void)s;
-    (void)buf;
-    (void)len;
-    if (o->proxy.pool_per_loop != n->proxy.pool_per_loop)
-        return "[proxy] pool_per_loop changed";
-    if (o->proxy.pool_mode != n->proxy.pool_mode)
-        return "[proxy] pool changed";
-    bool ups = o->proxy.nupstreams == n->proxy.nupstreams;
-    for (int i = 0; ups && i < o->proxy.nupstreams; i++)
-        ups = strcmp(o->proxy.up[i].text, n->proxy.up[i].text) == 0;
-    if (!ups)
-        return "[proxy] upstream changed";
-    return NULL;
-}
-
 const sws_scenario_ops sws_proxy_ops = {
     .name = "proxy",
     .extra_handles = proxy_extra_handles,
@@ -1179,7 +1161,6 @@ const sws_scenario_ops sws_proxy_ops = {
     .dispatch = proxy_dispatch,
     .drain = proxy_drain,
     .finished = proxy_finished,
-    .reload_refuses = proxy_reload_refuses,
     .reload_commit = proxy_reload_commit,
     .metrics = proxy_metrics,
 };

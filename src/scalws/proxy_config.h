@@ -28,10 +28,7 @@ typedef struct sws_proxy_config {
     uint32_t idle_timeout_ms;
 } sws_proxy_config;
 
-void sws_proxy_config_defaults(sws_proxy_config *p);
-
-/* One key of [proxy]. 0, or -EINVAL with a reason in err. */
-int sws_proxy_config_set(sws_proxy_config *p, const char *key, const char *value, char *err,
-                         size_t errlen);
+/* "host:port[, host:port...]" into p->up. 0, or -EINVAL with a reason in err. */
+int sws_proxy_parse_upstreams(sws_proxy_config *p, const char *value, char *err, size_t errlen);
 
 #endif

@@ -57,34 +57,15 @@ void sws_reload_init(const sws_cli *cli, const sws_config *initial) {
     R.initial = initial;
 }
 
-/* What cannot change without a restart: the listeners, the loops, their handle
- * tables and buffers, the admin listener, and what the scenario says (the
- * proxy's pools, the respond answer's room). NULL if none changed, else the
- * first one, described in buf. */
+/* What cannot change without a restart: every key the config table marks so
+ * (the listeners, the loops, their handle tables, the admin listener, the
+ * proxy's pools), and what the scenario says (reload_refuses: the respond
+ * answer's room). NULL if none changed, else the first one, described in buf. */
 static const char *fixed_change(const sws_server *s, const sws_config *o, const sws_config *n,
                                 char *buf, size_t len) {
-#define SAME(cond, what)                                                                           \
-    if (!(cond))                                                                                   \
-        return what;
-    if (strcmp(o->listen.text, n->listen.text) != 0) {
-        snprintf(buf, len, "[server] listen changed (%s -> %s)", o->listen.text, n->listen.text);
-        return buf;
-    }
-    SAME(o->listen_tls == n->listen_tls, "[server] listen changed (tls on or off)");
-    SAME(o->event_loops == n->event_loops, "[server] event_loops changed");
-    SAME(o->worker_threads == n->worker_threads, "[server] worker_threads changed");
-    SAME(o->accept == n->accept, "[server] accept changed");
-    SAME(o->backend == n->backend, "[server] backend changed");
-    SAME(o->defer_accept == n->defer_accept, "[server] defer_accept changed");
-    SAME(o->scenario == n->scenario, "[server] scenario changed");
-    SAME(o->max_connections == n->max_connections, "[limits] max_connections changed");
-    SAME(o->admin_enabled == n->admin_enabled &&
-             (!o->admin_enabled || strcmp(o->admin.text, n->admin.text) == 0),
-         "[admin] listen changed");
-    /* The ACME thread and its challenge listener keep what they started with;
-     * a new certificate they fetch is loaded without a reload. */
-    SAME(memcmp(&o->acme, &n->acme, sizeof(o->acme)) == 0, "[acme] changed");
-#undef SAME
+    const char *key = sws_config_restart_change(o, n, buf, len);
+    if (key)
+        return key;
     if (s->sc_ops->reload_refuses)
         return s->sc_ops->reload_refuses(s, o, n, buf, len);
     return NULL;

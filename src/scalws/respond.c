@@ -102,8 +102,8 @@ static void respond_date_changed(sws_worker *w, sws_scenario *sc) {
     refresh(sc->state, w->cfg, &w->date);
 }
 
-/* The connection buffers were sized at start for four answers (serve.c
- * init_worker): a longer body needs a restart. */
+/* The connection buffers were sized at start for four answers (worker.c
+ * sws_worker_init): a longer body needs a restart. */
 static const char *respond_reload_refuses(const sws_server *s, const sws_config *o,
                                           const sws_config *n, char *buf, size_t len) {
     (void)o;

@@ -1,5 +1,5 @@
 /* The scenario interface: what a worker asks of the scenario it serves, and
- * nothing else. A worker (serve.c) knows connections and loops; it never
+ * nothing else. A worker (worker.c) knows connections and loops; it never
  * names a scenario. Each scenario fills one sws_scenario_ops, as a backend
  * fills tl_backend_ops, and is listed once in scenario.c.
  *

@@ -112,7 +112,8 @@ static void plan_route(sws_server *s, const sws_config *cfg, inherited *inh) {
             close(inh->fds[i]); /* not left open and never accepted: refused instead */
         inh->n = 1;
     }
-    if (inh->n == 1 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF)) {
+    if (inh->n == 1 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF ||
+                        route == SWS_ACCEPT_REUSE_PORT_CPU)) {
         /* One inherited socket cannot be bound once per loop: share it, with
          * EPOLLEXCLUSIVE unless io_uring was asked for by name (it has no
          * wake-one; blocking acceptor threads serve it then). */
@@ -142,7 +143,7 @@ static int build_tls(sws_server *s, const sws_config *cfg, char *err, size_t err
 }
 
 /* Step 4: the workers and their loops (each with its scenario). */
-static int create_workers(sws_server *s, char *err, size_t errlen) {
+static int create_workers(sws_server *s, bool inh_many, char *err, size_t errlen) {
     sws_accept_route route = s->route;
     s->workers = calloc((size_t)s->nloops, sizeof(*s->workers));
     s->loops = calloc((size_t)s->nloops, sizeof(*s->loops));
@@ -150,9 +151,10 @@ static int create_workers(sws_server *s, char *err, size_t errlen) {
     if (!s->workers || !s->loops || !s->listen_fds)
         return -ENOMEM;
     for (int i = 0; i < s->nloops; i++) {
-        bool has_listener = route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_EXCLUSIVE ||
-                            route == SWS_ACCEPT_HERD || (route == SWS_ACCEPT_HANDOFF && i == 0);
+        bool has_listener = inh_many || sws_balance_accepts(s, route, i);
         int rc = sws_worker_init(s, &s->workers[i], i, has_listener);
+        s->workers[i].accepts = has_listener;
+        s->workers[i].fed_by = route == SWS_ACCEPT_ACCEPTOR ? -1 : i;
         if (rc < 0) {
             snprintf(err, errlen, "cannot create loop %d (backend %s): %s", i,
                      sws_backend_name(s->cfg->backend), tl_strerror(rc));
@@ -190,14 +192,14 @@ static int open_listeners(sws_server *s, const inherited *inh, char *err, size_t
                 s->workers[i].listener = hs[i];
             break;
         }
-        case SWS_ACCEPT_HANDOFF: {
-            tl_listen_options lo = {.reuse_port = TL_REUSE_PORT_NO};
-            rc = tl_listen(s->loops[0], addr, cfg->listen.len, &lo, &s->workers[0].listener);
-            if (rc < 0)
-                break;
-            rc = tl_handoff_new(&s->handoff, s->loops, s->nloops, TL_HANDOFF_ROUND_ROBIN);
+        case SWS_ACCEPT_HANDOFF:
+        case SWS_ACCEPT_REUSE_PORT_CPU:
+            rc = probe_busy(cfg); /* both may bind with SO_REUSEPORT (several acceptors) */
+            if (rc == 0 &&
+                (rc = sws_balance_listen(s, route, addr, cfg->listen.len, err, errlen)) < 0 &&
+                err[0])
+                return rc; /* balance.c said why */
             break;
-        }
         case SWS_ACCEPT_EXCLUSIVE:
         case SWS_ACCEPT_HERD:
         case SWS_ACCEPT_ACCEPTOR:
@@ -265,6 +267,8 @@ static void record_listen_fds(sws_server *s, const inherited *inh) {
 /* Step 9: the start line on stderr (tests and operators read it). */
 static void print_start(const sws_server *s, const inherited *inh) {
     const sws_config *cfg = s->cfg;
+    char accept_text[160];
+    sws_balance_describe(s, accept_text, sizeof(accept_text));
     char inherited_text[64];
     snprintf(inherited_text, sizeof(inherited_text), "%d activated socket%s (fd 3%s)", inh->n,
              inh->n == 1 ? "" : "s", inh->n == 1 ? "" : "..");
@@ -274,7 +278,7 @@ static void print_start(const sws_server *s, const inherited *inh) {
             SWS_VERSION, s->shared ? "shared model, " : "", s->nloops, s->nloops == 1 ? "" : "s",
             cfg->event_loops < 0 ? "auto" : "configured", s->cpus.in_mask,
             s->cpus.in_mask == 1 ? "" : "s", s->cpus.quota_cpus ? "" : "none/", s->cpus.quota_cpus,
-            s->nthreads, s->nthreads == 1 ? "" : "s", sws_accept_name(s->route), s->backend,
+            s->nthreads, s->nthreads == 1 ? "" : "s", accept_text, s->backend,
             inh->activated >= 0 ? inherited_text : cfg->listen.text);
     if (!s->pinned && !s->shared)
         fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
@@ -322,7 +326,8 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
         return rc;
     plan_loops(s, cfg);
     plan_route(s, cfg, &inh);
-    if ((rc = build_tls(s, cfg, err, errlen)) < 0 || (rc = create_workers(s, err, errlen)) < 0 ||
+    if ((rc = build_tls(s, cfg, err, errlen)) < 0 ||
+        (rc = create_workers(s, inh.n > 1, err, errlen)) < 0 ||
         (rc = open_listeners(s, &inh, err, errlen)) < 0)
         return rc;
     defer_accept(s);
@@ -345,8 +350,7 @@ void sws_server_free(sws_server *s) {
     }
     if (s->acceptor)
         tl_acceptor_stop(s->acceptor);
-    if (s->handoff)
-        tl_handoff_free(s->handoff);
+    sws_balance_free(s);
     for (int i = 0; i < s->nloops && s->workers; i++)
         sws_worker_free(&s->workers[i]);
     if (s->shared_fd >= 0)

@@ -1,6 +1,8 @@
 /* The admin listener's GET /: a self-contained page (no external assets) that
  * polls /status once a second and draws per-loop requests/s, open
- * connections and CPU (% of one CPU, from cpu_seconds). Included by admin.c only. */
+ * connections and CPU (% of one CPU, from cpu_seconds), and a table of who
+ * accepts, whom each loop's connections come from and the imbalance index.
+ * Included by admin.c only. */
 #ifndef SWS_STATUS_PAGE_H
 #define SWS_STATUS_PAGE_H
 
@@ -42,10 +44,12 @@ static const char sws_status_page[] =
     "let last = null;\n"
     "const $ = (id) => document.getElementById(id);\n"
     "const color = (i) => \"hsl(\" + ((i * 137.5) % 360) + \", 65%, 42%)\";\n"
-    "const fmt = (v) => v >= 1e6 ? (v / 1e6).toFixed(1) + \"M\" : v >= 1e4 ? (v / 1e3).toFixed(1) + \"k\"\n"
+    "const fmt = (v) => v >= 1e6 ? (v / 1e6).toFixed(1) + \"M\" : v >= 1e4 ? (v / 1e3).toFixed(1) "
+    "+ \"k\"\n"
     "                                                            : String(Math.round(v));\n"
     "function esc(s) {\n"
-    "  return String(s).replace(/[&<>\"]/g, (c) => ({\"&\": \"&amp;\", \"<\": \"&lt;\", \">\": \"&gt;\", '\"': \"&quot;\"})[c]);\n"
+    "  return String(s).replace(/[&<>\"]/g, (c) => ({\"&\": \"&amp;\", \"<\": \"&lt;\", \">\": "
+    "\"&gt;\", '\"': \"&quot;\"})[c]);\n"
     "}\n"
     "function draw(id, field, floor) {\n"
     "  const c = $(id), g = c.getContext(\"2d\"), W = c.width, H = c.height;\n"
@@ -76,22 +80,31 @@ static const char sws_status_page[] =
     "function show(s, rps, cpu) {\n"
     "  $(\"ver\").textContent = s.version;\n"
     "  $(\"info\").textContent = s.listen + \" | \" + s.loops.length + \" loops, \" + s.threads +\n"
-    "    \" threads | backend \" + s.backend + \", accept \" + s.route + \" | \" + s.state +\n"
-    "    \" | up \" + Math.round(s.uptime_ms / 1000) + \" s\";\n"
+    "    \" threads | backend \" + s.backend + \", accept \" +\n"
+    "    (s.accept ? s.accept.description : s.route) + \" | \" + s.state +\n"
+    "    \" | up \" + Math.round(s.uptime_ms / 1000) + \" s\" + (s.imbalance ?\n"
+    "    \" | imbalance (busiest / mean): requests \" + s.imbalance.requests.toFixed(2) +\n"
+    "    \", open \" + s.imbalance.active.toFixed(2) : \"\");\n"
     "  $(\"key\").innerHTML = s.loops.map((l, i) =>\n"
     "    '<i style=\"background:' + color(i) + '\"></i>loop ' + l.index).join(\"\");\n"
-    "  let rows = \"<tr><th>loop</th><th>pinned to</th><th>CPU %</th><th>open</th>\" +\n"
+    "  let rows = \"<tr><th>loop</th><th>pinned to</th><th>accepts</th><th>fed by</th>\" +\n"
+    "             \"<th>CPU %</th><th>open</th>\" +\n"
     "             \"<th>req/s</th><th>requests</th><th>accepted</th><th>closed</th></tr>\";\n"
     "  let total = 0;\n"
     "  s.loops.forEach((l, i) => {\n"
     "    total += rps[i];\n"
-    "    rows += \"<tr><td>\" + [l.index, l.cpu < 0 ? \"-\" : l.cpu, cpu[i].toFixed(1), l.active,\n"
+    "    rows += \"<tr><td>\" + [l.index, l.cpu < 0 ? \"-\" : l.cpu, l.accepts ? \"yes\" : \"-\",\n"
+    "                           l.fed_by < 0 ? \"threads\" : \"loop \" + l.fed_by,\n"
+    "                           cpu[i].toFixed(1), l.active,\n"
     "                           fmt(rps[i]), l.requests,\n"
-    "                           l.accepted, l.closed].map(esc).join(\"</td><td>\") + \"</td></tr>\";\n"
+    "                           l.accepted, l.closed].map(esc).join(\"</td><td>\") + "
+    "\"</td></tr>\";\n"
     "  });\n"
-    "  rows += \"<tr><th>all</th><td></td><td>\" + cpu.reduce((a, v) => a + v, 0).toFixed(1) +\n"
+    "  rows += \"<tr><th>all</th><td></td><td></td><td></td><td>\" +\n"
+    "          cpu.reduce((a, v) => a + v, 0).toFixed(1) +\n"
     "          \"</td><td>\" + s.loops.reduce((a, l) => a + l.active, 0) +\n"
-    "          \"</td><td>\" + fmt(total) + \"</td><td>\" + s.loops.reduce((a, l) => a + l.requests, 0) +\n"
+    "          \"</td><td>\" + fmt(total) + \"</td><td>\" + s.loops.reduce((a, l) => a + "
+    "l.requests, 0) +\n"
     "          \"</td><td></td><td></td></tr>\";\n"
     "  $(\"loops\").innerHTML = rows;\n"
     "}\n"

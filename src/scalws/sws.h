@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "config.h"
 #include "cpu.h"
@@ -18,7 +19,7 @@
 #include "token.h"
 #include "turnloop.h"
 
-#define SWS_VERSION "0.1.0"
+#define SWS_VERSION TL_VERSION_STRING /* one project, one version (project() in CMakeLists.txt) */
 
 /* Single writer (the worker), many readers (the control thread): a relaxed
  * load + store is enough and costs a plain add, never a locked one. */
@@ -153,7 +154,7 @@ typedef struct sws_worker {
     uint32_t nfree;
     uint32_t out_cap;
     /* Output buffers: a connection holds one only while it has output, so an
-     * idle connection costs no buffer (see out_take in serve.c). */
+     * idle connection costs no buffer (see out_take in conn.c). */
     char **out_free; /* free buffers, a stack with room for one per slot */
     uint32_t out_nfree;
     uint32_t out_used; /* buffers held by connections */
@@ -171,6 +172,9 @@ typedef struct sws_worker {
     sws_counters ctr;
     double cpu_seen; /* control thread only: the last CPU time read (admin.c) */
     sws_scenario sc; /* what this loop serves (scenario.h); never named by the worker */
+    tl_handoff *handoff; /* handoff: set on an accepting loop, the subset it feeds */
+    bool accepts;        /* has a listener of its own (fixed at start) */
+    int fed_by;          /* the loop whose accepts this loop serves; -1 acceptor threads */
     char *tls_plain; /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
 } sws_worker;
 
@@ -184,7 +188,8 @@ typedef struct sws_server {
     bool pinned;
     sws_worker *workers;
     tl_loop **loops;
-    tl_handoff *handoff;
+    tl_handoff **handoffs; /* handoff: one per accepting loop (balance.c) */
+    int nhandoffs;
     tl_acceptor *acceptor;
     int shared_fd;   /* the listening socket of exclusive/herd/acceptor, or -1 */
     int *listen_fds; /* every distinct listening socket, for a SIGUSR2 re-exec */
@@ -227,6 +232,16 @@ void sws_drain_force(sws_server *s);
 /* The control thread's loop: signals, admin, the drain timer. Returns the exit
  * status once every worker has finished. */
 int sws_control_run(sws_server *s, int sigfd, int admin_fd);
+
+/* balance.c: start-up (listen, accepts) and the control thread (the rest) */
+bool sws_balance_accepts(const sws_server *s, sws_accept_route route, int i);
+int sws_balance_listen(sws_server *s, sws_accept_route route, const struct sockaddr *addr,
+                       socklen_t len, char *err, size_t errlen);
+void sws_balance_free(sws_server *s);
+void sws_balance_describe(const sws_server *s, char *buf, size_t len);
+double sws_balance_imbalance_requests(const sws_server *s);
+double sws_balance_imbalance_active(const sws_server *s);
+void sws_balance_metrics(const sws_server *s, FILE *f);
 
 /* admin.c: control thread */
 int sws_admin_open(const sws_config *cfg, char *err, size_t errlen);

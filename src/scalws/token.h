@@ -19,7 +19,7 @@
 #define SWS_TOKEN_INDEX_BITS 32
 
 enum sws_tag {
-    /* The worker itself (serve.c, drain.c): 1..15. */
+    /* The worker itself (worker.c, drain.c): 1..15. */
     SWS_T_ACCEPT = 1,
     SWS_T_ADOPT,
     SWS_T_SWEEP,

@@ -60,9 +60,9 @@ static void arm_accept(sws_worker *w) {
 
 static void on_accept(sws_worker *w, const tl_completion *e) {
     if (e->res >= 0 && e->u.accepted) {
-        if (w->srv->handoff) {
+        if (w->handoff) {
             /* Handoff: this loop only accepts; the policy picks the worker. */
-            tl_handoff_dispatch(w->srv->handoff, w->loop, e->u.accepted, sws_token(0, SWS_T_ADOPT));
+            tl_handoff_dispatch(w->handoff, w->loop, e->u.accepted, sws_token(0, SWS_T_ADOPT));
         } else {
             w->sc.ops->open(w, &w->sc, e->u.accepted);
         }

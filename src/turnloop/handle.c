@@ -64,7 +64,10 @@ int tl__handle_new(tl_loop *loop, int fd, uint8_t type, unsigned shared_flags, u
     h->rq_head = h->rq_tail = h->wq_head = h->wq_tail = TL_NIL;
     h->free_next = TL_NIL;
     loop->h_open++;
-    atomic_fetch_add_explicit(&loop->load, 1, memory_order_relaxed);
+    if (loop->adopt_load_held)
+        loop->adopt_load_held = 0; /* the queued transport's count carries over */
+    else
+        atomic_fetch_add_explicit(&loop->load, 1, memory_order_relaxed);
     int err = loop->be->handle_add(loop, i, shared_flags);
     if (err < 0) {
         close(fd);

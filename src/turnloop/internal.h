@@ -139,6 +139,10 @@ struct tl_loop {
     int wake_fd; /* eventfd */
     atomic_uint wake_pending;
     atomic_uint load; /* h_open + queued transports, for least-loaded placement */
+    /* Set while a queued transport is attached: its +1 in load becomes its
+     * handle's, so load never dips (a dip read by another thread's
+     * least-loaded pick would put two connections on this loop). */
+    uint8_t adopt_load_held;
 
     uint32_t backoff_listeners; /* listeners waiting out an EMFILE backoff */
     uint64_t now_ms;

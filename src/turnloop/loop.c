@@ -336,7 +336,19 @@ const char *tl_strerror(int err) {
         return "operation cancelled";
     case -ENOBUFS:
         return "no loop buffer free";
+    case -EALREADY:
+        return "already asked: the close or cancel in progress completes once";
+    case -EBADF:
+        return "the handle is closing or detaching";
     default:
         return err < 0 ? strerror(-err) : "not an error code";
     }
+}
+
+unsigned tl_version(void) {
+    return (TL_VERSION_MAJOR << 16) | (TL_VERSION_MINOR << 8) | TL_VERSION_PATCH;
+}
+
+const char *tl_version_string(void) {
+    return TL_VERSION_STRING;
 }

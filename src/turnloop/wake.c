@@ -77,9 +77,13 @@ int tl_loop_post_transport(tl_loop *loop, const tl_detached *d, uint64_t token) 
 
 /* Attaches one transport now; the caller made sure there is room. */
 static void adopt(tl_loop *loop, const tl_inbox_item *it) {
-    atomic_fetch_sub_explicit(&loop->load, 1, memory_order_relaxed); /* handle_new re-adds */
     tl_handle h = 0;
+    loop->adopt_load_held = 1;
     int err = tl_attach(loop, &it->transport, &h);
+    if (loop->adopt_load_held) { /* refused before a handle existed: the transport is gone */
+        loop->adopt_load_held = 0;
+        atomic_fetch_sub_explicit(&loop->load, 1, memory_order_relaxed);
+    }
     tl_completion *c = tl__cq_push(loop);
     loop->cq_extra++;
     c->token = it->token;

@@ -170,7 +170,7 @@ typedef struct shared_run {
     atomic_int served_total;
     atomic_int stop;
     atomic_int err;
-    tl_handoff *handoff;
+    tl_handoff *handoffs[16]; /* one per acceptor (SERVE_HANDOFF: one) */
 } shared_run;
 
 typedef struct host {
@@ -178,6 +178,8 @@ typedef struct host {
     tl_loop *loop;
     tl_handle listener;
     bool acceptor; /* handoff: accepts and dispatches, serves nothing */
+    tl_handoff *handoff; /* the acceptor's own */
+    int dispatched;
     bool multishot;
     conn conns[MAX_CONNS];
     int live;
@@ -230,9 +232,11 @@ static void host_completion(host *ho, const tl_completion *c) {
             return;
         }
         if (ho->acceptor) {
-            int w = tl_handoff_dispatch(ho->sh->handoff, loop, c->u.accepted, TOKEN_ADOPT);
+            int w = tl_handoff_dispatch(ho->handoff, loop, c->u.accepted, TOKEN_ADOPT);
             if (w < 0)
                 host_fail(ho, w);
+            else
+                ho->dispatched++;
             return;
         }
         conn_new(ho, c->u.accepted);
@@ -329,11 +333,14 @@ static void *host_main(void *p) {
 void serve_run(const serve_config *cfg, serve_result *res) {
     memset(res, 0, sizeof *res);
     shared_run sh = {.cfg = cfg};
-    int nhosts = cfg->loops + (cfg->route == SERVE_HANDOFF ? 1 : 0);
+    int nacc = cfg->route == SERVE_HANDOFF         ? 1
+               : cfg->route == SERVE_HANDOFF_GROUP ? cfg->acceptors
+                                                   : 0;
+    int nhosts = cfg->loops + nacc;
     host *hosts = calloc((size_t)nhosts, sizeof *hosts);
-    tl_loop *loops[17];
+    tl_loop *loops[32];
     assert_non_null(hosts);
-    assert_true(cfg->loops <= 16);
+    assert_true(cfg->loops <= 16 && nacc <= 16);
     for (int i = 0; i < nhosts; i++) {
         hosts[i].sh = &sh;
         hosts[i].loop = loops[i] = test_loop(cfg->max_handles, 0, 0);
@@ -347,7 +354,21 @@ void serve_run(const serve_config *cfg, serve_result *res) {
         tl_listen_options lo = {0};
         assert_int_equal(tl_listen(acc->loop, (struct sockaddr *)&a, sizeof a, &lo, &acc->listener), 0);
         port = handle_port(acc->loop, acc->listener);
-        assert_int_equal(tl_handoff_new(&sh.handoff, loops, cfg->loops, cfg->policy), 0);
+        assert_int_equal(tl_handoff_new(&sh.handoffs[0], loops, cfg->loops, cfg->policy), 0);
+        acc->handoff = sh.handoffs[0];
+    } else if (cfg->route == SERVE_HANDOFF_GROUP) {
+        tl_handle ls[16];
+        assert_int_equal(tl_route_handoff_group(loops + cfg->loops, nacc, loops, cfg->loops,
+                                                cfg->policy, (struct sockaddr *)&a, sizeof a, 0, ls,
+                                                sh.handoffs),
+                         0);
+        for (int k = 0; k < nacc; k++) {
+            host *acc = &hosts[cfg->loops + k];
+            acc->acceptor = true;
+            acc->listener = ls[k];
+            acc->handoff = sh.handoffs[k];
+        }
+        port = handle_port(loops[cfg->loops], ls[0]);
     } else {
         tl_handle ls[16];
         assert_int_equal(tl_route_reuse_port(loops, cfg->loops, (struct sockaddr *)&a, sizeof a, 0, ls), 0);
@@ -371,15 +392,21 @@ void serve_run(const serve_config *cfg, serve_result *res) {
     for (int i = 0; i < nhosts; i++)
         pthread_join(hosts[i].th, NULL);
     res->err = atomic_load(&sh.err);
-    for (int i = 0; i < cfg->loops; i++) {
+    for (int i = 0; i < cfg->loops; i++)
         res->served[i] = hosts[i].served;
-        if (sh.handoff)
-            res->handed[i] = (int)tl_handoff_count(sh.handoff, i);
+    for (int k = 0; k < nacc; k++) {
+        int first = 0;
+        int cnt = cfg->route == SERVE_HANDOFF ? cfg->loops
+                                              : tl_handoff_subset(cfg->loops, nacc, k, &first);
+        for (int j = 0; j < cnt; j++)
+            res->handed[first + j] = (int)tl_handoff_count(sh.handoffs[k], j);
+        res->accepted[k] = hosts[cfg->loops + k].dispatched;
     }
     for (int i = 0; i < nhosts; i++) {
         res->alive_at_end |= hosts[i].alive_at_end;
         res->accept_pauses += hosts[i].stats.accept_pauses;
     }
-    tl_handoff_free(sh.handoff);
+    for (int k = 0; k < nacc; k++)
+        tl_handoff_free(sh.handoffs[k]);
     free(hosts);
 }

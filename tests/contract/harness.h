@@ -36,7 +36,7 @@ int run_clients(uint16_t port, int threads, int per_thread);
 
 /* ---- the id-echo host -------------------------------------------------------- */
 
-enum serve_route { SERVE_REUSE_PORT, SERVE_HANDOFF, SERVE_MULTISHOT };
+enum serve_route { SERVE_REUSE_PORT, SERVE_HANDOFF, SERVE_MULTISHOT, SERVE_HANDOFF_GROUP };
 
 typedef struct serve_config {
     enum serve_route route;
@@ -46,6 +46,7 @@ typedef struct serve_config {
     int client_threads;
     bool leak;            /* deliberately forget every served handle (must fail) */
     tl_handoff_policy policy;
+    int acceptors; /* SERVE_HANDOFF_GROUP: accepting loops, each one more loop */
 } serve_config;
 
 typedef struct serve_result {
@@ -53,6 +54,7 @@ typedef struct serve_result {
     int echoed;           /* clients that got their exact id back */
     int served[16];       /* per serving loop */
     int handed[16];       /* handoff: per worker, as counted by the library */
+    int accepted[16];     /* handoff group: per acceptor, connections it handed on */
     bool alive_at_end;    /* any loop still alive after shutdown */
     uint64_t accept_pauses; /* times a multishot accept paused at the ceiling */
 } serve_result;

@@ -2,7 +2,7 @@
 # A wrong key, a bad value or a busy port is one line naming the file, line and
 # key, and exit 2; --check-config validates; --help and --version answer.
 . "$(dirname "$0")/lib.sh"
-"$SWS" --help | grep -q -- "--worker-threads" || fail "--help"
+grep -q -- "--worker-threads" <<<"$("$SWS" --help)" || fail "--help"
 "$SWS" --version | grep -q "^scalwsd [0-9]" || fail "--version"
 st=0; "$SWS" --bogus 2>/dev/null || st=$?
 [ "$st" = 2 ] || fail "unknown option exit $st"
@@ -23,6 +23,16 @@ printf '[server]\nevent_loops = 2\n[respond]\nstatus = 204\n' >"$T/good.ini"
 st=0; "$SWS" --listen nowhere:xx --check-config 2>"$T/err" || st=$?
 [ "$st" = 2 ] || fail "--listen bad exit $st"
 grep -q -- "--listen" "$T/err" || fail "message: $(cat "$T/err")"
+
+# --print-config: each value with where it came from, and read back as a
+# file it gives the same configuration.
+printf '[server]\nevent_loops = 2\n[respond]\nstatus = 204\n' >"$T/print.ini"
+"$SWS" --print-config --config "$T/print.ini" --scenario respond >"$T/printed" || fail "--print-config"
+grep -q "^event_loops = 2 ; $T/print.ini:2$" "$T/printed" || fail "file origin: $(cat "$T/printed")"
+grep -q "^scenario = respond ; command line$" "$T/printed" || fail "flag origin"
+grep -q "^accept = reuse-port ; default$" "$T/printed" || fail "default origin"
+"$SWS" --print-config --config "$T/printed" | grep -v '^;' | sed 's/ ;.*//' >"$T/again"
+grep -v '^;' "$T/printed" | sed 's/ ;.*//' | cmp -s - "$T/again" || fail "print-config does not read back"
 
 # Busy port: a second server on the same port fails with one clear line.
 start_sws ''

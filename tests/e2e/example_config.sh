@@ -1,31 +1,19 @@
 #!/usr/bin/env bash
 # contrib/scalwsd.ini, the installed example, cannot rot: scalwsd accepts it,
-# it names every key that config.c reads (in the right section; commented out
+# it names every key of the key table (in the right section; commented out
 # only when the key has no default), and scalwsd
 # started with it serves the default response.
 . "$(dirname "$0")/lib.sh"
 INI=$(cd "$(dirname "$0")/../.." && pwd)/contrib/scalwsd.ini
-CONFIG_C=$(cd "$(dirname "$0")/../.." && pwd)/src/scalws/config.c
 [ -f "$INI" ] || fail "no $INI"
 
 out=$("$SWS" --check-config --config "$INI" 2>&1) || fail "--check-config: $out"
 case $out in *"configuration ok"*) ;; *) fail "--check-config said: $out" ;; esac
 
-# Every [section] key of config.c's table, in the order the code tests them;
-# a section that config.c hands to <section>_config.c takes that file's keys.
-keys_of() {
-    grep -o 'strcmp(section, "[a-z_]*")\|strcmp(key, "[a-z_]*")' "$1" |
-        sed -e 's/strcmp(section, "\(.*\)")/section \1/' -e 's/strcmp(key, "\(.*\)")/key \1/'
-}
-SRC=$(dirname "$CONFIG_C")
-keys_of "$CONFIG_C" | while read -r kind name; do
-    echo "$kind $name"
-    if [ "$kind" = section ] && [ -f "$SRC/${name}_config.c" ]; then
-        keys_of "$SRC/${name}_config.c" | grep '^key ' || true
-    elif [ "$kind" = section ] && [ -f "$SRC/../$name/${name}_config.c" ]; then
-        keys_of "$SRC/../$name/${name}_config.c" | grep '^key ' || true # src/tls/tls_config.c
-    fi
-done >"$T/keys"
+# Every [section] key of the key table, in its order, as --print-config lists
+# them: "key = value", or ";key =" for a key without a default.
+"$SWS" --print-config | awk '/^\[[a-z]+\]$/{print "section", substr($0, 2, length($0) - 2)}
+     /^;?[a-z_]+ =/ {k = $1; sub(/^;/, "", k); print "key", k}' >"$T/keys"
 section=""
 checked=0
 while read -r kind name; do
@@ -41,7 +29,7 @@ while read -r kind name; do
         END { exit !found }' "$INI" || fail "contrib/scalwsd.ini lacks [$section] $name"
     checked=$((checked + 1))
 done <"$T/keys"
-[ "$checked" -ge 15 ] || fail "found only $checked keys in config.c"
+[ "$checked" -ge 15 ] || fail "found only $checked keys in --print-config"
 
 # Started with it (on a free port), scalwsd answers with the default response.
 for _ in 1 2 3 4 5; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # doc/scalwsd.8: renders without a warning (groff, or man, when installed),
-# lists every key config.c accepts under its section, as --help and
-# contrib/scalwsd.ini do (and no key config.c does not accept), and
+# lists every key of the key table (src/scalws/config_keys.c, as
+# --print-config shows it) under its section, as --help and
+# contrib/scalwsd.ini do (and no key the table does not have), and
 # cmake --install puts it in share/man/man8.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,37 +23,29 @@ else
     echo "note: neither groff nor man installed: rendering not checked"
 fi
 
-# (section, key) pairs config.c accepts; a section handed to <section>_config.c
-# takes that file's keys (as example_config.sh reads them).
-keys_of() {
-    grep -o 'strcmp(section, "[a-z_]*")\|strcmp(key, "[a-z_]*")' "$1" |
-        sed -e 's/strcmp(section, "\(.*\)")/section \1/' -e 's/strcmp(key, "\(.*\)")/key \1/'
-}
-keys_of "$SRC/config.c" | while read -r kind name; do
-    echo "$kind $name"
-    if [ "$kind" = section ] && [ -f "$SRC/${name}_config.c" ]; then
-        keys_of "$SRC/${name}_config.c" | grep '^key ' || true
-    elif [ "$kind" = section ] && [ -f "$SRC/../$name/${name}_config.c" ]; then
-        keys_of "$SRC/../$name/${name}_config.c" | grep '^key ' || true # src/tls/tls_config.c
-    fi
-done | awk '$1 == "section" {s = $2} $1 == "key" && s != "" {print s, $2}' | sort -u >"$T/code"
-[ "$(wc -l <"$T/code")" -ge 20 ] || fail "found only $(wc -l <"$T/code") keys in config.c"
+# The page's version is the program's (project() in CMakeLists.txt).
+version=$("$SWS" --version | awk '{print $2}')
+grep -q "^\.TH SCALWSD 8 \"[0-9-]*\" \"scalwsd $version\"" "$MAN" || fail "the .TH line does not say scalwsd $version"
+
+# (section, key) pairs of the key table, as --print-config lists them
+# ("key = value", or ";key =" for a key that is unset by default).
+"$SWS" --print-config | awk '/^\[[a-z]+\]$/{s = substr($0, 2, length($0) - 2)}
+     s != "" && /^;?[a-z_]+ =/ {k = $1; sub(/^;/, "", k); print s, k}' | sort -u >"$T/code"
+[ "$(wc -l <"$T/code")" -ge 20 ] || fail "--print-config lists only $(wc -l <"$T/code") keys"
 
 # The man page: the ".B key" tag line after ".TP" under ".SS [section]".
 awk '/^\.S[SH] /{s = ""} /^\.SS \[[a-z]+\]$/{s = substr($2, 2, length($2) - 2)}
      s != "" && prev == ".TP" && /^\.B [a-z_]+$/ {print s, $2} {prev = $0}' "$MAN" | sort -u >"$T/man"
-# --help: the words before each default on the "[section]" lines and their continuations.
-"$SWS" --help | awk '/^  \[[a-z]+\]/{s = substr($1, 2, length($1) - 2); $1 = ""}
-     /^[^ ]/{s = ""} s != "" {n = split($0, part, ","); for (i = 1; i <= n; i++) {
-        split(part[i], w, " "); if (w[1] ~ /^[a-z_]+$/) print s, w[1] }}' | sort -u >"$T/help"
+# --help: one "[section] key  default  help" line per key.
+"$SWS" --help | awk '$1 ~ /^\[[a-z]+\]$/ {print substr($1, 2, length($1) - 2), $2}' | sort -u >"$T/help"
 # The example file: "key =" or ";key =" under "[section]".
 awk '/^\[[a-z]+\]$/{s = substr($0, 2, length($0) - 2)}
      s != "" && /^;?[a-z_]+ =/ {k = $1; sub(/^;/, "", k); print s, k}' "$INI" | sort -u >"$T/ini"
 for doc in man help ini; do
     missing=$(comm -23 "$T/code" "$T/$doc" | tr '\n' ';')
     extra=$(comm -13 "$T/code" "$T/$doc" | tr '\n' ';')
-    [ -z "$missing" ] || fail "$doc lacks keys config.c accepts: $missing"
-    [ -z "$extra" ] || fail "$doc lists keys config.c does not accept: $extra"
+    [ -z "$missing" ] || fail "$doc lacks keys of the key table: $missing"
+    [ -z "$extra" ] || fail "$doc lists keys the key table does not have: $extra"
 done
 
 # cmake --install puts the page in share/man/man8 (the build dir holds CMakeCache.txt).

@@ -4,7 +4,7 @@
 # load (2000 requests or 20 s, 4 keep-alive clients) runs through HAProxy;
 # after 500 requests instance A gets SIGTERM. Every request must succeed, A
 # must drain and exit 0, and B must have answered every request after that.
-# Skipped (77) without haproxy (scripts/bootstrap installs it).
+# Skipped (77) without haproxy (scripts/bootstrap --test installs it).
 . "$(dirname "$0")/lib.sh"
 command -v haproxy >/dev/null || { echo "SKIP: no haproxy"; exit 77; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -16,6 +16,8 @@ grep -q '<canvas id="rps"' "$T/page.html" || fail "no requests/s chart"
 grep -q '<canvas id="conn"' "$T/page.html" || fail "no connections chart"
 grep -q '<canvas id="cpu"' "$T/page.html" || fail "no CPU chart"
 grep -q 'rate("cpu_seconds", 100)' "$T/page.html" || fail "the CPU chart does not read cpu_seconds"
+grep -q 's.imbalance.requests' "$T/page.html" || fail "the page does not show the imbalance index"
+grep -q 'l.fed_by' "$T/page.html" || fail "the page does not show which loop feeds each"
 # Self-contained: nothing loaded from elsewhere.
 if grep -Eiq '(src|href)=|https?://|@import|url\(' "$T/page.html"; then
     fail "external reference: $(grep -Eio '.{0,30}((src|href)=|https?://|@import|url\().{0,30}' "$T/page.html" | head -3)"
@@ -25,7 +27,10 @@ s=$(curl -s "http://127.0.0.1:$ADMIN_PORT/status")
 echo "$s" | jq -e '(.version and .listen and .backend and .route and .state and .threads and
     (.uptime_ms | type == "number")) and
     ([.loops[] | has("index") and has("cpu") and has("active") and has("requests") and
-      has("accepted") and has("closed") and (.cpu_seconds | type == "number")] | all)' >/dev/null || fail "/status lacks a field: $s"
+      has("accepted") and has("closed") and (.cpu_seconds | type == "number") and
+      (.accepts | type == "boolean") and (.fed_by | type == "number")] | all) and
+    (.accept.description | type == "string") and (.imbalance.requests | type == "number") and
+    (.imbalance.active | type == "number")' >/dev/null || fail "/status lacks a field: $s"
 # HEAD: the same head, no body.
 hl=$(curl -s -I "http://127.0.0.1:$ADMIN_PORT/" | sed -n 's/^Content-Length: *\([0-9]*\).*/\1/Ip')
 [ "$hl" = "$len" ] || fail "HEAD Content-Length $hl"

@@ -34,7 +34,7 @@ unit_lines() { grep -v -e '^#' -e '^$' -e '^Description=' -e '^After=' "$1"; }
 diff <(unit_lines "$UNIT") \
      <(unit_lines "$TEMPLATE" | sed 's#/etc/scalwsd/%i\.ini#/etc/scalwsd/scalwsd.ini#; s#^LogsDirectory=scalwsd/%i$#LogsDirectory=scalwsd#') \
      >"$T/template.diff" || fail "scalwsd@.service differs from scalwsd.service: $(cat "$T/template.diff")"
-grep -q '^ExecStart=/usr/bin/scalwsd --config /etc/scalwsd/%i.ini$' "$TEMPLATE" || fail "template ExecStart"
+grep -q '^ExecStart=/usr/sbin/scalwsd --config /etc/scalwsd/%i.ini$' "$TEMPLATE" || fail "template ExecStart"
 
 # The unit's command lines with the build's binary and a config of the test's.
 cp "$ROOT/contrib/scalwsd.ini" "$T/scalwsd.ini"
@@ -42,17 +42,17 @@ unitcmd() {
     local line
     line=$(key "$1" "$UNIT")
     [ -n "$line" ] || fail "no $1 in the unit"
-    line=${line//\/usr\/bin\/scalwsd/$SWS}
+    line=${line//\/usr\/sbin\/scalwsd/$SWS}
     line=${line//\/etc\/scalwsd\/scalwsd.ini/$T\/scalwsd.ini}
     echo "$line"
 }
 read -r -a pre <<<"$(unitcmd ExecStartPre)"
 read -r -a start <<<"$(unitcmd ExecStart)"
-[ "${start[0]}" = "$SWS" ] || fail "ExecStart does not run /usr/bin/scalwsd: ${start[*]}"
+[ "${start[0]}" = "$SWS" ] || fail "ExecStart does not run /usr/sbin/scalwsd: ${start[*]}"
 "${pre[@]}" >"$T/pre" 2>&1 || fail "ExecStartPre: $(cat "$T/pre")"
 # The template's check as systemd runs it for scalwsd@a: a good a.ini passes, a broken one fails.
 tpre=$(key ExecStartPre "$TEMPLATE")
-tpre=${tpre//\/usr\/bin\/scalwsd/$SWS}
+tpre=${tpre//\/usr\/sbin\/scalwsd/$SWS}
 tpre=${tpre//\/etc\/scalwsd\/%i.ini/$T\/a.ini}
 read -r -a tpre <<<"$tpre"
 printf '[server]\nlisten = 127.0.0.1:8081\n[admin]\nlisten = 127.0.0.1:9091\n' >"$T/a.ini"

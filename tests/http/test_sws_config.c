@@ -140,6 +140,63 @@ static void cpu_max_quota_rounds_up(void **state) {
     assert_true(cpus.available >= 1 && cpus.available <= cpus.in_mask);
 }
 
+/* Every key of the table: its default parses, is written back in a form that
+ * parses to the same value, and --print-config's output read back as a file
+ * gives the same configuration. */
+static void config_table_round_trips(void **state) {
+    (void)state;
+    static sws_config c, d;
+    sws_config_defaults(&c);
+    char err[400];
+    assert_int_equal(sws_config_load(&c, write_ini("[server]\nevent_loops = 3\naccept = handoff\n"
+                                                   "[respond]\nbody = a;b\\n\n"
+                                                   "[proxy]\nupstream = 127.0.0.1:9, 127.0.0.1:10\n"
+                                                   "[limits]\nbody_size = 1000\n"),
+                                     err, sizeof(err)),
+                     0);
+    for (int i = 0; i < sws_config_nkeys; i++) {
+        const sws_key *k = &sws_config_keys[i];
+        char v[1024], w[1024];
+        sws_config_format(&c, k, v, sizeof v);
+        if (!*v && !k->def)
+            continue; /* unset */
+        d = c;
+        assert_int_equal(sws_config_set(&d, k->section, k->name, v, err, sizeof(err)), 0);
+        sws_config_format(&d, k, w, sizeof w);
+        assert_string_equal(v, w);
+    }
+    const sws_cli cli = {.config = path};
+    char out[sizeof(path) + 16];
+    snprintf(out, sizeof(out), "%s.printed", path);
+    FILE *f = fopen(out, "w");
+    assert_non_null(f);
+    sws_config_print(f, &c, &cli);
+    fclose(f);
+    sws_config_defaults(&d);
+    assert_int_equal(sws_config_load(&d, out, err, sizeof(err)), 0);
+    assert_null(sws_config_restart_change(&c, &d, err, sizeof(err)));
+    assert_int_equal(d.body_len, 4);
+    assert_memory_equal(d.body, "a;b\n", 4);
+    assert_int_equal(d.limits.body_size, 1000);
+    assert_int_equal(d.proxy.nupstreams, 2);
+    remove(out);
+}
+
+/* A key that SIGHUP cannot change is named with both values; one it can is not. */
+static void config_restart_change_names_the_key(void **state) {
+    (void)state;
+    static sws_config a, b;
+    char buf[300];
+    sws_config_defaults(&a);
+    b = a;
+    assert_int_equal(sws_config_set(&b, "limits", "keepalive_timeout", "5s", buf, sizeof(buf)), 0);
+    assert_null(sws_config_restart_change(&a, &b, buf, sizeof(buf)));
+    assert_int_equal(sws_config_set(&b, "server", "accept", "herd", buf, sizeof(buf)), 0);
+    const char *why = sws_config_restart_change(&a, &b, buf, sizeof(buf));
+    assert_non_null(why);
+    assert_string_equal(why, "[server] accept changed (reuse-port -> herd)");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_defaults_serve_respond_on_8080),
@@ -148,6 +205,8 @@ int main(void) {
         cmocka_unit_test(config_bad_value_names_file_line_key),
         cmocka_unit_test(config_missing_file_is_an_error),
         cmocka_unit_test(config_addresses),
+        cmocka_unit_test(config_table_round_trips),
+        cmocka_unit_test(config_restart_change_names_the_key),
         cmocka_unit_test(cpu_max_quota_rounds_up),
     };
     return cmocka_run_group_tests_name("sws_config", tests, NULL, NULL);

@@ -16,12 +16,28 @@ exports=$(nm -D --defined-only "$tmp/prefix/lib/libturnloop.so" | awk '{print $3
 bad=$(printf '%s\n' "$exports" | grep -v '^tl_[a-z]' || true)
 [ -z "$bad" ] || { echo "exported beyond the tl_ API: $bad"; exit 1; }
 printf '%s\n' "$exports" | grep -q '^tl__' && { echo "internal tl__ names exported"; exit 1; }
-LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/echo" >"$tmp/log" 2>&1 &
+# Port 0: the kernel picks, and the example's first line names the port.
+LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/echo" 0 >"$tmp/log" 2>&1 &
 pid=$!
 for _ in $(seq 50); do grep -q "echo on" "$tmp/log" && break; sleep 0.1; done
-got=$(python3 - <<'PY'
-import socket
-s = socket.create_connection(("127.0.0.1", 7007), timeout=5)
+port=$(sed -n 's/^echo on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$tmp/log")
+[ -n "$port" ] || { echo "the example did not say its port: $(cat "$tmp/log")"; exit 1; }
+# The header's version and the library's agree.
+cat >"$tmp/version.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include <turnloop.h>
+int main(void) {
+    unsigned v = (TL_VERSION_MAJOR << 16) | (TL_VERSION_MINOR << 8) | TL_VERSION_PATCH;
+    printf("%s\n", tl_version_string());
+    return tl_version() == v && strcmp(tl_version_string(), TL_VERSION_STRING) == 0 ? 0 : 1;
+}
+C
+cc "${flags[@]}" "$tmp/version.c" $(pkg-config --cflags --libs turnloop) -o "$tmp/version"
+LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/version" >/dev/null || { echo "tl_version() differs from TL_VERSION_*"; exit 1; }
+got=$(PORT=$port python3 - <<'PY'
+import os, socket
+s = socket.create_connection(("127.0.0.1", int(os.environ["PORT"])), timeout=5)
 s.sendall(b"installed and linked\n")
 print(s.recv(64).decode().strip())
 PY

@@ -1,0 +1,357 @@
+/* The one table of scalwsd's configuration keys, in the order --help and
+ * --print-config list them: section, key, kind, default, whether SIGHUP may
+ * change it, and one line of help (nginx's command arrays are the model).
+ * A key is added here and nowhere else; the man page and the example file are
+ * checked against this table by tests/e2e/man_page.sh and example_config.sh. */
+#include "config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* In the order of sws_accept_route. */
+static const char *const accept_names[] = {"reuse-port", "handoff",        "exclusive", "acceptor",
+                                           "herd",       "reuse-port-cpu", NULL};
+static const char *const backend_names[] = {"auto", "epoll", "uring", NULL};
+static const char *const scenario_names[] = {"respond", "proxy", NULL};
+static const char *const pool_names[] = {"per_loop", "shared", NULL};
+
+const char *sws_accept_name(sws_accept_route r) {
+    return accept_names[r];
+}
+const char *sws_backend_name(sws_backend b) {
+    return backend_names[b];
+}
+
+/* ---- keys whose values are not one of the plain kinds ------------------- */
+
+/* "host:port", or "host:port tls" for an HTTPS listener ([tls]). */
+static int parse_listen(sws_config *c, const char *v, char *why, size_t len) {
+    char addr[SWS_ADDR_MAX];
+    const char *sp = strpbrk(v, " \t");
+    size_t alen = sp ? (size_t)(sp - v) : strlen(v);
+    bool tls = false;
+    if (sp) {
+        while (*sp == ' ' || *sp == '\t')
+            sp++;
+        if (strcmp(sp, "tls") != 0) {
+            snprintf(why, len, "bad listener option '%s' (want host:port or host:port tls)", sp);
+            return -EINVAL;
+        }
+        tls = true;
+    }
+    if (alen < sizeof(addr)) {
+        memcpy(addr, v, alen);
+        addr[alen] = '\0';
+        if (sws_parse_addr(addr, &c->listen) == 0) {
+            c->listen_tls = tls;
+            return 0;
+        }
+    }
+    snprintf(why, len, "bad address '%s' (want host:port or host:port tls)", v);
+    return -EINVAL;
+}
+static void format_listen(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s%s", c->listen.text, c->listen_tls ? " tls" : "");
+}
+
+/* [tls]: parsed by src/tls/tls_config.c, which the unit tests also drive. */
+#define TLS_PARSE(name, key)                                                                       \
+    static int parse_tls_##name(sws_config *c, const char *v, char *why, size_t len) {            \
+        return sws_tls_config_set(&c->tls, key, v, why, len);                                     \
+    }
+TLS_PARSE(cert, "cert")
+TLS_PARSE(key, "key")
+TLS_PARSE(ocsp, "ocsp")
+TLS_PARSE(protocols, "protocols")
+TLS_PARSE(ciphers, "ciphers")
+TLS_PARSE(ciphersuites, "ciphersuites")
+TLS_PARSE(groups, "groups")
+TLS_PARSE(tickets, "session_tickets")
+TLS_PARSE(rotate, "ticket_key_rotate")
+TLS_PARSE(cache, "session_cache")
+TLS_PARSE(ktls, "ktls")
+static void format_tls_cert(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.cert);
+}
+static void format_tls_key(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.key);
+}
+static void format_tls_ocsp(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.ocsp[0] ? c->tls.ocsp : "off");
+}
+static void format_tls_protocols(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", sws_tls_protocols_name(c->tls.protocols));
+}
+/* The profile is longer than an ini line (inih reads 200 characters). */
+static void format_tls_ciphers(const sws_config *c, char *out, size_t len) {
+    bool def = strcmp(c->tls.ciphers, SWS_TLS_DEFAULT_CIPHERS) == 0;
+    snprintf(out, len, "%s", def ? "intermediate" : c->tls.ciphers);
+}
+static void format_tls_ciphersuites(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.ciphersuites);
+}
+static void format_tls_groups(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.groups);
+}
+static void format_tls_tickets(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.tickets ? "on" : "off");
+}
+static void format_tls_rotate(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%us", (unsigned)(c->tls.ticket_key_rotate_ms / 1000u));
+}
+static void format_tls_cache(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%u", (unsigned)c->tls.session_cache);
+}
+static void format_tls_ktls(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.ktls ? "on" : "off");
+}
+#define TLS_KEY(k, name, def, help)                                                                \
+    CUSTOM("tls", k, parse_tls_##name, format_tls_##name, def, RELOAD, help)
+
+/* auto (-1), or a count: event_loops takes 0 (the shared baseline), worker_threads does not. */
+static int parse_count(int *dst, const char *v, uint64_t lo, char *why, size_t len) {
+    uint64_t n;
+    if (strcmp(v, "auto") == 0 || (lo == 0 && !*v)) {
+        *dst = -1;
+        return 0;
+    }
+    if (sws_parse_uint(v, lo, 1024, &n) == 0) {
+        *dst = (int)n;
+        return 0;
+    }
+    snprintf(why, len, "bad value '%s' (want auto%s or a count up to 1024)", v, lo ? "" : ", 0");
+    return -EINVAL;
+}
+static int parse_event_loops(sws_config *c, const char *v, char *why, size_t len) {
+    return parse_count(&c->event_loops, v, 0, why, len);
+}
+static int parse_worker_threads(sws_config *c, const char *v, char *why, size_t len) {
+    return parse_count(&c->worker_threads, v, 1, why, len);
+}
+static void format_count(int n, char *out, size_t len) {
+    if (n < 0)
+        snprintf(out, len, "auto");
+    else
+        snprintf(out, len, "%d", n);
+}
+static void format_event_loops(const sws_config *c, char *out, size_t len) {
+    format_count(c->event_loops, out, len);
+}
+static void format_worker_threads(const sws_config *c, char *out, size_t len) {
+    format_count(c->worker_threads, out, len);
+}
+
+/* The body may carry \n, \r, \t and \\ escapes (ini values are one line); any
+ * other escaped character stands for itself ("\;" for a ';'). */
+static int parse_body(sws_config *c, const char *v, char *why, size_t len) {
+    size_t n = 0;
+    for (const char *s = v; *s; s++) {
+        char ch = *s;
+        if (ch == '\\' && s[1]) {
+            s++;
+            ch = *s == 'n' ? '\n' : *s == 'r' ? '\r' : *s == 't' ? '\t' : *s;
+        }
+        if (n >= SWS_BODY_MAX) {
+            snprintf(why, len, "body longer than %d bytes", SWS_BODY_MAX);
+            return -EINVAL;
+        }
+        c->body[n++] = ch;
+    }
+    c->body_len = n;
+    return 0;
+}
+static void format_body(const sws_config *c, char *out, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < c->body_len && o + 3 < len; i++) {
+        char ch = c->body[i];
+        const char *esc = ch == '\n'   ? "\\n"
+                          : ch == '\r' ? "\\r"
+                          : ch == '\t' ? "\\t"
+                          : ch == '\\' ? "\\\\"
+                                       : NULL;
+        if (esc) {
+            memcpy(out + o, esc, 2);
+            o += 2;
+        } else {
+            out[o++] = ch;
+        }
+    }
+    out[o] = '\0';
+}
+
+static int parse_admin(sws_config *c, const char *v, char *why, size_t len) {
+    if (!*v || strcmp(v, "off") == 0) {
+        c->admin_enabled = false;
+        return 0;
+    }
+    if (sws_parse_addr(v, &c->admin) == 0) {
+        c->admin_enabled = true;
+        return 0;
+    }
+    snprintf(why, len, "bad address '%s' (want host:port or off)", v);
+    return -EINVAL;
+}
+static void format_admin(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->admin_enabled ? c->admin.text : "off");
+}
+
+static int parse_upstream(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_proxy_parse_upstreams(&c->proxy, v, why, len);
+}
+static void format_upstream(const sws_config *c, char *out, size_t len) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < c->proxy.nupstreams && o < len; i++)
+        o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", c->proxy.up[i].text);
+}
+
+/* [acme]: parsed by src/acme/acme_config.c, which the unit tests also drive
+ * (its sws_acme_keys holds the same defaults for them). */
+#define ACME_PARSE(name, key)                                                                      \
+    static int parse_acme_##name(sws_config *c, const char *v, char *why, size_t len) {           \
+        return sws_acme_config_set(&c->acme, key, v, why, len);                                   \
+    }
+#define ACME_TEXT(name, field)                                                                     \
+    ACME_PARSE(name, #name)                                                                        \
+    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                  \
+        snprintf(out, len, "%s", c->acme.field);                                                   \
+    }
+#define ACME_SECS(name, field)                                                                     \
+    ACME_PARSE(name, #name)                                                                        \
+    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                  \
+        snprintf(out, len, "%us", (unsigned)c->acme.field);                                        \
+    }
+ACME_TEXT(directory, directory)
+ACME_TEXT(email, email)
+ACME_TEXT(state_dir, state_dir)
+ACME_TEXT(challenge, challenge)
+ACME_TEXT(ca_file, ca_file)
+ACME_TEXT(http_listen, http_listen)
+ACME_SECS(renew_before, renew_before_s)
+ACME_SECS(retry_min, retry_min_s)
+ACME_SECS(retry_max, retry_max_s)
+ACME_PARSE(domains, "domains")
+static void format_acme_domains(const sws_config *c, char *out, size_t len) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < c->acme.ndomains && o < len; i++)
+        o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", c->acme.domains[i]);
+}
+/* The ACME thread keeps the [acme] it started with: every key needs a restart. */
+#define ACME_KEY(k, def, help)                                                                     \
+    CUSTOM("acme", #k, parse_acme_##k, format_acme_##k, def, RESTART, help)
+
+/* ---- the table ------------------------------------------------------------ */
+
+#define F(field) offsetof(sws_config, field), sizeof(((sws_config *)0)->field)
+#define UINT(s, k, fld, lo, hi, def, restart, help)                                                \
+    { s, k, SWS_KEY_UINT, F(fld), lo, hi, NULL, NULL, NULL, def, restart, help }
+#define SIZE(s, k, fld, lo, hi, def, restart, help)                                                \
+    { s, k, SWS_KEY_SIZE, F(fld), lo, hi, NULL, NULL, NULL, def, restart, help }
+#define MS(s, k, fld, lo, def, restart, help)                                                      \
+    { s, k, SWS_KEY_MS, F(fld), lo, UINT32_MAX, NULL, NULL, NULL, def, restart, help }
+#define BOOL(s, k, fld, def, restart, help)                                                        \
+    { s, k, SWS_KEY_BOOL, F(fld), 0, 0, NULL, NULL, NULL, def, restart, help }
+#define ENUM(s, k, fld, names, def, restart, help)                                                 \
+    { s, k, SWS_KEY_ENUM, F(fld), 0, 0, names, NULL, NULL, def, restart, help }
+#define STRING(s, k, fld, def, restart, help)                                                      \
+    { s, k, SWS_KEY_STRING, F(fld), 0, 0, NULL, NULL, NULL, def, restart, help }
+#define CUSTOM(s, k, parse, format, def, restart, help)                                            \
+    { s, k, SWS_KEY_CUSTOM, 0, 0, 0, 0, NULL, parse, format, def, restart, help }
+
+enum { RELOAD = 0, RESTART = 1 };
+
+const sws_key sws_config_keys[] = {
+    CUSTOM("server", "listen", parse_listen, format_listen, "127.0.0.1:8080", RESTART,
+           "host:port to serve on; port 0: the kernel picks one; \"host:port tls\": HTTPS"),
+    CUSTOM("server", "event_loops", parse_event_loops, format_event_loops, "auto", RESTART,
+           "event loops: auto (one per usable CPU), N, or 0 (one shared loop)"),
+    CUSTOM("server", "worker_threads", parse_worker_threads, format_worker_threads, "auto", RESTART,
+           "threads of the shared loop (event_loops = 0)"),
+    ENUM("server", "accept", accept, accept_names, "reuse-port", RESTART,
+         "how loops share the listener: reuse-port, reuse-port-cpu, handoff, exclusive, "
+         "acceptor, herd"),
+    UINT("server", "acceptors", acceptors, 1, 1024, "1", RESTART,
+         "accept = handoff: accepting loops, each feeding its own block of loops"),
+    ENUM("server", "backend", backend, backend_names, "auto", RESTART,
+         "auto (io_uring where it works, else epoll), epoll or uring"),
+    MS("server", "drain_timeout", drain_timeout_ms, 0, "10s", RELOAD,
+       "on SIGTERM, how long open connections may finish"),
+    BOOL("server", "defer_accept", defer_accept, "on", RESTART,
+         "TCP_DEFER_ACCEPT: accept once the request's first bytes arrive"),
+    ENUM("server", "scenario", scenario, scenario_names, "respond", RESTART,
+         "what answers requests: respond or proxy"),
+    STRING("server", "access_log", access_log, NULL, RELOAD,
+           "file for a combined-format access log (unset: none)"),
+
+    UINT("respond", "status", status, 200, 599, "200", RELOAD, "status of the fixed answer"),
+    CUSTOM("respond", "body", parse_body, format_body, "Hello from scalwsd\\n", RELOAD,
+           "body of the fixed answer (\\n \\r \\t \\\\ escapes)"),
+    STRING("respond", "content_type", content_type, "text/plain", RELOAD,
+           "Content-Type of the fixed answer"),
+
+    SIZE("limits", "header_bytes", limits.header_bytes, 256, 1u << 20, "8k", RELOAD,
+         "bytes of a request head or trailer section (431)"),
+    UINT("limits", "header_count", limits.header_count, 1, 10000, "100", RELOAD,
+         "header fields of a request (431)"),
+    SIZE("limits", "uri_length", limits.uri_length, 16, 1u << 20, "4k", RELOAD,
+         "bytes of the request-target (414)"),
+    SIZE("limits", "body_size", limits.body_size, 0, UINT64_MAX, "1m", RELOAD,
+         "bytes of a request body (413)"),
+    MS("limits", "header_timeout", header_timeout_ms, 1, "10s", RELOAD,
+       "time to receive a request once its first byte came (408)"),
+    MS("limits", "keepalive_timeout", keepalive_timeout_ms, 1, "75s", RELOAD,
+       "idle time before a keep-alive connection is closed"),
+    MS("limits", "send_timeout", send_timeout_ms, 1, "30s", RELOAD,
+       "time for one write of the output buffer before the connection is closed"),
+    UINT("limits", "max_connections", max_connections, 1, 1000000, "10000", RESTART,
+         "connections per event loop; at the ceiling accepting pauses"),
+    MS("limits", "handshake_timeout", handshake_timeout_ms, 1, "10s", RELOAD,
+       "time for a TLS handshake on a tls listener"),
+
+    TLS_KEY("cert", cert, NULL, "PEM certificate, the leaf then its chain (a tls listener needs it)"),
+    TLS_KEY("key", key, NULL, "PEM private key of that certificate"),
+    TLS_KEY("ocsp", ocsp, "off", "DER OCSP response to staple, or off"),
+    TLS_KEY("protocols", protocols, "TLSv1.2 TLSv1.3", "TLSv1.2 and/or TLSv1.3"),
+    TLS_KEY("ciphers", ciphers, "intermediate",
+            "TLS 1.2 suites (OpenSSL list); intermediate: Mozilla's profile"),
+    TLS_KEY("ciphersuites", ciphersuites, SWS_TLS_DEFAULT_CIPHERSUITES, "TLS 1.3 suites"),
+    TLS_KEY("groups", groups, SWS_TLS_DEFAULT_GROUPS, "key exchange groups"),
+    TLS_KEY("session_tickets", tickets, "on",
+            "session tickets, keys made and rotated by the control thread"),
+    TLS_KEY("ticket_key_rotate", rotate, "3600s", "how often a new ticket key is made (60s at least)"),
+    TLS_KEY("session_cache", cache, "20480", "session-ID cache entries per loop; 0 off"),
+    TLS_KEY("ktls", ktls, "on", "kernel TLS; never live with memory BIOs (doc/tls.md)"),
+
+    CUSTOM("proxy", "upstream", parse_upstream, format_upstream, NULL, RESTART,
+           "host:port[, host:port...] to forward to, round-robin"),
+    ENUM("proxy", "pool", proxy.pool_mode, pool_names, "per_loop", RESTART,
+         "upstream connection pool: per_loop or shared"),
+    UINT("proxy", "pool_per_loop", proxy.pool_per_loop, 0, 100000, "32", RESTART,
+         "idle upstream connections kept per loop and upstream"),
+    MS("proxy", "connect_timeout", proxy.connect_timeout_ms, 1, "5s", RELOAD,
+       "time to connect to an upstream (502 after it)"),
+    MS("proxy", "read_timeout", proxy.read_timeout_ms, 1, "60s", RELOAD,
+       "time between two reads of an upstream's answer (504 after it)"),
+    MS("proxy", "idle_timeout", proxy.idle_timeout_ms, 1, "60s", RELOAD,
+       "idle time of a pooled upstream connection before it is closed"),
+
+    ACME_KEY(directory, NULL, "the ACME CA's directory URL; unset: no ACME (doc/acme.md)"),
+    ACME_KEY(email, NULL, "the ACME account's contact address"),
+    ACME_KEY(domains, NULL, "names on the certificate, comma separated (up to 8)"),
+    ACME_KEY(state_dir, "/var/lib/scalwsd/acme", "account key, certificate, key, state (0700)"),
+    ACME_KEY(renew_before, "30d", "renew when the certificate expires within this"),
+    ACME_KEY(challenge, "http-01", "the challenge type (http-01 only)"),
+    ACME_KEY(ca_file, NULL, "PEM roots for the CA's HTTPS instead of the system's"),
+    ACME_KEY(http_listen, NULL, "plaintext listener for HTTP-01 alone (for a tls listener)"),
+    ACME_KEY(retry_min, "60s", "first retry after a failure; doubles up to retry_max"),
+    ACME_KEY(retry_max, "6h", "longest wait between retries (a CA's Retry-After wins)"),
+
+    CUSTOM("admin", "listen", parse_admin, format_admin, "off", RESTART,
+           "host:port of the admin API (/status, /metrics) and status page, or off"),
+};
+const int sws_config_nkeys = (int)(sizeof sws_config_keys / sizeof sws_config_keys[0]);
+_Static_assert(sizeof sws_config_keys / sizeof sws_config_keys[0] <= SWS_CONFIG_KEYS_MAX,
+               "raise SWS_CONFIG_KEYS_MAX");
