@@ -55,9 +55,12 @@ wait_for() {
         sleep 0.2
     done
 }
-metric() { curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+# The admin listener is served one request at a time by the control thread: on
+# a loaded machine (a sanitizer build) a request may wait; ask again, bounded.
+admin_get() { curl -sf -m 10 --retry 3 --retry-all-errors "http://127.0.0.1:$ADMIN_PORT$1"; }
+metric() { admin_get /metrics | awk -v k="$1" '$1 == k {print $2}'; }
 metric_ge() { [ "$(metric "$1")" -ge "$2" ] 2>/dev/null; }
-acme_status() { curl -s "http://127.0.0.1:$ADMIN_PORT/status" | jq -r "$1"; }
+acme_status() { admin_get /status | jq -r "$1"; }
 
 # Pebble's own HTTPS certificate (its ACME API and management endpoint).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
@@ -169,10 +172,10 @@ wait_for 60 "a failed challenge counted" \
 before=$(served_fp)
 [ -n "$before" ] || fail "nothing served after the failure"
 wait_for 30 "a second failed attempt" bash -c \
-    "[ \"\$(curl -s http://127.0.0.1:$ADMIN_PORT/status | jq .acme.failures_in_a_row)\" -ge 2 ]"
+    "[ \"\$(curl -sf -m 10 http://127.0.0.1:$ADMIN_PORT/status | jq .acme.failures_in_a_row)\" -ge 2 ]"
 [ "$(served_fp)" = "$before" ] || fail "the served certificate changed after failures"
 # One reading of /status: the last error, and the domain it names shows it.
-curl -s "http://127.0.0.1:$ADMIN_PORT/status" >"$T/status.json"
+admin_get /status >"$T/status.json" || fail "/status did not answer"
 err=$(jq -r .acme.last_error "$T/status.json")
 case "$err" in *"challenge for "*"failed"*) ;; *) fail "/status last_error is '$err'" ;; esac
 dom=${err#challenge for }
