@@ -5,6 +5,8 @@
  * blocking I/O with a one-second timeout keeps this small. */
 #include "sws.h"
 
+#include "acme_run.h"
+#include "acme_tokens.h"
 #include "status_page.h"
 
 #include <errno.h>
@@ -17,23 +19,28 @@
 #include <time.h>
 #include <unistd.h>
 
-int sws_admin_open(const sws_config *cfg, char *err, size_t errlen) {
-    int fd = socket(cfg->admin.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+int sws_admin_listen(const sws_addr *addr, const char *what, bool share, char *err, size_t errlen) {
+    int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
-        snprintf(err, errlen, "[admin] listen: socket: %s", strerror(errno));
+        snprintf(err, errlen, "%s: socket: %s", what, strerror(errno));
         return -errno;
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (const struct sockaddr *)&cfg->admin.ss, cfg->admin.len) < 0 ||
-        listen(fd, 64) < 0) {
+    if (share)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0 || listen(fd, 64) < 0) {
         int e = errno;
-        snprintf(err, errlen, "[admin] listen: cannot listen on %s: %s", cfg->admin.text,
+        snprintf(err, errlen, "%s: cannot listen on %s: %s", what, addr->text,
                  e == EADDRINUSE ? "address already in use" : strerror(e));
         close(fd);
         return -e;
     }
     return fd;
+}
+
+int sws_admin_open(const sws_config *cfg, char *err, size_t errlen) {
+    return sws_admin_listen(&cfg->admin, "[admin] listen", false, err, errlen);
 }
 
 #define CTR(w, f) atomic_load_explicit(&(w)->ctr.f, memory_order_relaxed)
@@ -124,6 +131,8 @@ static char *metrics_text(sws_server *s, size_t *len) {
     sws_balance_metrics(s, f);
     if (s->sc_ops->metrics)
         s->sc_ops->metrics(s, f);
+    if (s->acme)
+        sws_acme_metrics(s->acme, f);
     fclose(f);
     return buf;
 }
@@ -193,6 +202,7 @@ static char *status_json(sws_server *s, size_t *len) {
     } else {
         json_object_set_new(root, "tls", json_null());
     }
+    json_object_set_new(root, "acme", s->acme ? sws_acme_status(s->acme) : json_null());
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (text) {
@@ -218,11 +228,23 @@ static void write_all(int fd, const char *p, size_t n) {
     }
 }
 
+static void serve(sws_server *s, int listen_fd, bool challenge_only);
+
 void sws_admin_serve_one(sws_server *s, int listen_fd) {
+    serve(s, listen_fd, false);
+}
+
+void sws_admin_serve_challenge(sws_server *s, int listen_fd) {
+    serve(s, listen_fd, true);
+}
+
+static void serve(sws_server *s, int listen_fd, bool challenge_only) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         return;
-    struct timeval tv = {.tv_sec = 1};
+    /* [acme] http_listen faces the internet: a slow client there must not
+     * hold the control thread for long (a CA sends its GET in one segment). */
+    struct timeval tv = {.tv_sec = challenge_only ? 0 : 1, .tv_usec = challenge_only ? 250000 : 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     static const sws_http_limits lim = SWS_HTTP_DEFAULT_LIMITS;
@@ -231,7 +253,7 @@ void sws_admin_serve_one(sws_server *s, int listen_fd) {
     char in[8192];
     int rc = SWS_HTTP_NEED_MORE, status = 0;
     /* Bounded: at most a few reads, each with the one-second timeout. */
-    for (int reads = 0; rc == SWS_HTTP_NEED_MORE && reads < 16; reads++) {
+    for (int reads = 0; rc == SWS_HTTP_NEED_MORE && reads < (challenge_only ? 4 : 16); reads++) {
         ssize_t n = recv(fd, in, sizeof(in), 0);
         if (n <= 0)
             break;
@@ -246,7 +268,17 @@ void sws_admin_serve_one(sws_server *s, int listen_fd) {
         const char *ctype = "text/plain";
         int st = 200;
         bool get = p.req.method == HTTP_GET || p.req.method == HTTP_HEAD;
-        if (get && strcmp(p.req.path, "/") == 0) {
+        size_t plen = strlen(p.req.path);
+        char keyauth[SWS_ACME_KEYAUTH_MAX];
+        if (challenge_only) {
+            /* HTTP-01 (RFC 8555 8.3): the key authorization as the body. */
+            blen = get ? sws_acme_token_answer(p.req.path, plen, keyauth, sizeof(keyauth)) : 0;
+            if (blen && (body = malloc(blen)))
+                memcpy(body, keyauth, blen);
+            else
+                st = get ? 404 : 405;
+            ctype = "application/octet-stream";
+        } else if (get && strcmp(p.req.path, "/") == 0) {
             blen = sizeof(sws_status_page) - 1;
             body = malloc(blen);
             if (body)

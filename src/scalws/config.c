@@ -383,6 +383,33 @@ static int set_flag(sws_config *c, const char *flag, const char *section, const 
     return 0;
 }
 
+/* [acme] with the rest: a tls listener without [tls] cert and key serves
+ * what ACME keeps in state_dir; HTTP-01 needs a plaintext listener, the
+ * server's own or [acme] http_listen. */
+static int acme_settle(sws_config *c, char *err, size_t errlen) {
+    const sws_acme_config *a = &c->acme;
+    if (sws_acme_config_check(a, err, errlen) < 0)
+        return -EINVAL;
+    if (a->http_listen[0] && sws_parse_addr(a->http_listen, &c->acme_http) < 0) {
+        snprintf(err, errlen, "[acme] http_listen: bad address '%s' (want host:port)",
+                 a->http_listen);
+        return -EINVAL;
+    }
+    if (c->listen_tls && !a->http_listen[0]) {
+        snprintf(err, errlen,
+                 "%s: [acme] answers HTTP-01 on plaintext HTTP: with a tls listener set [acme] "
+                 "http_listen (e.g. 0.0.0.0:80)",
+                 c->listen_origin);
+        return -EINVAL;
+    }
+    if (c->listen_tls && !c->tls.cert[0] && !c->tls.key[0]) {
+        snprintf(c->tls.cert, sizeof(c->tls.cert), "%s/cert.pem", a->state_dir);
+        snprintf(c->tls.key, sizeof(c->tls.key), "%s/key.pem", a->state_dir);
+        c->tls_from_acme = true;
+    }
+    return 0;
+}
+
 int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen) {
     sws_config_defaults(c);
     if (cli->config) {
@@ -409,6 +436,11 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
     if (cli->upstream &&
         set_flag(c, "--upstream", "proxy", "upstream", cli->upstream, err, errlen) < 0)
         return -EINVAL;
+    if (sws_acme_enabled(&c->acme)) {
+        int rc = acme_settle(c, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
     if (c->listen_tls && (!c->tls.cert[0] || !c->tls.key[0])) {
         snprintf(err, errlen, "%s: a tls listener needs [tls] cert and key", c->listen_origin);
         return -EINVAL;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "acme_config.h"
 #include "proxy_config.h"
 #include "sws_http.h"
 #include "tls_config.h"
@@ -93,6 +94,11 @@ typedef struct sws_config {
      * server at start, reload.c for a reloaded one); freed with the config.
      * Connections hold references to its SSL_CTXs, so they outlive it. */
     struct sws_tls_server *tls_server;
+    /* [acme]: with a tls listener and no [tls] cert/key, tls.cert and tls.key
+     * name state_dir's cert.pem and key.pem (tls_from_acme). */
+    sws_acme_config acme;
+    sws_addr acme_http; /* [acme] http_listen, parsed; len 0 when unset */
+    bool tls_from_acme;
     /* [admin] */
     bool admin_enabled;
     sws_addr admin;

@@ -223,6 +223,42 @@ static void format_upstream(const sws_config *c, char *out, size_t len) {
         o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", c->proxy.up[i].text);
 }
 
+/* [acme]: parsed by src/acme/acme_config.c, which the unit tests also drive
+ * (its sws_acme_keys holds the same defaults for them). */
+#define ACME_PARSE(name, key)                                                                      \
+    static int parse_acme_##name(sws_config *c, const char *v, char *why, size_t len) {           \
+        return sws_acme_config_set(&c->acme, key, v, why, len);                                   \
+    }
+#define ACME_TEXT(name, field)                                                                     \
+    ACME_PARSE(name, #name)                                                                        \
+    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                  \
+        snprintf(out, len, "%s", c->acme.field);                                                   \
+    }
+#define ACME_SECS(name, field)                                                                     \
+    ACME_PARSE(name, #name)                                                                        \
+    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                  \
+        snprintf(out, len, "%us", (unsigned)c->acme.field);                                        \
+    }
+ACME_TEXT(directory, directory)
+ACME_TEXT(email, email)
+ACME_TEXT(state_dir, state_dir)
+ACME_TEXT(challenge, challenge)
+ACME_TEXT(ca_file, ca_file)
+ACME_TEXT(http_listen, http_listen)
+ACME_SECS(renew_before, renew_before_s)
+ACME_SECS(retry_min, retry_min_s)
+ACME_SECS(retry_max, retry_max_s)
+ACME_PARSE(domains, "domains")
+static void format_acme_domains(const sws_config *c, char *out, size_t len) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < c->acme.ndomains && o < len; i++)
+        o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", c->acme.domains[i]);
+}
+/* The ACME thread keeps the [acme] it started with: every key needs a restart. */
+#define ACME_KEY(k, def, help)                                                                     \
+    CUSTOM("acme", #k, parse_acme_##k, format_acme_##k, def, RESTART, help)
+
 /* ---- the table ------------------------------------------------------------ */
 
 #define F(field) offsetof(sws_config, field), sizeof(((sws_config *)0)->field)
@@ -340,6 +376,17 @@ const sws_key sws_config_keys[] = {
        "time between two reads of an upstream's answer (504 after it)"),
     MS("proxy", "idle_timeout", proxy.idle_timeout_ms, 1, "60s", RELOAD,
        "idle time of a pooled upstream connection before it is closed"),
+
+    ACME_KEY(directory, NULL, "the ACME CA's directory URL; unset: no ACME (doc/acme.md)"),
+    ACME_KEY(email, NULL, "the ACME account's contact address"),
+    ACME_KEY(domains, NULL, "names on the certificate, comma separated (up to 8)"),
+    ACME_KEY(state_dir, "/var/lib/scalwsd/acme", "account key, certificate, key, state (0700)"),
+    ACME_KEY(renew_before, "30d", "renew when the certificate expires within this"),
+    ACME_KEY(challenge, "http-01", "the challenge type (http-01 only)"),
+    ACME_KEY(ca_file, NULL, "PEM roots for the CA's HTTPS instead of the system's"),
+    ACME_KEY(http_listen, NULL, "plaintext listener for HTTP-01 alone (for a tls listener)"),
+    ACME_KEY(retry_min, "60s", "first retry after a failure; doubles up to retry_max"),
+    ACME_KEY(retry_max, "6h", "longest wait between retries (a CA's Retry-After wins)"),
 
     CUSTOM("admin", "listen", parse_admin, format_admin, "off", RESTART,
            "host:port of the admin API (/status, /metrics) and status page, or off"),

@@ -9,6 +9,7 @@
 #include "conn.h"
 
 #include "access_log.h"
+#include "acme_tokens.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -274,6 +275,31 @@ static void set_idle_deadline(sws_worker *w, sws_conn *c) {
     }
 }
 
+/* HTTP-01 (RFC 8555 8.3), before any scenario: a plaintext GET of
+ * /.well-known/acme-challenge/TOKEN for a token the ACME thread published.
+ * The path test is one atomic load while no challenge is in flight; a token
+ * it does not know goes to the scenario as any other path. */
+static bool acme_challenge(sws_worker *w, sws_conn *c, bool ka) {
+    const sws_http_request *r = &c->parser.req;
+    if (c->is_tls || !sws_acme_challenge_path(r->path, r->path_len) ||
+        (r->method != HTTP_GET && r->method != HTTP_HEAD))
+        return false;
+    char keyauth[SWS_ACME_KEYAUTH_MAX];
+    size_t n = sws_acme_token_answer(r->path, r->path_len, keyauth, sizeof(keyauth));
+    if (!n)
+        return false;
+    char *o = c->out + c->olen;
+    size_t h = sws_http_head(o, w->resp_max, 200, w->date.str, "application/octet-stream", n, ka);
+    if (!h || h + n > w->resp_max)
+        return false;
+    if (!r->head)
+        memcpy(o + h, keyauth, n);
+    c->olen += (uint32_t)(h + (r->head ? 0 : n));
+    if (w->access_log)
+        sws_access_log_parsed(w, c->peer, &c->parser, 200, r->head ? 0 : n);
+    return true;
+}
+
 /* A complete request: the scenario appends its answer (room for resp_max
  * bytes was checked before feeding). */
 static void answer(sws_worker *w, sws_conn *c) {
@@ -294,6 +320,8 @@ static void answer(sws_worker *w, sws_conn *c) {
     }
     c->served++;
     SWS_ADD(w->ctr.requests, 1);
+    if (acme_challenge(w, c, ka))
+        return;
     int rc = c->sc->ops->answer(w, c->sc, c, ka);
     if (rc < 0) {
         sws_conn_close(w, c);

@@ -4,6 +4,7 @@
  * one with Connection: close. After drain_timeout FORCE closes the rest. */
 #include "sws.h"
 
+#include "acme_run.h"
 #include "reexec.h"
 #include "reload.h"
 
@@ -78,9 +79,12 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
     uint64_t deadline = 0, drain_start = 0;
     const char *signame = "";
     while (done < s->nthreads) {
-        struct pollfd p[3] = {{.fd = sigfd, .events = POLLIN},
+        /* A negative fd is ignored by poll: admin and [acme] are optional. */
+        struct pollfd p[5] = {{.fd = sigfd, .events = POLLIN},
                               {.fd = s->done_fd, .events = POLLIN},
-                              {.fd = admin_fd, .events = POLLIN}};
+                              {.fd = admin_fd, .events = POLLIN},
+                              {.fd = s->acme_fd, .events = POLLIN},
+                              {.fd = s->acme_http_fd, .events = POLLIN}};
         int timeout = -1;
         if (draining) {
             uint64_t now = sws_now_ms();
@@ -103,7 +107,7 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
         int reload_wait = sws_reload_poll(s); /* a reload's old config may be freed */
         if (reload_wait >= 0 && (timeout < 0 || reload_wait < timeout))
             timeout = reload_wait;
-        int n = poll(p, admin_fd >= 0 ? 3 : 2, timeout);
+        int n = poll(p, 5, timeout);
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "scalwsd: poll: %s\n", strerror(errno));
             return 1;
@@ -135,6 +139,18 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
         }
         if (n > 0 && admin_fd >= 0 && (p[2].revents & POLLIN))
             sws_admin_serve_one(s, admin_fd);
+        if (n > 0 && s->acme_fd >= 0 && (p[3].revents & POLLIN)) {
+            /* The ACME thread saved a new pair in state_dir: load it for new
+             * handshakes; a refused one leaves the old context serving. */
+            uint64_t k;
+            char why[400] = "";
+            if (read(s->acme_fd, &k, sizeof(k)) == (ssize_t)sizeof(k)) {
+                int rc = sws_reload_tls(s, why, sizeof(why));
+                sws_acme_installed(s->acme, rc == 0, why);
+            }
+        }
+        if (n > 0 && s->acme_http_fd >= 0 && (p[4].revents & POLLIN))
+            sws_admin_serve_challenge(s, s->acme_http_fd);
         if (draining && sws_now_ms() >= deadline) {
             if (!forced) {
                 forced = true;

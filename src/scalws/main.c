@@ -3,6 +3,8 @@
  * Signals are blocked before any thread starts, so only signalfd sees them. */
 #include "sws.h"
 
+#include "acme_run.h"
+#include "acme_store.h"
 #include "reexec.h"
 #include "reload.h"
 
@@ -12,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 #ifdef SWS_HAVE_SYSTEMD
@@ -50,6 +53,37 @@ static void usage(FILE *f) {
 
 /* Long options without a short form. */
 enum { OPT_READY_FILE = 256 };
+
+/* The ACME thread asks for its certificate to be loaded (acme_run.h). */
+static void acme_install(void *ctx) {
+    sws_server *s = ctx;
+    uint64_t one = 1;
+    if (write(s->acme_fd, &one, sizeof(one)) < 0)
+        fprintf(stderr, "scalwsd: acme: cannot wake the control thread\n");
+}
+
+/* [acme]: the challenge listener (for a tls server listener) and the ACME
+ * thread, once the loops serve. */
+static int start_acme(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
+    if (cfg->acme_http.len) {
+        /* Shared with a SIGUSR2 successor while both run (each answers the
+         * tokens it published; a miss is a failed challenge, retried). */
+        s->acme_http_fd =
+            sws_admin_listen(&cfg->acme_http, "[acme] http_listen", true, err, errlen);
+        if (s->acme_http_fd < 0)
+            return s->acme_http_fd;
+        fprintf(stderr, "scalwsd: acme: HTTP-01 challenges on %s\n", cfg->acme_http.text);
+    }
+    if (cfg->listen_tls) {
+        s->acme_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->acme_fd < 0) {
+            snprintf(err, errlen, "acme: eventfd: %s", strerror(errno));
+            return -errno;
+        }
+    }
+    s->acme = sws_acme_start(&cfg->acme, cfg->listen_tls ? acme_install : NULL, s, err, errlen);
+    return s->acme ? 0 : -EINVAL;
+}
 
 int main(int argc, char **argv) {
     static const struct option opts[] = {
@@ -132,7 +166,13 @@ int main(int argc, char **argv) {
         sws_config_print(stdout, &cfg, &cli);
         return 0;
     }
-    if (check && cfg.listen_tls) {
+    if (!check && sws_acme_enabled(&cfg.acme) &&
+        sws_acme_store_prepare(&cfg.acme, err, sizeof(err)) < 0) {
+        /* state_dir with a pair in it (a placeholder until the first issue). */
+        fprintf(stderr, "scalwsd: %s\n", err);
+        return 2;
+    }
+    if (check && cfg.listen_tls && !cfg.tls_from_acme) {
         /* As nginx -t: the certificate, key and OCSP file are read and checked. */
         sws_tls_keys *k = sws_tls_keys_new();
         sws_tls_server *ts = sws_tls_server_new(&cfg.tls, 1, k, err, sizeof(err));
@@ -196,7 +236,16 @@ int main(int argc, char **argv) {
     sd_notify(0, "READY=1");
 #endif
     sws_reload_init(&cli, &cfg);
+    if (sws_acme_enabled(&cfg.acme) && start_acme(&srv, &cfg, err, sizeof(err)) < 0) {
+        fprintf(stderr, "scalwsd: %s\n", err);
+        return 2;
+    }
     int status = sws_control_run(&srv, sigfd, admin_fd);
+    sws_acme_stop(srv.acme);
+    if (srv.acme_fd >= 0)
+        close(srv.acme_fd);
+    if (srv.acme_http_fd >= 0)
+        close(srv.acme_http_fd);
     sws_server_free(&srv);
     sws_reload_free_all();
     sws_tls_server_free(cfg.tls_server);

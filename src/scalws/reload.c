@@ -32,7 +32,8 @@ static struct {
     gen *current; /* NULL while the initial config serves */
     gen *retired;
     unsigned number;
-    bool waiting; /* posted, not yet left by every loop */
+    bool waiting;    /* posted, not yet left by every loop */
+    const char *why; /* "SIGHUP" or "acme": what the last posted generation is for */
     uint64_t posted_ms;
 } R;
 
@@ -69,6 +70,8 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
         return s->sc_ops->reload_refuses(s, o, n, buf, len);
     return NULL;
 }
+
+static void post_gen(sws_server *s, gen *g, const char *what);
 
 void sws_reload_begin(sws_server *s) {
     const char *file = R.cli.config ? R.cli.config : "(no file: defaults and flags)";
@@ -109,6 +112,15 @@ void sws_reload_begin(sws_server *s) {
         notify("READY=1");
         return;
     }
+    char what[400];
+    snprintf(what, sizeof(what), "SIGHUP: reloading %s", file);
+    R.why = "SIGHUP";
+    post_gen(s, g, what);
+}
+
+/* g is checked and complete: it becomes the control thread's config and is
+ * posted to every loop, which switches inside its own turn. */
+static void post_gen(sws_server *s, gen *g, const char *what) {
     g->number = ++R.number;
     atomic_init(&g->refs, s->nloops);
     /* The control thread's own reads (drain timeout, /status) switch now. */
@@ -134,8 +146,37 @@ void sws_reload_begin(sws_server *s) {
         atomic_fetch_sub(&g->refs, failed);
     R.waiting = true;
     R.posted_ms = sws_now_ms();
-    fprintf(stderr, "scalwsd: SIGHUP: reloading %s (generation %u)\n", file, g->number);
+    fprintf(stderr, "scalwsd: %s (generation %u)\n", what, g->number);
     sws_reload_poll(s);
+}
+
+int sws_reload_tls(sws_server *s, char *why, size_t len) {
+    if (atomic_load(&s->drain)) {
+        snprintf(why, len, "draining");
+        return -EAGAIN;
+    }
+    if (!s->cfg->listen_tls) {
+        snprintf(why, len, "no tls listener");
+        return -EINVAL;
+    }
+    gen *g = calloc(1, sizeof(*g));
+    if (!g) {
+        snprintf(why, len, "out of memory");
+        return -ENOMEM;
+    }
+    /* The same configuration (no file is read again), with a TLS context
+     * built from the files as they are now; a bad pair is refused here and
+     * the old context keeps serving. */
+    g->cfg = *s->cfg;
+    g->cfg.tls_server = sws_tls_server_new(&g->cfg.tls, s->nloops, s->tls_keys, why, len);
+    if (!g->cfg.tls_server) {
+        free(g);
+        return -EINVAL;
+    }
+    notify("RELOADING=1");
+    R.why = "acme";
+    post_gen(s, g, "acme: loading the new certificate");
+    return 0;
 }
 
 int sws_reload_poll(sws_server *s) {
@@ -159,9 +200,10 @@ int sws_reload_poll(sws_server *s) {
     R.waiting = false;
     /* Printed only once every older config is freed: the tests rely on it. */
     fprintf(stderr,
-            "scalwsd: SIGHUP: every loop serves generation %u; older configurations freed (%" PRIu64
+            "scalwsd: %s: every loop serves generation %u; older configurations freed (%" PRIu64
             " ms)\n",
-            R.current ? R.current->number : 0, sws_now_ms() - R.posted_ms);
+            R.why ? R.why : "SIGHUP", R.current ? R.current->number : 0,
+            sws_now_ms() - R.posted_ms);
     notify("READY=1");
     return -1;
 }

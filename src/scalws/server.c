@@ -68,6 +68,8 @@ static int init_server(sws_server *s, const sws_config *cfg, char *err, size_t e
     s->cfg = cfg;
     s->sc_ops = sws_scenario_ops_of(cfg->scenario);
     s->shared_fd = -1;
+    s->acme_fd = -1;
+    s->acme_http_fd = -1;
     s->started_ms = sws_now_ms();
     pthread_mutex_init(&s->shared_lock, NULL);
     sws_cpus_probe(&s->cpus);

@@ -211,6 +211,12 @@ typedef struct sws_server {
      * first HTTP listener, and the admin one ("" when off). */
     char listen_text[SWS_ADDR_MAX];
     char admin_text[SWS_ADDR_MAX];
+    /* [acme] (main.c sets them): the ACME thread, the eventfd it wakes the
+     * control thread with when a new certificate waits in state_dir, and
+     * [acme] http_listen's socket (-1 for each when unused). */
+    struct sws_acme_run *acme;
+    int acme_fd;
+    int acme_http_fd;
 } sws_server;
 
 /* server.c: main thread */
@@ -253,6 +259,11 @@ void sws_balance_metrics(const sws_server *s, FILE *f);
 
 /* admin.c: control thread */
 int sws_admin_open(const sws_config *cfg, char *err, size_t errlen);
+/* A listening socket on addr; what names the key in errors ("[admin] listen").
+ * share: SO_REUSEPORT, so that a SIGUSR2 successor can bind it too. */
+int sws_admin_listen(const sws_addr *addr, const char *what, bool share, char *err, size_t errlen);
 void sws_admin_serve_one(sws_server *s, int listen_fd);
+/* [acme] http_listen: answers /.well-known/acme-challenge/ only. */
+void sws_admin_serve_challenge(sws_server *s, int listen_fd);
 
 #endif
