@@ -78,9 +78,8 @@ until [ "$(requests_of "$A_ADMIN")" -ge 3 ] && [ "$(requests_of "$B_ADMIN")" -ge
     kill -0 "$HA_PID" 2>/dev/null || die "haproxy exited"
     sleep 0.1
 done
-# And an answer through HAProxy. Retried within the bound: on a loaded machine
-# one health check may outlast 'timeout check 1s', and with 'fall 1' HAProxy
-# then counts a server DOWN until two checks (downinter 500 ms) pass again.
+# And an answer through HAProxy, retried within the bound: a server HAProxy
+# counts DOWN (three slow checks on a loaded machine) is back after two checks.
 end=$((SECONDS + 30))
 until [ "$(curl -s -m 5 "http://127.0.0.1:$FRONT/")" = "Hello from scalwsd" ]; do
     [ "$SECONDS" -le "$end" ] || die "no answer through HAProxy"
