@@ -35,7 +35,7 @@ def answered(s, t):
     except socket.timeout:
         return False
 def connect():
-    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
     return s
 NOFILE = int(os.environ["NOFILE"])
 def out_of_fds():
@@ -64,8 +64,9 @@ def answered_or_refused(s, t):
         if out_of_fds() and queued() > 0:
             return False
     return None
+# Guards, not latency bounds: a loaded machine took over 2 s for the first.
 a = connect(); a.sendall(ka())
-if not answered(a, 2): fail("first request")
+if not answered(a, 10): fail("first request")
 held, pending = [], []
 # Keep-alive connections until one is not answered: the process is out of fds.
 for i in range(200):
@@ -85,7 +86,7 @@ c0 = cpu(); time.sleep(2.0); used = cpu() - c0
 print("%s: %d held, %d pending, %.2f s CPU in 2 s at exhaustion" % (label, len(held), len(pending), used), file=sys.stderr)
 if used > 0.2: fail("%.2f s of CPU in 2 s at exhaustion: the accept path spins" % used)
 a.sendall(ka())
-if not answered(a, 2): fail("a held keep-alive connection is not served at exhaustion")
+if not answered(a, 10): fail("a held keep-alive connection is not served at exhaustion")
 for s in pending:
     s.settimeout(0.05)
     try:
@@ -97,10 +98,10 @@ for s in held[:5]:
     s.close()
 t0 = time.monotonic()
 for n, s in enumerate(pending):
-    if not answered(s, 5): fail("pending connection %d of %d not answered after fds were freed" % (n, len(pending)))
+    if not answered(s, 10): fail("pending connection %d of %d not answered after fds were freed" % (n, len(pending)))
     s.close()
 b = connect(); b.sendall(ka(close=True))
-if not answered(b, 3): fail("a new connection after recovery")
+if not answered(b, 10): fail("a new connection after recovery")
 print("%s: recovered in %.2f s" % (label, time.monotonic() - t0), file=sys.stderr)
 PY
 }
