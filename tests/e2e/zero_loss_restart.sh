@@ -196,6 +196,10 @@ run() {
             [ "$SECONDS" -le "$end" ] || fail "$label: no ready file from the new process"
             sleep 0.05
         done
+        # On the inherited sockets: the same ports as the old one.
+        [ "$(ready_port "$T/ready" listen)" = "$PORT" ] &&
+            [ "$(ready_port "$T/ready" admin)" = "$ADMIN_PORT" ] ||
+            fail "$label: the new process's ready file: $(cat "$T/ready")"
         # Both serve the load for a moment before the old one drains.
         sleep 0.5
         echo "$label: SIGTERM to the old one at $(date +%s.%N)" >&2
