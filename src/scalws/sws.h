@@ -217,6 +217,14 @@ int sws_ready_write(const char *path, const sws_server *s);
 
 /* drain.c: loop side */
 void sws_worker_drain(sws_worker *w, bool force);
+/* Until when, in a drain, an idle keep-alive connection may still send a
+ * request that is answered (drain_idle_grace, never past keepalive_timeout). */
+static inline uint64_t sws_drain_grace_end(const sws_worker *w) {
+    uint32_t g = w->cfg->drain_idle_grace_ms;
+    if (g > w->cfg->keepalive_timeout_ms)
+        g = w->cfg->keepalive_timeout_ms;
+    return w->drain_at + g;
+}
 bool sws_worker_finished(sws_worker *w);
 /* drain.c: control side */
 void sws_drain_begin(sws_server *s);
