@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef SWS_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -170,6 +171,12 @@ int main(int argc, char **argv) {
     if (ready_file && (rc = sws_ready_write(ready_file, &srv)) < 0)
         /* Serving already; whoever waits for the file will say it is missing. */
         fprintf(stderr, "scalwsd: --ready-file %s: %s\n", ready_file, strerror(-rc));
+    /* A SIGUSR2 restart: the old process drains once every loop turns here
+     * (its threads were started by sws_server_start; 5 s at most, then it is
+     * told anyway: the listeners are bound and queue connections). */
+    for (int i = 0; i < 5000 && atomic_load(&srv.turning) < srv.nthreads; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    sws_reexec_tell_ready();
 #ifdef SWS_HAVE_SYSTEMD
     sd_notify(0, "READY=1");
 #endif

@@ -191,6 +191,7 @@ typedef struct sws_server {
     uint64_t started_ms;
     const char *backend;
     const sws_scenario_ops *sc_ops; /* every loop's; the control thread's metrics */
+    _Atomic int turning;            /* threads that have begun turning their loop */
     /* What the listeners really bound (port 0 is the kernel's choice): the
      * first HTTP listener, and the admin one ("" when off). */
     char listen_text[SWS_ADDR_MAX];
