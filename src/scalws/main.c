@@ -42,7 +42,7 @@ static void usage(FILE *f) {
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
             "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n"
             "SIGUSR2 starts a new scalwsd on the same listening sockets (zero-loss restart);\n"
-            "SIGTERM the old one once the new one serves.\n"
+            "the old one drains by itself once the new one serves on every loop.\n"
             "Configuration keys, their defaults ((restart): SIGHUP cannot change it):\n");
     sws_config_usage(f);
 }
