@@ -6,7 +6,7 @@
 # once the new one serves), then as many SIGHUP reloads: 0 of each.
 # RK_BREAK=1 sets drain_idle_grace = 0 (nothing else differs): idle
 # keep-alive connections are then closed under the clients, which the test
-# must see.
+# must see. RK_PROXY=1: the same through the proxy scenario.
 . "$(dirname "$0")/lib.sh"
 RESTARTS=${RESTARTS:-20}
 LOAD=$(dirname "$0")/mixed_load.py
@@ -14,7 +14,19 @@ LOAD=$(dirname "$0")/mixed_load.py
 trap 'touch "$T/stop"; cleanup' EXIT # the load ends with the test
 grace=""
 [ "${RK_BREAK:-}" = 1 ] && grace="drain_idle_grace = 0"
-start_sws "event_loops = 2\n$grace"
+scenario=""
+if [ "${RK_PROXY:-}" = 1 ]; then
+    # The proxy scenario in front of a respond scalwsd that is not restarted:
+    # exchanges in flight at a restart complete, pooled upstream connections
+    # of the old process are closed, and no client sees a 502.
+    printf '[server]\nlisten = 127.0.0.1:0\nevent_loops = 1\n' >"$T/up.ini"
+    "$SWS" --config "$T/up.ini" --ready-file "$T/up.ready" 2>"$T/up.log" &
+    up_pid=$!
+    wait_ready "$T/up.ready" "$SWS_START_SECS" "$up_pid" || fail "upstream did not start: $(cat "$T/up.log")"
+    scenario="scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$(ready_port "$T/up.ready")"
+    trap 'touch "$T/stop"; kill -TERM "$up_pid" 2>/dev/null; cleanup' EXIT
+fi
+start_sws "event_loops = 2\n$grace\n$scenario"
 rm -f "$T/stop"
 # 120 s bounds the load; it stops when the test says so.
 python3 "$LOAD" 127.0.0.1 "$PORT" --stop "$T/stop" --seconds 120 --ka 4 --close 4 --pipe 2 \
