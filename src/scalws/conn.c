@@ -234,8 +234,8 @@ static void set_idle_deadline(sws_worker *w, sws_conn *c) {
  * carries it, and no request it already sent goes unanswered. */
 static void answer(sws_worker *w, sws_conn *c, bool more) {
     const sws_http_request *r = &c->parser.req;
-    bool ka = r->keep_alive &&
-              (!w->draining || (more && tl_loop_now(w->loop) < sws_drain_grace_end(w)));
+    bool ka =
+        r->keep_alive && (!w->draining || (more && tl_loop_now(w->loop) < sws_drain_grace_end(w)));
     if (!ka)
         conn_last(w, c, false);
     if (!out_take(w, c)) {
