@@ -198,6 +198,10 @@ run() {
             [ "$SECONDS" -le "$end" ] || fail "$label: no ready file from the new process"
             sleep 0.05
         done
+        # On the inherited sockets: the same ports as the old one.
+        [ "$(ready_port "$T/ready" listen)" = "$PORT" ] &&
+            [ "$(ready_port "$T/ready" admin)" = "$ADMIN_PORT" ] ||
+            fail "$label: the new process's ready file: $(cat "$T/ready")"
         if [ -n "$manual" ]; then
             echo "$label: SIGTERM to the old one at $(date +%s.%N)" >&2
             kill -TERM "$old" 2>/dev/null || true # it may have drained already
