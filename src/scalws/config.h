@@ -69,6 +69,7 @@ typedef struct sws_config {
     int acceptors; /* accept = handoff: accepting loops, each feeding its own subset */
     sws_backend backend;
     uint32_t drain_timeout_ms;
+    uint32_t drain_idle_grace_ms; /* used capped at keepalive_timeout_ms */
     char access_log[256]; /* empty: none */
     bool defer_accept;    /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
     sws_scenario_kind scenario;

@@ -295,6 +295,9 @@ const sws_key sws_config_keys[] = {
          "auto (io_uring where it works, else epoll), epoll or uring"),
     MS("server", "drain_timeout", drain_timeout_ms, 0, "10s", RELOAD,
        "on SIGTERM, how long open connections may finish"),
+    MS("server", "drain_idle_grace", drain_idle_grace_ms, 0, "1s", RELOAD,
+       "on a drain, how long an idle keep-alive connection may still send a request "
+       "(at most keepalive_timeout)"),
     BOOL("server", "defer_accept", defer_accept, "on", RESTART,
          "TCP_DEFER_ACCEPT: accept once the request's first bytes arrive"),
     ENUM("server", "scenario", scenario, scenario_names, "respond", RESTART,

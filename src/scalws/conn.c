@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 static sws_conn *conn_of(sws_worker *w, uint64_t token) {
@@ -264,6 +265,16 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     arm_recv(w, c);
 }
 
+/* Draining: an idle connection is closed at the grace's end, not at its
+ * keep-alive timeout (the sweep, idle_close_begin). */
+static void drain_clamp(sws_worker *w, sws_conn *c) {
+    if (w->draining && c->dl_kind != SWS_DL_HEADER) {
+        uint64_t end = sws_drain_grace_end(w);
+        if (c->deadline > end)
+            c->deadline = end;
+    }
+}
+
 static void set_idle_deadline(sws_worker *w, sws_conn *c) {
     const sws_config *cfg = w->cfg;
     if (sws_http_partial(&c->parser)) {
@@ -272,6 +283,7 @@ static void set_idle_deadline(sws_worker *w, sws_conn *c) {
     } else {
         c->dl_kind = SWS_DL_IDLE;
         c->deadline = tl_loop_now(w->loop) + cfg->keepalive_timeout_ms;
+        drain_clamp(w, c);
     }
 }
 
@@ -301,10 +313,14 @@ static bool acme_challenge(sws_worker *w, sws_conn *c, bool ka) {
 }
 
 /* A complete request: the scenario appends its answer (room for resp_max
- * bytes was checked before feeding). */
-static void answer(sws_worker *w, sws_conn *c) {
+ * bytes was checked before feeding). more: further input is already here
+ * (a pipeline). Draining, the answer says Connection: close unless more of a
+ * pipeline is here within the grace: then the last of what the client sent
+ * carries it, and no request it already sent goes unanswered. */
+static void answer(sws_worker *w, sws_conn *c, bool more) {
     const sws_http_request *r = &c->parser.req;
-    bool ka = r->keep_alive && !w->draining;
+    bool ka =
+        r->keep_alive && (!w->draining || (more && tl_loop_now(w->loop) < sws_drain_grace_end(w)));
     if (!ka)
         conn_last(w, c, false);
     if (!out_take(w, c)) {
@@ -398,7 +414,8 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         }
         if (rc == SWS_HTTP_REQUEST) {
             *off += (uint32_t)used;
-            answer(w, c);
+            /* Held input counts the buffer being fed (pump) as one. */
+            answer(w, c, *off < len || c->hcount > 1);
             if (!c->answer_pending)
                 set_idle_deadline(w, c);
             continue;
@@ -466,11 +483,54 @@ static void flush(sws_worker *w, sws_conn *c) {
         start_linger(w, c);
     } else if (c->phase == SWS_PH_LAST || c->phase == SWS_PH_LAST_LINGER) {
         sws_conn_close(w, c);
-    } else if (c->phase == SWS_PH_OPEN && w->draining && !sws_http_partial(&c->parser) &&
-               c->hcount == 0 && !c->stash && c->served) {
-        /* Draining: an idle keep-alive connection is closed as soon as it is idle. */
-        sws_conn_close(w, c);
     }
+}
+
+/* Nothing in or out: no answer being written, no request begun, no held
+ * input, and (tls) no decrypted input waiting in the stash. */
+static bool conn_idle(const sws_conn *c) {
+    return c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) && c->hcount == 0 &&
+           !c->answer_pending && !c->stash;
+}
+
+/* Draining, the grace is over and c is idle: no FIN before what is already
+ * in its socket is read and answered. The receive is cancelled; its final
+ * completion comes after every byte it took (idle_close_finish). Closing at
+ * once would lose a request the loop has received but not yet seen, and a
+ * close with unread input is a reset. */
+static void idle_close_finish(sws_worker *w, sws_conn *c);
+
+static void idle_close_begin(sws_worker *w, sws_conn *c, uint64_t now) {
+    if (c->idle_closing)
+        return;
+    c->deadline = now + SWS_LINGER_MS; /* a cancel that never completes: the sweep again */
+    if (c->recv_armed) {
+        c->idle_closing = true;
+        c->recv_paused = true;
+        tl_cancel(w->loop, c->recv_op);
+        return;
+    }
+    idle_close_finish(w, c);
+    flush(w, c);
+}
+
+static void idle_close_finish(sws_worker *w, sws_conn *c) {
+    if (c->phase != SWS_PH_OPEN)
+        return;
+    if (!conn_idle(c)) {
+        pump(w, c); /* a request came with the cancel: it is answered (close) */
+        return;
+    }
+    int fd = tl_handle_fd(w->loop, c->h), waiting = 0;
+    if (fd >= 0 && ioctl(fd, FIONREAD, &waiting) == 0 && waiting > 0) {
+        /* Bytes the receive had not taken yet: read and answer them. */
+        c->recv_paused = false;
+        c->deadline = tl_loop_now(w->loop) + 100;
+        arm_recv(w, c);
+        return;
+    }
+    /* Empty: the FIN goes out with the lingering close (flush). */
+    conn_last(w, c, true);
 }
 
 static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint32_t off,
@@ -666,6 +726,12 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
     } else if (has_buf) {
         release(w, e->u.buf.id);
     }
+    bool idle_check = false;
+    if (final && c->idle_closing) {
+        c->idle_closing = false;
+        c->recv_paused = c->hcount > 0; /* held input: pump resumes receiving */
+        idle_check = true;
+    }
     if (final && !sws_phase_gone(c->phase)) {
         if (e->res == 0) {
             /* The peer is done sending: answer what it asked, then close. */
@@ -684,6 +750,8 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         } else if (e->res < 0 && e->res != -ECANCELED) {
             sws_conn_close(w, c);
             return;
+        } else if (idle_check) {
+            idle_close_finish(w, c);
         } else if (!c->recv_paused && c->phase == SWS_PH_OPEN) {
             arm_recv(w, c);
         }
@@ -741,8 +809,10 @@ static void pump(sws_worker *w, sws_conn *c) {
     /* keepalive_timeout counts from the last answer written, not from when it
      * was queued: a slow but reading client is not cut as idle. */
     if (!sws_phase_gone(c->phase) && !c->write_inflight && c->olen == 0 &&
-        c->dl_kind == SWS_DL_IDLE && !c->answer_pending)
+        c->dl_kind == SWS_DL_IDLE && !c->answer_pending) {
         c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
+        drain_clamp(w, c);
+    }
 }
 
 void sws_conn_more(sws_worker *w, sws_conn *c) {
@@ -792,6 +862,10 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
             sws_conn_close(w, c);
             continue;
         }
+        if (w->draining && c->phase == SWS_PH_OPEN && conn_idle(c)) {
+            idle_close_begin(w, c, now);
+            continue;
+        }
         if (sws_http_partial(&c->parser) && c->phase == SWS_PH_OPEN && !c->answer_pending) {
             if (c->olen + 512 <= w->out_cap) {
                 answer_error(w, c, 408);
@@ -839,18 +913,17 @@ void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
         next = c->next;
         if (sws_phase_gone(c->phase))
             continue;
-        bool idle = c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) &&
-                    c->hcount == 0 && !c->answer_pending && !c->stash;
         if (force) {
             SWS_ADD(w->ctr.forced, 1);
             sws_conn_close(w, c);
-        } else if (idle && c->served) {
-            sws_conn_close(w, c);
-        } else if (idle) {
-            /* Accepted but silent: its request may be on the wire; a short
-             * grace, then the sweep closes it. */
-            if (c->deadline > now + 1000)
-                c->deadline = now + 1000;
+        } else if (conn_idle(c) && c->phase == SWS_PH_OPEN) {
+            /* Idle, or accepted but silent: its next request may be on the
+             * wire. It may still come for drain_idle_grace and is answered
+             * with Connection: close; then the sweep closes what stayed
+             * idle, reading what is left first (idle_close_begin). */
+            drain_clamp(w, c);
+            if (c->deadline <= now)
+                idle_close_begin(w, c, now);
         }
     }
 }

@@ -37,6 +37,7 @@ struct sws_conn {
     bool write_inflight;
     bool starved;        /* waits for a loop buffer to re-arm its receive */
     bool peer_eof;       /* the peer has finished sending */
+    bool idle_closing;   /* drain: recv cancelled to see what is left before the FIN */
     bool answer_pending; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
     uint8_t dl_kind;
     uint64_t deadline;

@@ -1,7 +1,9 @@
-/* Graceful drain. The control thread posts DRAIN to every loop (the only
- * cross-thread calls are tl_loop_post/tl_acceptor_stop); each loop closes its
- * listener and its idle connections, and answers the last request of a busy
- * one with Connection: close. After drain_timeout FORCE closes the rest. */
+/* Graceful drain, begun by SIGTERM/SIGINT or by the new process of a SIGUSR2
+ * restart saying it serves. The control thread posts DRAIN to every loop (the
+ * only cross-thread calls are tl_loop_post/tl_acceptor_stop); each loop closes
+ * its listener, answers the next request of every connection with Connection:
+ * close and closes what stays idle after drain_idle_grace (conn.c). After
+ * drain_timeout FORCE closes the rest. */
 #include "sws.h"
 
 #include "acme_run.h"
@@ -73,16 +75,38 @@ static uint64_t sum(sws_server *s, size_t off) {
     return t;
 }
 
+typedef struct drain_state {
+    bool draining, forced;
+    uint64_t deadline, start;
+    const char *why;
+} drain_state;
+
+static void begin(sws_server *s, drain_state *d, const char *why) {
+    d->draining = true;
+    d->why = why;
+    d->start = sws_now_ms();
+    d->deadline = d->start + s->cfg->drain_timeout_ms;
+    fprintf(stderr, "scalwsd: %s: draining (timeout %" PRIu32 " ms, idle grace %" PRIu32 " ms)\n",
+            why, s->cfg->drain_timeout_ms,
+            s->cfg->drain_idle_grace_ms < s->cfg->keepalive_timeout_ms
+                ? s->cfg->drain_idle_grace_ms
+                : s->cfg->keepalive_timeout_ms);
+    sws_drain_begin(s);
+}
+
 int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
     int done = 0;
-    bool draining = false, forced = false;
-    uint64_t deadline = 0, drain_start = 0;
-    const char *signame = "";
+    drain_state d = {.why = ""};
     while (done < s->nthreads) {
-        /* A negative fd is ignored by poll: admin and [acme] are optional. */
-        struct pollfd p[5] = {{.fd = sigfd, .events = POLLIN},
+        bool draining = d.draining;
+        uint64_t deadline = d.deadline;
+        int ready_fd = sws_reexec_ready_fd();
+        /* A negative fd is ignored by poll: admin, [acme] and the SIGUSR2
+         * successor's ready pipe are optional. */
+        struct pollfd p[6] = {{.fd = sigfd, .events = POLLIN},
                               {.fd = s->done_fd, .events = POLLIN},
                               {.fd = admin_fd, .events = POLLIN},
+                              {.fd = ready_fd, .events = POLLIN},
                               {.fd = s->acme_fd, .events = POLLIN},
                               {.fd = s->acme_http_fd, .events = POLLIN}};
         int timeout = -1;
@@ -107,7 +131,7 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
         int reload_wait = sws_reload_poll(s); /* a reload's old config may be freed */
         if (reload_wait >= 0 && (timeout < 0 || reload_wait < timeout))
             timeout = reload_wait;
-        int n = poll(p, 5, timeout);
+        int n = poll(p, 6, timeout);
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "scalwsd: poll: %s\n", strerror(errno));
             return 1;
@@ -119,18 +143,24 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
             } else if (si.ssi_signo == SIGUSR2 || si.ssi_signo == SIGCHLD) {
                 sws_reexec_on_signal(s, (int)si.ssi_signo, draining, admin_fd);
             } else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
-                signame = si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
-                if (draining) {
+                const char *signame = si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+                /* After a SIGUSR2 restart's own drain, the nginx-style SIGTERM
+                 * to the old process is the expected next step, not haste. */
+                if (draining && strcmp(d.why, "SIGUSR2") != 0) {
                     fprintf(stderr, "scalwsd: second %s: exiting now\n", signame);
                     _exit(1);
                 }
-                draining = true;
-                drain_start = sws_now_ms();
-                deadline = drain_start + s->cfg->drain_timeout_ms;
-                fprintf(stderr, "scalwsd: %s: draining (timeout %" PRIu32 " ms)\n", signame,
-                        s->cfg->drain_timeout_ms);
-                sws_drain_begin(s);
+                if (!draining)
+                    begin(s, &d, signame);
+                else
+                    d.why = signame; /* a further one exits at once */
             }
+        }
+        if (n > 0 && ready_fd >= 0 && (p[3].revents & (POLLIN | POLLHUP | POLLERR))) {
+            /* The new process of a SIGUSR2 serves on every loop: this one
+             * drains by itself (nginx needs a QUIT to the old master). */
+            if (sws_reexec_ready_read() && !d.draining)
+                begin(s, &d, "SIGUSR2");
         }
         if (n > 0 && (p[1].revents & POLLIN)) {
             uint64_t k;
@@ -139,7 +169,7 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
         }
         if (n > 0 && admin_fd >= 0 && (p[2].revents & POLLIN))
             sws_admin_serve_one(s, admin_fd);
-        if (n > 0 && s->acme_fd >= 0 && (p[3].revents & POLLIN)) {
+        if (n > 0 && s->acme_fd >= 0 && (p[4].revents & POLLIN)) {
             /* The ACME thread saved a new pair in state_dir: load it for new
              * handshakes; a refused one leaves the old context serving. */
             uint64_t k;
@@ -149,24 +179,24 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
                 sws_acme_installed(s->acme, rc == 0, why);
             }
         }
-        if (n > 0 && s->acme_http_fd >= 0 && (p[4].revents & POLLIN))
+        if (n > 0 && s->acme_http_fd >= 0 && (p[5].revents & POLLIN))
             sws_admin_serve_challenge(s, s->acme_http_fd);
-        if (draining && sws_now_ms() >= deadline) {
-            if (!forced) {
-                forced = true;
+        if (d.draining && sws_now_ms() >= d.deadline) {
+            if (!d.forced) {
+                d.forced = true;
                 sws_drain_force(s);
-                deadline = sws_now_ms() + 2000;
+                d.deadline = sws_now_ms() + 2000;
             } else {
                 fprintf(stderr, "scalwsd: loops did not stop after the drain timeout; exiting\n");
                 _exit(1);
             }
         }
     }
-    uint64_t took = draining ? sws_now_ms() - drain_start : 0;
+    uint64_t took = d.draining ? sws_now_ms() - d.start : 0;
     fprintf(stderr,
             "scalwsd: stopped after %s: drained in %" PRIu64 " ms; %" PRIu64 " requests, %" PRIu64
             " connections, %" PRIu64 " closed by the drain timeout\n",
-            draining ? signame : "loop failure", took, sum(s, offsetof(sws_counters, requests)),
+            d.draining ? d.why : "loop failure", took, sum(s, offsetof(sws_counters, requests)),
             sum(s, offsetof(sws_counters, accepted)), sum(s, offsetof(sws_counters, forced)));
-    return draining ? 0 : 1;
+    return d.draining ? 0 : 1;
 }

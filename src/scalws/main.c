@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef SWS_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -46,7 +47,7 @@ static void usage(FILE *f) {
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
             "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n"
             "SIGUSR2 starts a new scalwsd on the same listening sockets (zero-loss restart);\n"
-            "SIGTERM the old one once the new one serves.\n"
+            "the old one drains by itself once the new one serves on every loop.\n"
             "Configuration keys, their defaults ((restart): SIGHUP cannot change it):\n");
     sws_config_usage(f);
 }
@@ -232,6 +233,12 @@ int main(int argc, char **argv) {
     if (ready_file && (rc = sws_ready_write(ready_file, &srv)) < 0)
         /* Serving already; whoever waits for the file will say it is missing. */
         fprintf(stderr, "scalwsd: --ready-file %s: %s\n", ready_file, strerror(-rc));
+    /* A SIGUSR2 restart: the old process drains once every loop turns here
+     * (its threads were started by sws_server_start; 5 s at most, then it is
+     * told anyway: the listeners are bound and queue connections). */
+    for (int i = 0; i < 5000 && atomic_load(&srv.turning) < srv.nthreads; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    sws_reexec_tell_ready();
 #ifdef SWS_HAVE_SYSTEMD
     sd_notify(0, "READY=1");
 #endif

@@ -1053,7 +1053,12 @@ static void proxy_drain(sws_worker *w, sws_scenario *sc, bool force) {
             SWS_ADD(w->ctr.forced, 1);
             sess_close(px, s);
         } else if (idle) {
-            sess_close(px, s);
+            /* Its next request may be on the wire: it may still come for
+             * drain_idle_grace and is answered with Connection: close; the
+             * tick closes what stayed idle. */
+            uint64_t end = sws_drain_grace_end(w);
+            if (s->deadline > end)
+                s->deadline = end;
         }
     }
     arm_tick(px);

@@ -28,6 +28,13 @@ static int admin_fd = -1;
 static char exe_path[PATH_MAX];
 static char **saved_argv;
 
+/* A SIGUSR2 restart's "I serve" pipe: the write end we were given (child),
+ * the read end of the process we started (parent). */
+static int tell_fd = -1;
+static int ready_fd = -1;
+static pid_t ready_pid;
+static pid_t started; /* the process the last SIGUSR2 started, until it exits */
+
 static bool listening_stream(int fd) {
     int type = 0, acc = 0;
     socklen_t tl = sizeof(type), al = sizeof(acc);
@@ -73,6 +80,50 @@ void sws_inherit_parse(void) {
     unsetenv("LISTEN_PID");
     unsetenv("LISTEN_FDS");
     unsetenv("LISTEN_FDNAMES");
+    const char *rf = getenv("SWS_READY_FD");
+    if (rf && ours) {
+        long fd = strtol(rf, &end, 10);
+        if (*end == '\0' && fd > 2 && fd < INT_MAX && fcntl((int)fd, F_GETFD) >= 0) {
+            tell_fd = (int)fd;
+            fcntl(tell_fd, F_SETFD, FD_CLOEXEC); /* never a grandchild's */
+        }
+    }
+    unsetenv("SWS_READY_FD");
+}
+
+void sws_reexec_tell_ready(void) {
+    if (tell_fd < 0)
+        return;
+    ssize_t r = write(tell_fd, "R", 1);
+    (void)r; /* the old process gone: nobody to tell */
+    close(tell_fd);
+    tell_fd = -1;
+}
+
+int sws_reexec_ready_fd(void) {
+    return ready_fd;
+}
+
+bool sws_reexec_ready_read(void) {
+    char b = 0;
+    ssize_t r;
+    do
+        r = read(ready_fd, &b, 1);
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && errno == EAGAIN)
+        return false;
+    close(ready_fd);
+    ready_fd = -1;
+    if (r == 1 && b == 'R') {
+        fprintf(stderr, "scalwsd: new process %d serves on every loop\n", (int)ready_pid);
+        return true;
+    }
+    /* Its end of the pipe closed without a word: it failed to start, or died. */
+    fprintf(stderr,
+            "scalwsd: new process %d ended before it served; this one keeps serving "
+            "(its own log says why)\n",
+            (int)ready_pid);
+    return false;
 }
 
 int sws_inherited_http(const int **fds) {
@@ -96,7 +147,7 @@ void sws_reexec_init(char **argv) {
 
 static bool is_listen_var(const char *e) {
     return strncmp(e, "LISTEN_PID=", 11) == 0 || strncmp(e, "LISTEN_FDS=", 11) == 0 ||
-           strncmp(e, "LISTEN_FDNAMES=", 15) == 0;
+           strncmp(e, "LISTEN_FDNAMES=", 15) == 0 || strncmp(e, "SWS_READY_FD=", 13) == 0;
 }
 
 pid_t sws_reexec(const int *http, int nhttp, int admin) {
@@ -110,7 +161,7 @@ pid_t sws_reexec(const int *http, int nhttp, int admin) {
     size_t nenv = 0;
     while (environ[nenv])
         nenv++;
-    char **envp = calloc(nenv + 4, sizeof(*envp));
+    char **envp = calloc(nenv + 5, sizeof(*envp));
     char *names_var = malloc(16 + (size_t)n * 6);
     int src[SWS_INHERIT_MAX];
     if (!envp || !names_var) {
@@ -133,6 +184,17 @@ pid_t sws_reexec(const int *http, int nhttp, int admin) {
     envp[k++] = fds_var;
     envp[k++] = names_var;
     envp[k++] = pid_var;
+    /* The "I serve" pipe goes right after the listeners. */
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        int e = errno;
+        free(envp);
+        free(names_var);
+        return -e;
+    }
+    char ready_var[32];
+    snprintf(ready_var, sizeof(ready_var), "SWS_READY_FD=%d", FDS_START + n);
+    envp[k++] = ready_var;
     envp[k] = NULL;
 
     pid_t pid = fork();
@@ -148,13 +210,16 @@ pid_t sws_reexec(const int *http, int nhttp, int admin) {
             pid_var[11 + i] = digits[nd - 1 - i];
         pid_var[11 + nd] = '\0';
         /* First above the target range, so that no dup2 overwrites a source. */
-        int tmp[SWS_INHERIT_MAX];
+        int tmp[SWS_INHERIT_MAX + 1];
         for (int i = 0; i < n; i++) {
-            tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, FDS_START + n);
+            tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, FDS_START + n + 1);
             if (tmp[i] < 0)
                 _exit(127);
         }
-        for (int i = 0; i < n; i++)
+        tmp[n] = fcntl(pipefd[1], F_DUPFD_CLOEXEC, FDS_START + n + 1);
+        if (tmp[n] < 0)
+            _exit(127);
+        for (int i = 0; i <= n; i++)
             if (dup2(tmp[i], FDS_START + i) < 0) /* dup2 clears close-on-exec */
                 _exit(127);
         execve(exe_path, saved_argv, envp);
@@ -163,10 +228,18 @@ pid_t sws_reexec(const int *http, int nhttp, int admin) {
     int e = errno;
     free(envp);
     free(names_var);
-    return pid < 0 ? -e : pid;
+    close(pipefd[1]);
+    if (pid < 0) {
+        close(pipefd[0]);
+        return -e;
+    }
+    fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+    if (ready_fd >= 0)
+        close(ready_fd); /* an earlier new process's, which ended unread */
+    ready_fd = pipefd[0];
+    ready_pid = pid;
+    return pid;
 }
-
-static pid_t started; /* the process the last SIGUSR2 started, until it exits */
 
 void sws_reexec_on_signal(sws_server *s, int signo, bool draining, int admin) {
     if (signo == SIGCHLD) {
@@ -200,6 +273,6 @@ void sws_reexec_on_signal(sws_server *s, int signo, bool draining, int admin) {
     if (pid > 0)
         fprintf(stderr,
                 "scalwsd: SIGUSR2: started new process %d on %d listening socket%s; "
-                "SIGTERM this one (%d) once it serves\n",
+                "this one (%d) drains once it serves on every loop\n",
                 (int)pid, s->nlisten_fds, s->nlisten_fds == 1 ? "" : "s", (int)getpid());
 }

@@ -31,4 +31,15 @@ struct sws_server;
  * draining) and SIGCHLD (report how that process ended, if it did). */
 void sws_reexec_on_signal(struct sws_server *s, int signo, bool draining, int admin_fd);
 
+/* The new process's side of "every loop serves": SWS_READY_FD from the
+ * environment (read by sws_inherit_parse); one byte written and the pipe
+ * closed. Nothing when this process was not started by a SIGUSR2. */
+void sws_reexec_tell_ready(void);
+/* The old process's side: the pipe's read end while a new process is
+ * starting, else -1 (for poll). */
+int sws_reexec_ready_fd(void);
+/* The pipe is readable: true when the new process serves (the caller
+ * drains); false when it ended first (logged; this process keeps serving). */
+bool sws_reexec_ready_read(void);
+
 #endif

@@ -207,6 +207,7 @@ typedef struct sws_server {
     const sws_scenario_ops *sc_ops; /* every loop's; the control thread's metrics */
     sws_tls_keys *tls_keys;         /* ticket keys: rotated by the control thread */
     uint64_t tls_rotated_ms;
+    _Atomic int turning;            /* threads that have begun turning their loop */
     /* What the listeners really bound (port 0 is the kernel's choice): the
      * first HTTP listener, and the admin one ("" when off). */
     char listen_text[SWS_ADDR_MAX];
@@ -239,6 +240,14 @@ int sws_ready_write(const char *path, const sws_server *s);
 
 /* drain.c: loop side */
 void sws_worker_drain(sws_worker *w, bool force);
+/* Until when, in a drain, an idle keep-alive connection may still send a
+ * request that is answered (drain_idle_grace, never past keepalive_timeout). */
+static inline uint64_t sws_drain_grace_end(const sws_worker *w) {
+    uint32_t g = w->cfg->drain_idle_grace_ms;
+    if (g > w->cfg->keepalive_timeout_ms)
+        g = w->cfg->keepalive_timeout_ms;
+    return w->drain_at + g;
+}
 bool sws_worker_finished(sws_worker *w);
 /* drain.c: control side */
 void sws_drain_begin(sws_server *s);

@@ -140,6 +140,7 @@ static void signal_done(sws_server *s) {
 void *sws_worker_main(void *arg) {
     sws_worker *w = arg;
     tl_completion cq[SWS_CQ_BATCH];
+    atomic_fetch_add(&w->srv->turning, 1);
     while (worker_turn(w, cq, -1)) {
     }
     signal_done(w->srv);
@@ -153,6 +154,7 @@ void *sws_shared_main(void *arg) {
     sws_server *s = arg;
     sws_worker *w = &s->workers[0];
     tl_completion cq[SWS_CQ_BATCH];
+    atomic_fetch_add(&s->turning, 1);
     for (;;) {
         pthread_mutex_lock(&s->shared_lock);
         bool more = !w->done && worker_turn(w, cq, 100);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Graceful drain: a request in flight at SIGTERM completes (answered with
-# Connection: close), an idle keep-alive connection is closed at once, new
+# Connection: close), an idle keep-alive connection is closed after the
+# drain_idle_grace (1 s) it is given to send one more request, new
 # connections are refused, and scalwsd exits 0 with a one-line summary.
 # Then: the drain timeout closes what is left, and a second signal exits at once.
 . "$(dirname "$0")/lib.sh"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Zero-loss restart: under a bounded Connection: close load, SIGUSR2 starts a
-# new scalwsd on the same listening sockets, then SIGTERM drains the old one.
+# new scalwsd on the same listening sockets, and the old one drains by itself
+# once the new one serves on every loop (ZLR_MANUAL=1, or the "manual" case:
+# the nginx-style SIGTERM to the old one as well, which must change nothing).
 # Every failed request counts (connect error, reset, timeout, short or non-200
 # answer) and the count must be zero; both processes must have served. Runs for
 # reuse_port (one socket per loop), exclusive and acceptor threads (one shared
@@ -159,7 +161,7 @@ metric_sum() {
 }
 
 run() {
-    local label=$1 ini=$2 mode=${3:-close}
+    local label=$1 ini=$2 mode=${3:-close} manual=${4:-${ZLR_MANUAL:-}}
     start_sws "$ini"
     local old=$SWS_PID
     # The load runs until both processes have served (the steps below wait on
@@ -200,11 +202,21 @@ run() {
         [ "$(ready_port "$T/ready" listen)" = "$PORT" ] &&
             [ "$(ready_port "$T/ready" admin)" = "$ADMIN_PORT" ] ||
             fail "$label: the new process's ready file: $(cat "$T/ready")"
-        # Both serve the load for a moment before the old one drains.
-        sleep 0.5
-        echo "$label: SIGTERM to the old one at $(date +%s.%N)" >&2
-        stop_sws # the old one: SIGTERM, drain, exit status
+        if [ -n "$manual" ]; then
+            echo "$label: SIGTERM to the old one at $(date +%s.%N)" >&2
+            kill -TERM "$old" 2>/dev/null || true # it may have drained already
+        fi
+        # The old one drains by itself: its exit status, within the deadline.
+        end=$((SECONDS + SWS_START_SECS))
+        while kill -0 "$old" 2>/dev/null; do
+            [ "$SECONDS" -le "$end" ] || fail "$label: the old process did not drain by itself"
+            sleep 0.05
+        done
+        SWS_STATUS=0
+        wait "$old" || SWS_STATUS=$?
         [ "$SWS_STATUS" = 0 ] || fail "$label: old process exited $SWS_STATUS"
+        grep -q "new process $new serves on every loop" "$T/log" ||
+            fail "$label: the old process was not told that the new one serves"
         SWS_PID=$new
         # Only the new one is left on the admin socket: let it serve some.
         wait_metric scalwsd_requests_total 50 30
@@ -241,13 +253,14 @@ run() {
     done
     kill -0 "$SWS_PID" 2>/dev/null && fail "$label: the new process did not stop"
     SWS_PID=""
-    [ "$(count 'stopped after SIGTERM' <"$T/log")" = 2 ] || fail "$label: the new one's drain"
+    [ "$(count 'stopped after' <"$T/log")" = 2 ] || fail "$label: the new one's drain"
     : >"$T/log"
 }
 
 run "reuse_port epoll" "event_loops = 2\naccept = reuse-port\nbackend = epoll"
 run "exclusive epoll" "event_loops = 2\naccept = exclusive\nbackend = epoll"
 run "acceptor epoll" "event_loops = 2\naccept = acceptor\nbackend = epoll"
+run "reuse_port epoll manual" "event_loops = 2\naccept = reuse-port\nbackend = epoll" close manual
 run "reuse_port epoll keep-alive" "event_loops = 2\naccept = reuse-port\nbackend = epoll" keepalive
 if start_sws_try "event_loops = 2\nbackend = uring" && grep -q "backend uring" "$T/log"; then
     stop_sws

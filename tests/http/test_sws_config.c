@@ -47,6 +47,7 @@ static void config_defaults_serve_respond_on_8080(void **state) {
     assert_int_equal(c.limits.header_count, 100);
     assert_int_equal(c.limits.uri_length, 8192);
     assert_int_equal(c.limits.chunk_ext_bytes, 4096);
+    assert_int_equal(c.drain_idle_grace_ms, 1000);
     assert_false(c.admin_enabled);
 }
 
