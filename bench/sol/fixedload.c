@@ -188,5 +188,10 @@ int main(int argc, char **argv) {
     printf("{\"shape\":\"%s\",\"requests\":%ld,\"connections\":%ld,\"depth\":%d,"
            "\"elapsed_s\":%.3f}\n",
            shape, total, conns, close_shape ? 1 : depth, el);
+    for (long i = 0; i < conns; i++)
+        if (cs[i].fd > 0)
+            close(cs[i].fd);
+    free(cs); /* LeakSanitizer runs it in the sanitizer builds */
+    close(ep);
     return 0;
 }
