@@ -72,14 +72,14 @@ typedef struct bench_loop {
     _Atomic uint64_t served;
     _Atomic uint64_t requests; /* --long-lived: echoes completed on this loop */
     int cpu;                   /* pinned to this CPU, or -1 */
-    uint64_t failed;        /* connections that ended without a full exchange */
-    uint64_t setup_errors;  /* an operation the library refused to start */
-    uint64_t accept_errors; /* accept completions with an error other than cancel */
-    uint64_t dispatched;    /* handoff accepting loop: connections handed on */
-    int first_error;        /* negative errno of the first failure, for the message */
-    tl_loop_stats stats;    /* read on the loop's own thread at the end */
-    int alive_at_end;       /* tl_loop_alive() when the thread gave up draining */
-    uint64_t cpu_ns;        /* CLOCK_THREAD_CPUTIME_ID of the loop thread */
+    uint64_t failed;           /* connections that ended without a full exchange */
+    uint64_t setup_errors;     /* an operation the library refused to start */
+    uint64_t accept_errors;    /* accept completions with an error other than cancel */
+    uint64_t dispatched;       /* handoff accepting loop: connections handed on */
+    int first_error;           /* negative errno of the first failure, for the message */
+    tl_loop_stats stats;       /* read on the loop's own thread at the end */
+    int alive_at_end;          /* tl_loop_alive() when the thread gave up draining */
+    uint64_t cpu_ns;           /* CLOCK_THREAD_CPUTIME_ID of the loop thread */
     /* Context switches of the loop thread (getrusage RUSAGE_THREAD): the herd's
      * real cost is every loop woken per connection, and a loop that wakes to
      * find nothing does not always count as a spurious wakeup. */

@@ -290,4 +290,6 @@ int bench_loop_start(bench_loop *bl) {
     return rc ? -rc : 0;
 }
 
-void bench_loop_join(bench_loop *bl) { pthread_join(bl->thread, NULL); }
+void bench_loop_join(bench_loop *bl) {
+    pthread_join(bl->thread, NULL);
+}

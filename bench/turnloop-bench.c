@@ -573,11 +573,21 @@ static json_t *u64_array(const run *r, uint64_t (*get)(const bench_loop *)) {
     return a;
 }
 
-static uint64_t get_served(const bench_loop *bl) { return atomic_load(&bl->served); }
-static uint64_t get_spurious(const bench_loop *bl) { return bl->stats.spurious_wakeups; }
-static uint64_t get_waits(const bench_loop *bl) { return bl->stats.waits; }
-static uint64_t get_vcsw(const bench_loop *bl) { return bl->vcsw; }
-static uint64_t get_ivcsw(const bench_loop *bl) { return bl->ivcsw; }
+static uint64_t get_served(const bench_loop *bl) {
+    return atomic_load(&bl->served);
+}
+static uint64_t get_spurious(const bench_loop *bl) {
+    return bl->stats.spurious_wakeups;
+}
+static uint64_t get_waits(const bench_loop *bl) {
+    return bl->stats.waits;
+}
+static uint64_t get_vcsw(const bench_loop *bl) {
+    return bl->vcsw;
+}
+static uint64_t get_ivcsw(const bench_loop *bl) {
+    return bl->ivcsw;
+}
 
 static uint64_t get_requests(const bench_loop *bl) {
     return atomic_load(&bl->requests);

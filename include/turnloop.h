@@ -34,7 +34,8 @@ extern "C" {
 #endif
 
 #if !defined(__linux__)
-#error "turnloop: only Linux is supported so far (epoll, io_uring); kqueue is a backend yet to be written"
+#error                                                                                             \
+    "turnloop: only Linux is supported so far (epoll, io_uring); kqueue is a backend yet to be written"
 #endif
 
 #include "turnloop_version.h" /* TL_VERSION_MAJOR, _MINOR, _PATCH, _STRING: generated */
@@ -136,16 +137,16 @@ typedef struct tl_loop_options {
 /* Counters a host may read from the loop's own thread. Monotonic. */
 typedef struct tl_loop_stats {
     uint64_t turns;
-    uint64_t waits;              /* OS waits made (at most one per turn) */
-    uint64_t accepted;           /* connections accepted by this loop */
-    uint64_t adopted;            /* transports adopted from tl_loop_post_transport() */
+    uint64_t waits;    /* OS waits made (at most one per turn) */
+    uint64_t accepted; /* connections accepted by this loop */
+    uint64_t adopted;  /* transports adopted from tl_loop_post_transport() */
     /* An OS wake for a shared listener whose accept then found nothing: another
      * loop took the connection. epoll re-checks readiness before reporting, so
      * a loop woken after the winner accepted sees no event at all; that cost is
      * a context switch, not counted here. */
     uint64_t spurious_wakeups;
-    uint64_t accept_pauses;      /* times accepting paused at the handle ceiling */
-    uint64_t accept_errors;      /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
+    uint64_t accept_pauses;       /* times accepting paused at the handle ceiling */
+    uint64_t accept_errors;       /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
     uint64_t recv_buffer_starved; /* TL_OP_RECV ended with -ENOBUFS: no loop buffer free */
     uint64_t reserved[8];         /* zero today; counters of later versions */
 } tl_loop_stats;

@@ -461,7 +461,8 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
         /* --root DIR: the one line it takes to serve a directory. */
         if (set_flag(c, "--root", "static", "root", cli->root, err, errlen) < 0)
             return -EINVAL;
-        if (!cli->scenario && set_flag(c, "--root", "server", "scenario", "static", err, errlen) < 0)
+        if (!cli->scenario &&
+            set_flag(c, "--root", "server", "scenario", "static", err, errlen) < 0)
             return -EINVAL;
     }
     if (c->scenario == SWS_SCENARIO_STATIC && !c->stat.root[0]) {

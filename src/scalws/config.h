@@ -70,8 +70,8 @@ typedef struct sws_config {
     sws_backend backend;
     uint32_t drain_timeout_ms;
     uint32_t drain_idle_grace_ms; /* used capped at keepalive_timeout_ms */
-    char access_log[256]; /* empty: none */
-    bool defer_accept;    /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
+    char access_log[256];         /* empty: none */
+    bool defer_accept; /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
     sws_scenario_kind scenario;
     /* [proxy] */
     sws_proxy_config proxy;

@@ -60,8 +60,8 @@ static void format_listen(const sws_config *c, char *out, size_t len) {
 
 /* [tls]: parsed by src/tls/tls_config.c, which the unit tests also drive. */
 #define TLS_PARSE(name, key)                                                                       \
-    static int parse_tls_##name(sws_config *c, const char *v, char *why, size_t len) {            \
-        return sws_tls_config_set(&c->tls, key, v, why, len);                                     \
+    static int parse_tls_##name(sws_config *c, const char *v, char *why, size_t len) {             \
+        return sws_tls_config_set(&c->tls, key, v, why, len);                                      \
     }
 TLS_PARSE(cert, "cert")
 TLS_PARSE(key, "key")
@@ -226,17 +226,17 @@ static void format_upstream(const sws_config *c, char *out, size_t len) {
 /* [acme]: parsed by src/acme/acme_config.c, which the unit tests also drive
  * (its sws_acme_keys holds the same defaults for them). */
 #define ACME_PARSE(name, key)                                                                      \
-    static int parse_acme_##name(sws_config *c, const char *v, char *why, size_t len) {           \
-        return sws_acme_config_set(&c->acme, key, v, why, len);                                   \
+    static int parse_acme_##name(sws_config *c, const char *v, char *why, size_t len) {            \
+        return sws_acme_config_set(&c->acme, key, v, why, len);                                    \
     }
 #define ACME_TEXT(name, field)                                                                     \
     ACME_PARSE(name, #name)                                                                        \
-    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                  \
+    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                   \
         snprintf(out, len, "%s", c->acme.field);                                                   \
     }
 #define ACME_SECS(name, field)                                                                     \
     ACME_PARSE(name, #name)                                                                        \
-    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                  \
+    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                   \
         snprintf(out, len, "%us", (unsigned)c->acme.field);                                        \
     }
 ACME_TEXT(directory, directory)
@@ -353,7 +353,8 @@ const sws_key sws_config_keys[] = {
     MS("limits", "handshake_timeout", handshake_timeout_ms, 1, "10s", RELOAD,
        "time for a TLS handshake on a tls listener"),
 
-    TLS_KEY("cert", cert, NULL, "PEM certificate, the leaf then its chain (a tls listener needs it)"),
+    TLS_KEY("cert", cert, NULL,
+            "PEM certificate, the leaf then its chain (a tls listener needs it)"),
     TLS_KEY("key", key, NULL, "PEM private key of that certificate"),
     TLS_KEY("ocsp", ocsp, "off", "DER OCSP response to staple, or off"),
     TLS_KEY("protocols", protocols, "TLSv1.2 TLSv1.3", "TLSv1.2 and/or TLSv1.3"),
@@ -363,7 +364,8 @@ const sws_key sws_config_keys[] = {
     TLS_KEY("groups", groups, SWS_TLS_DEFAULT_GROUPS, "key exchange groups"),
     TLS_KEY("session_tickets", tickets, "on",
             "session tickets, keys made and rotated by the control thread"),
-    TLS_KEY("ticket_key_rotate", rotate, "3600s", "how often a new ticket key is made (60s at least)"),
+    TLS_KEY("ticket_key_rotate", rotate, "3600s",
+            "how often a new ticket key is made (60s at least)"),
     TLS_KEY("session_cache", cache, "20480", "session-ID cache entries per loop; 0 off"),
     TLS_KEY("ktls", ktls, "on", "kernel TLS; never live with memory BIOs (doc/tls.md)"),
 

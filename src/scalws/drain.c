@@ -103,12 +103,10 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
         int ready_fd = sws_reexec_ready_fd();
         /* A negative fd is ignored by poll: admin, [acme] and the SIGUSR2
          * successor's ready pipe are optional. */
-        struct pollfd p[6] = {{.fd = sigfd, .events = POLLIN},
-                              {.fd = s->done_fd, .events = POLLIN},
-                              {.fd = admin_fd, .events = POLLIN},
-                              {.fd = ready_fd, .events = POLLIN},
-                              {.fd = s->acme_fd, .events = POLLIN},
-                              {.fd = s->acme_http_fd, .events = POLLIN}};
+        struct pollfd p[6] = {
+            {.fd = sigfd, .events = POLLIN},      {.fd = s->done_fd, .events = POLLIN},
+            {.fd = admin_fd, .events = POLLIN},   {.fd = ready_fd, .events = POLLIN},
+            {.fd = s->acme_fd, .events = POLLIN}, {.fd = s->acme_http_fd, .events = POLLIN}};
         int timeout = -1;
         if (draining) {
             uint64_t now = sws_now_ms();

@@ -114,7 +114,7 @@ typedef struct sws_counters {
     sws_ctr turns;
     sws_ctr accept_pauses;
     sws_ctr recv_starved;
-    sws_ctr send_timeouts; /* closed: a write was not done within send_timeout */
+    sws_ctr send_timeouts;     /* closed: a write was not done within send_timeout */
     sws_ctr file_cache_hits;   /* static: lookups answered by the open-file cache */
     sws_ctr file_cache_misses; /* static: lookups that opened (or re-checked) the file */
     sws_ctr file_cold_reads;   /* static: reads handed to the helper (not in page cache) */
@@ -173,13 +173,13 @@ typedef struct sws_worker {
     time_t clf_sec;
     FILE *access_log;
     sws_counters ctr;
-    double cpu_seen; /* control thread only: the last CPU time read (admin.c) */
-    sws_scenario sc; /* what this loop serves (scenario.h); never named by the worker */
+    double cpu_seen;     /* control thread only: the last CPU time read (admin.c) */
+    sws_scenario sc;     /* what this loop serves (scenario.h); never named by the worker */
     tl_handoff *handoff; /* handoff: set on an accepting loop, the subset it feeds */
     bool accepts;        /* has a listener of its own (fixed at start) */
     int fed_by;          /* the loop whose accepts this loop serves; -1 acceptor threads */
-    bool lend_sf;    /* connections keep the static scenario's fields (set by its init) */
-    char *tls_plain; /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
+    bool lend_sf;        /* connections keep the static scenario's fields (set by its init) */
+    char *tls_plain;     /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
 } sws_worker;
 
 typedef struct sws_server {
@@ -207,7 +207,7 @@ typedef struct sws_server {
     const sws_scenario_ops *sc_ops; /* every loop's; the control thread's metrics */
     sws_tls_keys *tls_keys;         /* ticket keys: rotated by the control thread */
     uint64_t tls_rotated_ms;
-    _Atomic int turning;            /* threads that have begun turning their loop */
+    _Atomic int turning; /* threads that have begun turning their loop */
     /* What the listeners really bound (port 0 is the kernel's choice): the
      * first HTTP listener, and the admin one ("" when off). */
     char listen_text[SWS_ADDR_MAX];

@@ -33,7 +33,7 @@ enum sws_tag {
     SWS_T_RECV = SWS_T_SCENARIO_FIRST,
     SWS_T_WRITE,
     SWS_T_CLOSE,
-    SWS_T_FILE_READ, /* static: a cold file read posted back by the loop's helper */
+    SWS_T_FILE_READ,      /* static: a cold file read posted back by the loop's helper */
     SWS_T_CONN_LAST = 31, /* 19..31: free for an HTTP connection scenario (a file read) */
 
     /* The proxy scenario's client sessions (proxy.c). */

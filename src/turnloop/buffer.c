@@ -44,7 +44,7 @@ void tl__buffer_untake(tl_loop *loop, uint32_t id) {
 
 void tl_buffer_release(tl_loop *loop, uint32_t id) {
     if (id >= loop->buf_count || loop->buf_owner[id] == 0)
-        return; /* double release: a host bug, but never corrupt the free list */
+        return;  /* double release: a host bug, but never corrupt the free list */
     uint32_t hi; /* the handle may be closed by now: then nobody counts it */
     if (tl__handle_lookup(loop, loop->buf_owner[id], &hi) == 0 && loop->h[hi].bufs_held > 0)
         loop->h[hi].bufs_held--;

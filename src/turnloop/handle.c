@@ -16,7 +16,8 @@ int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index) {
         return -EINVAL;
     uint32_t i = (uint32_t)(h & (TL_ID_MAX_SLOTS - 1));
     uint32_t gen = (uint32_t)(h >> TL_ID_INDEX_BITS) & TL_ID_GEN_MASK;
-    if (i >= loop->h_cap || loop->h[i].state != TL_SLOT_LIVE || (loop->h[i].gen & TL_ID_GEN_MASK) != gen)
+    if (i >= loop->h_cap || loop->h[i].state != TL_SLOT_LIVE ||
+        (loop->h[i].gen & TL_ID_GEN_MASK) != gen)
         return -ENOENT;
     *index = i;
     return 0;

@@ -67,8 +67,8 @@ typedef struct tl_oslot {
     /* operation arguments and progress */
     struct iovec iov[TL_MAX_IOV];
     int iovcnt;
-    uint32_t total; /* bytes to write */
-    uint32_t done;  /* bytes written so far */
+    uint32_t total;    /* bytes to write */
+    uint32_t done;     /* bytes written so far */
     uint64_t deadline; /* timers */
     uint32_t heap_pos; /* timers: position in the heap, or TL_NIL */
     void *backend_data;
@@ -213,7 +213,8 @@ void tl__op_unlink(tl_loop *loop, uint32_t oi);
 /* Cancels every pending op of a handle (close, detach). */
 void tl__handle_cancel_all(tl_loop *loop, uint32_t hi);
 /* Queues a completion; more == false makes it the op's final one. */
-void tl__op_complete(tl_loop *loop, uint32_t oi, int32_t res, bool more, const tl_completion *extra);
+void tl__op_complete(tl_loop *loop, uint32_t oi, int32_t res, bool more,
+                     const tl_completion *extra);
 
 tl_completion *tl__cq_push(tl_loop *loop);
 void tl__ready_push(tl_loop *loop, uint32_t hi);

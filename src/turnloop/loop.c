@@ -211,11 +211,21 @@ int tl_loop_alive(const tl_loop *loop) {
            atomic_load_explicit(&((tl_loop *)loop)->inbox.count, memory_order_acquire) > 0;
 }
 
-uint32_t tl_loop_handles(const tl_loop *loop) { return loop->h_open; }
-uint32_t tl_loop_max_handles(const tl_loop *loop) { return loop->h_fixed ? loop->h_max : 0; }
-const char *tl_loop_backend(const tl_loop *loop) { return loop->be->name; }
-void tl_loop_get_stats(const tl_loop *loop, tl_loop_stats *out) { *out = loop->stats; }
-uint64_t tl_loop_now(const tl_loop *loop) { return loop->now_ms; }
+uint32_t tl_loop_handles(const tl_loop *loop) {
+    return loop->h_open;
+}
+uint32_t tl_loop_max_handles(const tl_loop *loop) {
+    return loop->h_fixed ? loop->h_max : 0;
+}
+const char *tl_loop_backend(const tl_loop *loop) {
+    return loop->be->name;
+}
+void tl_loop_get_stats(const tl_loop *loop, tl_loop_stats *out) {
+    *out = loop->stats;
+}
+uint64_t tl_loop_now(const tl_loop *loop) {
+    return loop->now_ms;
+}
 
 uint32_t tl_loop_load(const tl_loop *loop) {
     return atomic_load_explicit(&((tl_loop *)loop)->load, memory_order_relaxed);

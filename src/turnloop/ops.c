@@ -19,7 +19,8 @@ int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index) {
         return -EINVAL;
     uint32_t i = (uint32_t)(op & (TL_ID_MAX_SLOTS - 1));
     uint32_t gen = (uint32_t)(op >> TL_ID_INDEX_BITS) & TL_ID_GEN_MASK;
-    if (i >= loop->o_cap || loop->o[i].state == TL_SLOT_FREE || (loop->o[i].gen & TL_ID_GEN_MASK) != gen)
+    if (i >= loop->o_cap || loop->o[i].state == TL_SLOT_FREE ||
+        (loop->o[i].gen & TL_ID_GEN_MASK) != gen)
         return -ENOENT;
     *index = i;
     return 0;
@@ -93,7 +94,8 @@ void tl__op_unlink(tl_loop *loop, uint32_t oi) {
     o->prev = o->next = TL_NIL;
 }
 
-void tl__op_complete(tl_loop *loop, uint32_t oi, int32_t res, bool more, const tl_completion *extra) {
+void tl__op_complete(tl_loop *loop, uint32_t oi, int32_t res, bool more,
+                     const tl_completion *extra) {
     tl_oslot *o = &loop->o[oi];
     tl_completion *c = tl__cq_push(loop);
     if (extra)
@@ -214,7 +216,8 @@ int tl_writev(tl_loop *loop, tl_handle h, const struct iovec *iov, int iovcnt, u
     return finish_start(loop, oi, out);
 }
 
-int tl_write(tl_loop *loop, tl_handle h, const void *buf, uint32_t len, uint64_t token, tl_op *out) {
+int tl_write(tl_loop *loop, tl_handle h, const void *buf, uint32_t len, uint64_t token,
+             tl_op *out) {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     return tl_writev(loop, h, &iov, 1, token, out);
 }

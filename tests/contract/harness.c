@@ -26,8 +26,10 @@
 tl_backend_kind test_backend = TL_BACKEND_EPOLL;
 
 tl_loop *test_loop(uint32_t max_handles, uint32_t max_ops, unsigned flags) {
-    tl_loop_options o = {.max_handles = max_handles, .max_operations = max_ops,
-                         .backend = test_backend, .flags = flags};
+    tl_loop_options o = {.max_handles = max_handles,
+                         .max_operations = max_ops,
+                         .backend = test_backend,
+                         .flags = flags};
     tl_loop *loop = NULL;
     int err = tl_loop_new(&loop, &o);
     if (err < 0)
@@ -177,7 +179,7 @@ typedef struct host {
     shared_run *sh;
     tl_loop *loop;
     tl_handle listener;
-    bool acceptor; /* handoff: accepts and dispatches, serves nothing */
+    bool acceptor;       /* handoff: accepts and dispatches, serves nothing */
     tl_handoff *handoff; /* the acceptor's own */
     int dispatched;
     bool multishot;
@@ -352,7 +354,8 @@ void serve_run(const serve_config *cfg, serve_result *res) {
         host *acc = &hosts[cfg->loops];
         acc->acceptor = true;
         tl_listen_options lo = {0};
-        assert_int_equal(tl_listen(acc->loop, (struct sockaddr *)&a, sizeof a, &lo, &acc->listener), 0);
+        assert_int_equal(tl_listen(acc->loop, (struct sockaddr *)&a, sizeof a, &lo, &acc->listener),
+                         0);
         port = handle_port(acc->loop, acc->listener);
         assert_int_equal(tl_handoff_new(&sh.handoffs[0], loops, cfg->loops, cfg->policy), 0);
         acc->handoff = sh.handoffs[0];
@@ -371,7 +374,8 @@ void serve_run(const serve_config *cfg, serve_result *res) {
         port = handle_port(loops[cfg->loops], ls[0]);
     } else {
         tl_handle ls[16];
-        assert_int_equal(tl_route_reuse_port(loops, cfg->loops, (struct sockaddr *)&a, sizeof a, 0, ls), 0);
+        assert_int_equal(
+            tl_route_reuse_port(loops, cfg->loops, (struct sockaddr *)&a, sizeof a, 0, ls), 0);
         for (int i = 0; i < cfg->loops; i++)
             hosts[i].listener = ls[i];
         port = handle_port(loops[0], ls[0]);

@@ -44,18 +44,18 @@ typedef struct serve_config {
     uint32_t max_handles; /* every loop's ceiling */
     int connections;      /* the budget: the run ends when this many are served */
     int client_threads;
-    bool leak;            /* deliberately forget every served handle (must fail) */
+    bool leak; /* deliberately forget every served handle (must fail) */
     tl_handoff_policy policy;
     int acceptors; /* SERVE_HANDOFF_GROUP: accepting loops, each one more loop */
 } serve_config;
 
 typedef struct serve_result {
-    int err;              /* 0, or the first error a host saw (-EMFILE for a leak) */
-    int echoed;           /* clients that got their exact id back */
-    int served[16];       /* per serving loop */
-    int handed[16];       /* handoff: per worker, as counted by the library */
-    int accepted[16];     /* handoff group: per acceptor, connections it handed on */
-    bool alive_at_end;    /* any loop still alive after shutdown */
+    int err;                /* 0, or the first error a host saw (-EMFILE for a leak) */
+    int echoed;             /* clients that got their exact id back */
+    int served[16];         /* per serving loop */
+    int handed[16];         /* handoff: per worker, as counted by the library */
+    int accepted[16];       /* handoff group: per acceptor, connections it handed on */
+    bool alive_at_end;      /* any loop still alive after shutdown */
     uint64_t accept_pauses; /* times a multishot accept paused at the ceiling */
 } serve_result;
 

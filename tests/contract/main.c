@@ -36,8 +36,9 @@ int main(int argc, char **argv) {
     if (argc > 2)
         cmocka_set_test_filter(argv[2]);
     int failed = 0;
-    failed += _cmocka_run_group_tests("accept_routes", accept_route_tests_p, accept_route_test_count,
-                                      NULL, NULL);
-    failed += _cmocka_run_group_tests("contracts", contract_tests_p, contract_test_count, NULL, NULL);
+    failed += _cmocka_run_group_tests("accept_routes", accept_route_tests_p,
+                                      accept_route_test_count, NULL, NULL);
+    failed +=
+        _cmocka_run_group_tests("contracts", contract_tests_p, contract_test_count, NULL, NULL);
     return failed ? 1 : 0;
 }

@@ -16,7 +16,8 @@
 
 #include <cmocka.h>
 
-/* Accepts on each listener until `total` connections arrived in all; returns per-listener counts. */
+/* Accepts on each listener until `total` connections arrived in all; returns per-listener counts.
+ */
 static void accept_spread(tl_loop **loops, tl_handle *ls, int n, int total, int *per) {
     memset(per, 0, sizeof(int) * (size_t)n);
     int got = 0;
@@ -64,7 +65,8 @@ static void reuse_port_share_binds_twice(void **state) {
     /* Without a reuse request the same bind is refused: the option is what shares. */
     tl_handle no;
     tl_listen_options plain = {.reuse_port = TL_REUSE_PORT_NO};
-    assert_int_equal(tl_listen(loops[1], (struct sockaddr *)&a, sizeof a, &plain, &no), -EADDRINUSE);
+    assert_int_equal(tl_listen(loops[1], (struct sockaddr *)&a, sizeof a, &plain, &no),
+                     -EADDRINUSE);
 
     int fds[32], per[2];
     assert_int_equal(connect_many(ntohs(a.sin_port), 32, fds), 0);
@@ -108,15 +110,18 @@ static void reuse_port_distribution(void **state) {
 
     /* The refusing branch: a platform whose SO_REUSEPORT does not distribute. */
     int fds_before = open_fd_count();
-    tl_loop *mixed[3] = {test_loop(0, 0, 0), test_loop(0, 0, 0), test_loop(0, 0, TL_LOOP_NO_DISTRIBUTE)};
+    tl_loop *mixed[3] = {test_loop(0, 0, 0), test_loop(0, 0, 0),
+                         test_loop(0, 0, TL_LOOP_NO_DISTRIBUTE)};
     int fds_loops = open_fd_count();
     assert_false(tl_loop_can_distribute(mixed[2]));
     tl_handle one;
     tl_listen_options dist = {.reuse_port = TL_REUSE_PORT_DISTRIBUTE};
     a = loopback_any_port();
-    assert_int_equal(tl_listen(mixed[2], (struct sockaddr *)&a, sizeof a, &dist, &one), -EOPNOTSUPP);
+    assert_int_equal(tl_listen(mixed[2], (struct sockaddr *)&a, sizeof a, &dist, &one),
+                     -EOPNOTSUPP);
     tl_handle rl[3] = {0, 0, 0};
-    assert_int_equal(tl_route_reuse_port(mixed, 3, (struct sockaddr *)&a, sizeof a, 0, rl), -EOPNOTSUPP);
+    assert_int_equal(tl_route_reuse_port(mixed, 3, (struct sockaddr *)&a, sizeof a, 0, rl),
+                     -EOPNOTSUPP);
     /* Nothing behind: no handle on any loop, no descriptor, nothing alive. */
     for (int i = 0; i < 3; i++) {
         assert_int_equal(tl_loop_handles(mixed[i]), 0);
@@ -137,8 +142,12 @@ static void reuse_port_distribution(void **state) {
 /* Accept on one loop, drive the I/O on sibling loops on their own threads,
  * round-robin over 4 workers: exact. */
 static void accept_handoff_distribution(void **state) {
-    serve_config cfg = {.route = SERVE_HANDOFF, .loops = 4, .max_handles = 64,
-                        .connections = 40, .client_threads = 4, .policy = TL_HANDOFF_ROUND_ROBIN};
+    serve_config cfg = {.route = SERVE_HANDOFF,
+                        .loops = 4,
+                        .max_handles = 64,
+                        .connections = 40,
+                        .client_threads = 4,
+                        .policy = TL_HANDOFF_ROUND_ROBIN};
     serve_result r;
     serve_run(&cfg, &r);
     assert_int_equal(r.err, 0);
@@ -152,8 +161,12 @@ static void accept_handoff_distribution(void **state) {
 
 /* Least-loaded placement still serves every connection exactly once. */
 static void accept_handoff_least_loaded(void **state) {
-    serve_config cfg = {.route = SERVE_HANDOFF, .loops = 4, .max_handles = 8,
-                        .connections = 64, .client_threads = 8, .policy = TL_HANDOFF_LEAST_LOADED};
+    serve_config cfg = {.route = SERVE_HANDOFF,
+                        .loops = 4,
+                        .max_handles = 8,
+                        .connections = 64,
+                        .client_threads = 8,
+                        .policy = TL_HANDOFF_LEAST_LOADED};
     serve_result r;
     serve_run(&cfg, &r);
     assert_int_equal(r.err, 0);
@@ -172,13 +185,17 @@ static void check_multi_threaded(const serve_result *r, int loops, int connectio
     for (int i = 0; i < loops; i++)
         sum += r->served[i];
     assert_int_equal(sum, connections); /* served exactly once */
-    assert_false(r->alive_at_end);     /* every loop !alive() at shutdown */
+    assert_false(r->alive_at_end);      /* every loop !alive() at shutdown */
 }
 
 /* 64 connections, 4 loops on 4 threads, max_handles 8: the orphan gate. */
 static void multi_threaded_accept_by_handoff(void **state) {
-    serve_config cfg = {.route = SERVE_HANDOFF, .loops = 4, .max_handles = 8,
-                        .connections = 64, .client_threads = 8, .policy = TL_HANDOFF_ROUND_ROBIN};
+    serve_config cfg = {.route = SERVE_HANDOFF,
+                        .loops = 4,
+                        .max_handles = 8,
+                        .connections = 64,
+                        .client_threads = 8,
+                        .policy = TL_HANDOFF_ROUND_ROBIN};
     serve_result r;
     serve_run(&cfg, &r);
     check_multi_threaded(&r, 4, 64);
@@ -187,8 +204,11 @@ static void multi_threaded_accept_by_handoff(void **state) {
 }
 
 static void multi_threaded_accept_by_reuse_port(void **state) {
-    serve_config cfg = {.route = SERVE_REUSE_PORT, .loops = 4, .max_handles = 8,
-                        .connections = 64, .client_threads = 8};
+    serve_config cfg = {.route = SERVE_REUSE_PORT,
+                        .loops = 4,
+                        .max_handles = 8,
+                        .connections = 64,
+                        .client_threads = 8};
     serve_result r;
     serve_run(&cfg, &r);
     check_multi_threaded(&r, 4, 64);
@@ -352,8 +372,12 @@ static void reuse_port_cpu_steering(void **state) {
 /* The orphan gate must be able to fail: a host that forgets each handle it
  * served exhausts the ceiling of 8 long before 64 connections, loudly. */
 static void leaked_handle_caught_by_ceiling(void **state) {
-    serve_config cfg = {.route = SERVE_REUSE_PORT, .loops = 1, .max_handles = 8,
-                        .connections = 64, .client_threads = 16, .leak = true};
+    serve_config cfg = {.route = SERVE_REUSE_PORT,
+                        .loops = 1,
+                        .max_handles = 8,
+                        .connections = 64,
+                        .client_threads = 16,
+                        .leak = true};
     serve_result r;
     serve_run(&cfg, &r);
     assert_int_equal(r.err, -EMFILE);
@@ -364,8 +388,11 @@ static void leaked_handle_caught_by_ceiling(void **state) {
 /* turnloop#77: multishot accept at max_handles 8 against 256 connections;
  * accepting pauses at the ceiling and resumes, and every id comes back. */
 static void multishot_accept_honours_ceiling(void **state) {
-    serve_config cfg = {.route = SERVE_MULTISHOT, .loops = 1, .max_handles = 8,
-                        .connections = 256, .client_threads = 32};
+    serve_config cfg = {.route = SERVE_MULTISHOT,
+                        .loops = 1,
+                        .max_handles = 8,
+                        .connections = 256,
+                        .client_threads = 32};
     serve_result r;
     serve_run(&cfg, &r);
     check_multi_threaded(&r, 1, 256);
@@ -437,7 +464,6 @@ static void multishot_accept_pauses_and_resumes(void **state) {
     tl_loop_free(loop);
 }
 
-
 /* The herd: one listening socket in two loops' wait sets. epoll re-checks
  * readiness before it reports, so a loop woken after the winner has accepted
  * sees nothing (that cost is a context switch, invisible here); what a loop
@@ -503,7 +529,8 @@ static void shared_listener_counts_spurious_wakeups(void **state) {
             tl_loop_get_stats(loops[0], &st[0]);
             tl_loop_get_stats(loops[1], &st[1]);
             if (epoll)
-                assert_int_equal(st[0].spurious_wakeups + st[1].spurious_wakeups, exclusive ? 0 : 1);
+                assert_int_equal(st[0].spurious_wakeups + st[1].spurious_wakeups,
+                                 exclusive ? 0 : 1);
             close(cfd);
             for (int i = 0; i < 2; i++)
                 tl_close(loops[i], ls[i], 0);

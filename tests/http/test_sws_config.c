@@ -151,10 +151,11 @@ static void config_table_round_trips(void **state) {
     static sws_config c, d;
     sws_config_defaults(&c);
     char err[400];
-    assert_int_equal(sws_config_load(&c, write_ini("[server]\nevent_loops = 3\naccept = handoff\n"
-                                                   "[respond]\nbody = a;b\\n\n"
-                                                   "[proxy]\nupstream = 127.0.0.1:9, 127.0.0.1:10\n"
-                                                   "[limits]\nbody_size = 1000\n"),
+    assert_int_equal(sws_config_load(&c,
+                                     write_ini("[server]\nevent_loops = 3\naccept = handoff\n"
+                                               "[respond]\nbody = a;b\\n\n"
+                                               "[proxy]\nupstream = 127.0.0.1:9, 127.0.0.1:10\n"
+                                               "[limits]\nbody_size = 1000\n"),
                                      err, sizeof(err)),
                      0);
     for (int i = 0; i < sws_config_nkeys; i++) {

@@ -30,7 +30,9 @@ typedef struct epoll_state {
     uint32_t parked_len, parked_cap;
 } epoll_state;
 
-static epoll_state *state(tl_loop *loop) { return loop->be_state; }
+static epoll_state *state(tl_loop *loop) {
+    return loop->be_state;
+}
 
 static void ep_fini(tl_loop *loop);
 
