@@ -385,7 +385,9 @@ int tl_route_reuse_port(tl_loop **loops, int n, const struct sockaddr *addr, soc
  * it); a SYN on a CPU not in cpus goes to listener cpu % n. cpus NULL: cpu % n
  * for all (loop i on CPU i). Where the kernel has no such option (or a loop
  * has TL_LOOP_NO_CPU_STEER) it is refused with -EOPNOTSUPP and every listener
- * already made is closed. Same threading rule as tl_route_reuse_port. */
+ * already made is closed. Same threading rule as tl_route_reuse_port.
+ * Errors: -EINVAL (n outside 1..1024, a negative CPU), -EOPNOTSUPP, -ENOMEM;
+ * tl_route_reuse_port()'s; setsockopt(SO_ATTACH_REUSEPORT_CBPF) errors. */
 int tl_route_reuse_port_cpu(tl_loop **loops, int n, const struct sockaddr *addr, socklen_t addrlen,
                             int backlog, const int *cpus, tl_handle *out);
 
@@ -423,13 +425,16 @@ uint64_t tl_handoff_count(const tl_handoff *ho, int worker);
  * listener a connection reaches is the kernel's: SHARE promises nothing, and
  * on Linux (SO_REUSEPORT) it is the 4-tuple hash. Needs 1 <= k <= n. On error
  * every listener and handoff made is undone. Free each handoff with
- * tl_handoff_free(); the listeners are handles of their loops. */
+ * tl_handoff_free(); the listeners are handles of their loops.
+ * Errors: -EINVAL (k < 1, n < k, an unknown policy), -ENOMEM; tl_listen()'s
+ * (-EADDRINUSE, -EMFILE, ...). */
 int tl_route_handoff_group(tl_loop **acceptors, int k, tl_loop **workers, int n,
                            tl_handoff_policy policy, const struct sockaddr *addr, socklen_t addrlen,
                            int backlog, tl_handle *listeners, tl_handoff **handoffs);
 
 /* The workers acceptor a of k feeds out of n: [*first, *first + result), a
- * contiguous block; blocks differ in size by at most one. */
+ * contiguous block; blocks differ in size by at most one.
+ * Errors: -EINVAL (k < 1, n < k, a outside 0..k-1). */
 int tl_handoff_subset(int n, int k, int a, int *first);
 
 /* Whether listeners of this loop can DISTRIBUTE: the platform's answer,
