@@ -225,10 +225,11 @@ static int req_head(void *user, sws_msg *m) {
     wr(&b, m->buf + m->start_off, m->start_len);
     wrs(&b, " HTTP/1.1\r\n");
     int xff = -1;
-    bool expect = false;
+    bool expect = false, host = false;
     for (uint32_t i = 0; i < m->nf; i++) {
         if (hop_by_hop(m, i))
             continue;
+        host = host || sws_msg_name_is(m, i, "host");
         if (sws_msg_name_is(m, i, "x-forwarded-for")) {
             xff = (int)i;
             continue;
@@ -247,6 +248,14 @@ static int req_head(void *user, sws_msg *m) {
     }
     wrs(&b, strcmp(s->peer, "-") != 0 ? s->peer : "unknown");
     wrs(&b, "\r\nVia: 1.1 scalwsd\r\n");
+    if (!host) {
+        /* An HTTP/1.0 request may come without Host; what goes upstream is
+         * HTTP/1.1, which requires one (RFC 9112 3.2): the upstream's own
+         * name, as nginx's default $proxy_host. */
+        wrs(&b, "Host: ");
+        wrs(&b, px->pool.cfg->up[u->upstream].text);
+        wrs(&b, "\r\n");
+    }
     if (s->req_chunked)
         wrs(&b, "Transfer-Encoding: chunked\r\n");
     wr(&b, "\r\n", 2);

@@ -132,6 +132,15 @@ sleep 0.6
     fail "shared: went through the retry path"
 stop_sws
 
+# Host upstream: the client's, and for an HTTP/1.0 request without one the
+# upstream's name (an HTTP/1.1 upstream requires a Host; nginx answers 400).
+start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP"
+out=$(raw 'GET /echo HTTP/1.0\r\n\r\n')
+grep -q "^X-Info: .*;host=127.0.0.1:$UP" <<<"$out" || fail "HTTP/1.0 without Host: $out"
+out=$(raw 'GET /echo HTTP/1.1\r\nHost: site.example\r\nConnection: close\r\n\r\n')
+grep -q "^X-Info: .*;host=site.example" <<<"$out" || fail "the client's Host: $out"
+stop_sws
+
 # Refused: nothing listens on the upstream port.
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:1"
 URL="http://127.0.0.1:$PORT"

@@ -52,9 +52,10 @@ def serve(conn):
                 k, v = h.split(":", 1)
                 fields[k.strip().lower()] = v.strip()
             body = read_body(f, fields)
-            info = ("names=%s;xff=%s;via=%s;te=%s;len=%d" % (
+            info = ("names=%s;xff=%s;via=%s;te=%s;len=%d;host=%s" % (
                 ",".join(sorted(fields)), fields.get("x-forwarded-for", ""),
-                fields.get("via", ""), fields.get("transfer-encoding", ""), len(body)))
+                fields.get("via", ""), fields.get("transfer-encoding", ""), len(body),
+                fields.get("host", "")))
             if path.startswith("/echo"):
                 out = (b"HTTP/1.1 200 OK\r\nX-Info: " + info.encode() +
                        b"\r\nContent-Length: %d\r\n\r\n" % len(body))
