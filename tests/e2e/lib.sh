@@ -141,3 +141,28 @@ wait_log() {
         sleep 0.05
     done
 }
+
+# make_static_tree BIG_BYTES: the tree the static scenario's tests serve, in
+# $T/root ($R), with $T/outside beside it: files, an index, a dotfile and a
+# dot-directory, links inside, out of and absolute (to a file every peer can
+# read), precompressed siblings (bytes differing from the plain file's on
+# purpose) and big.bin of BIG_BYTES random bytes. a.txt has a fixed mtime.
+make_static_tree() {
+    R=$T/root
+    mkdir -p "$R/sub" "$R/noindex" "$R/.hidden" "$T/outside"
+    printf 'hello\n' >"$R/a.txt"
+    printf '<h1>sub</h1>\n' >"$R/sub/index.html"
+    printf 'body{}\n' >"$R/style.css"
+    printf 'raw\n' >"$R/data.unknownext"
+    printf 'secret\n' >"$R/.env"
+    printf 'inner\n' >"$R/.hidden/x.txt"
+    printf 'outside\n' >"$T/outside/o.txt"
+    ln -s a.txt "$R/in_link"
+    ln -s ../outside/o.txt "$R/out_link"
+    ln -s /etc/hostname "$R/abs_link"
+    head -c "$1" /dev/urandom >"$R/big.bin"
+    printf 'js plain\n' >"$R/app.js"
+    printf 'GZ-BYTES' >"$R/app.js.gz"
+    printf 'BR-BYTES!' >"$R/app.js.br"
+    touch -d '2020-01-02 03:04:05 UTC' "$R/a.txt"
+}

@@ -9,24 +9,7 @@
 # body; the access log; a reload to another root.
 . "$(dirname "$0")/lib.sh"
 
-R=$T/root
-mkdir -p "$R/sub" "$R/noindex" "$R/.hidden" "$T/outside"
-printf 'hello\n' >"$R/a.txt"
-printf '<h1>sub</h1>\n' >"$R/sub/index.html"
-printf 'body{}\n' >"$R/style.css"
-printf 'raw\n' >"$R/data.unknownext"
-printf 'secret\n' >"$R/.env"
-printf 'inner\n' >"$R/.hidden/x.txt"
-printf 'outside\n' >"$T/outside/o.txt"
-ln -s a.txt "$R/in_link"
-ln -s ../outside/o.txt "$R/out_link"
-ln -s /etc/passwd "$R/abs_link"
-head -c 4194304 /dev/urandom >"$R/big.bin"
-# Precompressed siblings: their bytes differ from the plain file's on purpose.
-printf 'js plain\n' >"$R/app.js"
-printf 'GZ-BYTES' >"$R/app.js.gz"
-printf 'BR-BYTES!' >"$R/app.js.br"
-touch -d '2020-01-02 03:04:05 UTC' "$R/a.txt"
+make_static_tree 4194304
 
 ini="scenario = static
 access_log = $T/access.log

@@ -7,21 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 command -v nginx >/dev/null || { echo "skip: nginx not installed (nginx-light)"; exit 77; }
 
-R=$T/root
-mkdir -p "$R/sub" "$R/noindex" "$R/.hidden" "$T/outside"
-printf 'hello\n' >"$R/a.txt"
-printf '<h1>sub</h1>\n' >"$R/sub/index.html"
-printf 'raw\n' >"$R/data.unknownext"
-printf 'secret\n' >"$R/.env"
-printf 'inner\n' >"$R/.hidden/x.txt"
-printf 'outside\n' >"$T/outside/o.txt"
-ln -s a.txt "$R/in_link"
-ln -s ../outside/o.txt "$R/out_link"
-ln -s /etc/hostname "$R/abs_link"
-head -c 100000 /dev/urandom >"$R/big.bin"
-printf 'js plain\n' >"$R/app.js"
-printf 'GZ-BYTES' >"$R/app.js.gz"
-touch -d '2020-01-02 03:04:05 UTC' "$R/a.txt"
+make_static_tree 100000
 chmod -R a+rX "$T"
 
 nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
