@@ -46,6 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     err[0] = '\0';
     sws_config_defaults(&c);
     int rc = sws_config_load(&c, path, err, sizeof(err));
+    sws_config_release(&c); /* what [route] sections collected */
     if (rc < 0 && err[0] == '\0') {
         fprintf(stderr, "fuzz_config: error without a message\n");
         abort();

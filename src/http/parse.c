@@ -346,6 +346,7 @@ static int on_message_begin(llhttp_t *lp) {
     p->req.path_len = 0;
     p->req.path[0] = '\0';
     p->req.path_truncated = false;
+    p->req.host_len = 0;
     p->req.referer_len = 0;
     p->req.user_agent_len = 0;
     memset(p->req.sf_len, 0, sizeof(p->req.sf_len));
@@ -493,6 +494,8 @@ static int on_header_value(llhttp_t *lp, const char *at, size_t len) {
                 p->host_ws = true;
             else if (p->host_ws || !host_char(c))
                 return fail(p, 400);
+            else if (p->req.host_len < SWS_HTTP_HOST_MAX)
+                p->req.host[p->req.host_len++] = (char)c;
         }
     } else if (p->field == F_REFERER || p->field == F_UA) {
         char *dst = p->req.log_fields + (p->field == F_UA ? SWS_HTTP_LOG_UA : SWS_HTTP_LOG_REFERER);

@@ -30,6 +30,7 @@ typedef struct sws_http_limits {
 /* The path is copied (truncated) so that a request can be routed after the
  * receive buffer that held it has been given back. */
 #define SWS_HTTP_PATH_MAX 128
+#define SWS_HTTP_HOST_MAX 256
 /* The request line, Referer and User-Agent, kept (truncated, first field line
  * only) for the access log's combined format, in storage the caller lends
  * (log_fields): SWS_HTTP_LOG_STORAGE bytes, each field at its offset. */
@@ -66,6 +67,10 @@ typedef struct sws_http_request {
     bool path_truncated;
     uint16_t path_len;
     char path[SWS_HTTP_PATH_MAX]; /* NUL-terminated */
+    /* The Host field's value as it came (port included, no OWS), for routing;
+     * 0 when absent. A longer one is cut at SWS_HTTP_HOST_MAX. */
+    uint16_t host_len;
+    char host[SWS_HTTP_HOST_MAX];
     /* Bytes kept in log_fields; no NUL. line_len is the raw request line's
      * (CR LF excluded), kept even when the line was refused. All three are
      * the last request's until the next byte after it (0 for blank lines). */

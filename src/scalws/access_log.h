@@ -1,5 +1,6 @@
 /* The access log, in the combined format of nginx and Apache:
- *   %h - - [%t] "%r" %>s %b "Referer" "User-Agent"
+ *   %h - - [%t] "%r" %>s %b "Referer" "User-Agent" route
+ * (route: the name of the route that answered, route.h; "-" when none did)
  * written by each loop to its own stdio stream of the shared file (opened in
  * append mode and line-buffered, so lines from different loops never mix).
  * Both scenarios log every answer: the respond one from the strict parser's

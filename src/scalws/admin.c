@@ -129,8 +129,13 @@ static char *metrics_text(sws_server *s, size_t *len) {
             "# TYPE scalwsd_draining gauge\nscalwsd_draining %d\n",
             atomic_load(&s->drain));
     sws_balance_metrics(s, f);
-    if (s->sc_ops->metrics)
-        s->sc_ops->metrics(s, f);
+    /* Each scenario a route served at start, once. */
+    for (int k = 0; k < 32; k++) {
+        const sws_scenario_ops *ops = sws_scenario_ops_of((sws_scenario_kind)k);
+        if ((s->kinds_at_start & (1u << k)) && ops->metrics)
+            ops->metrics(s, f);
+    }
+    sws_route_metrics(s, f);
     if (s->acme)
         sws_acme_metrics(s->acme, f);
     fclose(f);

@@ -4,6 +4,8 @@
  * loader stops at the first error (inih reports its line). */
 #include "config.h"
 
+#include "route.h"
+
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -172,7 +174,7 @@ static void join_names(const char *const *names, char *out, size_t len) {
 static const char *bool_on[] = {"on", "true", "1"};
 static const char *bool_off[] = {"off", "false", "0"};
 
-static int set_key(sws_config *c, const sws_key *k, const char *v, char *why, size_t len) {
+int sws_config_set_key(sws_config *c, const sws_key *k, const char *v, char *why, size_t len) {
     uint64_t n;
     switch (k->kind) {
     case SWS_KEY_UINT:
@@ -283,6 +285,17 @@ static int key_index(const char *section, const char *key, bool *section_known) 
     return -1;
 }
 
+int sws_config_key_index(const char *section, const char *key) {
+    bool known;
+    return key_index(section, key, &known);
+}
+
+void sws_config_release(sws_config *c) {
+    sws_route_load_free(c);
+    sws_routes_unref(c->routes);
+    c->routes = NULL;
+}
+
 static int set_from(sws_config *c, const char *section, const char *key, const char *v,
                     uint8_t origin, uint32_t line, char *err, size_t errlen) {
     bool known;
@@ -291,7 +304,7 @@ static int set_from(sws_config *c, const char *section, const char *key, const c
         snprintf(err, errlen, known ? "unknown key" : "unknown section");
         return -EINVAL;
     }
-    int rc = set_key(c, &sws_config_keys[i], v, err, errlen);
+    int rc = sws_config_set_key(c, &sws_config_keys[i], v, err, errlen);
     if (rc == 0) {
         c->origin[i] = origin;
         c->origin_line[i] = line;
@@ -311,7 +324,7 @@ void sws_config_defaults(sws_config *c) {
     for (int i = 0; i < sws_config_nkeys; i++) {
         const sws_key *k = &sws_config_keys[i];
         char why[200];
-        if (k->def && set_key(c, k, k->def, why, sizeof why) < 0)
+        if (k->def && sws_config_set_key(c, k, k->def, why, sizeof why) < 0)
             assert(!"a default of the key table does not parse");
     }
     strcpy(c->listen_origin, "[server] listen (default)");
@@ -321,7 +334,8 @@ struct load_ctx {
     sws_config *c;
     FILE *f;
     const char *path;
-    int line; /* counted by the reader: Debian's inih has no line numbers in handlers */
+    int line;         /* counted by the reader: Debian's inih has no line numbers in handlers */
+    int section_line; /* of the last "[section]" line: where a route is said to be */
     char why[256];
     char section[64];
     char key[64];
@@ -332,6 +346,16 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
     struct load_ctx *l = user;
     if (l->failed)
         return 0;
+    if (strncmp(section, "route", 5) == 0 && (section[5] == ' ' || section[5] == '\t')) {
+        if (sws_route_load_kv(l->c, section, key, value, l->path, l->section_line, l->why,
+                              sizeof(l->why)) < 0) {
+            snprintf(l->section, sizeof(l->section), "%s", section);
+            snprintf(l->key, sizeof(l->key), "%s", key);
+            l->failed = true;
+            return 0;
+        }
+        return 1;
+    }
     if (set_from(l->c, section, key, value, SWS_FROM_FILE, (uint32_t)l->line, l->why,
                  sizeof(l->why)) < 0) {
         snprintf(l->section, sizeof(l->section), "%s", section);
@@ -348,8 +372,14 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
 static char *read_line(char *str, int num, void *stream) {
     struct load_ctx *l = stream;
     char *r = fgets(str, num, l->f);
-    if (r)
+    if (r) {
         l->line++;
+        const char *s = r;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '[')
+            l->section_line = l->line;
+    }
     return r;
 }
 
@@ -365,6 +395,7 @@ int sws_config_load(sws_config *c, const char *path, char *err, size_t errlen) {
     fclose(f);
     if (line == 0)
         return 0;
+    sws_route_load_free(c);
     if (l.failed)
         snprintf(err, errlen, "%s:%d: [%s] %s: %s", path, line, l.section, l.key, l.why);
     else
@@ -475,7 +506,7 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
                  cli->config ? cli->config : "--scenario");
         return -EINVAL;
     }
-    return 0;
+    return sws_routes_build(c, err, errlen);
 }
 
 /* The value as a file line: ';' after a space would start an inline comment
@@ -520,14 +551,20 @@ void sws_config_print(FILE *f, const sws_config *c, const sws_cli *cli) {
     }
 }
 
-void sws_config_usage(FILE *f) {
-    for (int i = 0; i < sws_config_nkeys; i++) {
-        const sws_key *k = &sws_config_keys[i];
+static void usage_keys(FILE *f, const sws_key *keys, int n) {
+    for (int i = 0; i < n; i++) {
+        const sws_key *k = &keys[i];
         char sk[64];
         snprintf(sk, sizeof sk, "[%s] %s", k->section, k->name);
         fprintf(f, "  %-26s %-18s %s%s\n", sk, k->def ? (*k->def ? k->def : "\"\"") : "(unset)",
                 k->help, k->restart ? " (restart)" : "");
     }
+}
+
+void sws_config_usage(FILE *f) {
+    usage_keys(f, sws_config_keys, sws_config_nkeys);
+    usage_keys(f, sws_route_key_table, sws_route_nkeys);
+    fprintf(f, "  [route NAME] also takes every key of [respond], [static] and [proxy]\n");
 }
 
 const char *sws_config_restart_change(const sws_config *o, const sws_config *n, char *buf,

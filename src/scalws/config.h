@@ -58,6 +58,38 @@ typedef struct sws_static_config {
     uint32_t cache_valid_ms; /* an entry is checked against the file after this */
 } sws_static_config;
 
+/* The settings one scenario instance serves with: those of the [respond],
+ * [static] and [proxy] sections, for the default route (the top-level
+ * sections) or for one [route NAME] (the same keys inside it). Compact: the
+ * body is on the heap, so a hundred routes do not carry a hundred 64 KiB
+ * arrays. Built by route_config.c, owned by the route table (route.h). */
+typedef struct sws_scenario_cfg {
+    sws_scenario_kind scenario;
+    bool strip_prefix; /* a route's: the scenario sees the path without the route's prefix */
+    int status;
+    size_t body_len;
+    char *body; /* body_len bytes (NULL when 0) */
+    char content_type[128];
+    sws_static_config stat;
+    sws_proxy_config proxy;
+} sws_scenario_cfg;
+
+#define SWS_ROUTE_HOST_MAX 256
+#define SWS_ROUTE_PATH_MAX 128 /* the parser keeps 127 bytes of the target (SWS_HTTP_PATH_MAX) */
+
+/* [route NAME]'s own keys (sws_route_key_table), parsed into the loader's
+ * scratch config; route_config.c turns them into a route. */
+typedef struct sws_route_keys {
+    char host[SWS_ROUTE_HOST_MAX]; /* "" any host */
+    char path[SWS_ROUTE_PATH_MAX]; /* "" any path */
+    bool prefix;                   /* path is a path_prefix */
+    bool strip_prefix;
+    int scenario; /* sws_scenario_kind */
+    uint32_t path_line, host_line;
+} sws_route_keys;
+
+struct sws_routes;
+
 typedef struct sws_config {
     /* [server] */
     sws_addr listen;
@@ -103,6 +135,12 @@ typedef struct sws_config {
     /* [admin] */
     bool admin_enabled;
     sws_addr admin;
+    /* The route table (route.h), built by sws_config_build: the [route NAME]
+     * sections and the default route. Shared by reference between copies of
+     * this config (sws_routes_ref); sws_config_release drops it. */
+    struct sws_routes *routes;
+    struct sws_route_load *route_load; /* while loading: the [route] sections so far */
+    sws_route_keys rt;                 /* scratch of the [route NAME] being read */
     /* Where each key's value came from, by its index in the key table. */
     uint8_t origin[SWS_CONFIG_KEYS_MAX]; /* enum sws_origin */
     uint32_t origin_line[SWS_CONFIG_KEYS_MAX];
@@ -139,6 +177,17 @@ typedef struct sws_key {
 /* The table and its length. */
 extern const sws_key sws_config_keys[];
 extern const int sws_config_nkeys;
+/* [route NAME]'s own keys (host, path, path_prefix, scenario, strip_prefix);
+ * every key of [respond], [static] and [proxy] is taken in a route too. */
+extern const sws_key sws_route_key_table[];
+extern const int sws_route_nkeys;
+
+/* Sets k from its text, as the loader does. 0 or -EINVAL with why. */
+int sws_config_set_key(sws_config *c, const sws_key *k, const char *v, char *why, size_t len);
+/* The index of [section] key in the key table, or -1. */
+int sws_config_key_index(const char *section, const char *key);
+/* Drops what a loaded or built config holds on the heap (its route table). */
+void sws_config_release(sws_config *c);
 
 void sws_config_defaults(sws_config *c);
 

@@ -223,6 +223,64 @@ static void format_upstream(const sws_config *c, char *out, size_t len) {
         o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", c->proxy.up[i].text);
 }
 
+/* [route NAME] host: a name ("*.example.com" for any name under it) or an IP
+ * literal, without a port; kept lowercased (Host is matched without case). */
+static int parse_route_host(sws_config *c, const char *v, char *why, size_t len) {
+    size_t n = strlen(v);
+    const char *h = strncmp(v, "*.", 2) == 0 ? v + 2 : v;
+    bool ok = n > 0 && n < sizeof(c->rt.host) && *h;
+    for (const char *s = h; ok && *s; s++) {
+        char ch = *s;
+        ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             ch == '-' || ch == '.' || (v[0] == '[' && strchr("[]:", ch));
+    }
+    if (!ok) {
+        snprintf(why, len, "bad host '%s' (want a name, *.name or an IP address, no port)", v);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i <= n; i++)
+        c->rt.host[i] = (char)(v[i] >= 'A' && v[i] <= 'Z' ? v[i] + ('a' - 'A') : v[i]);
+    return 0;
+}
+static void format_route_host(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->rt.host);
+}
+
+/* path and path_prefix: one of them per route, '/' first, no query (the
+ * query is not matched), and short enough for what the parser keeps. */
+static int route_path(sws_config *c, const char *v, bool prefix, char *why, size_t len) {
+    if (c->rt.path[0]) {
+        snprintf(why, len, "a route has one path or path_prefix");
+        return -EINVAL;
+    }
+    size_t n = strlen(v);
+    bool ok = v[0] == '/' && n < SWS_ROUTE_PATH_MAX - 1;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (unsigned char)v[i] > 0x20 && v[i] != 0x7f && v[i] != '?' && v[i] != '#';
+    if (!ok) {
+        snprintf(why, len,
+                 "bad path '%s' (want /..., up to %d bytes, no query, no spaces: a longer or "
+                 "other one could never match)",
+                 v, SWS_ROUTE_PATH_MAX - 2);
+        return -EINVAL;
+    }
+    memcpy(c->rt.path, v, n + 1);
+    c->rt.prefix = prefix;
+    return 0;
+}
+static int parse_route_path(sws_config *c, const char *v, char *why, size_t len) {
+    return route_path(c, v, false, why, len);
+}
+static int parse_route_prefix(sws_config *c, const char *v, char *why, size_t len) {
+    return route_path(c, v, true, why, len);
+}
+static void format_route_path(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->rt.prefix ? "" : c->rt.path);
+}
+static void format_route_prefix(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->rt.prefix ? c->rt.path : "");
+}
+
 /* [acme]: parsed by src/acme/acme_config.c, which the unit tests also drive
  * (its sws_acme_keys holds the same defaults for them). */
 #define ACME_PARSE(name, key)                                                                      \
@@ -397,5 +455,21 @@ const sws_key sws_config_keys[] = {
            "host:port of the admin API (/status, /metrics) and status page, or off"),
 };
 const int sws_config_nkeys = (int)(sizeof sws_config_keys / sizeof sws_config_keys[0]);
+
+/* [route NAME]'s own keys (route.h); the section also takes every key of
+ * [respond], [static] and [proxy] from the table above. */
+const sws_key sws_route_key_table[] = {
+    CUSTOM("route NAME", "host", parse_route_host, format_route_host, NULL, RELOAD,
+           "Host to match: a name, or *.name for every name under it (unset: any host)"),
+    CUSTOM("route NAME", "path_prefix", parse_route_prefix, format_route_prefix, NULL, RELOAD,
+           "path prefix to match, on a segment boundary; the longest wins"),
+    CUSTOM("route NAME", "path", parse_route_path, format_route_path, NULL, RELOAD,
+           "exact path to match (beats any path_prefix)"),
+    ENUM("route NAME", "scenario", rt.scenario, scenario_names, NULL, RELOAD,
+         "what answers the route: respond or static"),
+    BOOL("route NAME", "strip_prefix", rt.strip_prefix, "off", RELOAD,
+         "the scenario sees the path without the route's path_prefix"),
+};
+const int sws_route_nkeys = (int)(sizeof sws_route_key_table / sizeof sws_route_key_table[0]);
 _Static_assert(sizeof sws_config_keys / sizeof sws_config_keys[0] <= SWS_CONFIG_KEYS_MAX,
                "raise SWS_CONFIG_KEYS_MAX");

@@ -10,6 +10,7 @@
 
 #include "access_log.h"
 #include "acme_tokens.h"
+#include "route.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -148,6 +149,10 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
             w->nstarved--;
         if (c->sc->ops->conn_end)
             c->sc->ops->conn_end(w, c->sc, c);
+        if (c->answer_pending) /* its instance holds it no more (a retired one may go) */
+            c->sc->pending--;
+        c->answer_pending = false;
+        c->sc = &w->sc;
         /* Every completion of the handle came before its close's: no write
          * can still be reading the buffer. */
         out_give(w, c);
@@ -312,6 +317,22 @@ static bool acme_challenge(sws_worker *w, sws_conn *c, bool ka) {
     return true;
 }
 
+/* The status of the answer the scenario appended at c->out + at (its head
+ * comes first: "HTTP/1.1 200"), 0 when there is none. */
+static int answer_status(const sws_conn *c, uint32_t at) {
+    const char *h = c->out + at;
+    if (!c->out || c->olen < at + 12 || memcmp(h, "HTTP/1.", 7) != 0)
+        return 0;
+    return (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
+}
+
+/* The answer has ended: its route counts it, and the connection is the
+ * default instance's again. */
+static void answer_done(sws_worker *w, sws_conn *c) {
+    sws_route_count(w, c->sc, c->status, tl_loop_now(w->loop) - c->req_start);
+    c->sc = &w->sc;
+}
+
 /* A complete request: the scenario appends its answer (room for resp_max
  * bytes was checked before feeding). more: further input is already here
  * (a pipeline). Draining, the answer says Connection: close unless more of a
@@ -338,18 +359,32 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
     SWS_ADD(w->ctr.requests, 1);
     if (acme_challenge(w, c, ka))
         return;
-    int rc = c->sc->ops->answer(w, c->sc, c, ka);
+    /* The route's instance answers this request (route_inst.c); the
+     * connection goes back to the default one once the answer has ended. */
+    sws_scenario *sc = sws_route_pick(w, r);
+    c->sc = sc;
+    uint32_t at = c->olen;
+    w->log_route = sc->route->name;
+    int rc = sc->ops->answer(w, sc, c, ka);
+    w->log_route = NULL;
+    c->status = answer_status(c, at);
     if (rc < 0) {
+        c->sc = &w->sc; /* the instance holds nothing of it */
         sws_conn_close(w, c);
     } else if (rc == SWS_ANSWER_PENDING) {
         /* The scenario must make progress within send_timeout (the sweep). */
         c->answer_pending = true;
+        sc->pending++;
         c->deadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+    } else {
+        answer_done(w, c);
     }
 }
 
 void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
     c->answer_pending = false;
+    c->sc->pending--;
+    answer_done(w, c);
     set_idle_deadline(w, c);
 }
 
@@ -401,6 +436,8 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             return false;
         size_t used;
         int st;
+        if (!sws_http_partial(&c->parser))
+            c->req_start = tl_loop_now(w->loop); /* the route's latency counts from here */
         int rc = sws_http_feed(&c->parser, data + *off, len - *off, &used, &st);
         if (rc == SWS_HTTP_NEED_MORE) {
             *off = len;
@@ -928,9 +965,10 @@ void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
     }
 }
 
+/* The default instance owns the connections: it is finished without any.
+ * A route's instance holds a connection only while its answer is pending. */
 bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc) {
-    (void)sc;
-    return !w->active;
+    return sc == &w->sc ? !w->active : sc->pending == 0;
 }
 
 /* The loop's connection table: one slot per connection up to

@@ -28,7 +28,11 @@ struct sws_held {
 struct sws_conn {
     uint32_t index;
     tl_handle h;
-    sws_scenario *sc; /* answers its requests (routes will set it per request) */
+    /* Whose answer it is waiting for: the request's route's instance while
+     * it answers, else the loop's default (w->sc), which owns the connection. */
+    sws_scenario *sc;
+    uint64_t req_start; /* loop clock at the request's first byte (route latency) */
+    int status;         /* of the answer being given (route errors) */
     tl_op recv_op;
     sws_phase phase; /* its life (sws.h); changed by conn_phase() only */
     /* What is in flight, and what the peer did: */

@@ -38,7 +38,8 @@ void sws_worker_drain(sws_worker *w, bool force) {
 }
 
 bool sws_worker_finished(sws_worker *w) {
-    return w->draining && !w->listener && !w->listener_closing && w->sc.ops->finished(w, &w->sc);
+    return w->draining && !w->listener && !w->listener_closing && w->sc.ops->finished(w, &w->sc) &&
+           sws_insts_finished(w);
 }
 
 static void post_all(sws_server *s, uint64_t value) {

@@ -256,6 +256,7 @@ int main(int argc, char **argv) {
     sws_server_free(&srv);
     sws_reload_free_all();
     sws_tls_server_free(cfg.tls_server);
+    sws_config_release(&cfg);
     if (admin_fd >= 0)
         close(admin_fd);
     close(sigfd);

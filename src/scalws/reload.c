@@ -5,6 +5,7 @@
 #include "reload.h"
 
 #include "access_log.h"
+#include "route.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -66,8 +67,27 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
     const char *key = sws_config_restart_change(o, n, buf, len);
     if (key)
         return key;
-    if (s->sc_ops->reload_refuses)
-        return s->sc_ops->reload_refuses(s, o, n, buf, len);
+    /* Routes: a scenario no route served at start found the loops' buffers
+     * and handles sized without it; each scenario served checks its routes. */
+    unsigned seen = 0;
+    for (int i = 0; i < n->routes->n; i++) {
+        const sws_route *r = &n->routes->r[i];
+        unsigned bit = 1u << r->cfg.scenario;
+        if (!(s->kinds_at_start & bit)) {
+            snprintf(buf, len,
+                     "[route %s] scenario %s: no route served it at start (buffers are sized "
+                     "for the scenarios of the start)",
+                     r->name, sws_scenario_ops_of(r->cfg.scenario)->name);
+            return buf;
+        }
+        const sws_scenario_ops *ops = sws_scenario_ops_of(r->cfg.scenario);
+        if (!(seen & bit) && ops->reload_refuses) {
+            const char *why = ops->reload_refuses(s, o, n, buf, len);
+            if (why)
+                return why;
+        }
+        seen |= bit;
+    }
     return NULL;
 }
 
@@ -104,10 +124,14 @@ void sws_reload_begin(sws_server *s) {
         if (!g->cfg.tls_server)
             bad = err;
     }
+    if (!bad && sws_route_slots_assign(g->cfg.routes, err, sizeof(err)) < 0)
+        bad = err;
     if (bad) {
         fprintf(stderr,
                 "scalwsd: SIGHUP: reload refused, still serving the previous configuration: %s\n",
                 bad);
+        sws_tls_server_free(g->cfg.tls_server);
+        sws_config_release(&g->cfg);
         free(g);
         notify("READY=1");
         return;
@@ -168,8 +192,10 @@ int sws_reload_tls(sws_server *s, char *why, size_t len) {
      * built from the files as they are now; a bad pair is refused here and
      * the old context keeps serving. */
     g->cfg = *s->cfg;
+    sws_routes_ref(g->cfg.routes); /* the copy shares the table */
     g->cfg.tls_server = sws_tls_server_new(&g->cfg.tls, s->nloops, s->tls_keys, why, len);
     if (!g->cfg.tls_server) {
+        sws_config_release(&g->cfg);
         free(g);
         return -EINVAL;
     }
@@ -189,6 +215,7 @@ int sws_reload_poll(sws_server *s) {
         if (atomic_load_explicit(&g->refs, memory_order_acquire) == 0) {
             *p = g->next;
             sws_tls_server_free(g->cfg.tls_server); /* open connections keep their SSL_CTX */
+            sws_config_release(&g->cfg);
             free(g);
         } else {
             pending = true;
@@ -213,10 +240,13 @@ void sws_reload_free_all(void) {
         gen *g = R.retired;
         R.retired = g->next;
         sws_tls_server_free(g->cfg.tls_server);
+        sws_config_release(&g->cfg);
         free(g);
     }
-    if (R.current)
+    if (R.current) {
         sws_tls_server_free(R.current->cfg.tls_server);
+        sws_config_release(&R.current->cfg);
+    }
     free(R.current);
     R.current = NULL;
 }
@@ -234,8 +264,7 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
     /* The scenario prepares first: if that fails, this loop stays on its
      * config and leaves the new one at once. The control thread checked
      * (reload_refuses) that it fits. */
-    const sws_scenario_ops *ops = w->sc.ops;
-    if (ops->reload_prepare && ops->reload_prepare(w, &w->sc, n) < 0) {
+    if (sws_insts_reload_prepare(w, n) < 0) {
         fprintf(stderr,
                 "scalwsd: loop %d: cannot build the reloaded answer; keeping the old "
                 "configuration\n",
@@ -264,7 +293,6 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
     }
     /* The scenario's open connections follow the log (reload_commit). */
     w->cfg = n;
-    if (ops->reload_commit)
-        ops->reload_commit(w, &w->sc);
+    sws_insts_reload_commit(w, old); /* every route's instance, the default's first */
     leave(old);
 }

@@ -104,11 +104,28 @@ typedef struct sws_scenario_ops {
     void (*metrics)(const struct sws_server *s, FILE *f);
 } sws_scenario_ops;
 
-/* A scenario serving on one loop. Routes (issue 22) will hold several per
- * loop, one per route; the hooks take it explicitly for that reason. */
+struct sws_route;
+struct sws_routes;
+
+/* A scenario instance serving on one loop: one per route (route_inst.c), so
+ * the hooks take it explicitly. Its settings are its route's (cfg), never
+ * w->cfg's scenario sections. */
 struct sws_scenario {
     const sws_scenario_ops *ops;
-    void *state; /* the scenario's per-loop state; owned by ops->init/free */
+    void *state;                 /* the scenario's per-loop state; owned by ops->init/free */
+    const sws_scenario_cfg *cfg; /* its settings: its route's */
+    const struct sws_route *route;
+    /* reload_prepare's: what cfg and route become at reload_commit. */
+    const sws_scenario_cfg *next_cfg;
+    const struct sws_route *next_route;
+    uint32_t id;       /* its number in completion tokens (token.h); 0: the loop's default */
+    uint32_t pending;  /* connections whose answer it has not ended (SWS_ANSWER_PENDING) */
+    uint32_t resp_max; /* what it set w->resp_max to */
+    /* Retired by a reload: answers no new request, freed once it holds
+     * nothing; table keeps route alive until then. */
+    bool retired;
+    struct sws_routes *table;
+    struct sws_scenario *next_retired;
 };
 
 /* The ops of a configured scenario (scenario.c), never NULL. */

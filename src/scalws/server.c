@@ -2,6 +2,7 @@
  * listening sockets (bound here, or inherited from systemd or an older
  * scalwsd), then the workers and their threads. Runs on the main thread
  * before any worker turns; sws_server_start is its steps in order. */
+#include "route.h"
 #include "sws.h"
 
 #include "reexec.h"
@@ -66,7 +67,11 @@ typedef struct inherited {
 static int init_server(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
     memset(s, 0, sizeof(*s));
     s->cfg = cfg;
-    s->sc_ops = sws_scenario_ops_of(cfg->scenario);
+    s->sc_ops = sws_scenario_ops_of(cfg->routes->r[0].cfg.scenario);
+    for (int i = 0; i < cfg->routes->n; i++)
+        s->kinds_at_start |= 1u << cfg->routes->r[i].cfg.scenario;
+    if (sws_route_slots_assign(cfg->routes, err, errlen) < 0)
+        return -EINVAL;
     s->shared_fd = -1;
     s->acme_fd = -1;
     s->acme_http_fd = -1;

@@ -173,13 +173,23 @@ typedef struct sws_worker {
     time_t clf_sec;
     FILE *access_log;
     sws_counters ctr;
-    double cpu_seen;     /* control thread only: the last CPU time read (admin.c) */
-    sws_scenario sc;     /* what this loop serves (scenario.h); never named by the worker */
-    tl_handoff *handoff; /* handoff: set on an accepting loop, the subset it feeds */
-    bool accepts;        /* has a listener of its own (fixed at start) */
-    int fed_by;          /* the loop whose accepts this loop serves; -1 acceptor threads */
-    bool lend_sf;        /* connections keep the static scenario's fields (set by its init) */
-    char *tls_plain;     /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
+    double cpu_seen; /* control thread only: the last CPU time read (admin.c) */
+    sws_scenario sc; /* what this loop serves (scenario.h); never named by the worker */
+    /* Routes (route_inst.c): every scenario instance of the loop by id (inst[0]
+     * is &sc, the default route's, which also owns the connections), the
+     * instance of each route of cfg->routes, and what a reload retired. */
+    sws_scenario **inst;
+    uint32_t ninst;
+    sws_scenario **by_route;      /* cfg->routes->n entries */
+    sws_scenario **next_by_route; /* between reload prepare and commit */
+    sws_scenario *retired;
+    struct sws_route_stats *rstats; /* by route stat_slot; read by the control thread */
+    const char *log_route;          /* the access log's route field while answering */
+    tl_handoff *handoff;            /* handoff: set on an accepting loop, the subset it feeds */
+    bool accepts;                   /* has a listener of its own (fixed at start) */
+    int fed_by;      /* the loop whose accepts this loop serves; -1 acceptor threads */
+    bool lend_sf;    /* connections keep the static scenario's fields (set by its init) */
+    char *tls_plain; /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
 } sws_worker;
 
 typedef struct sws_server {
@@ -204,7 +214,8 @@ typedef struct sws_server {
     _Atomic int drain;  /* 0 serving, 1 draining, 2 forced */
     uint64_t started_ms;
     const char *backend;
-    const sws_scenario_ops *sc_ops; /* every loop's; the control thread's metrics */
+    const sws_scenario_ops *sc_ops; /* every loop's default; the control thread's metrics */
+    unsigned kinds_at_start;        /* 1 << sws_scenario_kind of every route at start */
     sws_tls_keys *tls_keys;         /* ticket keys: rotated by the control thread */
     uint64_t tls_rotated_ms;
     _Atomic int turning; /* threads that have begun turning their loop */
@@ -231,6 +242,43 @@ void sws_worker_arm(sws_worker *w);
 void sws_worker_free(sws_worker *w);
 void *sws_worker_main(void *arg); /* thread: turns w until it is finished */
 void *sws_shared_main(void *arg); /* thread of the shared model: arg is the server */
+
+/* route_inst.c: a route's requests, 4xx and 5xx answers and latency (from
+ * its first byte read to its answer complete in the output), per loop, by
+ * the route's stat slot (the control thread gives each name one for good). */
+#define SWS_ROUTE_SLOTS 512
+#define SWS_LAT_BUCKETS 8 /* le 1, 5, 25, 100, 250, 1000, 2500, 10000 ms; +Inf is requests */
+typedef struct sws_route_stats {
+    sws_ctr requests;
+    sws_ctr err4xx, err5xx;
+    sws_ctr lat_ms_sum;
+    sws_ctr lat[SWS_LAT_BUCKETS];
+} sws_route_stats;
+
+int sws_insts_init(sws_worker *w);
+void sws_insts_free(sws_worker *w);
+/* The instance a completion's token names; NULL when it is gone. */
+sws_scenario *sws_inst_of(sws_worker *w, uint64_t token);
+/* Every instance but the default holds nothing (drain's finished). */
+bool sws_insts_finished(const sws_worker *w);
+/* Each instance's date_changed hook. */
+void sws_insts_date_changed(sws_worker *w);
+/* After a turn: frees the retired instances that hold nothing. */
+void sws_insts_reap(sws_worker *w);
+/* Reload, on the loop: instances for the routes of next (kept by name and
+ * scenario, new ones initialised, each prepared); commit switches them and
+ * retires the rest. A negative errno: nothing changed. */
+int sws_insts_reload_prepare(sws_worker *w, const sws_config *next);
+void sws_insts_reload_commit(sws_worker *w, const sws_config *old);
+/* The instance that answers request r (its route's), allocation-free. */
+sws_scenario *sws_route_pick(sws_worker *w, const sws_http_request *r);
+/* One answer of sc's route: its status and its latency in ms. */
+void sws_route_count(sws_worker *w, const sws_scenario *sc, int status, uint64_t ms);
+/* Control thread, before a table is used: each route's stat slot by name.
+ * -ENOSPC once SWS_ROUTE_SLOTS names were seen. */
+int sws_route_slots_assign(struct sws_routes *t, char *err, size_t errlen);
+/* Control thread: the routes' lines of /metrics. */
+void sws_route_metrics(const sws_server *s, FILE *f);
 
 /* ready.c: "host:port" ("[v6]:port") of a bound socket; 0 or a negative errno. */
 int sws_sockname_text(int fd, char *out, size_t cap);

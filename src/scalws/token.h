@@ -4,11 +4,13 @@
  * two parts can never pick the same number.
  *
  *   bit 63 ........ 40 | 39 ............ 8 | 7 ..... 0
- *       reserved (0)   |  index (32 bits)  |    tag
+ *   instance (24 bits) |  index (32 bits)  |    tag
  *
  * The index is a slot of the part that owns the tag (a connection, a proxy
- * session, an upstream connection) or, for a post, the message kind. The top
- * 24 bits are kept free for a route or scenario-instance number (issue 22). */
+ * session, an upstream connection) or, for a post, the message kind. The
+ * instance is the scenario instance (one per route, route_inst.c) whose
+ * dispatch gets the completion; 0 is the loop's default one, which also owns
+ * the HTTP connections. */
 #ifndef SWS_TOKEN_H
 #define SWS_TOKEN_H
 
@@ -17,6 +19,8 @@
 
 #define SWS_TOKEN_TAG_BITS 8
 #define SWS_TOKEN_INDEX_BITS 32
+#define SWS_TOKEN_INST_SHIFT (SWS_TOKEN_TAG_BITS + SWS_TOKEN_INDEX_BITS)
+#define SWS_TOKEN_INST_MAX ((1u << 24) - 1)
 
 enum sws_tag {
     /* The worker itself (worker.c, drain.c): 1..15. */
@@ -60,6 +64,13 @@ static_assert(SWS_T_UP_CLOSE <= SWS_T_UP_LAST, "pool tags overflow their range")
 
 static inline uint64_t sws_token(uint32_t index, unsigned tag) {
     return ((uint64_t)index << SWS_TOKEN_TAG_BITS) | (uint64_t)(tag & 0xffu);
+}
+/* A token for scenario instance inst (0: the default one, as sws_token). */
+static inline uint64_t sws_token_of(uint32_t inst, uint32_t index, unsigned tag) {
+    return (uint64_t)(inst & SWS_TOKEN_INST_MAX) << SWS_TOKEN_INST_SHIFT | sws_token(index, tag);
+}
+static inline uint32_t sws_token_inst(uint64_t t) {
+    return (uint32_t)(t >> SWS_TOKEN_INST_SHIFT);
 }
 static inline uint32_t sws_token_index(uint64_t t) {
     return (uint32_t)(t >> SWS_TOKEN_TAG_BITS);

@@ -73,7 +73,13 @@ static void on_accept(sws_worker *w, const tl_completion *e) {
 
 static void dispatch(sws_worker *w, const tl_completion *e) {
     if (!sws_tag_is_worker(sws_token_tag(e->token))) {
-        w->sc.ops->dispatch(w, &w->sc, e);
+        /* The instance the token names (route_inst.c); none: it was freed,
+         * which waits until nothing of it is in flight. */
+        sws_scenario *sc = sws_inst_of(w, e->token);
+        if (sc)
+            sc->ops->dispatch(w, sc, e);
+        else if (e->flags & TL_CQE_BUFFER)
+            tl_buffer_release(w->loop, e->u.buf.id);
         return;
     }
     switch (sws_token_tag(e->token)) {
@@ -111,13 +117,15 @@ static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms) {
         fprintf(stderr, "scalwsd: loop %d: turn failed: %s\n", w->index, tl_strerror(n));
         return false;
     }
-    if (sws_date_refresh(&w->date) && w->sc.ops->date_changed)
-        w->sc.ops->date_changed(w, &w->sc);
+    if (sws_date_refresh(&w->date))
+        sws_insts_date_changed(w);
     w->released = 0;
     for (int i = 0; i < n; i++)
         dispatch(w, &cq[i]);
     if (w->sc.ops->turn_done)
         w->sc.ops->turn_done(w, &w->sc);
+    if (w->retired)
+        sws_insts_reap(w);
     if (sws_worker_finished(w)) {
         if (w->sweep_armed && !w->sweep_cancelled) {
             tl_cancel(w->loop, w->sweep_op);
@@ -211,11 +219,9 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener) 
     o.recv_buffer_size = 16384;
     rc = tl_loop_new(&w->loop, &o);
     if (rc == 0)
-        rc = w->sc.ops->init(w, &w->sc);
+        rc = sws_insts_init(w); /* the scenario of every route, the default's first */
     if (rc < 0)
         return rc;
-    if (w->resp_max < 512)
-        w->resp_max = 512;
     /* Room for four of the scenario's longest answers (reload.c relies on it). */
     w->out_cap = 16384;
     if (w->out_cap < 4 * w->resp_max)
@@ -229,6 +235,7 @@ void sws_worker_free(sws_worker *w) {
         tl_loop_free(w->loop);
     if (w->sc.ops)
         w->sc.ops->free(w, &w->sc);
+    sws_insts_free(w);
     sws_conn_table_free(w);
     if (w->access_log)
         fclose(w->access_log);

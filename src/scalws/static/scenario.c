@@ -21,6 +21,7 @@
 
 #include "access_log.h"
 #include "conn.h"
+#include "route.h"
 #include "scenario.h"
 #include "sws.h"
 #include "sws_static.h"
@@ -83,6 +84,7 @@ typedef struct sws_static {
     bool sendfile; /* page-cache-resident parts go by sendfile (SWS_STATIC_SENDFILE=0: never) */
     long page;     /* the page size, for cachestat's count */
     const sws_static_config *cfg;
+    uint32_t inst; /* its scenario instance: the helper's posts name it (token.h) */
     sws_mime *mime;
     /* Tables replaced by reloads, freed with the loop: a reload is rare and a
      * table small, and nothing else may still point into one. */
@@ -119,7 +121,7 @@ static void *helper_main(void *arg) {
         if (j->res < 0)
             j->res = -errno;
         tl_message m = {.value = 0, .ptr = j};
-        while (tl_loop_post(j->w->loop, sws_token(j->idx, SWS_T_FILE_READ), &m) < 0) {
+        while (tl_loop_post(j->w->loop, sws_token_of(st->inst, j->idx, SWS_T_FILE_READ), &m) < 0) {
             /* -ENOMEM: the loop waits for every job it handed out (finished
              * says so), so one is never dropped; try again shortly. */
             struct timespec ts = {0, 1000000};
@@ -177,11 +179,12 @@ static int open_root(const sws_static_config *cfg) {
 }
 
 static int static_init(sws_worker *w, sws_scenario *sc) {
-    const sws_config *cfg = w->cfg;
+    const sws_scenario_cfg *cfg = sc->cfg; /* its route's [static] keys */
     sws_static *st = calloc(1, sizeof(*st));
     if (!st)
         return -ENOMEM;
     sc->state = st;
+    st->inst = sc->id;
     st->rootfd = -1;
     st->next_rootfd = -1;
     st->tmp.fd = -1;
@@ -239,8 +242,16 @@ static void cache_clear(sws_static *st) {
             entry_drop(&st->cache[i]);
 }
 
-static int static_reload_prepare(sws_worker *w, sws_scenario *sc, const sws_config *next) {
+static int static_reload_prepare(sws_worker *w, sws_scenario *sc, const sws_config *n) {
+    (void)n;
+    const sws_scenario_cfg *next = sc->next_cfg; /* its route's, in the new config */
     sws_static *st = sc->state;
+    /* What an abandoned reload prepared (another instance refused it). */
+    if (st->next_rootfd >= 0)
+        close(st->next_rootfd);
+    st->next_rootfd = -1;
+    sws_mime_free(st->next_mime);
+    st->next_mime = NULL;
     int rc = open_root(&next->stat);
     if (rc < 0) {
         fprintf(stderr, "scalwsd: loop %d: [static] root %s: %s; keeping the old configuration\n",
@@ -275,7 +286,7 @@ static void static_reload_commit(sws_worker *w, sws_scenario *sc) {
         sws_mime_free(st->mime); /* the entries that point into it are cleared below */
     st->mime = st->next_mime;
     st->next_mime = NULL;
-    st->cfg = &w->cfg->stat;
+    st->cfg = &sc->cfg->stat;
     st->symlinks = (sws_symlinks)st->cfg->follow_symlinks;
     /* Every cached type and descriptor belongs to the old root and map. The
      * size of the cache stays the start's (a resize would move entries). */
@@ -335,8 +346,8 @@ static uint64_t fnv(const char *s, size_t n) {
 }
 
 /* Opens rel into e (whose old contents are gone). */
-static void entry_open(sws_worker *w, fentry *e, const char *rel, size_t len, uint64_t now) {
-    sws_static *st = w->sc.state; /* one scenario per loop until routes */
+static void entry_open(sws_worker *w, sws_static *st, fentry *e, const char *rel, size_t len,
+                       uint64_t now) {
     e->used = true;
     e->checked = now;
     e->dir = false;
@@ -376,12 +387,11 @@ static void entry_open(sws_worker *w, fentry *e, const char *rel, size_t len, ui
 /* The entry for rel: from the cache when it was checked within
  * open_file_cache_valid, else opened now. A path too long to cache uses
  * st->tmp, which the caller closes (release) after the answer. */
-static fentry *lookup(sws_worker *w, const char *rel, size_t len) {
-    sws_static *st = w->sc.state; /* one scenario per loop until routes */
+static fentry *lookup(sws_worker *w, sws_static *st, const char *rel, size_t len) {
     uint64_t now = tl_loop_now(w->loop);
     if (!st->cache || len >= CACHE_PATH) {
         SWS_ADD(w->ctr.file_cache_misses, 1);
-        entry_open(w, &st->tmp, rel, len, now);
+        entry_open(w, st, &st->tmp, rel, len, now);
         return &st->tmp;
     }
     uint64_t h = fnv(rel, len);
@@ -407,7 +417,7 @@ static fentry *lookup(sws_worker *w, const char *rel, size_t len) {
     victim->plen = (uint16_t)len;
     memcpy(victim->path, rel, len);
     victim->path[len] = '\0';
-    entry_open(w, victim, rel, len, now);
+    entry_open(w, st, victim, rel, len, now);
     return victim;
 }
 
@@ -759,6 +769,21 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
     }
     const char *target = r->sf_fields + SWS_HTTP_SF_PATH;
     size_t tlen = r->sf_path_len;
+    char stripped[SWS_HTTP_SF_PATH_MAX + 1];
+    if (sc->cfg->strip_prefix) {
+        /* Under its route's path_prefix: the file is found without it (as
+         * nginx's alias): "/assets/a.css" under "/assets/" is root/a.css. */
+        sws_route_view v = sws_route_target(sc->route, target, tlen);
+        if (v.lead_slash) {
+            stripped[0] = '/';
+            memcpy(stripped + 1, v.path, v.len);
+            target = stripped;
+            tlen = v.len + 1;
+        } else {
+            target = v.path;
+            tlen = v.len;
+        }
+    }
     /* absolute-form (RFC 9112 3.2.2: a server must accept it): the path is
      * what follows the authority; the Host field was checked by the parser. */
     for (size_t k = 0; k < 2; k++) {
@@ -790,7 +815,7 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
         goto done;
     }
     size_t rlen = (size_t)n;
-    fentry *e = lookup(w, rel, rlen);
+    fentry *e = lookup(w, st, rel, rlen);
     if (e->err == 0 && e->dir) {
         if (!(flags & SWS_PATH_DIR)) {
             /* "/dir" to "/dir/", the query kept, as nginx. */
@@ -820,7 +845,7 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
         size_t il = strlen(st->cfg->index);
         memcpy(rel + rlen, st->cfg->index, il + 1);
         rlen += il;
-        e = lookup(w, rel, rlen);
+        e = lookup(w, st, rel, rlen);
         if (e->err == -ENOENT || (e->err == 0 && e->dir)) {
             answer_short(&a, &o, 403, NULL, 0); /* no index: no listing either */
             goto done;
@@ -857,7 +882,7 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
                 continue;
             const char *type = e->type;
             memcpy(rel + rlen, encs[k].ext, 4);
-            fentry *z = lookup(w, rel, rlen + 3);
+            fentry *z = lookup(w, st, rel, rlen + 3);
             rel[rlen] = '\0';
             if (z->err == 0 && !z->dir) {
                 if (z == &st->tmp) {

@@ -1,0 +1,87 @@
+/* Routes (issue 22): [route NAME] sections pick the scenario instance that
+ * answers a request by its Host and path. The table is built with the config
+ * (route_config.c), read-only afterwards and shared by every loop; matching
+ * (route.c) is done once per request on the loop, and allocates nothing.
+ *
+ * Matching, in this order:
+ *   - host: a route with a host beats one without. An exact name beats a
+ *     wildcard; of two wildcards the longer suffix wins. The request's host is
+ *     the authority of an absolute-form target, else the Host field, without
+ *     its port, compared case-insensitively; a request without one matches
+ *     only routes without a host.
+ *   - path, among the routes of that host rank: an exact `path` beats any
+ *     `path_prefix`; the longest prefix wins. A prefix matches on a segment
+ *     boundary: "/api" matches "/api", "/api/x" and "/api?q", not "/apix"; a
+ *     prefix ending in '/' matches whatever begins with it. The path is the
+ *     raw target up to '?' (no percent-decoding).
+ *   - nothing matches: the default route (the top-level scenario; a 404 when
+ *     routes exist and [server] scenario is not set). */
+#ifndef SWS_ROUTE_H
+#define SWS_ROUTE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define SWS_ROUTE_NAME_MAX 48
+#define SWS_ROUTES_MAX 256 /* routes of one table, the default included */
+#define SWS_ROUTE_DEFAULT "default"
+
+typedef struct sws_route {
+    char name[SWS_ROUTE_NAME_MAX];
+    char origin[288];              /* "file:line" of its section ("[server]" for the default) */
+    char host[SWS_ROUTE_HOST_MAX]; /* lowercased; a wildcard keeps ".example.com" */
+    uint16_t host_len;             /* 0: any host */
+    bool wildcard;
+    bool exact;       /* path is an exact `path`, not a `path_prefix` */
+    uint16_t path_len; /* 0: any path */
+    char path[SWS_ROUTE_PATH_MAX];
+    uint32_t stat_slot; /* its /metrics slot, by name (route_inst.c); set before posting */
+    sws_scenario_cfg cfg;
+} sws_route;
+
+typedef struct sws_routes {
+    _Atomic int refs;
+    int n;       /* routes[0] is the default */
+    bool listed; /* the config has [route] sections (else only the default) */
+    sws_route r[];
+} sws_routes;
+
+/* What a matched request looks like to the scenario: the target with the
+ * route's prefix taken off (strip_prefix), as a view of the parser's copy. */
+typedef struct sws_route_view {
+    bool lead_slash;  /* a '/' goes before path: nothing of the path was left ("", "?q") */
+    const char *path; /* the rest of the target, inside the caller's buffer */
+    size_t len;
+} sws_route_view;
+
+/* The index in t->r of the route for host (the Host field's value, NULL or
+ * empty when absent) and target (the request-target as it came). */
+int sws_route_match(const sws_routes *t, const char *host, size_t host_len, const char *target,
+                    size_t target_len);
+
+/* The target as route r's scenario sees it: without r's prefix when
+ * strip_prefix is on ("/api/x" -> "/x", "/api" -> "/"), else unchanged. The
+ * absolute-form's scheme and authority are dropped in either case. */
+sws_route_view sws_route_target(const sws_route *r, const char *target, size_t target_len);
+
+/* The table's references (config copies share one table). */
+void sws_routes_ref(sws_routes *t);
+void sws_routes_unref(sws_routes *t);
+
+/* The route named name, or NULL. */
+const sws_route *sws_routes_find(const sws_routes *t, const char *name);
+
+/* route_config.c, called by the loader (config.c): one key of [route NAME]. */
+int sws_route_load_kv(sws_config *c, const char *section, const char *key, const char *value,
+                      const char *path, int line, char *why, size_t len);
+/* sws_config_build, after the flags: the table from the sections and the
+ * top-level scenario, checked (one line naming both routes of an overlap). */
+int sws_routes_build(sws_config *c, char *err, size_t errlen);
+/* Drops what the loader collected (a failed load). */
+void sws_route_load_free(sws_config *c);
+
+#endif

@@ -1,0 +1,283 @@
+/* [route NAME] sections into the route table (route.h). A route section
+ * takes its own keys (sws_route_key_table) and every key of [respond],
+ * [static] and [proxy] by the rows of the one key table: each section is read
+ * into a scratch config, with the key table's defaults, and what the
+ * scenarios read of it is kept in the route's compact sws_scenario_cfg. So a
+ * key added to one of those sections works in routes without a line here
+ * (as long as it lives in sws_config's proxy or stat member). A key both a
+ * route and a scenario section have (a [proxy] host, say) is reached in a
+ * route as "proxy.host". */
+#include "route.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sws_route_load {
+    int n, cap;
+    sws_route *r;
+    bool open;             /* a section is being read into scratch */
+    sws_config *scratch;   /* its keys, on the key table's defaults */
+    char name[SWS_ROUTE_NAME_MAX];
+    char origin[288];
+};
+
+/* The scenario sections a route takes keys of, in the order they are tried. */
+static const char *const scenario_sections[] = {"respond", "static", "proxy"};
+
+static bool name_ok(const char *n) {
+    size_t len = strlen(n);
+    if (len == 0 || len >= SWS_ROUTE_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = n[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
+static void fill_scenario(sws_scenario_cfg *d, const sws_config *c, int kind, bool strip) {
+    d->scenario = (sws_scenario_kind)kind;
+    d->strip_prefix = strip;
+    d->status = c->status;
+    d->body_len = c->body_len;
+    d->body = NULL;
+    memcpy(d->content_type, c->content_type, sizeof(d->content_type));
+    d->stat = c->stat;
+    d->proxy = c->proxy;
+}
+
+/* The section being read becomes a route of the list (its body copied). */
+static int finish(struct sws_route_load *L) {
+    if (!L->open)
+        return 0;
+    L->open = false;
+    if (L->n == L->cap) {
+        int cap = L->cap ? L->cap * 2 : 8;
+        sws_route *r = realloc(L->r, (size_t)cap * sizeof(*r));
+        if (!r)
+            return -ENOMEM;
+        L->r = r;
+        L->cap = cap;
+    }
+    const sws_config *s = L->scratch;
+    sws_route *r = &L->r[L->n];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->name, sizeof(r->name), "%s", L->name);
+    snprintf(r->origin, sizeof(r->origin), "%s", L->origin);
+    const char *h = s->rt.host;
+    if (h[0] == '*') {
+        r->wildcard = true;
+        h++; /* ".example.com" */
+    }
+    r->host_len = (uint16_t)strlen(h);
+    memcpy(r->host, h, r->host_len);
+    r->path_len = (uint16_t)strlen(s->rt.path);
+    memcpy(r->path, s->rt.path, r->path_len);
+    r->exact = r->path_len && !s->rt.prefix;
+    fill_scenario(&r->cfg, s, s->rt.scenario, s->rt.strip_prefix);
+    if (s->body_len) {
+        if (!(r->cfg.body = malloc(s->body_len)))
+            return -ENOMEM;
+        memcpy(r->cfg.body, s->body, s->body_len);
+    }
+    L->n++;
+    return 0;
+}
+
+static int set_route_key(sws_config *s, const char *key, char *why, size_t len, const char *v) {
+    for (int i = 0; i < sws_route_nkeys; i++)
+        if (strcmp(sws_route_key_table[i].name, key) == 0)
+            return sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
+    /* "proxy.host": a scenario section's key named outright. */
+    const char *dot = strchr(key, '.');
+    for (size_t k = 0; k < sizeof(scenario_sections) / sizeof(scenario_sections[0]); k++) {
+        const char *sec = scenario_sections[k];
+        const char *name = key;
+        if (dot) {
+            if ((size_t)(dot - key) != strlen(sec) || strncmp(key, sec, strlen(sec)) != 0)
+                continue;
+            name = dot + 1;
+        }
+        int i = sws_config_key_index(sec, name);
+        if (i >= 0)
+            return sws_config_set_key(s, &sws_config_keys[i], v, why, len);
+    }
+    snprintf(why, len,
+             "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix and the "
+             "keys of [respond], [static] and [proxy])");
+    return -EINVAL;
+}
+
+int sws_route_load_kv(sws_config *c, const char *section, const char *key, const char *value,
+                      const char *path, int line, char *why, size_t len) {
+    const char *name = section + strlen("route");
+    while (*name == ' ' || *name == '\t')
+        name++;
+    if (!name_ok(name)) {
+        snprintf(why, len, "bad route name (1..%d letters, digits, '_', '-', '.')",
+                 SWS_ROUTE_NAME_MAX - 1);
+        return -EINVAL;
+    }
+    if (strcmp(name, SWS_ROUTE_DEFAULT) == 0) {
+        snprintf(why, len,
+                 "'default' is the top-level scenario's route: set [server] scenario and its "
+                 "section instead");
+        return -EINVAL;
+    }
+    struct sws_route_load *L = c->route_load;
+    if (!L) {
+        if (!(L = calloc(1, sizeof(*L))) || !(L->scratch = malloc(sizeof(*L->scratch)))) {
+            free(L);
+            snprintf(why, len, "out of memory");
+            return -ENOMEM;
+        }
+        c->route_load = L;
+    }
+    if (!L->open || strcmp(L->name, name) != 0) {
+        if (finish(L) < 0) {
+            snprintf(why, len, "out of memory");
+            return -ENOMEM;
+        }
+        for (int i = 0; i < L->n; i++) {
+            if (strcmp(L->r[i].name, name) == 0) {
+                snprintf(why, len, "[route %s] appears twice (first at %s)", name, L->r[i].origin);
+                return -EINVAL;
+            }
+        }
+        if (L->n + 1 >= SWS_ROUTES_MAX) {
+            snprintf(why, len, "more than %d routes", SWS_ROUTES_MAX - 1);
+            return -EINVAL;
+        }
+        sws_config_defaults(L->scratch);
+        L->scratch->rt.scenario = -1;
+        snprintf(L->name, sizeof(L->name), "%s", name);
+        snprintf(L->origin, sizeof(L->origin), "%s:%d", path, line);
+        L->open = true;
+    }
+    return set_route_key(L->scratch, key, why, len, value);
+}
+
+void sws_route_load_free(sws_config *c) {
+    struct sws_route_load *L = c->route_load;
+    if (!L)
+        return;
+    for (int i = 0; i < L->n; i++)
+        free(L->r[i].cfg.body);
+    free(L->r);
+    free(L->scratch);
+    free(L);
+    c->route_load = NULL;
+}
+
+/* What a route needs of itself, named by its section. */
+static int check_route(const sws_route *r, char *err, size_t errlen) {
+    const char *why = NULL;
+    char buf[200];
+    if ((int)r->cfg.scenario < 0)
+        why = "needs scenario (respond or static)";
+    else if (r->cfg.scenario == SWS_SCENARIO_PROXY)
+        why = "scenario proxy cannot be a route yet: the proxy owns its connections whole "
+              "(issue 22); it serves only as the one scenario, without [route] sections";
+    else if (r->cfg.scenario == SWS_SCENARIO_STATIC && !r->cfg.stat.root[0])
+        why = "scenario static needs root";
+    else if (r->cfg.strip_prefix && (r->exact || !r->path_len))
+        why = "strip_prefix needs path_prefix";
+    else if (!r->host_len && !r->path_len) {
+        snprintf(buf, sizeof buf,
+                 "matches every request (no host, no path): that is the default route's job "
+                 "([server] scenario)");
+        why = buf;
+    }
+    if (!why)
+        return 0;
+    snprintf(err, errlen, "%s: [route %s] %s", r->origin, r->name, why);
+    return -EINVAL;
+}
+
+/* Two routes with the same match: the later can never win. */
+static int check_overlap(const sws_routes *t, char *err, size_t errlen) {
+    for (int i = 1; i < t->n; i++) {
+        for (int j = 1; j < i; j++) {
+            const sws_route *a = &t->r[j], *b = &t->r[i];
+            if (a->wildcard != b->wildcard || a->exact != b->exact ||
+                a->host_len != b->host_len || a->path_len != b->path_len ||
+                memcmp(a->host, b->host, a->host_len) != 0 ||
+                memcmp(a->path, b->path, a->path_len) != 0)
+                continue;
+            snprintf(err, errlen,
+                     "%s: [route %s] overlaps [route %s] at %s: same host and %s, so one of "
+                     "them can never win",
+                     b->origin, b->name, a->name, a->origin, a->exact ? "path" : "path_prefix");
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static const char not_found[] = "Not Found\n";
+
+int sws_routes_build(sws_config *c, char *err, size_t errlen) {
+    struct sws_route_load *L = c->route_load;
+    if (L && finish(L) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int listed = L ? L->n : 0;
+    sws_routes *t = calloc(1, sizeof(*t) + (size_t)(1 + listed) * sizeof(sws_route));
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    atomic_init(&t->refs, 1);
+    t->listed = listed > 0;
+    sws_route *d = &t->r[0];
+    snprintf(d->name, sizeof(d->name), SWS_ROUTE_DEFAULT);
+    snprintf(d->origin, sizeof(d->origin), "[server] scenario");
+    fill_scenario(&d->cfg, c, c->scenario, false);
+    int si = sws_config_key_index("server", "scenario");
+    bool chosen = si >= 0 && c->origin[si] != SWS_FROM_DEFAULT;
+    const char *body = c->body;
+    if (listed && !chosen) {
+        /* Routes, and no default named: what no route matches is not found. */
+        d->cfg.scenario = SWS_SCENARIO_RESPOND;
+        d->cfg.status = 404;
+        d->cfg.body_len = sizeof(not_found) - 1;
+        snprintf(d->cfg.content_type, sizeof(d->cfg.content_type), "text/plain");
+        body = not_found;
+    }
+    t->n = 1;
+    if (d->cfg.body_len) {
+        if (!(d->cfg.body = malloc(d->cfg.body_len))) {
+            sws_routes_unref(t);
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        memcpy(d->cfg.body, body, d->cfg.body_len);
+    }
+    for (int i = 0; i < listed; i++) {
+        t->r[t->n++] = L->r[i]; /* the body moves to the table */
+        L->r[i].cfg.body = NULL;
+    }
+    sws_route_load_free(c);
+    int rc = 0;
+    if (listed && d->cfg.scenario == SWS_SCENARIO_PROXY) {
+        snprintf(err, errlen,
+                 "[server] scenario = proxy cannot be the default of [route] sections yet: the "
+                 "proxy owns its connections whole (issue 22)");
+        rc = -EINVAL;
+    }
+    for (int i = 1; rc == 0 && i < t->n; i++)
+        rc = check_route(&t->r[i], err, errlen);
+    if (rc == 0)
+        rc = check_overlap(t, err, errlen);
+    if (rc < 0) {
+        sws_routes_unref(t);
+        return rc;
+    }
+    c->routes = t;
+    return 0;
+}
