@@ -36,7 +36,7 @@ typedef struct sws_route {
     char host[SWS_ROUTE_HOST_MAX]; /* lowercased; a wildcard keeps ".example.com" */
     uint16_t host_len;             /* 0: any host */
     bool wildcard;
-    bool exact;       /* path is an exact `path`, not a `path_prefix` */
+    bool exact;        /* path is an exact `path`, not a `path_prefix` */
     uint16_t path_len; /* 0: any path */
     char path[SWS_ROUTE_PATH_MAX];
     uint32_t stat_slot; /* its /metrics slot, by name (route_inst.c); set before posting */

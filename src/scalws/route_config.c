@@ -17,8 +17,8 @@
 struct sws_route_load {
     int n, cap;
     sws_route *r;
-    bool open;             /* a section is being read into scratch */
-    sws_config *scratch;   /* its keys, on the key table's defaults */
+    bool open;           /* a section is being read into scratch */
+    sws_config *scratch; /* its keys, on the key table's defaults */
     char name[SWS_ROUTE_NAME_MAX];
     char origin[288];
 };
@@ -203,9 +203,8 @@ static int check_overlap(const sws_routes *t, char *err, size_t errlen) {
     for (int i = 1; i < t->n; i++) {
         for (int j = 1; j < i; j++) {
             const sws_route *a = &t->r[j], *b = &t->r[i];
-            if (a->wildcard != b->wildcard || a->exact != b->exact ||
-                a->host_len != b->host_len || a->path_len != b->path_len ||
-                memcmp(a->host, b->host, a->host_len) != 0 ||
+            if (a->wildcard != b->wildcard || a->exact != b->exact || a->host_len != b->host_len ||
+                a->path_len != b->path_len || memcmp(a->host, b->host, a->host_len) != 0 ||
                 memcmp(a->path, b->path, a->path_len) != 0)
                 continue;
             snprintf(err, errlen,

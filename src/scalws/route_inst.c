@@ -77,14 +77,13 @@ void sws_route_metrics(const sws_server *s, FILE *f) {
                     slots.name[k], le_ms[b] / 1000.0, cum);
         }
         uint64_t n = sum(s, k, offsetof(sws_route_stats, requests));
-        fprintf(f,
-                "scalwsd_route_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %" PRIu64
-                "\n"
-                "scalwsd_route_request_duration_seconds_sum{route=\"%s\"} %.3f\n"
-                "scalwsd_route_request_duration_seconds_count{route=\"%s\"} %" PRIu64 "\n",
-                slots.name[k], n, slots.name[k],
-                (double)sum(s, k, offsetof(sws_route_stats, lat_ms_sum)) / 1000.0, slots.name[k],
-                n);
+        fprintf(
+            f,
+            "scalwsd_route_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"
+            "scalwsd_route_request_duration_seconds_sum{route=\"%s\"} %.3f\n"
+            "scalwsd_route_request_duration_seconds_count{route=\"%s\"} %" PRIu64 "\n",
+            slots.name[k], n, slots.name[k],
+            (double)sum(s, k, offsetof(sws_route_stats, lat_ms_sum)) / 1000.0, slots.name[k], n);
     }
 }
 

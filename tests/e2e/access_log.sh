@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The access log in the combined format: every line parses as
-#   %h - - [%t] "%r" %>s %b "Referer" "User-Agent"
+#   %h - - [%t] "%r" %>s %b "Referer" "User-Agent" route
+# (route: the route that answered, "default" without [route] sections, "-"
+# for a request refused before it was routed)
 # and a hostile User-Agent (quotes, backslashes, tabs, bytes >= 0x80) is
 # escaped as \xHH, so it can neither add a field nor forge a line. A reload
 # (SIGHUP) reopens the file: a moved log is recreated (rotation); a reload that
@@ -32,17 +34,17 @@ for _ in $(seq 1 20); do [ "$(wc -l <"$LOG")" -ge 8 ] && break; sleep 0.1; done
 cat "$LOG"
 # 1 request from start_sws's probe, then the 4 above and the 3 errors.
 [ "$(wc -l <"$LOG")" = 8 ] || fail "want 8 access lines, got $(wc -l <"$LOG")"
-re='^[0-9a-f.:]+ - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9]{2}:[0-9]{2}:[0-9]{2} \+0000\] "[A-Z]+ [^" ]+ HTTP/1\.[01]" [0-9]{3} [0-9]+ "[^"]*" "[^"]*"$'
+re='^[0-9a-f.:]+ - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9]{2}:[0-9]{2}:[0-9]{2} \+0000\] "[A-Z]+ [^" ]+ HTTP/1\.[01]" [0-9]{3} [0-9]+ "[^"]*" "[^"]*" [A-Za-z0-9_.-]+$'
 bad=$(LC_ALL=C grep -Evc "$re" "$LOG" || true)
 [ "$bad" = 0 ] || fail "$bad lines are not in the combined format"
-grep -q '^127.0.0.1 - - \[.*\] "GET /x/y?q=1 HTTP/1.1" 200 19 "http://ref.example/a?b=c" "curl-test/1.0"$' "$LOG" ||
+grep -q '^127.0.0.1 - - \[.*\] "GET /x/y?q=1 HTTP/1.1" 200 19 "http://ref.example/a?b=c" "curl-test/1.0" default$' "$LOG" ||
     fail "normal line wrong"
-grep -q '"GET /noua HTTP/1.1" 200 [0-9]* "-" "-"$' "$LOG" || fail "missing fields must be -"
+grep -q '"GET /noua HTTP/1.1" 200 [0-9]* "-" "-" default$' "$LOG" || fail "missing fields must be -"
 grep -qF '"GET /evil HTTP/1.1" 200' "$LOG" || fail "hostile line missing"
 grep -qF '"r\x22" "x\x22 200 9 \x22-\x22 \x22y\x5C\x09\x80\xFF end"' "$LOG" ||
     fail "hostile fields not escaped: $(grep evil "$LOG")"
-grep -q '"HEAD /two HTTP/1.1" 200 0 "-" "first"$' "$LOG" || fail "trailing OWS or second field line"
-grep -qF '"GET /a\x01b HTTP/1.1" 400 16 "-" "-"' "$LOG" || fail "400 line"
+grep -q '"HEAD /two HTTP/1.1" 200 0 "-" "first" default$' "$LOG" || fail "trailing OWS or second field line"
+grep -qF '"GET /a\x01b HTTP/1.1" 400 16 "-" "-" -' "$LOG" || fail "400 line"
 grep -qF '"BREW /pot HTTP/1.1" 501 20 "-" "-"' "$LOG" || fail "501 line"
 grep -qF '"GET /partial HTTP/1.1" 408 20 "-" "slow"' "$LOG" || fail "408 line"
 
@@ -70,7 +72,7 @@ printf 'GET /kept HTTP/1.1\r\nHost: a\r\nUser-Agent: kept-ua\r\nConnection: clos
 timeout 3 cat <&3 >/dev/null || true
 exec 3<&-
 for _ in $(seq 1 20); do [ -s "$LOG.2" ] && break; sleep 0.1; done
-grep -q '^127.0.0.1 - - .*"GET /kept HTTP/1.1" 200 19 "-" "kept-ua"$' "$LOG.2" || fail "kept connection after the log was turned on: $(cat "$LOG.2" 2>/dev/null)"
+grep -q '^127.0.0.1 - - .*"GET /kept HTTP/1.1" 200 19 "-" "kept-ua" default$' "$LOG.2" || fail "kept connection after the log was turned on: $(cat "$LOG.2" 2>/dev/null)"
 ! grep -q before "$LOG.2" || fail "a request before the reload was logged"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"

@@ -37,7 +37,7 @@ for be in epoll uring; do
     echo "$r" | grep -q "^HTTP/1.1 400" || fail "$be: malformed: $r"
     stop_sws
     [ "$SWS_STATUS" = 0 ] || fail "$be: exit $SWS_STATUS"
-    grep -qE '^127\.0\.0\.1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} \+0000\] "GET /32 HTTP/1\.1" 200 [0-9]+ "[^"]*" "[^"]*"$' \
+    grep -qE '^127\.0\.0\.1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} \+0000\] "GET /32 HTTP/1\.1" 200 [0-9]+ "[^"]*" "[^"]*" default$' \
         "$T/access-$be.log" || fail "$be: access log: $(tail -2 "$T/access-$be.log")"
 done
 [ "$skipped" -lt 2 ] || fail "no backend could run"
