@@ -41,33 +41,33 @@ static int build(const char *text, char *err, size_t len) {
     return sws_config_build(&cfg, &cli, err, len);
 }
 
-static const char routes_ini[] = "[route health]\n"           /* 1 */
-                                 "path = /healthz\n"          /* 2 */
-                                 "scenario = respond\n"       /* 3 */
-                                 "body = ok\n"                /* 4 */
-                                 "[route api]\n"              /* 5 */
-                                 "path_prefix = /api\n"       /* 6 */
-                                 "scenario = respond\n"       /* 7 */
-                                 "strip_prefix = on\n"        /* 8 */
-                                 "[route api-v2]\n"           /* 9 */
-                                 "path_prefix = /api/v2/\n"   /* 10 */
-                                 "scenario = respond\n"       /* 11 */
-                                 "[route www]\n"              /* 12 */
-                                 "host = WWW.example.com\n"   /* 13 */
-                                 "scenario = static\n"        /* 14 */
-                                 "root = /srv/www\n"          /* 15 */
-                                 "index = home.html\n"        /* 16 */
-                                 "[route any-sub]\n"          /* 17 */
-                                 "host = *.example.com\n"     /* 18 */
-                                 "scenario = respond\n"       /* 19 */
-                                 "status = 201\n"             /* 20 */
-                                 "[route deep-sub]\n"         /* 21 */
-                                 "host = *.eu.example.com\n"  /* 22 */
-                                 "scenario = respond\n"       /* 23 */
-                                 "[route www-api]\n"          /* 24 */
-                                 "host = www.example.com\n"   /* 25 */
-                                 "path_prefix = /api/\n"      /* 26 */
-                                 "scenario = respond\n";      /* 27 */
+static const char routes_ini[] = "[route health]\n"          /* 1 */
+                                 "path = /healthz\n"         /* 2 */
+                                 "scenario = respond\n"      /* 3 */
+                                 "body = ok\n"               /* 4 */
+                                 "[route api]\n"             /* 5 */
+                                 "path_prefix = /api\n"      /* 6 */
+                                 "scenario = respond\n"      /* 7 */
+                                 "strip_prefix = on\n"       /* 8 */
+                                 "[route api-v2]\n"          /* 9 */
+                                 "path_prefix = /api/v2/\n"  /* 10 */
+                                 "scenario = respond\n"      /* 11 */
+                                 "[route www]\n"             /* 12 */
+                                 "host = WWW.example.com\n"  /* 13 */
+                                 "scenario = static\n"       /* 14 */
+                                 "root = /srv/www\n"         /* 15 */
+                                 "index = home.html\n"       /* 16 */
+                                 "[route any-sub]\n"         /* 17 */
+                                 "host = *.example.com\n"    /* 18 */
+                                 "scenario = respond\n"      /* 19 */
+                                 "status = 201\n"            /* 20 */
+                                 "[route deep-sub]\n"        /* 21 */
+                                 "host = *.eu.example.com\n" /* 22 */
+                                 "scenario = respond\n"      /* 23 */
+                                 "[route www-api]\n"         /* 24 */
+                                 "host = www.example.com\n"  /* 25 */
+                                 "path_prefix = /api/\n"     /* 26 */
+                                 "scenario = respond\n";     /* 27 */
 
 static const char *match(const char *host, const char *target) {
     const sws_routes *t = cfg.routes;
@@ -106,15 +106,15 @@ static void host_exact_beats_wildcard_beats_any(void **state) {
     char err[512];
     assert_int_equal(build(routes_ini, err, sizeof err), 0);
     assert_string_equal(match("www.example.com", "/index.html"), "www");
-    assert_string_equal(match("WwW.Example.COM", "/"), "www");           /* case */
-    assert_string_equal(match("www.example.com:8080", "/"), "www");      /* port */
-    assert_string_equal(match("www.example.com.", "/"), "www");          /* trailing dot */
-    assert_string_equal(match("a.example.com", "/"), "any-sub");         /* wildcard */
-    assert_string_equal(match("x.eu.example.com", "/"), "deep-sub");     /* longer suffix */
-    assert_string_equal(match("example.com", "/"), "default");           /* *. needs a label */
-    assert_string_equal(match("a.example.com", "/healthz"), "any-sub");  /* host first */
-    assert_string_equal(match("other.org", "/healthz"), "health");       /* any host */
-    assert_string_equal(match(NULL, "/healthz"), "health");              /* no Host */
+    assert_string_equal(match("WwW.Example.COM", "/"), "www");          /* case */
+    assert_string_equal(match("www.example.com:8080", "/"), "www");     /* port */
+    assert_string_equal(match("www.example.com.", "/"), "www");         /* trailing dot */
+    assert_string_equal(match("a.example.com", "/"), "any-sub");        /* wildcard */
+    assert_string_equal(match("x.eu.example.com", "/"), "deep-sub");    /* longer suffix */
+    assert_string_equal(match("example.com", "/"), "default");          /* *. needs a label */
+    assert_string_equal(match("a.example.com", "/healthz"), "any-sub"); /* host first */
+    assert_string_equal(match("other.org", "/healthz"), "health");      /* any host */
+    assert_string_equal(match(NULL, "/healthz"), "health");             /* no Host */
     assert_string_equal(match(NULL, "/x"), "default");
     assert_string_equal(match("[::1]:80", "/api"), "api");
     sws_config_release(&cfg);
@@ -148,8 +148,8 @@ static void strip_prefix_is_a_view_of_the_target(void **state) {
     struct {
         const char *target, *want;
     } cases[] = {
-        {"/api/x", "/x"},           {"/api", "/"},     {"/api?q=1", "/?q=1"},
-        {"/api/x/y?z", "/x/y?z"},   {"/api/", "/"},    {"http://h/api/x", "/x"},
+        {"/api/x", "/x"},         {"/api", "/"},  {"/api?q=1", "/?q=1"},
+        {"/api/x/y?z", "/x/y?z"}, {"/api/", "/"}, {"http://h/api/x", "/x"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         sws_route_view v = sws_route_target(api, cases[i].target, strlen(cases[i].target));

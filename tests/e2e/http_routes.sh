@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Routes (issue 22, doc/routes.md), checked with curl: / is static, /healthz
+# is respond, /assets/ is static under another root with strip_prefix, a
+# wildcard host has its own answer, and what no route matches is a 404 (no
+# [server] scenario). Each answer's route is the access log's last field and
+# a /metrics label (requests, 4xx, latency histogram). A reload adds a route
+# and changes another's body: new requests see both at once, the removed
+# route's requests go to what matches now. --check-config refuses two routes
+# with the same match, naming both with file:line.
+. "$(dirname "$0")/lib.sh"
+make_static_tree 4096
+mkdir -p "$T/assets"
+printf 'asset\n' >"$T/assets/app.js"
+LOG=$T/access.log
+routes() {
+    cat <<EOF
+event_loops = 2
+access_log = $LOG
+[route site]
+path_prefix = /
+scenario = static
+root = $R
+[route health]
+path = /healthz
+scenario = respond
+body = ok$1
+[route assets]
+path_prefix = /assets/
+scenario = static
+root = $T/assets
+strip_prefix = on
+[route vhost]
+host = *.example.test
+scenario = respond
+status = 203
+body = vhost
+$2
+EOF
+}
+start_sws "$(routes 1 '')"
+URL="http://127.0.0.1:$PORT"
+[ "$(curl -s -m 5 "$URL/a.txt")" = hello ] || fail "/a.txt (static)"
+[ "$(curl -s -m 5 "$URL/healthz")" = ok1 ] || fail "/healthz (respond)"
+[ "$(curl -s -m 5 "$URL/healthz?x=1")" = ok1 ] || fail "/healthz?x=1 (the query is not matched)"
+[ "$(curl -s -m 5 "$URL/assets/app.js")" = asset ] || fail "/assets/app.js (strip_prefix)"
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$URL/assets/a.txt")
+[ "$code" = 404 ] || fail "/assets/a.txt is looked up under the assets root: $code"
+[ "$(curl -s -m 5 -H 'Host: A.Example.TEST:8080' "$URL/a.txt")" = vhost ] || fail "wildcard host"
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Host: example.test' "$URL/healthz")
+[ "$code" = 200 ] || fail "example.test is not under *.example.test: $code"
+# HTTP/1.0 without Host: only routes without a host.
+r=$(raw 'GET /healthz HTTP/1.0\r\n\r\n')
+echo "$r" | grep -q '^ok1' || fail "HTTP/1.0 without Host: $r"
+# Keep-alive across routes on one connection.
+out=$(curl -s -m 5 "$URL/healthz" "$URL/a.txt" "$URL/assets/app.js" "$URL/healthz")
+[ "$out" = "$(printf 'ok1hello\nasset\nok1')" ] || fail "one connection, several routes: $out"
+
+metric() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+[ "$(metric 'scalwsd_route_requests_total{route="health"}')" = 6 ] || fail "health requests: $(metric 'scalwsd_route_requests_total{route="health"}')"
+[ "$(metric 'scalwsd_route_errors_total{route="assets",class="4xx"}')" = 1 ] || fail "assets 4xx"
+[ "$(metric 'scalwsd_route_request_duration_seconds_count{route="vhost"}')" = 1 ] || fail "vhost latency count"
+[ -n "$(metric 'scalwsd_route_request_duration_seconds_bucket{route="site",le="0.001"}')" ] || fail "site histogram"
+
+for _ in $(seq 1 20); do [ "$(wc -l <"$LOG")" -ge 12 ] && break; sleep 0.1; done
+grep -q '"GET /assets/app.js HTTP/1.1" 200 6 "-" "curl/[^"]*" assets$' "$LOG" || fail "access log route: $(cat "$LOG")"
+grep -q '"GET /healthz?x=1 HTTP/1.1" 200 3 .* health$' "$LOG" || fail "access log health"
+grep -q '"GET /a.txt HTTP/1.1" 203 5 .* vhost$' "$LOG" || fail "access log vhost"
+
+# Reload: a new route, a changed body, and vhost removed (the heredoc's body
+# lines have no escapes: the ini is written as it is, not through %b).
+routes 2 "[route new]
+path = /new
+scenario = respond
+body = new" | grep -v -e '^\[route vhost\]' -e '^host = ' -e '^status = 203' -e '^body = vhost' >"$T/r2"
+{ echo "[server]"; echo "listen = 127.0.0.1:0"; cat "$T/r2"; echo "[admin]"; echo "listen = 127.0.0.1:0"; } >"$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "every loop serves generation 1;" || fail "reload: $(tail -3 "$T/log")"
+[ "$(curl -s -m 5 "$URL/new")" = new ] || fail "the route the reload added"
+[ "$(curl -s -m 5 "$URL/healthz")" = ok2 ] || fail "the route the reload changed"
+[ "$(curl -s -m 5 -H 'Host: a.example.test' "$URL/a.txt")" = hello ] || fail "the removed route's request"
+[ "$(metric 'scalwsd_route_requests_total{route="new"}')" = 1 ] || fail "new route's metrics"
+
+# Routes without [server] scenario and without a catch-all: a 404.
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
+start_sws "[route health]\npath = /healthz\nscenario = respond\nbody = ok"
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/other")
+[ "$code" = 404 ] || fail "no route matched: $code"
+[ "$(curl -s -m 5 "http://127.0.0.1:$PORT/healthz")" = ok ] || fail "healthz without a default"
+stop_sws
+
+# --check-config: an overlap names both routes with their lines.
+printf '[route a]\npath_prefix = /x\nscenario = respond\n[route b]\npath_prefix = /x\nscenario = respond\n' >"$T/bad.ini"
+out=$("$SWS" --check-config --config "$T/bad.ini" 2>&1) && fail "--check-config accepted an overlap"
+case $out in *"bad.ini:4: [route b] overlaps [route a] at $T/bad.ini:1"*) ;; *) fail "--check-config said: $out" ;; esac
+echo "http_routes: ok"
