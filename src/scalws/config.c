@@ -549,6 +549,7 @@ void sws_config_print(FILE *f, const sws_config *c, const sws_cli *cli) {
             fprintf(f, " ; default\n");
         }
     }
+    sws_routes_print(f, c);
 }
 
 static void usage_keys(FILE *f, const sws_key *keys, int n) {

@@ -16,6 +16,8 @@ static char lower(char c) {
  * and the authority itself. */
 static size_t absolute_form(const char *t, size_t n, const char **auth, size_t *auth_len) {
     static const char *const schemes[] = {"http://", "https://"};
+    if (n == 0 || t[0] == '/' || t[0] == '*')
+        return 0; /* origin-form (nearly every request) and asterisk-form */
     for (size_t k = 0; k < 2; k++) {
         size_t sl = strlen(schemes[k]);
         if (n < sl || strncasecmp(t, schemes[k], sl) != 0)
@@ -30,12 +32,13 @@ static size_t absolute_form(const char *t, size_t n, const char **auth, size_t *
     return 0;
 }
 
-/* The host of a Host value or an authority: without userinfo (an authority
- * may carry one), the port and one trailing dot. */
-static void host_only(const char **h, size_t *n) {
+/* The host of a Host value or an authority: without userinfo (only an
+ * authority may carry one: the parser refuses '@' in Host), the port and one
+ * trailing dot. */
+static void host_only(const char **h, size_t *n, bool authority) {
     const char *s = *h;
     size_t len = *n;
-    const char *at = memchr(s, '@', len);
+    const char *at = authority ? memchr(s, '@', len) : NULL;
     if (at) {
         len -= (size_t)(at + 1 - s);
         s = at + 1;
@@ -102,7 +105,7 @@ int sws_route_match(const sws_routes *t, const char *host, size_t host_len, cons
     }
     if (!host)
         host_len = 0;
-    host_only(&host, &host_len);
+    host_only(&host, &host_len, skip != 0);
     const char *q = memchr(target, '?', target_len);
     size_t plen = q ? (size_t)(q - target) : target_len;
     if (plen == 0 && skip) {

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 
@@ -81,6 +82,9 @@ int sws_route_load_kv(sws_config *c, const char *section, const char *key, const
 /* sws_config_build, after the flags: the table from the sections and the
  * top-level scenario, checked (one line naming both routes of an overlap). */
 int sws_routes_build(sws_config *c, char *err, size_t errlen);
+/* --print-config: the [route NAME] sections, each with the scenario keys it
+ * sets to other than the key table's defaults. */
+void sws_routes_print(FILE *f, const sws_config *c);
 /* Drops what the loader collected (a failed load). */
 void sws_route_load_free(sws_config *c);
 

@@ -280,3 +280,70 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
     c->routes = t;
     return 0;
 }
+
+/* A route's scenario settings back into a config, for the key table's format. */
+static void unfill(sws_config *x, const sws_scenario_cfg *s) {
+    x->status = s->status;
+    x->body_len = s->body_len;
+    if (s->body_len)
+        memcpy(x->body, s->body, s->body_len);
+    memcpy(x->content_type, s->content_type, sizeof(x->content_type));
+    x->stat = s->stat;
+    x->proxy = s->proxy;
+}
+
+/* The value as a file line (';' escaped, as sws_config_print does). */
+static void print_kv(FILE *f, const char *k, const char *v) {
+    fprintf(f, "%s = ", k);
+    for (const char *s = v; *s; s++) {
+        if (*s == ';')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('\n', f);
+}
+
+void sws_routes_print(FILE *f, const sws_config *c) {
+    const sws_routes *t = c->routes;
+    if (!t || !t->listed)
+        return;
+    sws_config *d = malloc(sizeof(*d)), *x = malloc(sizeof(*x));
+    char *v = malloc(SWS_BODY_MAX * 2 + 1), *dv = malloc(SWS_BODY_MAX * 2 + 1);
+    if (!d || !x || !v || !dv)
+        goto out;
+    sws_config_defaults(d);
+    for (int i = 1; i < t->n; i++) {
+        const sws_route *r = &t->r[i];
+        fprintf(f, "\n[route %s] ; %s\n", r->name, r->origin);
+        if (r->host_len)
+            fprintf(f, "host = %s%.*s\n", r->wildcard ? "*" : "", (int)r->host_len, r->host);
+        if (r->path_len)
+            fprintf(f, "%s = %.*s\n", r->exact ? "path" : "path_prefix", (int)r->path_len, r->path);
+        fprintf(f, "scenario = %s\n",
+                r->cfg.scenario == SWS_SCENARIO_STATIC  ? "static"
+                : r->cfg.scenario == SWS_SCENARIO_PROXY ? "proxy"
+                                                        : "respond");
+        if (r->cfg.strip_prefix)
+            fprintf(f, "strip_prefix = on\n");
+        /* The scenario keys that differ from the key table's defaults. */
+        sws_config_defaults(x);
+        unfill(x, &r->cfg);
+        for (int k = 0; k < sws_config_nkeys; k++) {
+            const sws_key *key = &sws_config_keys[k];
+            bool ours = false;
+            for (size_t s = 0; s < sizeof(scenario_sections) / sizeof(scenario_sections[0]); s++)
+                ours = ours || strcmp(key->section, scenario_sections[s]) == 0;
+            if (!ours)
+                continue;
+            sws_config_format(x, key, v, SWS_BODY_MAX * 2 + 1);
+            sws_config_format(d, key, dv, SWS_BODY_MAX * 2 + 1);
+            if (strcmp(v, dv) != 0)
+                print_kv(f, key->name, v);
+        }
+    }
+out:
+    free(d);
+    free(x);
+    free(v);
+    free(dv);
+}
