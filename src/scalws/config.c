@@ -565,7 +565,8 @@ static void usage_keys(FILE *f, const sws_key *keys, int n) {
 void sws_config_usage(FILE *f) {
     usage_keys(f, sws_config_keys, sws_config_nkeys);
     usage_keys(f, sws_route_key_table, sws_route_nkeys);
-    fprintf(f, "  [route NAME] also takes every key of [respond], [static] and [proxy]\n");
+    fprintf(f,
+            "  (a [route NAME] section also takes every key of [respond], [static] and [proxy])\n");
 }
 
 const char *sws_config_restart_change(const sws_config *o, const sws_config *n, char *buf,

@@ -27,6 +27,23 @@ st=0; "$SWS" --listen nowhere:xx --check-config 2>"$T/err" || st=$?
 [ "$st" = 2 ] || fail "--listen bad exit $st"
 grep -q -- "--listen" "$T/err" || fail "message: $(cat "$T/err")"
 
+# Routes (doc/routes.md): each refusal one line naming the route and its
+# file:line, exit 2; an overlap names both routes.
+route_err() { # WANT INI
+    printf '%b' "$2" >"$T/route.ini"
+    st=0; "$SWS" --check-config --config "$T/route.ini" 2>"$T/err" || st=$?
+    [ "$st" = 2 ] || fail "route config exit $st for: $2"
+    [ "$(wc -l <"$T/err")" = 1 ] || fail "one line: $(cat "$T/err")"
+    grep -qF -- "$1" "$T/err" || fail "want '$1', got: $(cat "$T/err")"
+}
+route_err "route.ini:4: [route b] overlaps [route a] at $T/route.ini:1" \
+    '[route a]\npath = /x\nscenario = respond\n[route b]\npath = /x\nscenario = respond\n'
+route_err "route.ini:1: [route a] scenario proxy cannot be a route yet" \
+    '[route a]\npath_prefix = /api/\nscenario = proxy\nupstream = 127.0.0.1:9\n'
+route_err "route.ini:1: [route a] matches every request" '[route a]\nscenario = respond\n'
+route_err "route.ini:3: [route a] colour: unknown key" '[route a]\npath = /x\ncolour = red\n'
+route_err "route.ini:2: [route a] index: bad index 'a/b'" '[route a]\nindex = a/b\n'
+
 # --print-config: each value with where it came from, and read back as a
 # file it gives the same configuration.
 printf '[server]\nevent_loops = 2\n[respond]\nstatus = 204\n' >"$T/print.ini"

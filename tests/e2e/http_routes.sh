@@ -93,4 +93,14 @@ stop_sws
 printf '[route a]\npath_prefix = /x\nscenario = respond\n[route b]\npath_prefix = /x\nscenario = respond\n' >"$T/bad.ini"
 out=$("$SWS" --check-config --config "$T/bad.ini" 2>&1) && fail "--check-config accepted an overlap"
 case $out in *"bad.ini:4: [route b] overlaps [route a] at $T/bad.ini:1"*) ;; *) fail "--check-config said: $out" ;; esac
+# examples/routes.ini is accepted, and --print-config writes routes that read
+# back to the same routes.
+EX=$(cd "$(dirname "$0")/../.." && pwd)/examples/routes.ini
+out=$("$SWS" --check-config --config "$EX" 2>&1) || fail "examples/routes.ini: $out"
+"$SWS" --print-config --config "$EX" >"$T/p1.ini" || fail "--print-config"
+grep -q '^\[route assets\]' "$T/p1.ini" || fail "--print-config has no routes"
+"$SWS" --print-config --config "$T/p1.ini" >"$T/p2.ini" || fail "--print-config of its own output"
+diff <(grep -v '^; the effective' "$T/p1.ini" | sed 's/ ;.*//') \
+    <(grep -v '^; the effective' "$T/p2.ini" | sed 's/ ;.*//') >/dev/null ||
+    fail "--print-config does not read back to the same routes"
 echo "http_routes: ok"
