@@ -19,17 +19,10 @@
 
 #include "config.h"
 #include "route.h"
-
-static char path[512];
+#include "test_ini.h"
 
 static const char *write_ini(const char *text) {
-    const char *dir = getenv("SWS_TEST_TMP");
-    snprintf(path, sizeof(path), "%s/routes_test.ini", dir ? dir : "/tmp");
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
+    return test_write_ini("routes_test.ini", text);
 }
 
 static sws_config cfg;

@@ -18,17 +18,10 @@
 
 #include "config.h"
 #include "cpu.h"
-
-static char path[512];
+#include "test_ini.h"
 
 static const char *write_ini(const char *text) {
-    const char *dir = getenv("SWS_TEST_TMP");
-    snprintf(path, sizeof(path), "%s/sws_config_test.ini", dir ? dir : "/tmp");
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
+    return test_write_ini("sws_config_test.ini", text);
 }
 
 static void config_defaults_serve_respond_on_8080(void **state) {
@@ -169,8 +162,9 @@ static void config_table_round_trips(void **state) {
         sws_config_format(&d, k, w, sizeof w);
         assert_string_equal(v, w);
     }
+    const char *path = test_write_ini("sws_config_test.ini", "");
     const sws_cli cli = {.config = path};
-    char out[sizeof(path) + 16];
+    char out[512 + 16];
     snprintf(out, sizeof(out), "%s.printed", path);
     FILE *f = fopen(out, "w");
     assert_non_null(f);
