@@ -38,6 +38,8 @@ static size_t absolute_form(const char *t, size_t n, const char **auth, size_t *
 static void host_only(const char **h, size_t *n, bool authority) {
     const char *s = *h;
     size_t len = *n;
+    if (len == 0)
+        return; /* no Host (s may be NULL) */
     const char *at = authority ? memchr(s, '@', len) : NULL;
     if (at) {
         len -= (size_t)(at + 1 - s);
