@@ -70,14 +70,17 @@ drop_route() { awk -v s="[route $1]" '/^\[/ {skip = ($0 == s)} !skip'; }
 
 # A reload that removes a route while one of its answers is being sent: the
 # retired instance finishes it (and is freed once it holds nothing).
-head -c 4194304 /dev/urandom >"$T/assets/big.bin"
-curl -s -m 20 --limit-rate 2M -o "$T/big.out" "$URL/assets/big.bin" &
+# 16 MiB at 4 MiB/s: more than loopback's socket buffers hold, so the server
+# is still sending when the reload lands.
+head -c 16777216 /dev/urandom >"$T/assets/big.bin"
+curl -s -m 30 --limit-rate 4M -o "$T/big.out" "$URL/assets/big.bin" &
 DL=$!
 sleep 0.5
 routes 1 '' | drop_route assets >"$T/r1"
 { echo "[server]"; echo "listen = 127.0.0.1:0"; cat "$T/r1"; echo "[admin]"; echo "listen = 127.0.0.1:0"; } >"$T/sws.ini"
 kill -HUP "$SWS_PID"
 wait_log "every loop serves generation 1;" || fail "reload removing assets: $(cat "$T/log")"
+kill -0 "$DL" 2>/dev/null || fail "the download ended before the reload: nothing was pending"
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$URL/assets/app.js")
 [ "$code" = 404 ] || fail "the removed route still answers: $code"
 wait "$DL" || fail "the download under the removed route failed"
