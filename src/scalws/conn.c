@@ -13,17 +13,17 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
 static sws_conn *conn_of(sws_worker *w, uint64_t token) {
     uint32_t i = sws_token_index(token);
-    if (i >= w->nslots || !w->conns[i] || w->conns[i]->phase == SWS_PH_FREE)
+    if (i >= w->nslots || w->slots[i].phase == SWS_PH_FREE)
         return NULL;
-    return w->conns[i];
+    return &w->slots[i];
 }
 
 static void list_add(sws_worker *w, sws_conn *c) {
@@ -229,7 +229,7 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     uint32_t i = w->free_idx[--w->nfree];
     /* Slots are one array, its pages touched as slots are first used: no
      * allocation (or allocator header) per connection. */
-    sws_conn *c = w->conns[i] = &w->slots[i];
+    sws_conn *c = &w->slots[i];
     *c = (sws_conn){.index = i, .h = h, .sc = sc, .hhead = SWS_NIL, .htail = SWS_NIL};
     conn_phase(w, c, SWS_PH_OPEN);
     c->dl_kind = SWS_DL_FRESH;
@@ -946,9 +946,8 @@ int sws_conn_table_init(sws_worker *w) {
     w->nslots = w->cfg->max_connections + 1;
     /* calloc: pages of slots never used are never touched (or resident). */
     w->slots = calloc(w->nslots, sizeof(*w->slots));
-    w->conns = calloc(w->nslots, sizeof(*w->conns));
     w->free_idx = malloc(w->nslots * sizeof(*w->free_idx));
-    if (!w->slots || !w->conns || !w->free_idx)
+    if (!w->slots || !w->free_idx)
         return -ENOMEM;
     for (uint32_t i = 0; i < w->nslots; i++)
         w->free_idx[i] = w->nslots - 1 - i;
@@ -971,10 +970,8 @@ int sws_conn_table_init(sws_worker *w) {
 
 /* After the loop is freed. */
 void sws_conn_table_free(sws_worker *w) {
-    for (uint32_t k = 0; k < w->nslots && w->conns; k++) {
-        sws_conn *c = w->conns[k];
-        if (!c)
-            continue;
+    for (uint32_t k = 0; k < w->nslots && w->slots; k++) {
+        sws_conn *c = &w->slots[k];
         if (c->tls) {
             sws_tls_conn_free(&c->tls->eng);
             free(c->tls->wire);
@@ -987,7 +984,6 @@ void sws_conn_table_free(sws_worker *w) {
     sws_lend_fini(&w->outbuf);
     sws_lend_fini(&w->parsers);
     free(w->slots);
-    free(w->conns);
     free(w->free_idx);
     free(w->hpool);
     free(w->tls_plain);

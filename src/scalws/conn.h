@@ -9,8 +9,8 @@
 
 /* Loop buffers for receiving (tl_loop_options.recv_buffers); the held-input
  * pool has one node per buffer. */
-#define SWS_RECV_BUFFERS 256
-#define SWS_TLS_PLAIN 16384 /* one TLS record's plaintext at most: the decrypt scratch */
+#define SWS_RECV_BUFFERS 256 /* fits sws_conn.hcount */
+#define SWS_TLS_PLAIN 16384  /* one TLS record's plaintext at most: the decrypt scratch */
 
 enum sws_deadline { SWS_DL_IDLE = 0, SWS_DL_HEADER, SWS_DL_FRESH };
 
@@ -47,22 +47,23 @@ struct sws_conn {
     tl_handle h;
     sws_scenario *sc; /* answers its requests (routes will set it per request) */
     tl_op recv_op;
-    /* What is in flight, and what the peer did: */
-    bool recv_armed;
-    bool recv_paused; /* recv cancelled because output is full */
-    bool write_inflight;
-    bool starved;        /* waits for a loop buffer to re-arm its receive */
-    bool peer_eof;       /* the peer has finished sending */
-    bool idle_closing;   /* drain: recv cancelled to see what is left before the FIN */
-    bool answer_pending; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
+    /* What is in flight, and what the peer did (bits: every open connection
+     * holds these): */
+    bool recv_armed : 1;
+    bool recv_paused : 1; /* recv cancelled because output is full */
+    bool write_inflight : 1;
+    bool starved : 1;        /* waits for a loop buffer to re-arm its receive */
+    bool peer_eof : 1;       /* the peer has finished sending */
+    bool idle_closing : 1;   /* drain: recv cancelled to see what is left before the FIN */
+    bool answer_pending : 1; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
     uint8_t dl_kind;
+    uint16_t hcount; /* held input buffers: at most SWS_RECV_BUFFERS */
+    uint32_t wlen;   /* bytes of out in flight */
     uint64_t deadline;
-    uint64_t wdeadline; /* while write_inflight: close if the write has not completed by then */
-    uint64_t served;
-    uint32_t wlen;         /* bytes of out in flight */
+    uint64_t wdeadline;    /* while write_inflight: close if the write has not completed by then */
+    uint32_t served;       /* requests answered; wraps (the static scenario's job generation) */
     uint32_t olen;         /* bytes of out filled (>= wlen) */
     uint32_t hhead, htail; /* held input, oldest first (pool indices) */
-    uint32_t hcount;
     struct sws_conn *prev, *next; /* the worker's active list */
     /* From w->parsers from the first byte of a request until it is answered
      * with no input held (parser_settle), else NULL. Its block also holds the

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 typedef struct sws_lend {
-    void **free;   /* a stack of free blocks, room for cap */
+    void **free; /* a stack of free blocks, room for cap */
     uint32_t nfree;
     uint32_t cap;  /* the most blocks that can be out at once (one per use site) */
     uint32_t used; /* blocks lent */

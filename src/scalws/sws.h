@@ -152,8 +152,7 @@ typedef struct sws_worker {
     bool forced;
     bool done;
     uint64_t drain_at;
-    sws_conn *slots;  /* nslots, calloc'd: a slot's pages are touched when first used */
-    sws_conn **conns; /* &slots[i] once slot i has served, else NULL */
+    sws_conn *slots; /* nslots, calloc'd: a slot's pages are touched when first used */
     uint32_t nslots;
     uint32_t *free_idx;
     uint32_t nfree;

@@ -658,7 +658,7 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
     job *j = e->u.msg.ptr;
     st->inflight--;
     uint32_t i = sws_token_index(e->token);
-    sws_conn *c = i < w->nslots ? w->conns[i] : NULL;
+    sws_conn *c = i < w->nslots ? &w->slots[i] : NULL;
     sfile *f = i < w->nslots ? &st->files[i] : NULL;
     if (!c || sws_phase_gone(c->phase) || !f->job || c->h != j->h || c->served != j->served) {
         /* The connection went away meanwhile (conn_end left fd to the job), or

@@ -344,7 +344,8 @@ static void arm_write(tl_loop *loop, uint32_t oi) {
     int fd = loop->h[o->handle].fd;
     /* Without stable submission the kernel may read the msghdr after the submit
      * returns: send one segment at a time then (all by value). */
-    bool vec = o->iovcnt > 1 && s->stable_submit;
+    tl_oio *io = tl__op_io(loop, o);
+    bool vec = io->iovcnt > 1 && s->stable_submit;
     if (vec && s->msg_used == s->msg_cap) {
         io_uring_submit(&s->ring);
         s->msg_used = 0;
@@ -353,28 +354,28 @@ static void arm_write(tl_loop *loop, uint32_t oi) {
     if (!sqe)
         return;
     if (!vec) {
-        io_uring_prep_send(sqe, fd, o->iov[0].iov_base, o->iov[0].iov_len, MSG_NOSIGNAL);
+        io_uring_prep_send(sqe, fd, io->iov[0].iov_base, io->iov[0].iov_len, MSG_NOSIGNAL);
         return;
     }
     struct msghdr *m = &s->msgs[s->msg_used++];
-    *m = (struct msghdr){.msg_iov = o->iov, .msg_iovlen = (size_t)o->iovcnt};
+    *m = (struct msghdr){.msg_iov = io->iov, .msg_iovlen = (size_t)io->iovcnt};
     io_uring_prep_sendmsg(sqe, fd, m, MSG_NOSIGNAL); /* a vanished peer is EPIPE, not SIGPIPE */
 }
 
 /* Drops n written bytes from the front of the op's iovec (its own copy). */
-static void iov_advance(tl_oslot *o, uint32_t n) {
+static void iov_advance(tl_oio *io, uint32_t n) {
     int i = 0;
-    while (i < o->iovcnt && n >= o->iov[i].iov_len) {
-        n -= (uint32_t)o->iov[i].iov_len;
+    while (i < io->iovcnt && n >= io->iov[i].iov_len) {
+        n -= (uint32_t)io->iov[i].iov_len;
         i++;
     }
     if (i > 0) {
-        memmove(o->iov, o->iov + i, (size_t)(o->iovcnt - i) * sizeof o->iov[0]);
-        o->iovcnt -= i;
+        memmove(io->iov, io->iov + i, (size_t)(io->iovcnt - i) * sizeof io->iov[0]);
+        io->iovcnt -= i;
     }
-    if (o->iovcnt > 0 && n > 0) {
-        o->iov[0].iov_base = (char *)o->iov[0].iov_base + n;
-        o->iov[0].iov_len -= n;
+    if (io->iovcnt > 0 && n > 0) {
+        io->iov[0].iov_base = (char *)io->iov[0].iov_base + n;
+        io->iov[0].iov_len -= n;
     }
 }
 
@@ -483,16 +484,17 @@ static void on_write(tl_loop *loop, uint32_t oi, int32_t res) {
         reissue_or_finish(loop, oi, res);
         return;
     }
-    o->done += (uint32_t)res;
-    if (o->done >= o->total) {
-        tl__ur_finish(loop, oi, (int32_t)o->total, NULL);
+    tl_oio *io = tl__op_io(loop, o);
+    io->done += (uint32_t)res;
+    if (io->done >= io->total) {
+        tl__ur_finish(loop, oi, (int32_t)io->total, NULL);
         return;
     }
     if (o->cancelling) {
         tl__ur_finish(loop, oi, -ECANCELED, NULL);
         return;
     }
-    iov_advance(o, (uint32_t)res); /* partial: send the rest */
+    iov_advance(io, (uint32_t)res); /* partial: send the rest */
     tl__ur_want_arm(loop, oi);
 }
 
@@ -589,7 +591,8 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
     case TL_OP_READ: {
         struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
         if (sqe)
-            io_uring_prep_recv(sqe, h->fd, o->iov[0].iov_base, o->iov[0].iov_len, 0);
+            io_uring_prep_recv(sqe, h->fd, tl__op_io(loop, o)->iov[0].iov_base,
+                               tl__op_io(loop, o)->iov[0].iov_len, 0);
         return;
     }
     case TL_OP_RECV:
