@@ -292,6 +292,22 @@ static int grow_u32(uint32_t **arr, uint32_t *cap, uint32_t need) {
     return 0;
 }
 
+/* The timer heap copies its heap_len entries only, not its old capacity (as
+ * realloc would): sized for every op, it touches what timers have used. */
+static int grow_heap(tl_loop *loop) {
+    if (loop->o_cap <= loop->heap_cap)
+        return 0;
+    uint32_t *n = malloc((size_t)loop->o_cap * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    if (loop->heap_len)
+        memcpy(n, loop->heap, (size_t)loop->heap_len * sizeof *n);
+    free(loop->heap);
+    loop->heap = n;
+    loop->heap_cap = loop->o_cap;
+    return 0;
+}
+
 int tl__loop_fit(tl_loop *loop) {
     int err = cq_grow(loop, (uint64_t)cq_bound(loop) + loop->cq_extra);
     if (err == 0)
@@ -299,7 +315,7 @@ int tl__loop_fit(tl_loop *loop) {
     if (err == 0)
         err = grow_u32(&loop->ready_spare, &loop->ready_spare_cap, loop->h_cap);
     if (err == 0)
-        err = grow_u32(&loop->heap, &loop->heap_cap, loop->o_cap); /* timers are ops */
+        err = grow_heap(loop); /* timers are ops */
     if (err == 0 && loop->be && loop->be->fit)
         err = loop->be->fit(loop);
     if (err < 0)

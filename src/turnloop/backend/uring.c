@@ -20,12 +20,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int grow_ids(uint64_t **arr, uint32_t *cap, uint32_t need) {
+/* Copies the len ids in use, not the whole old capacity (as realloc would):
+ * a list sized for every op touches only as much memory as it has held. */
+static int grow_ids(uint64_t **arr, uint32_t *cap, uint32_t need, uint32_t len) {
     if (need <= *cap)
         return 0;
-    uint64_t *n = realloc(*arr, (size_t)need * sizeof *n);
+    uint64_t *n = malloc((size_t)need * sizeof *n);
     if (!n)
         return -ENOMEM;
+    if (len)
+        memcpy(n, *arr, (size_t)len * sizeof *n);
+    free(*arr);
     *arr = n;
     *cap = need;
     return 0;
@@ -35,18 +40,19 @@ static int grow_ids(uint64_t **arr, uint32_t *cap, uint32_t need) {
  * where a failure is an error for the call that wanted a slot. Growth here is
  * the rare case of an id listed again while a stale copy is still queued. */
 void tl__ur_push_id(uint64_t **arr, uint32_t *len, uint32_t *cap, uint64_t id) {
-    if (*len == *cap && grow_ids(arr, cap, *cap ? *cap * 2 : 64) < 0)
+    if (*len == *cap && grow_ids(arr, cap, *cap ? *cap * 2 : 64, *len) < 0)
         abort(); /* a forgotten op would never complete: exactly-once needs memory */
     (*arr)[(*len)++] = id;
 }
 
 static int ur_fit(tl_loop *loop) {
     uring_state *s = state(loop);
-    int err = grow_ids(&s->pend, &s->pend_cap, loop->o_cap);
+    /* pend_spare is empty between turns (the arm phase's list, swapped). */
+    int err = grow_ids(&s->pend, &s->pend_cap, loop->o_cap, s->pend_len);
     if (err == 0)
-        err = grow_ids(&s->pend_spare, &s->pend_spare_cap, loop->o_cap);
+        err = grow_ids(&s->pend_spare, &s->pend_spare_cap, loop->o_cap, 0);
     if (err == 0)
-        err = grow_ids(&s->paused, &s->paused_cap, loop->h_cap);
+        err = grow_ids(&s->paused, &s->paused_cap, loop->h_cap, s->paused_len);
     return err;
 }
 
