@@ -25,10 +25,12 @@ usage: bench/scripts/idle-memory.sh [options]
   --sources K       client source addresses 127.0.0.1..127.0.0.K, 1..250 (default:
                     one per 25,000 connections, past the ephemeral port range)
   --scalwsd BIN     the binary (default build/src/scalws/scalwsd)
+  --sws-env VAR=VAL an environment variable for the scalwsd arms (a turnloop
+                    variant: TURNLOOP_URING_DISABLE=buf_ring, doc/turnloop.md)
   --out FILE        JSON output (default bench/results/idle-memory-<commit>-<N>.json)
 EOF
 }
-n=10000 backend=both nginx=1 sources="" sws=build/src/scalws/scalwsd out=""
+n=10000 backend=both nginx=1 sources="" sws=build/src/scalws/scalwsd out="" sws_env=()
 isnum() { [[ $1 =~ ^[0-9]+$ ]]; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -38,6 +40,9 @@ while [ $# -gt 0 ]; do
     --sources) sources=${2:-}; shift 2 || shift ;;
     --scalwsd) sws=${2:-}; shift 2 || shift ;;
     --out) out=${2:-}; shift 2 || shift ;;
+    --sws-env)
+        [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "idle-memory: --sws-env VAR=VALUE" >&2; exit 2; }
+        sws_env+=("$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "idle-memory: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -90,7 +95,7 @@ backend = $1
 max_connections = $((n + 16))
 EOF
     rm -f "$tmp/ready"
-    "$sws" --config "$tmp/sws.ini" --ready-file "$tmp/ready" 2>"$tmp/log" &
+    env "${sws_env[@]}" "$sws" --config "$tmp/sws.ini" --ready-file "$tmp/ready" 2>"$tmp/log" &
     pid=$!
     wait_ready "$tmp/ready" 60 "$pid" ||
         { cat "$tmp/log" >&2; echo "idle-memory: scalwsd ($1) did not start" >&2; exit 1; }
@@ -234,10 +239,10 @@ PY
     jq -r '"\(.arm): user \(.user_bytes) B (marginal \(.user_marginal) B), kernel \(.kernel_unreclaimable_bytes) B (\(.kernel_bytes) B with reclaimable caches) per idle connection"' "$tmp/$arm.json"
 done
 
-jq -s --arg commit "$commit" --arg kernel "$(uname -r)" --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
+jq -s --arg commit "$commit" --arg sws_env "${sws_env[*]}" --arg kernel "$(uname -r)" --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
     --argjson sources "$sources" '
     (map(select(.arm == "nginx"))[0]) as $ng |
-    {commit: $commit, kernel: $kernel, cpu: $cpu, sources: $sources, arms: .,
+    {commit: $commit, kernel: $kernel, cpu: $cpu, sources: $sources, sws_env: $sws_env, arms: .,
      ratio_to_nginx: (if $ng then
         (map(select(.arm != "nginx") | {key: .arm, value: {
             user: (.user_bytes / $ng.user_bytes * 100 | round / 100),
