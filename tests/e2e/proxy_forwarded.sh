@@ -76,4 +76,7 @@ has "$out" "$T/bad.ini:4: [proxy] upstream: cannot resolve upstream 'no-such-hos
 printf '[proxy]\ntrusted_proxies = 10.0.0.0/40\n' >"$T/bad.ini"
 out=$("$SWS" --check-config --config "$T/bad.ini" 2>&1) && fail "bad CIDR accepted"
 has "$out" "$T/bad.ini:2: [proxy] trusted_proxies: bad CIDR '10.0.0.0/40'" "CIDR error"
+# The deployment example is a valid configuration.
+EX=$(cd "$(dirname "$0")/../.." && pwd)/examples/proxy.ini
+out=$("$SWS" --check-config --config "$EX" 2>&1) || fail "examples/proxy.ini: $out"
 echo ok
