@@ -53,12 +53,15 @@ uint64_t sws_health_now(void) {
 
 uint32_t sws_health_usable(const sws_up_health *h, const sws_proxy_config *cfg, uint64_t now) {
     uint32_t mask = 0;
+    /* One upstream alone is never skipped for max_fails (nginx): there is
+     * nowhere else to send the request. */
+    bool passive = cfg->max_fails && cfg->nupstreams > 1;
     for (int i = 0; i < cfg->nupstreams; i++) {
         if (h) {
             const health_ent *e = &h->e[i];
             if (LD(e->checked_down))
                 continue;
-            if (cfg->max_fails && LD(e->fails) >= cfg->max_fails && now < LD(e->down_until_ms))
+            if (passive && LD(e->fails) >= cfg->max_fails && now < LD(e->down_until_ms))
                 continue;
         }
         mask |= 1u << i;
@@ -278,7 +281,8 @@ void sws_health_stop(sws_up_health *h) {
 
 static bool skipped(const sws_up_health *h, int i, uint64_t now) {
     const health_ent *e = &h->e[i];
-    return h->cfg.max_fails && LD(e->fails) >= h->cfg.max_fails && now < LD(e->down_until_ms);
+    return h->cfg.max_fails && h->cfg.nupstreams > 1 && LD(e->fails) >= h->cfg.max_fails &&
+           now < LD(e->down_until_ms);
 }
 
 void sws_health_metrics(const sws_up_health *h, FILE *f) {
