@@ -124,8 +124,8 @@ bool sws_trusted_has(const sws_proxy_config *p, const char *peer) {
 enum { XFF, XFP, XFH, FWD, NOT_OURS };
 
 static int which(const sws_msg *m, uint32_t i) {
-    static const char *const names[] = {"x-forwarded-for", "x-forwarded-proto",
-                                        "x-forwarded-host", "forwarded"};
+    static const char *const names[] = {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
+                                        "forwarded"};
     for (int k = 0; k < NOT_OURS; k++)
         if (sws_msg_name_is(m, i, names[k]))
             return k;

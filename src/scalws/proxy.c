@@ -42,10 +42,10 @@ typedef struct px_sess {
     bool req_ka, req_head, req_chunked, req_http10, idem;
     bool resp_chunked_out, retried, replay_over;
     bool head_names_up; /* the head sent names its upstream (Host): no retry elsewhere */
-    int bad_status;   /* chosen by a callback that refused the request */
-    int chk_status;   /* the strict parser refused what follows chk_off with this status */
-    uint32_t chk_off; /* in[] bytes the strict parser has passed: only these reach req */
-    uint32_t up;      /* pool slot, or SWS_NIL */
+    int bad_status;     /* chosen by a callback that refused the request */
+    int chk_status;     /* the strict parser refused what follows chk_off with this status */
+    uint32_t chk_off;   /* in[] bytes the strict parser has passed: only these reach req */
+    uint32_t up;        /* pool slot, or SWS_NIL */
     uint64_t deadline, up_deadline;
     uint64_t t0_us;
     struct px_sess *prev, *next;
@@ -109,9 +109,9 @@ static sws_up_conn *up_of(sws_proxy *px, px_sess *s) {
 
 /* The one place an upstream is chosen: by [proxy] balance among those health
  * allows, never one in the mask `not` (an upstream that just failed). -1: none. */
-static int pick_upstream(sws_proxy *px, uint32_t not) {
+static int pick_upstream(sws_proxy *px, uint32_t not ) {
     const sws_proxy_config *cfg = px->pool.cfg;
-    uint32_t usable = sws_health_usable(px->health, cfg, sws_health_now()) & ~not;
+    uint32_t usable = sws_health_usable(px->health, cfg, sws_health_now()) & ~not ;
     return sws_pick(cfg, &px->pick, px->pool.inflight, usable);
 }
 
@@ -615,8 +615,8 @@ static void up_fail(sws_proxy *px, px_sess *s, enum sws_up_err kind, int status)
     /* A connect that failed sent nothing: any request may go to another
      * upstream (nginx's proxy_next_upstream error timeout), so one dead
      * upstream costs its clients no 502 while health catches up. */
-    bool connect_failed = kind == SWS_UPE_REFUSED || kind == SWS_UPE_UNREACHABLE ||
-                          kind == SWS_UPE_CONNECT_TIMEOUT;
+    bool connect_failed =
+        kind == SWS_UPE_REFUSED || kind == SWS_UPE_UNREACHABLE || kind == SWS_UPE_CONNECT_TIMEOUT;
     if (!retry) /* a pooled connection found closed is no fault of the upstream's */
         sws_health_failed(px->health, px->pool.cfg, upstream, sws_health_now());
     if (connect_failed && !u->sent && !s->retried && !s->replay_over && !s->resp_started &&

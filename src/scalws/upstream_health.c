@@ -118,8 +118,8 @@ static void probe_open(const sws_up_health *h, int i, probe *p) {
     memset(p, 0, sizeof *p);
     const sws_upstream_addr *a = &h->cfg.up[i];
     p->fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (p->fd < 0 || (connect(p->fd, (const struct sockaddr *)&a->ss, a->len) < 0 &&
-                      errno != EINPROGRESS))
+    if (p->fd < 0 ||
+        (connect(p->fd, (const struct sockaddr *)&a->ss, a->len) < 0 && errno != EINPROGRESS))
         p->done = true;
 }
 
@@ -296,13 +296,13 @@ void sws_health_metrics(const sws_up_health *h, FILE *f) {
                "# TYPE scalwsd_upstream_fails_total counter\n");
     for (int i = 0; i < h->cfg.nupstreams; i++)
         fprintf(f, "scalwsd_upstream_fails_total{upstream=\"%s\",address=\"%s\"} %llu\n",
-                h->cfg.up[i].text, h->cfg.up[i].addr,
-                (unsigned long long)LD(h->e[i].fails_total));
+                h->cfg.up[i].text, h->cfg.up[i].addr, (unsigned long long)LD(h->e[i].fails_total));
     fprintf(f, "# HELP scalwsd_upstream_checks_total Active health checks by result.\n"
                "# TYPE scalwsd_upstream_checks_total counter\n");
     for (int i = 0; i < h->cfg.nupstreams; i++) {
-        fprintf(f, "scalwsd_upstream_checks_total{upstream=\"%s\",address=\"%s\",result=\"ok\"} %llu\n",
-                h->cfg.up[i].text, h->cfg.up[i].addr, (unsigned long long)LD(h->e[i].checks_ok));
+        fprintf(
+            f, "scalwsd_upstream_checks_total{upstream=\"%s\",address=\"%s\",result=\"ok\"} %llu\n",
+            h->cfg.up[i].text, h->cfg.up[i].addr, (unsigned long long)LD(h->e[i].checks_ok));
         fprintf(f,
                 "scalwsd_upstream_checks_total{upstream=\"%s\",address=\"%s\",result=\"failed\"} "
                 "%llu\n",

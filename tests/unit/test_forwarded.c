@@ -134,8 +134,8 @@ static void no_room_leaves_the_output_as_it_was(void **st) {
     config(&p, SWS_FWD_X_FORWARDED, "");
     char out[16] = "abc";
     size_t len = 3;
-    assert_int_equal(sws_forwarded_build(&p, parse(SPOOF), "192.0.2.1", false, out, sizeof out, &len),
-                     -ENOSPC);
+    assert_int_equal(
+        sws_forwarded_build(&p, parse(SPOOF), "192.0.2.1", false, out, sizeof out, &len), -ENOSPC);
     assert_int_equal(len, 3);
 }
 

@@ -164,7 +164,7 @@ static void passive_health_is_nginx_max_fails(void **st) {
     assert_int_equal(sws_health_usable(h, &p, t + 100), 6u); /* out */
     assert_int_equal(sws_health_usable(h, &p, t + 1099), 6u);
     assert_int_equal(sws_health_usable(h, &p, t + 1100), 7u); /* fail_timeout passed: tried */
-    sws_health_failed(h, &p, 0, t + 1150); /* and failed again: out at once */
+    sws_health_failed(h, &p, 0, t + 1150);                    /* and failed again: out at once */
     assert_int_equal(sws_health_usable(h, &p, t + 1150), 6u);
     sws_health_passed(h, 0); /* an answer (a request under way before) brings it back */
     assert_int_equal(sws_health_usable(h, &p, t + 1200), 7u);
