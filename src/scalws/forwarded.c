@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- trusted_proxies ----------------------------------------------------- */
 
@@ -123,13 +124,22 @@ bool sws_trusted_has(const sws_proxy_config *p, const char *peer) {
 
 enum { XFF, XFP, XFH, FWD, NOT_OURS };
 
+/* By length first: every field of every request passes here, and almost
+ * none is one of ours (one compare at most, no strlen). */
 static int which(const sws_msg *m, uint32_t i) {
-    static const char *const names[] = {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
-                                        "forwarded"};
-    for (int k = 0; k < NOT_OURS; k++)
-        if (sws_msg_name_is(m, i, names[k]))
-            return k;
-    return NOT_OURS;
+    const char *n = m->buf + m->f[i].name_off;
+    switch (m->f[i].name_len) {
+    case 15:
+        return strncasecmp(n, "x-forwarded-for", 15) == 0 ? XFF : NOT_OURS;
+    case 17:
+        return strncasecmp(n, "x-forwarded-proto", 17) == 0 ? XFP : NOT_OURS;
+    case 16:
+        return strncasecmp(n, "x-forwarded-host", 16) == 0 ? XFH : NOT_OURS;
+    case 9:
+        return strncasecmp(n, "forwarded", 9) == 0 ? FWD : NOT_OURS;
+    default:
+        return NOT_OURS;
+    }
 }
 
 bool sws_forwarded_owns(const sws_proxy_config *p, const sws_msg *m, uint32_t i) {
@@ -182,27 +192,36 @@ static int first_of(const sws_msg *m, int k) {
 
 static int host_field(const sws_msg *m) {
     for (uint32_t i = 0; i < m->nf; i++)
-        if (sws_msg_name_is(m, i, "host"))
+        if (m->f[i].name_len == 4 && strncasecmp(m->buf + m->f[i].name_off, "host", 4) == 0)
             return (int)i;
     return -1;
 }
 
 /* The client's address as a list entry: a mapped IPv4 written as IPv4;
- * quoted and in brackets for Forwarded's IPv6 (RFC 7239 section 6). */
+ * quoted and in brackets for Forwarded's IPv6 (RFC 7239 section 6). The
+ * peer text is inet_ntop's (sws_peer_name), already canonical: it is only
+ * checked for its characters, never converted back and forth per request. */
 static void put_node(out *o, const char *peer, bool rfc7239) {
-    uint8_t a[16];
-    char t[INET6_ADDRSTRLEN];
-    int fam = peer_addr(peer, a);
-    if (!fam || !inet_ntop(fam, a, t, sizeof t)) {
+    size_t n = strlen(peer);
+    bool v6 = false, ok = n > 0 && n < INET6_ADDRSTRLEN;
+    for (size_t i = 0; ok && i < n; i++) {
+        char c = peer[i];
+        v6 = v6 || c == ':';
+        ok = (c >= '0' && c <= '9') || c == '.' || c == ':' || (c >= 'a' && c <= 'f') ||
+             (c >= 'A' && c <= 'F');
+    }
+    if (!ok) {
         puts_(o, "unknown");
         return;
     }
-    if (fam == AF_INET6 && rfc7239) {
+    if (v6 && strncasecmp(peer, "::ffff:", 7) == 0 && strchr(peer + 7, '.')) {
+        puts_(o, peer + 7);
+    } else if (v6 && rfc7239) {
         puts_(o, "\"[");
-        puts_(o, t);
+        put(o, peer, n);
         puts_(o, "]\"");
     } else {
-        puts_(o, t);
+        put(o, peer, n);
     }
 }
 
