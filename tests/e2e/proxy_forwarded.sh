@@ -66,6 +66,21 @@ echo "$st" | jq -e --arg u "localhost:$UP" '.upstreams | length >= 1 and all(.up
     fail "/status upstreams: $(echo "$st" | jq -c .upstreams)"
 echo "$st" | jq -e --arg a "127.0.0.1:$UP" '[.upstreams[].address] | index($a) != null' >/dev/null ||
     fail "127.0.0.1 not among the addresses: $(echo "$st" | jq -c .upstreams)"
+# A reload resolves the name again: the same addresses, and a reloadable key
+# (forwarded) changes; a name that no longer resolves refuses the reload.
+sed -i 's/^host = upstream$/host = upstream\nforwarded = rfc7239/' "$T/sws.ini"
+kill -HUP "$SWS_PID"
+for _ in $(seq 1 50); do
+    case $(info "http://127.0.0.1:$PORT/echo") in *"fwd=for=127.0.0.1;"*) break ;; esac
+    sleep 0.1
+done
+has "$(info "http://127.0.0.1:$PORT/echo")" "fwd=for=127.0.0.1;proto=http" "forwarded after a reload"
+sed -i "s/^upstream = localhost:$UP\$/upstream = no-such-host.invalid:$UP/" "$T/sws.ini"
+kill -HUP "$SWS_PID"
+for _ in $(seq 1 50); do grep -q 'reload refused' "$T/log" && break; sleep 0.1; done
+grep -q "reload refused.*sws.ini:[0-9]*: \[proxy\] upstream: cannot resolve upstream 'no-such-host.invalid:$UP'" "$T/log" ||
+    fail "reload with an unresolvable name: $(grep -i reload "$T/log")"
+has "$(info "http://127.0.0.1:$PORT/echo")" "host=localhost:$UP;" "after a refused reload"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
 
