@@ -108,10 +108,10 @@ static sws_up_conn *up_of(sws_proxy *px, px_sess *s) {
 }
 
 /* The one place an upstream is chosen: by [proxy] balance among those health
- * allows, never one in the mask `not` (an upstream that just failed). -1: none. */
-static int pick_upstream(sws_proxy *px, uint32_t not ) {
+ * allows, never one in the mask `exclude` (an upstream that just failed). -1: none. */
+static int pick_upstream(sws_proxy *px, uint32_t exclude) {
     const sws_proxy_config *cfg = px->pool.cfg;
-    uint32_t usable = sws_health_usable(px->health, cfg, sws_health_now()) & ~not ;
+    uint32_t usable = sws_health_usable(px->health, cfg, sws_health_now()) & ~exclude;
     return sws_pick(cfg, &px->pick, px->pool.inflight, usable);
 }
 
