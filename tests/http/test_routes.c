@@ -223,12 +223,14 @@ static void a_route_takes_scenario_keys_qualified(void **state) {
     (void)state;
     char err[512];
     assert_int_equal(build("[route a]\npath = /a\nscenario = respond\nrespond.status = 418\n"
-                           "static.index = x.html\n",
+                           "static.index = x.html\nhost = a.org\nproxy.host = upstream\n",
                            err, sizeof err),
                      0);
     const sws_route *a = sws_routes_find(cfg.routes, "a");
     assert_int_equal(a->cfg.status, 418);
     assert_string_equal(a->cfg.stat.index, "x.html");
+    /* host is the route's match; [proxy] host is reached as proxy.host. */
+    assert_string_equal(a->host, "a.org");
     sws_config_release(&cfg);
 }
 
