@@ -78,6 +78,46 @@ static inline bool is(unsigned char c, uint8_t k) {
     return (cls[c] & k) != 0;
 }
 
+/* The end of a run of bytes of class k from s, four at a time while there is
+ * room: one bound check per four. */
+static inline __attribute__((always_inline)) const char *skip_class(const char *s, const char *end,
+                                                                    uint8_t k) {
+    while (end - s >= 4) {
+        if (!is((unsigned char)s[0], k))
+            return s;
+        if (!is((unsigned char)s[1], k))
+            return s + 1;
+        if (!is((unsigned char)s[2], k))
+            return s + 2;
+        if (!is((unsigned char)s[3], k))
+            return s + 3;
+        s += 4;
+    }
+    while (s < end && is((unsigned char)*s, k))
+        s++;
+    return s;
+}
+
+/* The end of a run of field value bytes (C_V) from s: eight at a time while
+ * no byte of the eight is below SP or above '~' (HTAB is, and goes the byte
+ * way), then byte by byte. Bit tricks from "Bit Twiddling Hacks" (hasless,
+ * hasmore): exact as a yes/no for the eight, which is all they are used as. */
+static const char *skip_value(const char *s, const char *end) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (end - s >= 8) {
+        uint64_t x;
+        memcpy(&x, s, 8);
+        uint64_t below_sp = (x - ones * 0x20) & ~x;
+        uint64_t above_tilde = (x + ones) | x;
+        if ((below_sp | above_tilde) & highs)
+            break;
+        s += 8;
+    }
+    while (s < end && is((unsigned char)*s, C_V))
+        s++;
+    return s;
+}
+
 /* n bytes at s equal the lowercase lit, ASCII letters case-insensitively. Only
  * tchars reach here, and no tchar but a letter changes under | 0x20 into a
  * letter or '-'. */
@@ -188,10 +228,10 @@ static bool take_field(sws_http_parser *p, head_facts *f, const char *name, size
         if (NAME_IS(name, nn, "host")) {
             if (tn == 0 || ++f->hosts > 1)
                 return false;
+            uint8_t all = C_H; /* no branch per byte: every byte's class, and-ed */
             for (size_t i = 0; i < tn; i++)
-                if (!is((unsigned char)val[i], C_H))
-                    return false;
-            return true;
+                all &= cls[(unsigned char)val[i]];
+            return all != 0;
         }
         break;
     case 6:
@@ -294,16 +334,14 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     const char *s = d;
 
     /* Request line. */
-    while (s < end && is((unsigned char)*s, C_T))
-        s++;
+    s = skip_class(s, end, C_T);
     int method = method_of(d, (size_t)(s - d));
     if (method < 0 || s >= end || *s != ' ')
         return false;
     const char *t = ++s;
     if (s >= end || *s != '/')
         return false;
-    while (s < end && is((unsigned char)*s, C_U))
-        s++;
+    s = skip_class(s, end, C_U);
     size_t tn = (size_t)(s - t);
     if (tn > lim->uri_length || end - s < 11 || memcmp(s, " HTTP/1.", 8) != 0 ||
         (s[8] != '0' && s[8] != '1') || s[9] != '\r' || s[10] != '\n')
@@ -326,8 +364,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
             break;
         }
         const char *name = s;
-        while (s < end && is((unsigned char)*s, C_T))
-            s++;
+        s = skip_class(s, end, C_T);
         size_t nn = (size_t)(s - name);
         if (nn == 0 || s >= end || *s != ':')
             return give_up(r);
@@ -335,8 +372,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
         while (s < end && (*s == ' ' || *s == '\t'))
             s++;
         const char *val = s;
-        while (s < end && is((unsigned char)*s, C_V))
-            s++;
+        s = skip_value(s, end);
         if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
             return give_up(r);
         if (++count > lim->header_count || !take_field(p, &f, name, nn, val, (size_t)(s - val)))

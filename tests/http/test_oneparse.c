@@ -29,7 +29,8 @@ static const char *const seeds[] = {
     "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: a\r\nConnection: Keep-Alive, Upgrade\r\nUpgrade: h2c\r\n\r\n",
-    "POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET /n HTTP/1.1\r\nHost: a\r\n\r\n",
+    "POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET /n HTTP/1.1\r\nHost: "
+    "a\r\n\r\n",
     "POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 005 \r\n\r\nhello",
     "POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
     "PUT /p HTTP/1.1\r\nHost: a\r\nContent-Length: 2000\r\n\r\n",
