@@ -118,16 +118,39 @@ static const char *skip_value(const char *s, const char *end) {
     return s;
 }
 
-/* n bytes at s equal the lowercase lit, ASCII letters case-insensitively. Only
- * tchars reach here, and no tchar but a letter changes under | 0x20 into a
- * letter or '-'. */
-static bool name_eq(const char *s, size_t n, const char *lit, size_t litn) {
+/* n bytes at s equal the lowercase lit (n >= 4 when they are), ASCII letters
+ * case-insensitively, by words with each byte | 0x20. Only tchars and field
+ * value bytes reach here, and of those only a letter's case partner turns into
+ * a letter under | 0x20, and only CR (never here) into '-'. */
+static inline uint32_t lower4(const char *s) {
+    uint32_t x;
+    memcpy(&x, s, 4);
+    return x | 0x20202020u;
+}
+static inline uint64_t lower8(const char *s) {
+    uint64_t x;
+    memcpy(&x, s, 8);
+    return x | 0x2020202020202020ull;
+}
+static inline bool name_eq(const char *s, size_t n, const char *lit, size_t litn) {
     if (n != litn)
         return false;
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)s[i] | 0x20) != (unsigned char)lit[i])
+    uint32_t l4;
+    uint64_t l8;
+    if (n < 8) {
+        memcpy(&l4, lit, 4);
+        if (lower4(s) != l4)
             return false;
-    return true;
+        memcpy(&l4, lit + n - 4, 4);
+        return lower4(s + n - 4) == l4;
+    }
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&l8, lit + i, 8);
+        if (lower8(s + i) != l8)
+            return false;
+    }
+    memcpy(&l8, lit + n - 8, 8);
+    return lower8(s + n - 8) == l8;
 }
 #define NAME_IS(s, n, lit) name_eq(s, n, lit, sizeof(lit) - 1)
 
@@ -215,8 +238,9 @@ typedef struct head_facts {
     bool conn_close, conn_keep_alive;
 } head_facts;
 
-/* One field line's name and value (value: leading OWS gone, trailing kept).
- * Returns false when the reference path must read the head. */
+/* One field line's name and value (value: leading OWS gone, trailing kept),
+ * Host apart (read in the loop). Returns false when the reference path must
+ * read the head. */
 static bool take_field(sws_http_parser *p, head_facts *f, const char *name, size_t nn,
                        const char *val, size_t vn) {
     sws_http_request *r = &p->req;
@@ -224,16 +248,6 @@ static bool take_field(sws_http_parser *p, head_facts *f, const char *name, size
     while (tn && (val[tn - 1] == ' ' || val[tn - 1] == '\t'))
         tn--;
     switch (nn) {
-    case 4:
-        if (NAME_IS(name, nn, "host")) {
-            if (tn == 0 || ++f->hosts > 1)
-                return false;
-            uint8_t all = C_H; /* no branch per byte: every byte's class, and-ed */
-            for (size_t i = 0; i < tn; i++)
-                all &= cls[(unsigned char)val[i]];
-            return all != 0;
-        }
-        break;
     case 6:
         if (NAME_IS(name, nn, "expect"))
             return false;
@@ -333,11 +347,22 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     const char *end = d + (len < lim->header_bytes ? len : lim->header_bytes);
     const char *s = d;
 
-    /* Request line. */
-    s = skip_class(s, end, C_T);
-    int method = method_of(d, (size_t)(s - d));
-    if (method < 0 || s >= end || *s != ' ')
-        return false;
+    /* Request line: GET first, in one word, then the other methods taken. */
+    int method;
+    uint32_t w4;
+    if (len < 16)
+        return false; /* no head taken here is shorter: "GET / HTTP/1.0" CR LF CR LF */
+    memcpy(&w4, d, 4);
+    static const char get[4] = "GET ";
+    if (memcmp(&w4, get, 4) == 0) {
+        method = HTTP_GET;
+        s += 3;
+    } else {
+        s = skip_class(s, end, C_T);
+        method = method_of(d, (size_t)(s - d));
+        if (method < 0 || s >= end || *s != ' ')
+            return false;
+    }
     const char *t = ++s;
     if (s >= end || *s != '/')
         return false;
@@ -372,10 +397,25 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
         while (s < end && (*s == ' ' || *s == '\t'))
             s++;
         const char *val = s;
+        if (++count > lim->header_count)
+            return give_up(r);
+        if (nn == 4 && NAME_IS(name, nn, "host")) {
+            /* Read as uri-host bytes at once: anything else is the reference
+             * path's (a space inside, a byte no host holds: 400 there). */
+            s = skip_class(s, end, C_H);
+            if (s == val || ++f.hosts > 1)
+                return give_up(r);
+            while (s < end && (*s == ' ' || *s == '\t'))
+                s++;
+            if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
+                return give_up(r);
+            s += 2;
+            continue;
+        }
         s = skip_value(s, end);
         if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
             return give_up(r);
-        if (++count > lim->header_count || !take_field(p, &f, name, nn, val, (size_t)(s - val)))
+        if (!take_field(p, &f, name, nn, val, (size_t)(s - val)))
             return give_up(r);
         s += 2;
     }

@@ -10,8 +10,8 @@
  * path accepts, whole in d, is in p->req (as the reference path's callbacks
  * would leave it); *head_len is its length through the blank line and
  * *content_length its Content-Length (0 when none). False: the reference path
- * must read these bytes from d[0]; p->req's per-request fields are as at the
- * start of a message. */
+ * must read these bytes from d[0]; p->req's per-request fields may have been
+ * cleared, never left half-written for a request. */
 bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *head_len,
                         uint64_t *content_length);
 
