@@ -67,8 +67,11 @@ static const char *const seeds[] = {
     "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551616\r\n\r\n",
 };
 
-/* Small limits, so that mutations reach every one of them. */
-static const sws_http_limits lim = {400, 12, 64, 100, 32};
+/* Small limits, so that mutations reach every one of them; the defaults for
+ * the long lines of http_conformance.sh. */
+static const sws_http_limits small_lim = {400, 12, 64, 100, 32};
+static const sws_http_limits default_lim = SWS_HTTP_DEFAULT_LIMITS;
+static const sws_http_limits *lim = &small_lim;
 
 typedef struct run_log {
     uint32_t h; /* a digest of every result, in order */
@@ -109,7 +112,7 @@ static void mix_request(run_log *l, const sws_http_request *r) {
 static int run(const char *data, size_t len, size_t step, bool reference, run_log *l) {
     static sws_http_parser p;
     static char log_fields[SWS_HTTP_LOG_STORAGE], sf_fields[SWS_HTTP_SF_STORAGE];
-    sws_http_parser_init(&p, &lim);
+    sws_http_parser_init(&p, lim);
     p.reference_only = reference;
     p.req.log_fields = log_fields;
     p.req.sf_fields = sf_fields;
@@ -281,6 +284,36 @@ static void test_corpus_agrees(void **state) {
     assert_true(files > 0);
 }
 
+/* Request lines and heads at the default limits' edges: the 8000-octet line
+ * RFC 9112 3 asks servers to take, the longest target (uri_length), one past it
+ * (414), and a head one byte past header_bytes (431). */
+static void test_default_limits_agree(void **state) {
+    (void)state;
+    static char buf[20000];
+    const size_t targets[] = {7986, 8192, 8193};
+    lim = &default_lim;
+    for (size_t k = 0; k < sizeof(targets) / sizeof(targets[0]); k++) {
+        size_t n = (size_t)snprintf(buf, sizeof(buf), "GET /");
+        memset(buf + n, 'p', targets[k] - 1);
+        n += targets[k] - 1;
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, " HTTP/1.1\r\nHost: a\r\n\r\n");
+        /* Whole, the one pass takes the line up to uri_length, not past it. */
+        assert_int_equal(same(buf, n, 0), targets[k] <= default_lim.uri_length);
+        same(buf, n, 1000);
+    }
+    /* A field value that brings the head to header_bytes exactly, then one more. */
+    for (size_t extra = 0; extra < 2; extra++) {
+        size_t n = (size_t)snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\nHost: a\r\nX: ");
+        size_t fill = default_lim.header_bytes - n - 4 + extra;
+        memset(buf + n, 'v', fill);
+        n += fill;
+        memcpy(buf + n, "\r\n\r\n", 4);
+        n += 4;
+        assert_int_equal(same(buf, n, 0), extra == 0);
+    }
+    lim = &small_lim;
+}
+
 int main(int argc, char **argv) {
     corpus_dir = argc > 1 ? argv[1] : NULL;
     const struct CMUnitTest tests[] = {
@@ -288,6 +321,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_seeds_agree),
         cmocka_unit_test(test_mutations_agree),
         cmocka_unit_test(test_corpus_agrees),
+        cmocka_unit_test(test_default_limits_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
