@@ -1,4 +1,9 @@
-/* Request parsing on llhttp. One request is returned per call (the parser pauses
+/* Request parsing: head.c's one pass for the common request, and the
+ * reference path here (scan_head, then llhttp) for everything else. At the
+ * start of each request sws_http_feed offers the bytes to head.c, which takes
+ * only whole heads this path would accept and reads them as its callbacks
+ * would (see head.c); a request it took is finished here (fast_body) without
+ * llhttp. One request is returned per call (the parser pauses
  * in on_message_complete), so the caller answers pipelined requests in order and
  * can stop feeding when its output is full. Limits and the RFC 9112 rules llhttp
  * does not enforce are checked here; a violation stops the parser with the status
