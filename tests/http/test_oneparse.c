@@ -6,6 +6,7 @@
  * storage too), consume the same bytes and refuse with the same status. And
  * the common requests must really take the one pass (llhttp never sees them). */
 #include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -314,6 +315,53 @@ static void test_default_limits_agree(void **state) {
     lim = &small_lim;
 }
 
+/* After a request without keep-alive both paths refuse what follows as
+ * llhttp's closed state does (strict mode: empty lines skipped, any other byte
+ * 400), with scan_head's faults first; the figures are what the parser before
+ * head.c (975ae84, llhttp alone there) returned for the same bytes. */
+static void test_after_close_as_llhttp(void **state) {
+    (void)state;
+    static const struct {
+        const char *after;
+        int rc, status;
+    } cases[] = {
+        {"\r\n", SWS_HTTP_NEED_MORE, 0},
+        {"\r\n\r\n", SWS_HTTP_NEED_MORE, 0},
+        {"\r", SWS_HTTP_NEED_MORE, 0},
+        {"\n", -EBADMSG, 400},
+        {"X", -EBADMSG, 400},
+        {"\rX", -EBADMSG, 400},
+        {"\r\n\n", -EBADMSG, 400},
+        {" ", -EBADMSG, 400},
+        {"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", -EBADMSG, 400},
+    };
+    static const char *const heads[] = {
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", "GET / HTTP/1.0\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "0\r\n\r\n", /* the reference path's own */
+    };
+    for (size_t h = 0; h < sizeof(heads) / sizeof(heads[0]); h++) {
+        for (int reference = 0; reference < 2; reference++) {
+            for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+                sws_http_parser p;
+                sws_http_parser_init(&p, &small_lim);
+                p.reference_only = reference;
+                char buf[256];
+                int n = snprintf(buf, sizeof(buf), "%s%s", heads[h], cases[k].after);
+                size_t used;
+                int st;
+                assert_int_equal(sws_http_feed(&p, buf, (size_t)n, &used, &st), SWS_HTTP_REQUEST);
+                assert_int_equal(used, strlen(heads[h]));
+                assert_false(p.req.keep_alive);
+                assert_int_equal(sws_http_feed(&p, buf + used, (size_t)n - used, &used, &st),
+                                 cases[k].rc);
+                assert_int_equal(st, cases[k].status);
+                assert_false(sws_http_partial(&p));
+            }
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     corpus_dir = argc > 1 ? argv[1] : NULL;
     const struct CMUnitTest tests[] = {
@@ -322,6 +370,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_mutations_agree),
         cmocka_unit_test(test_corpus_agrees),
         cmocka_unit_test(test_default_limits_agree),
+        cmocka_unit_test(test_after_close_as_llhttp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
