@@ -7,11 +7,11 @@
  * reference path's callbacks produce for them (same sws_http_request, same
  * keep-alive, same Content-Length). Anything else -- a head not whole in this
  * read, any fault, any limit reached, a method, target byte, field byte or
- * framing field it does not handle -- is handed back untouched in meaning
- * (HEAD_FAST_NO), and the reference path reads it from its first byte. So every
- * refusal, and its status, stays the reference path's, whatever the split. The
- * fuzz_request target (one piece against split reads) and test_oneparse's
- * differential run check the subset property.
+ * framing field it does not handle -- is handed back (false), and the
+ * reference path reads it from its first byte. So every refusal, and its
+ * status, stays the reference path's, whatever the split. The fuzz_request
+ * target and test_oneparse run both paths on the same bytes and require the
+ * same results.
  *
  * What it takes (RFC 9112): method SP origin-form SP HTTP/1.x CRLF, fields
  * "token ':' OWS value OWS CRLF" with visible ASCII, SP and HTAB in values,
