@@ -699,8 +699,16 @@ void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits) {
     memset(p, 0, sizeof(*p));
     p->limits = limits;
     p->scan = S_START;
+    /* llhttp is set up when the reference path first needs it (ll_ready): a
+     * parser is made per request, and most requests never reach llhttp. */
+}
+
+static void llhttp_ready(sws_http_parser *p) {
+    if (p->ll_ready)
+        return;
     llhttp_init(&p->p, HTTP_REQUEST, &settings);
     p->p.data = p;
+    p->ll_ready = true;
 }
 
 static int refuse(sws_http_parser *p, int status, size_t len, size_t *consumed, int *out) {
@@ -817,6 +825,7 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
     if (p->scan == S_START && p->raw_head == 0 && !p->in_message &&
         fast_head(p, data, len, &head_len))
         return fast_body(p, head_len, len, consumed);
+    llhttp_ready(p);
     size_t off = 0;
     llhttp_errno_t e;
     for (;;) {
