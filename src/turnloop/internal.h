@@ -222,28 +222,34 @@ static inline uint64_t tl__make_id(const tl_loop *loop, uint32_t gen, uint32_t i
     return ((uint64_t)loop->tag << 48) | ((uint64_t)(gen & TL_ID_GEN_MASK) << TL_ID_INDEX_BITS) |
            (uint64_t)index;
 }
-static inline int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index) {
-    if (h == 0)
+/* The slot an id names, when the id is of this loop and below cap; the
+ * caller checks the slot's state and generation against *gen. */
+static inline int tl__id_slot(const tl_loop *loop, uint64_t id, uint32_t cap, uint32_t *index,
+                              uint32_t *gen) {
+    if (id == 0)
         return -ENOENT;
-    if ((uint16_t)(h >> 48) != loop->tag)
+    if ((uint16_t)(id >> 48) != loop->tag)
         return -EINVAL;
-    uint32_t i = (uint32_t)(h & (TL_ID_MAX_SLOTS - 1));
-    uint32_t gen = (uint32_t)(h >> TL_ID_INDEX_BITS) & TL_ID_GEN_MASK;
-    if (i >= loop->h_cap || loop->h[i].state != TL_SLOT_LIVE ||
-        (loop->h[i].gen & TL_ID_GEN_MASK) != gen)
+    *index = (uint32_t)(id & (TL_ID_MAX_SLOTS - 1));
+    *gen = (uint32_t)(id >> TL_ID_INDEX_BITS) & TL_ID_GEN_MASK;
+    return *index < cap ? 0 : -ENOENT;
+}
+static inline int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index) {
+    uint32_t i, gen;
+    int err = tl__id_slot(loop, h, loop->h_cap, &i, &gen);
+    if (err < 0)
+        return err;
+    if (loop->h[i].state != TL_SLOT_LIVE || (loop->h[i].gen & TL_ID_GEN_MASK) != gen)
         return -ENOENT;
     *index = i;
     return 0;
 }
 static inline int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index) {
-    if (op == 0)
-        return -ENOENT;
-    if ((uint16_t)(op >> 48) != loop->tag)
-        return -EINVAL;
-    uint32_t i = (uint32_t)(op & (TL_ID_MAX_SLOTS - 1));
-    uint32_t gen = (uint32_t)(op >> TL_ID_INDEX_BITS) & TL_ID_GEN_MASK;
-    if (i >= loop->o_cap || loop->o[i].state == TL_SLOT_FREE ||
-        (loop->o[i].gen & TL_ID_GEN_MASK) != gen)
+    uint32_t i, gen;
+    int err = tl__id_slot(loop, op, loop->o_cap, &i, &gen);
+    if (err < 0)
+        return err;
+    if (loop->o[i].state == TL_SLOT_FREE || (loop->o[i].gen & TL_ID_GEN_MASK) != gen)
         return -ENOENT;
     *index = i;
     return 0;
