@@ -15,8 +15,11 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "forwarded.h"
 #include "sws_msg.h"
 #include "upstream.h"
+#include "upstream_health.h"
+#include "upstream_pick.h"
 
 #define PX_TICK_MS 100
 #define PX_LINGER_MS 2000
@@ -38,10 +41,11 @@ typedef struct px_sess {
     bool req_done, resp_started, resp_done, resp_info, resp_up_ka;
     bool req_ka, req_head, req_chunked, req_http10, idem;
     bool resp_chunked_out, retried, replay_over;
-    int bad_status;   /* chosen by a callback that refused the request */
-    int chk_status;   /* the strict parser refused what follows chk_off with this status */
-    uint32_t chk_off; /* in[] bytes the strict parser has passed: only these reach req */
-    uint32_t up;      /* pool slot, or SWS_NIL */
+    bool head_names_up; /* the head sent names its upstream (Host): no retry elsewhere */
+    int bad_status;     /* chosen by a callback that refused the request */
+    int chk_status;     /* the strict parser refused what follows chk_off with this status */
+    uint32_t chk_off;   /* in[] bytes the strict parser has passed: only these reach req */
+    uint32_t up;        /* pool slot, or SWS_NIL */
     uint64_t deadline, up_deadline;
     uint64_t t0_us;
     struct px_sess *prev, *next;
@@ -64,6 +68,8 @@ typedef struct px_sess {
 typedef struct sws_proxy {
     sws_worker *w;
     sws_pool pool;
+    sws_pick_state pick;
+    sws_up_health *health; /* the server's; NULL only in unit tests */
     px_sess **slots;
     uint32_t nslots;
     uint32_t *free_idx;
@@ -99,6 +105,14 @@ static void sess_last(px_sess *s, bool linger) {
 
 static sws_up_conn *up_of(sws_proxy *px, px_sess *s) {
     return s->up == SWS_NIL ? NULL : px->pool.slots[s->up];
+}
+
+/* The one place an upstream is chosen: by [proxy] balance among those health
+ * allows, never one in the mask `exclude` (an upstream that just failed). -1: none. */
+static int pick_upstream(sws_proxy *px, uint32_t exclude) {
+    const sws_proxy_config *cfg = px->pool.cfg;
+    uint32_t usable = sws_health_usable(px->health, cfg, sws_health_now()) & ~exclude;
+    return sws_pick(cfg, &px->pick, px->pool.inflight, usable);
 }
 
 /* ---- output helpers ----------------------------------------------------- */
@@ -194,9 +208,10 @@ static int req_head(void *user, sws_msg *m) {
     s->req_chunked = (p->flags & F_CHUNKED) != 0;
     bool has_body = s->req_chunked || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
 
-    int rc = sws_pool_acquire(&px->pool, s->index, false, -1);
+    int pick = pick_upstream(px, 0);
+    int rc = pick < 0 ? -EHOSTUNREACH : sws_pool_acquire(&px->pool, s->index, false, pick);
     if (rc < 0) {
-        sws_up_error(&px->pool, SWS_UPE_OTHER);
+        sws_up_error(&px->pool, pick < 0 ? SWS_UPE_NONE_USABLE : SWS_UPE_OTHER);
         s->bad_status = 502;
         return -1;
     }
@@ -224,15 +239,15 @@ static int req_head(void *user, sws_msg *m) {
     wr(&b, " ", 1);
     wr(&b, m->buf + m->start_off, m->start_len);
     wrs(&b, " HTTP/1.1\r\n");
-    int xff = -1;
+    const sws_proxy_config *cfg = px->pool.cfg;
     bool expect = false, host = false;
     for (uint32_t i = 0; i < m->nf; i++) {
-        if (hop_by_hop(m, i))
+        if (hop_by_hop(m, i) || sws_forwarded_owns(cfg, m, i))
             continue;
-        host = host || sws_msg_name_is(m, i, "host");
-        if (sws_msg_name_is(m, i, "x-forwarded-for")) {
-            xff = (int)i;
-            continue;
+        if (sws_msg_name_is(m, i, "host")) {
+            host = cfg->host_mode == SWS_HOST_CLIENT;
+            if (!host)
+                continue; /* host = upstream or a value: replaced below */
         }
         if (sws_msg_name_is(m, i, "expect")) {
             /* Answered here: the upstream sees the body without waiting. */
@@ -241,20 +256,24 @@ static int req_head(void *user, sws_msg *m) {
         }
         wr_field(&b, m, i);
     }
-    wrs(&b, "X-Forwarded-For: ");
-    if (xff >= 0) {
-        wr(&b, m->buf + m->f[xff].val_off, m->f[xff].val_len);
-        wrs(&b, ", ");
-    }
-    wrs(&b, strcmp(s->peer, "-") != 0 ? s->peer : "unknown");
-    wrs(&b, "\r\nVia: 1.1 scalwsd\r\n");
-    if (!host) {
-        /* An HTTP/1.0 request may come without Host; what goes upstream is
-         * HTTP/1.1, which requires one (RFC 9112 3.2): the upstream's own
-         * name, as nginx's default $proxy_host. */
+    size_t fl = hl;
+    if (sws_forwarded_build(cfg, m, s->peer, px->w->cfg->listen_tls, head, sizeof(head), &fl) < 0)
+        b.over = true;
+    hl = (uint32_t)fl;
+    wrs(&b, "Via: 1.1 scalwsd\r\n");
+    s->head_names_up = false;
+    if (cfg->host_mode == SWS_HOST_FIXED) {
         wrs(&b, "Host: ");
-        wrs(&b, px->pool.cfg->up[u->upstream].text);
+        wrs(&b, cfg->host);
         wrs(&b, "\r\n");
+    } else if (!host) {
+        /* host = upstream, or an HTTP/1.0 request without Host: what goes
+         * upstream is HTTP/1.1, which requires one (RFC 9112 3.2), the
+         * upstream's own name, as nginx's default $proxy_host. */
+        wrs(&b, "Host: ");
+        wrs(&b, cfg->up[u->upstream].text);
+        wrs(&b, "\r\n");
+        s->head_names_up = true;
     }
     if (s->req_chunked)
         wrs(&b, "Transfer-Encoding: chunked\r\n");
@@ -593,6 +612,21 @@ static void up_fail(sws_proxy *px, px_sess *s, enum sws_up_err kind, int status)
     bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && (s->idem || !u->sent) &&
                  !s->retried && !s->replay_over && !s->resp_started;
     int upstream = u->upstream;
+    /* A connect that failed sent nothing: any request may go to another
+     * upstream (nginx's proxy_next_upstream error timeout), so one dead
+     * upstream costs its clients no 502 while health catches up. */
+    bool connect_failed =
+        kind == SWS_UPE_REFUSED || kind == SWS_UPE_UNREACHABLE || kind == SWS_UPE_CONNECT_TIMEOUT;
+    if (!retry) /* a pooled connection found closed is no fault of the upstream's */
+        sws_health_failed(px->health, px->pool.cfg, upstream, sws_health_now());
+    if (connect_failed && !u->sent && !s->retried && !s->replay_over && !s->resp_started &&
+        !s->head_names_up) {
+        int other = pick_upstream(px, 1u << upstream);
+        if (other >= 0) {
+            retry = true;
+            upstream = other;
+        }
+    }
     sws_pool_release(&px->pool, u, false);
     s->up = SWS_NIL;
     if (retry) {
@@ -623,8 +657,10 @@ static void exchange_end(sws_proxy *px, px_sess *s) {
         sess_last(s, true); /* the rest of the request was never read */
         stop_reading(px, s);
     }
-    if (u)
+    if (u) {
+        sws_health_passed(px->health, u->upstream);
         sws_pool_release(&px->pool, u, keep);
+    }
     s->up = SWS_NIL;
     SWS_ADD(px->w->ctr.requests, 1);
     log_exchange(px, s, s->resp_status, s->resp_bytes);
@@ -1029,6 +1065,8 @@ static int proxy_init(sws_worker *w, sws_scenario *sc) {
     int rc = sws_pool_init(&px->pool, w->loop, &cfg->proxy, proxy_extra_handles(cfg));
     if (rc < 0)
         return rc;
+    sws_pick_init(&px->pick, (uint64_t)now_us() * 2654435761u + (uint64_t)w->index + 1);
+    px->health = w->srv ? w->srv->up_health : NULL;
     arm_tick(px);
     return 0;
 }
