@@ -336,6 +336,7 @@ static bool give_up(sws_http_request *r) {
     r->referer_len = r->user_agent_len = r->line_len = 0;
     memset(r->sf_len, 0, sizeof(r->sf_len));
     r->sf_path_len = 0;
+    r->host_len = 0;
     return false;
 }
 
@@ -343,6 +344,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
                         uint64_t *content_length) {
     const sws_http_limits *lim = p->limits;
     sws_http_request *r = &p->req;
+    r->host_len = 0; /* no Host (HTTP/1.0): routes without a host only */
     /* Past header_bytes is 431, the reference path's to say. */
     const char *end = d + (len < lim->header_bytes ? len : lim->header_bytes);
     const char *s = d;
@@ -405,6 +407,11 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
             s = skip_class(s, end, C_H);
             if (s == val || ++f.hosts > 1)
                 return give_up(r);
+            /* Kept for routing, as parse.c keeps it (cut at SWS_HTTP_HOST_MAX). */
+            size_t hl =
+                (size_t)(s - val) < SWS_HTTP_HOST_MAX ? (size_t)(s - val) : SWS_HTTP_HOST_MAX;
+            memcpy(r->host, val, hl);
+            r->host_len = (uint16_t)hl;
             while (s < end && (*s == ' ' || *s == '\t'))
                 s++;
             if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
