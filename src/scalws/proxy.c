@@ -28,8 +28,9 @@
 
 #define PX_TICK_MS 100
 /* What goes upstream: the rewritten head and the body. Bytes written stay
- * (the retry copy) until room is needed; then the copy is given up. */
+ * as the retry copy while the request has sent at most PX_REPLAY bytes. */
 #define PX_OBUF 40960
+#define PX_REPLAY 16384
 /* Room kept for a rewritten head (at most SWS_MSG_HEAD_MAX plus the added
  * fields) and chunk framing, on top of what is fed. */
 #define PX_SLACK 9216
@@ -237,8 +238,8 @@ static px_x *x_of_up(sws_proxy *px, const sws_up_conn *u) {
     return x && x->up == u->index ? x : NULL;
 }
 
-/* Appends to what goes upstream. Written bytes are kept as the retry copy
- * until room is needed and no write is reading them. */
+/* Appends to what goes upstream. Written bytes stay as the retry copy; once
+ * the request passed PX_REPLAY they are dropped when room is needed. */
 static int put_up(px_x *x, const char *d, size_t n) {
     if (x->olen + n > PX_OBUF) {
         sws_up_conn *u = up_of(x);
@@ -253,6 +254,8 @@ static int put_up(px_x *x, const char *d, size_t n) {
     }
     memcpy(x->obuf + x->olen, d, n);
     x->olen += (uint32_t)n;
+    if (x->olen > PX_REPLAY)
+        x->replay_over = true; /* a larger request is not retried: the copy's bound */
     return 0;
 }
 
@@ -546,7 +549,7 @@ static void x_error(sws_proxy *px, px_x *x, int status) {
 /* The upstream failed. Retries once, on a fresh connection, a request sent on
  * a pooled connection that died before a response byte, when the method is
  * idempotent (or nothing was sent yet) and everything sent is still at hand:
- * a request whose copy was given up (past PX_OBUF) is answered 502 instead. */
+ * a request past the copy's bound (PX_REPLAY, 16 KiB) is answered 502 instead. */
 static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     sws_up_conn *u = up_of(x);
     if (!u)
@@ -575,9 +578,14 @@ static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
         x_error(px, x, status);
         return;
     }
+    /* Cut mid-answer: what came is written, then the connection closes
+     * without the answer's end (no last chunk, Content-Length unmet), so the
+     * client cannot take it for complete. */
     sws_conn *c = x->c;
     x_give(px, x, false);
-    sws_conn_close(px->w, c); /* never a truncated answer that looks complete */
+    sws_conn_last(px->w, c);
+    sws_conn_answer_end(px->w, c);
+    conn_kick(px, c);
 }
 
 /* Moves what the upstream sent into the client's output while it has room,
