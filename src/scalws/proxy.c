@@ -582,6 +582,8 @@ static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
      * without the answer's end (no last chunk, Content-Length unmet), so the
      * client cannot take it for complete. */
     sws_conn *c = x->c;
+    if (px->w->access_log)
+        sws_access_log_parsed(px->w, c->peer, &c->parser, x->resp_status, x->resp_bytes);
     x_give(px, x, false);
     sws_conn_last(px->w, c);
     sws_conn_answer_end(px->w, c);
@@ -721,7 +723,9 @@ static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_conn *c) {
     px_x *x = px ? px->xs[c->index] : NULL;
     if (!x)
         return;
-    if (w->access_log && x->answering)
+    /* A request the connection refused (a strict-parser fault mid-body) has
+     * its line already. */
+    if (w->access_log && x->req.headers_done && c->parser.status == 0)
         sws_access_log_parsed(w, c->peer, &c->parser, x->resp_started ? x->resp_status : 499,
                               x->resp_bytes);
     x_give(px, x, false);
