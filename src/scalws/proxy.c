@@ -20,6 +20,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -119,31 +120,107 @@ static void wrs(wbuf *b, const char *s) {
     wr(b, s, strlen(s));
 }
 
+/* "%zx\r\n" without snprintf: a chunk's size line. Returns its length. */
+static size_t chunk_line(char *out, size_t n) {
+    char tmp[16];
+    size_t k = 0;
+    do {
+        tmp[k++] = "0123456789abcdef"[n & 15];
+        n >>= 4;
+    } while (n);
+    for (size_t i = 0; i < k; i++)
+        out[i] = tmp[k - 1 - i];
+    out[k] = '\r';
+    out[k + 1] = '\n';
+    return k + 2;
+}
+
 static void wr_chunk(wbuf *b, const char *d, size_t n) {
     char hdr[24];
-    int k = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
-    wr(b, hdr, (size_t)k);
+    wr(b, hdr, chunk_line(hdr, n));
     wr(b, d, n);
     wr(b, "\r\n", 2);
 }
 
-static bool hop_by_hop(const sws_msg *m, uint32_t i) {
-    static const char *const names[] = {"connection", "keep-alive",        "proxy-connection", "te",
-                                        "trailer",    "transfer-encoding", "upgrade"};
-    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-        if (sws_msg_name_is(m, i, names[k]))
+/* What a field is to the proxy, from its name: one length switch and at most
+ * two compares per field, instead of a compare against every name. */
+enum px_field { PXF_OTHER, PXF_HOP, PXF_CONNECTION, PXF_HOST, PXF_XFF, PXF_EXPECT };
+
+static bool name_eq(const sws_msg *m, uint32_t i, const char *lit, size_t n) {
+    return m->f[i].name_len == n && strncasecmp(m->buf + m->f[i].name_off, lit, n) == 0;
+}
+
+static enum px_field field_kind(const sws_msg *m, uint32_t i) {
+#define PXF_IS(lit) name_eq(m, i, lit, sizeof(lit) - 1)
+    switch (m->f[i].name_len) {
+    case 2:
+        return PXF_IS("te") ? PXF_HOP : PXF_OTHER;
+    case 4:
+        return PXF_IS("host") ? PXF_HOST : PXF_OTHER;
+    case 6:
+        return PXF_IS("expect") ? PXF_EXPECT : PXF_OTHER;
+    case 7:
+        return PXF_IS("trailer") || PXF_IS("upgrade") ? PXF_HOP : PXF_OTHER;
+    case 10:
+        return PXF_IS("connection") ? PXF_CONNECTION : PXF_IS("keep-alive") ? PXF_HOP : PXF_OTHER;
+    case 15:
+        return PXF_IS("x-forwarded-for") ? PXF_XFF : PXF_OTHER;
+    case 16:
+        return PXF_IS("proxy-connection") ? PXF_HOP : PXF_OTHER;
+    case 17:
+        return PXF_IS("transfer-encoding") ? PXF_HOP : PXF_OTHER;
+    default:
+        return PXF_OTHER;
+    }
+#undef PXF_IS
+}
+
+/* Whether a Connection value names a field beyond close and keep-alive. */
+static bool names_fields(const sws_msg *m, uint32_t i) {
+    const char *v = m->buf + m->f[i].val_off, *end = v + m->f[i].val_len;
+    while (v < end) {
+        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
+            v++;
+        const char *t = v;
+        while (v < end && *v != ',' && *v != ' ' && *v != '\t')
+            v++;
+        size_t n = (size_t)(v - t);
+        if (n && !(n == 5 && strncasecmp(t, "close", 5) == 0) &&
+            !(n == 10 && strncasecmp(t, "keep-alive", 10) == 0))
             return true;
-    /* Fields named by Connection are hop-by-hop too (RFC 9110 7.6.1). */
-    char name[64];
-    uint32_t nl = m->f[i].name_len;
-    if (nl >= sizeof(name))
-        return false;
-    memcpy(name, m->buf + m->f[i].name_off, nl);
-    name[nl] = '\0';
-    for (uint32_t j = 0; j < m->nf; j++)
-        if (sws_msg_name_is(m, j, "connection") && sws_msg_value_has(m, j, name))
-            return true;
+    }
     return false;
+}
+
+/* The kinds of m's fields into kind[]; fields named by Connection are
+ * hop-by-hop too (RFC 9110 7.6.1), found by a second pass only when a
+ * Connection value names one. */
+static void field_kinds(const sws_msg *m, uint8_t *kind) {
+    bool named = false;
+    for (uint32_t i = 0; i < m->nf; i++) {
+        kind[i] = (uint8_t)field_kind(m, i);
+        if (kind[i] == PXF_CONNECTION)
+            named = named || names_fields(m, i);
+    }
+    if (!named)
+        return;
+    for (uint32_t i = 0; i < m->nf; i++) {
+        char name[64];
+        uint32_t nl = m->f[i].name_len;
+        if (kind[i] == PXF_HOP || kind[i] == PXF_CONNECTION || nl >= sizeof(name))
+            continue;
+        memcpy(name, m->buf + m->f[i].name_off, nl);
+        name[nl] = '\0';
+        for (uint32_t j = 0; j < m->nf; j++)
+            if (kind[j] == PXF_CONNECTION && sws_msg_value_has(m, j, name)) {
+                kind[i] = PXF_HOP;
+                break;
+            }
+    }
+}
+
+static bool is_hop(uint8_t kind) {
+    return kind == PXF_HOP || kind == PXF_CONNECTION;
 }
 
 static void wr_field(wbuf *b, const sws_msg *m, uint32_t i) {
@@ -274,15 +351,17 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_
     wrs(&b, " HTTP/1.1\r\n");
     int xff = -1;
     bool host = false;
+    uint8_t kind[SWS_MSG_FIELDS_MAX];
+    field_kinds(m, kind);
     for (uint32_t i = 0; i < m->nf; i++) {
-        if (hop_by_hop(m, i))
+        if (is_hop(kind[i]))
             continue;
-        host = host || sws_msg_name_is(m, i, "host");
-        if (sws_msg_name_is(m, i, "x-forwarded-for")) {
+        host = host || kind[i] == PXF_HOST;
+        if (kind[i] == PXF_XFF) {
             xff = (int)i;
             continue;
         }
-        if (sws_msg_name_is(m, i, "expect"))
+        if (kind[i] == PXF_EXPECT)
             continue; /* answered by the connection: the upstream sees the body at once */
         wr_field(&b, m, i);
     }
@@ -348,8 +427,8 @@ static int req_body(void *user, const char *d, size_t n) {
     px_x *x = user;
     if (x->req_chunked) {
         char hdr[24];
-        int k = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
-        if (put_up(x, hdr, (size_t)k) < 0 || put_up(x, d, n) < 0 || put_up(x, "\r\n", 2) < 0)
+        size_t k = chunk_line(hdr, n);
+        if (put_up(x, hdr, k) < 0 || put_up(x, d, n) < 0 || put_up(x, "\r\n", 2) < 0)
             return -1;
         return 0;
     }
@@ -391,13 +470,18 @@ static int resp_head(void *user, sws_msg *m) {
     bool eofbody = !nobody && !chunked && !(p->flags & F_CONTENT_LENGTH);
     bool ka = x->ka && !px->w->draining && c->phase == SWS_PH_OPEN;
     wbuf b = out_of(x);
-    char line[32];
-    int k = snprintf(line, sizeof(line), "HTTP/1.1 %d ", status);
-    wr(&b, line, (size_t)k);
+    /* llhttp reads exactly three digits: 200..999 here. */
+    char line[13] = "HTTP/1.1 000 ";
+    line[9] = (char)('0' + status / 100);
+    line[10] = (char)('0' + status / 10 % 10);
+    line[11] = (char)('0' + status % 10);
+    wr(&b, line, sizeof(line));
     wr(&b, m->buf + m->start_off, m->start_len);
     wr(&b, "\r\n", 2);
+    uint8_t kind[SWS_MSG_FIELDS_MAX];
+    field_kinds(m, kind);
     for (uint32_t i = 0; i < m->nf; i++)
-        if (!hop_by_hop(m, i))
+        if (!is_hop(kind[i]))
             wr_field(&b, m, i);
     wrs(&b, "Via: 1.1 scalwsd\r\n");
     x->resp_chunked_out = false;
