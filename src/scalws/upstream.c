@@ -4,6 +4,7 @@
  * the shared pool (pool = shared) is touched by every loop, under its mutex. */
 #include "upstream.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +23,11 @@ const char *const sws_up_err_names[SWS_UPE_N] = {"refused",      "unreachable", 
                                                  "bad_response", "other"};
 
 #define UP_TOKEN(i, tag) sws_token(i, tag)
+
+/* Issue 17: an idle pooled connection costs at most 1 KiB of user space; it
+ * holds no buffer, so its slot is all of it (and its index in an idle stack). */
+static_assert(sizeof(sws_up_conn) + sizeof(sws_up_conn *) + sizeof(uint32_t) <= 1024,
+              "an idle pooled upstream connection must stay within 1 KiB");
 
 /* The shared pool: detached transports, a LIFO per upstream. Each loop's pool
  * adds pool_per_loop entries of room, so both modes keep as many idle
