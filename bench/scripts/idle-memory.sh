@@ -72,11 +72,10 @@ if [ "$mode" = respond ]; then
 fi
 start up --listen 127.0.0.1:0 --worker-threads 1
 up=$port
-proxy() { # NAME POOL: the proxy scalwsd; sets pid, port, admin
-    printf '[server]\nlisten = 127.0.0.1:0\nscenario = proxy\nevent_loops = 1\n[limits]\nmax_connections = %s\n[proxy]\nupstream = 127.0.0.1:%s\npool_per_loop = %s\n[admin]\nlisten = 127.0.0.1:0\n' \
+proxy() { # NAME POOL: the proxy scalwsd; sets pid and port
+    printf '[server]\nlisten = 127.0.0.1:0\nscenario = proxy\nevent_loops = 1\n[limits]\nmax_connections = %s\n[proxy]\nupstream = 127.0.0.1:%s\npool_per_loop = %s\n' \
         $((n + 1024)) "$up" "$2" >"$tmp/$1.ini"
     start "$1" --config "$tmp/$1.ini"
-    admin=$(ready_port "$tmp/$1.ready" admin)
 }
 proxy px 256
 clients "$port" "$n" "$pid" 1 | jq -c '{idle_proxied_client: .}'
