@@ -413,9 +413,9 @@ static int req_head(void *user, sws_msg *m) {
     if (u->state == SWS_UP_BUSY && sws_pool_recv(&px->pool, u) < 0)
         x->wfail = true; /* the tick fails it: as a reset, retried once */
     x->t0_us = now_us();
-    x->up_deadline = tl_loop_now(px->w->loop) +
-                     (u->state == SWS_UP_CONNECTING ? px->pc->connect_timeout_ms
-                                                    : px->pc->read_timeout_ms);
+    x->up_deadline =
+        tl_loop_now(px->w->loop) +
+        (u->state == SWS_UP_CONNECTING ? px->pc->connect_timeout_ms : px->pc->read_timeout_ms);
     if (!rewrite_head(px, x, m, u)) {
         x->bad_status = 431;
         return -1;
@@ -617,9 +617,9 @@ static void x_error(sws_proxy *px, px_x *x, int status) {
     if (w->access_log)
         sws_access_log_parsed(w, c->peer, &c->parser, status,
                               head ? 0 : sws_http_error_body_len(status));
-    size_t n = c->out ? sws_http_error(c->out + c->olen, w->out_cap - c->olen, status,
-                                       w->date.str, head)
-                      : 0;
+    size_t n =
+        c->out ? sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, head)
+               : 0;
     if (n == 0) {
         sws_conn_close(w, c);
         return;
@@ -966,8 +966,7 @@ static void on_tick(sws_proxy *px) {
             up_fail(px, x, SWS_UPE_RESET, 502);
         } else if (now >= x->up_deadline) {
             up_fail(px, x,
-                    u->state == SWS_UP_CONNECTING ? SWS_UPE_CONNECT_TIMEOUT
-                                                  : SWS_UPE_READ_TIMEOUT,
+                    u->state == SWS_UP_CONNECTING ? SWS_UPE_CONNECT_TIMEOUT : SWS_UPE_READ_TIMEOUT,
                     504);
         } else {
             if (x->answering && !x->c->write_inflight && x->c->deadline < now + 2 * PX_TICK_MS)

@@ -72,9 +72,8 @@ static void tokens_round_trip_and_route_by_range(void **state) {
                                SWS_T_LISTENER_CLOSE};
     for (size_t i = 0; i < sizeof(worker) / sizeof(worker[0]); i++)
         assert_true(sws_tag_is_worker(worker[i]));
-    const unsigned scenario[] = {SWS_T_RECV,       SWS_T_WRITE,   SWS_T_CLOSE,
-                                 SWS_T_PX_TICK,    SWS_T_UP_CONNECT, SWS_T_UP_READ,
-                                 SWS_T_UP_WRITE,   SWS_T_UP_CLOSE};
+    const unsigned scenario[] = {SWS_T_RECV,       SWS_T_WRITE,   SWS_T_CLOSE,    SWS_T_PX_TICK,
+                                 SWS_T_UP_CONNECT, SWS_T_UP_READ, SWS_T_UP_WRITE, SWS_T_UP_CLOSE};
     for (size_t i = 0; i < sizeof(scenario) / sizeof(scenario[0]); i++)
         assert_false(sws_tag_is_worker(scenario[i]));
     /* Every tag is distinct. */
