@@ -125,6 +125,40 @@ enum {
     OPT_SECONDS,
 };
 
+/* The numeric options: each one's range and how its refusal names it. */
+static const struct {
+    int opt;
+    const char *flag;
+    uint64_t lo, hi;
+    const char *wants;
+} num_opts[] = {
+    {OPT_LOOPS, "--loops", 1, 256, "an integer in 1..256"},
+    {OPT_CONNECTIONS, "--connections", 1, 1000000000ull, "an integer in 1..1000000000"},
+    {OPT_CLIENTS, "--clients", 1, 4096, "an integer in 1..4096"},
+    {OPT_PAYLOAD, "--payload", 1, 1u << 20, "bytes in 1..1048576"},
+    {OPT_ACCEPTORS, "--acceptors", 1, 256, "an integer in 1..256"},
+    {OPT_LONG_LIVED, "--long-lived", 1, 4096, "a client count in 1..4096"},
+    {OPT_REQUESTS, "--requests", 1, 1000000000ull, "an integer in 1..1000000000"},
+    {OPT_SECONDS, "--seconds", 1, 3600, "an integer in 1..3600"},
+    {OPT_TEST_WATCHDOG_MS, "--test-watchdog-ms", 1, 3600000, "1..3600000"},
+};
+
+/* optarg as the numeric option opt, or the usage error that names its range. */
+static uint64_t num_arg(int opt) {
+    for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++) {
+        if (num_opts[i].opt != opt)
+            continue;
+        uint64_t v;
+        if (parse_u64(optarg, num_opts[i].lo, num_opts[i].hi, &v) == 0)
+            return v;
+        fprintf(stderr, "turnloop-bench: %s wants %s, not '%s'\n", num_opts[i].flag,
+                num_opts[i].wants, optarg);
+        usage(stderr);
+        exit(EXIT_USAGE);
+    }
+    abort(); /* an option missing from num_opts */
+}
+
 static void parse_args(int argc, char **argv, bench_config *cfg) {
     static const struct option opts[] = {
         {"accept-scaling", no_argument, NULL, OPT_ACCEPT_SCALING},
@@ -154,7 +188,6 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
     };
     int have_mode = 0, have_route = 0, have_loops = 0, have_conns = 0, have_clients = 0;
     int have_policy = 0, have_acceptors = 0, have_requests = 0, have_seconds = 0;
-    uint64_t v;
     memset(cfg, 0, sizeof(*cfg));
     cfg->payload = 64;
     cfg->backend = TL_BACKEND_AUTO;
@@ -182,27 +215,19 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
             break;
         }
         case OPT_LOOPS:
-            if (parse_u64(optarg, 1, 256, &v) < 0)
-                bad_usage("--loops wants an integer in 1..256, not '%s'", optarg);
-            cfg->loops = (int)v;
+            cfg->loops = (int)num_arg(c);
             have_loops = 1;
             break;
         case OPT_CONNECTIONS:
-            if (parse_u64(optarg, 1, 1000000000ull, &v) < 0)
-                bad_usage("--connections wants an integer in 1..1000000000, not '%s'", optarg);
-            cfg->connections = v;
+            cfg->connections = num_arg(c);
             have_conns = 1;
             break;
         case OPT_CLIENTS:
-            if (parse_u64(optarg, 1, 4096, &v) < 0)
-                bad_usage("--clients wants an integer in 1..4096, not '%s'", optarg);
-            cfg->clients = (int)v;
+            cfg->clients = (int)num_arg(c);
             have_clients = 1;
             break;
         case OPT_PAYLOAD:
-            if (parse_u64(optarg, 1, 1u << 20, &v) < 0)
-                bad_usage("--payload wants bytes in 1..1048576, not '%s'", optarg);
-            cfg->payload = (uint32_t)v;
+            cfg->payload = (uint32_t)num_arg(c);
             break;
         case OPT_PORTABLE:
             cfg->portable = 1;
@@ -245,9 +270,7 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
             cfg->test_idle_acceptor = 1;
             break;
         case OPT_ACCEPTORS:
-            if (parse_u64(optarg, 1, 256, &v) < 0)
-                bad_usage("--acceptors wants an integer in 1..256, not '%s'", optarg);
-            cfg->acceptors = (int)v;
+            cfg->acceptors = (int)num_arg(c);
             have_acceptors = 1;
             break;
         case OPT_PIN:
@@ -257,26 +280,18 @@ static void parse_args(int argc, char **argv, bench_config *cfg) {
             cfg->pin_clients = 1;
             break;
         case OPT_LONG_LIVED:
-            if (parse_u64(optarg, 1, 4096, &v) < 0)
-                bad_usage("--long-lived wants a client count in 1..4096, not '%s'", optarg);
-            cfg->long_lived = (int)v;
+            cfg->long_lived = (int)num_arg(c);
             break;
         case OPT_REQUESTS:
-            if (parse_u64(optarg, 1, 1000000000ull, &v) < 0)
-                bad_usage("--requests wants an integer in 1..1000000000, not '%s'", optarg);
-            cfg->requests_per_client = v;
+            cfg->requests_per_client = num_arg(c);
             have_requests = 1;
             break;
         case OPT_SECONDS:
-            if (parse_u64(optarg, 1, 3600, &v) < 0)
-                bad_usage("--seconds wants an integer in 1..3600, not '%s'", optarg);
-            cfg->seconds = (uint32_t)v;
+            cfg->seconds = (uint32_t)num_arg(c);
             have_seconds = 1;
             break;
         case OPT_TEST_WATCHDOG_MS:
-            if (parse_u64(optarg, 1, 3600000, &v) < 0)
-                bad_usage("--test-watchdog-ms wants 1..3600000, not '%s'", optarg);
-            cfg->watchdog_ms = (uint32_t)v;
+            cfg->watchdog_ms = (uint32_t)num_arg(c);
             have_watchdog = 1;
             break;
         default:

@@ -70,6 +70,7 @@ typedef struct sws_config {
     sws_backend backend;
     uint32_t drain_timeout_ms;
     uint32_t drain_idle_grace_ms; /* used capped at keepalive_timeout_ms */
+    uint32_t restart_timeout_ms;  /* SIGUSR2: a new process not serving by then is stopped */
     char access_log[256];         /* empty: none */
     bool defer_accept; /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
     sws_scenario_kind scenario;

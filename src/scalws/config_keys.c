@@ -298,6 +298,8 @@ const sws_key sws_config_keys[] = {
     MS("server", "drain_idle_grace", drain_idle_grace_ms, 0, "1s", RELOAD,
        "on a drain, how long an idle keep-alive connection may still send a request "
        "(at most keepalive_timeout)"),
+    MS("server", "restart_timeout", restart_timeout_ms, 1000, "60s", RELOAD,
+       "on SIGUSR2, how long the new process may take to serve before it is stopped"),
     BOOL("server", "defer_accept", defer_accept, "on", RESTART,
          "TCP_DEFER_ACCEPT: accept once the request's first bytes arrive"),
     ENUM("server", "scenario", scenario, scenario_names, "respond", RESTART,

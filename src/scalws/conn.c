@@ -910,6 +910,16 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
             idle_close_begin(w, c, now);
             continue;
         }
+        if (c->is_tls && c->tls.established && !c->tls.failed && c->phase == SWS_PH_OPEN &&
+            conn_idle(c)) {
+            /* keepalive_timeout over TLS: close_notify before the FIN (as
+             * nginx), so that the client sees a close, not a truncation. The
+             * sweep closes it if that write does not finish by the deadline. */
+            c->deadline = now + SWS_LINGER_MS;
+            conn_last(w, c, false);
+            flush(w, c);
+            continue;
+        }
         if (sws_http_partial(&c->parser) && c->phase == SWS_PH_OPEN && !c->answer_pending) {
             if (c->olen + 512 <= w->out_cap) {
                 answer_error(w, c, 408);

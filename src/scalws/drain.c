@@ -126,6 +126,9 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
             if (timeout < 0 || left < (uint64_t)timeout)
                 timeout = (int)(left > INT32_MAX ? INT32_MAX : left);
         }
+        int restart_wait = sws_reexec_wait_ms(s, sws_now_ms());
+        if (restart_wait >= 0 && (timeout < 0 || restart_wait < timeout))
+            timeout = restart_wait;
         int reload_wait = sws_reload_poll(s); /* a reload's old config may be freed */
         if (reload_wait >= 0 && (timeout < 0 || reload_wait < timeout))
             timeout = reload_wait;
@@ -179,6 +182,7 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
         }
         if (n > 0 && s->acme_http_fd >= 0 && (p[5].revents & POLLIN))
             sws_admin_serve_challenge(s, s->acme_http_fd);
+        sws_reexec_tick(s, sws_now_ms());
         if (d.draining && sws_now_ms() >= d.deadline) {
             if (!d.forced) {
                 d.forced = true;

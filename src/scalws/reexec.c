@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +35,12 @@ static int tell_fd = -1;
 static int ready_fd = -1;
 static pid_t ready_pid;
 static pid_t started; /* the process the last SIGUSR2 started, until it exits */
+/* When it was started, and when it was sent SIGTERM for not serving in time
+ * (0: not yet), and whether SIGKILL followed: a new process that hangs before
+ * it serves must not block every later SIGUSR2 ("running already") for ever. */
+static uint64_t started_ms, stopped_ms;
+static bool killed;
+#define STOP_GRACE_MS 5000 /* after SIGTERM, before SIGKILL */
 
 static bool listening_stream(int fd) {
     int type = 0, acc = 0;
@@ -266,13 +273,45 @@ void sws_reexec_on_signal(sws_server *s, int signo, bool draining, int admin) {
         return;
     }
     pid_t pid = sws_reexec(s->listen_fds, s->nlisten_fds, admin);
-    if (pid < 0)
+    if (pid < 0) {
         fprintf(stderr, "scalwsd: SIGUSR2: cannot start a new process: %s\n", strerror(-pid));
-    else
+    } else {
         started = pid;
+        started_ms = sws_now_ms();
+        stopped_ms = 0;
+        killed = false;
+    }
     if (pid > 0)
         fprintf(stderr,
                 "scalwsd: SIGUSR2: started new process %d on %d listening socket%s; "
                 "this one (%d) drains once it serves on every loop\n",
                 (int)pid, s->nlisten_fds, s->nlisten_fds == 1 ? "" : "s", (int)getpid());
+}
+
+/* The new process has not told us it serves (its pipe is still open). */
+static bool starting(void) {
+    return started > 0 && ready_fd >= 0 && !killed;
+}
+
+int sws_reexec_wait_ms(const sws_server *s, uint64_t now) {
+    if (!starting())
+        return -1;
+    uint64_t at = stopped_ms ? stopped_ms + STOP_GRACE_MS : started_ms + s->cfg->restart_timeout_ms;
+    return now >= at ? 0 : (int)(at - now > INT32_MAX ? INT32_MAX : at - now);
+}
+
+void sws_reexec_tick(const sws_server *s, uint64_t now) {
+    if (!starting() || sws_reexec_wait_ms(s, now) > 0)
+        return;
+    /* TERM first: had it begun to accept, it drains what it took. Its signals
+     * are blocked until its signalfd exists, so one that hangs before that
+     * only goes with KILL. This process never stopped serving meanwhile. */
+    int sig = stopped_ms ? SIGKILL : SIGTERM;
+    fprintf(stderr,
+            "scalwsd: SIGUSR2: new process %d does not serve after %" PRIu32
+            " ms (restart_timeout); sending %s; this one keeps serving\n",
+            (int)started, s->cfg->restart_timeout_ms, sig == SIGKILL ? "SIGKILL" : "SIGTERM");
+    kill(started, sig);
+    stopped_ms = now;
+    killed = sig == SIGKILL; /* nothing more to send: SIGCHLD reaps it */
 }

@@ -5,7 +5,10 @@
 #define SWS_REEXEC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+struct sws_server;
 
 #define SWS_INHERIT_MAX 1025 /* one per loop (1024) and the admin socket */
 
@@ -26,7 +29,6 @@ void sws_reexec_init(char **argv);
  * Returns the child's pid or a negative errno. The caller keeps serving. */
 pid_t sws_reexec(const int *http, int nhttp, int admin_fd);
 
-struct sws_server;
 /* The control thread's SIGUSR2 (start a new process on our sockets, unless
  * draining) and SIGCHLD (report how that process ended, if it did). */
 void sws_reexec_on_signal(struct sws_server *s, int signo, bool draining, int admin_fd);
@@ -41,5 +43,11 @@ int sws_reexec_ready_fd(void);
 /* The pipe is readable: true when the new process serves (the caller
  * drains); false when it ended first (logged; this process keeps serving). */
 bool sws_reexec_ready_read(void);
+/* A SIGUSR2's new process that does not serve within [server] restart_timeout
+ * is sent SIGTERM, then SIGKILL after a grace. wait_ms: milliseconds until
+ * tick has something to do (0: now), or -1 (no new process is starting);
+ * the control thread polls at most that long and then calls tick. */
+int sws_reexec_wait_ms(const struct sws_server *s, uint64_t now);
+void sws_reexec_tick(const struct sws_server *s, uint64_t now);
 
 #endif

@@ -59,7 +59,8 @@ sol-arm) # every arm in one interleaved run, a ratio for each
     ;;
 profile) # callgrind and strace counts for each arm, over a few hundred requests
     need valgrind callgrind_control strace nginx jq
-    bvn --profile --requests 300 --connections 4 --shapes keepalive --out "$tmp/p.json"
+    bvn --profile --requests 300 --connections 4 --shapes keepalive --arms scalwsd,sol,nginx \
+        --out "$tmp/p.json"
     [ "$rc" -eq 0 ] || fail "exit $rc"
     for a in scalwsd sol nginx; do
         jq -e --arg a "$a" '[.runs[] | select(.kind=="callgrind" and .arm==$a and .ir_per_request > 0)] | length == 1' \

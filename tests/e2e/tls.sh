@@ -183,4 +183,36 @@ dd if="$T/www/big.bin" of="$T/want.bin" bs=1000 skip=1 count=1 2>/dev/null
 cmp -s "$T/range.bin" "$T/want.bin" || fail "static over tls: the range came back different"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS (static over tls)"
+
+# keepalive_timeout and a drain close an idle TLS connection with close_notify
+# before the FIN (nginx does): the client reads a clean end, not a truncation
+# (SSLEOFError with suppress_ragged_eofs off), and then the TCP FIN.
+start_sws "event_loops = 1\ndrain_idle_grace = 300ms\n[limits]\nkeepalive_timeout = 1s\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem"
+idle_end() { # PORT CA [PID to SIGTERM after the answer]
+    python3 - "$@" <<'PY'
+import os, signal, socket, ssl, sys
+port, ca = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.create_default_context(cafile=ca)
+raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+s = ctx.wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False)
+s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+head = s.recv(65536)
+assert head.startswith(b"HTTP/1.1 200"), head[:40]
+if len(sys.argv) > 3:
+    os.kill(int(sys.argv[3]), signal.SIGTERM)
+try:
+    more = s.recv(100)
+except ssl.SSLEOFError as e:
+    sys.exit("no close_notify: %s" % e)
+assert more == b"", more[:40]
+tcp = socket.socket(fileno=os.dup(s.fileno()))  # the same socket, below TLS
+assert tcp.recv(100) == b"", "no FIN after close_notify"
+PY
+}
+idle_end "$PORT" "$T/b.pem" || fail "keepalive_timeout over tls: no close_notify"
+idle_end "$PORT" "$T/b.pem" "$SWS_PID" || fail "drain over tls: no close_notify"
+SWS_STATUS=0
+wait "$SWS_PID" || SWS_STATUS=$? # the drain ends the process by itself
+SWS_PID=""
+[ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS (close_notify)"
 echo "ok"
