@@ -13,6 +13,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -20,9 +21,9 @@
 
 static sws_conn *conn_of(sws_worker *w, uint64_t token) {
     uint32_t i = sws_token_index(token);
-    if (i >= w->nslots || !w->conns[i] || w->conns[i]->phase == SWS_PH_FREE)
+    if (i >= w->nslots || w->slots[i].phase == SWS_PH_FREE)
         return NULL;
-    return w->conns[i];
+    return &w->slots[i];
 }
 
 static void list_add(sws_worker *w, sws_conn *c) {
@@ -67,70 +68,93 @@ static void held_release_all(sws_worker *w, sws_conn *c) {
 
 /* Output buffers are taken when the first byte of an answer is appended and
  * given back when the last byte is written: an idle keep-alive connection
- * holds none. The free stack is trimmed by the sweep (out_trim), so a steady
- * load reuses buffers without allocating while a burst's buffers are freed
- * within two sweeps. */
+ * holds none. The pools are trimmed by the sweep (sws_lend_trim), so a steady
+ * load reuses blocks without allocating while a burst's are freed within two
+ * sweeps. */
 #define SWS_OUT_CACHE 64
+#define SWS_PARSER_CACHE 16
 
 static bool out_take(sws_worker *w, sws_conn *c) {
-    if (c->out)
-        return true;
-    if (w->out_nfree)
-        c->out = w->out_free[--w->out_nfree];
-    else if (!(c->out = malloc(w->out_cap)))
-        return false;
-    if (++w->out_used > w->out_peak)
-        w->out_peak = w->out_used;
-    return true;
+    if (!c->out)
+        c->out = sws_lend_take(&w->outbuf);
+    return c->out != NULL;
 }
 
 /* Only once no write of c->out can be in flight. */
 static void out_give(sws_worker *w, sws_conn *c) {
-    if (!c->out)
-        return;
-    /* Room for every buffer: out_free has one entry per connection slot. */
-    w->out_free[w->out_nfree++] = c->out;
+    sws_lend_give(&w->outbuf, c->out);
     c->out = NULL;
-    w->out_used--;
 }
 
-/* The stash and wire buffers of a tls connection come from the same stack
- * (sized three per slot for a tls listener), so TLS allocates nothing per
+/* The stash and wire buffers of a tls connection come from the same pool
+ * (room for three per slot with a tls listener), so TLS allocates nothing per
  * request either. */
-static char *buf_take(sws_worker *w) {
-    char *b = w->out_nfree ? w->out_free[--w->out_nfree] : malloc(w->out_cap);
-    if (b && ++w->out_used > w->out_peak)
-        w->out_peak = w->out_used;
-    return b;
-}
-
 static void buf_give(sws_worker *w, char **b) {
-    if (!*b)
-        return;
-    w->out_free[w->out_nfree++] = *b;
+    sws_lend_give(&w->outbuf, *b);
     *b = NULL;
-    w->out_used--;
 }
 
 /* Only once no write can be in flight: the engine and its buffers go. */
 static void tls_release(sws_worker *w, sws_conn *c) {
-    if (!c->is_tls)
+    if (!c->tls)
         return;
-    sws_tls_conn_free(&c->tls);
-    buf_give(w, &c->wire);
-    buf_give(w, &c->stash);
-    c->is_tls = false;
+    sws_tls_conn_free(&c->tls->eng);
+    buf_give(w, &c->tls->wire);
+    buf_give(w, &c->tls->stash);
+    free(c->tls);
+    c->tls = NULL;
 }
 
-/* Keeps as many free buffers as the last interval's peak needed beyond those
- * still in use, and at least SWS_OUT_CACHE. */
-static void out_trim(sws_worker *w) {
-    uint32_t keep = w->out_peak - w->out_used;
-    if (keep < SWS_OUT_CACHE)
-        keep = SWS_OUT_CACHE;
-    while (w->out_nfree > keep)
-        free(w->out_free[--w->out_nfree]);
-    w->out_peak = w->out_used;
+/* A parser block: the parser, then the access log's field storage, then the
+ * static scenario's. Both storages are always there, so that a reload that
+ * turns the access log on finds room in the parsers already lent. */
+#define SWS_PARSER_LOG_AT sizeof(sws_http_parser)
+#define SWS_PARSER_SF_AT (SWS_PARSER_LOG_AT + SWS_HTTP_LOG_STORAGE)
+#define SWS_PARSER_BLOCK (SWS_PARSER_SF_AT + SWS_HTTP_SF_STORAGE)
+
+/* Where c's parser keeps Referer and User-Agent: NULL while the access log is
+ * off (nothing is kept). */
+static char *parser_log_fields(const sws_worker *w, sws_http_parser *p) {
+    return w->access_log ? (char *)p + SWS_PARSER_LOG_AT : NULL;
+}
+
+/* A fresh parser for the request whose first bytes have come. Between
+ * requests a parser holds nothing the next one needs, so a new one per
+ * request parses as one kept for the connection's life would. */
+static bool parser_take(sws_worker *w, sws_conn *c) {
+    sws_http_parser *p = sws_lend_take(&w->parsers);
+    if (!p)
+        return false;
+    sws_http_parser_init(p, &w->limits);
+    p->req.log_fields = parser_log_fields(w, p);
+    if (w->lend_sf)
+        p->req.sf_fields = (char *)p + SWS_PARSER_SF_AT;
+    c->parser = p;
+    return true;
+}
+
+static void parser_give(sws_worker *w, sws_conn *c) {
+    sws_lend_give(&w->parsers, c->parser);
+    c->parser = NULL;
+}
+
+static bool conn_partial(const sws_conn *c) {
+    return c->parser && sws_http_partial(c->parser);
+}
+
+/* The parser goes back once its request is answered and nothing waits to be
+ * parsed: no request begun, no held input, no stash, no answer pending (the
+ * scenario reads the request until it ends). */
+static void parser_settle(sws_worker *w, sws_conn *c) {
+    if (c->parser && !c->answer_pending && c->hcount == 0 && !(c->tls && c->tls->stash) &&
+        !sws_http_partial(c->parser))
+        parser_give(w, c);
+}
+
+void sws_conn_log(sws_worker *w, sws_conn *c, int status, uint64_t bytes) {
+    char peer[INET6_ADDRSTRLEN];
+    sws_peer_name(w->loop, c->h, peer, sizeof(peer));
+    sws_access_log_parsed(w, peer, c->parser, status, bytes);
 }
 
 /* The one place a connection's phase changes; entering CLOSING closes the
@@ -152,6 +176,7 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
          * can still be reading the buffer. */
         out_give(w, c);
         tls_release(w, c);
+        parser_give(w, c);
         list_del(w, c);
         w->free_idx[w->nfree++] = c->index;
         SWS_ADD(w->ctr.active, (uint64_t)-1);
@@ -190,16 +215,6 @@ static void arm_recv(sws_worker *w, sws_conn *c) {
     c->recv_armed = true;
 }
 
-char *sws_conn_log_fields(sws_worker *w, sws_conn *c) {
-    if (!w->access_log)
-        return NULL;
-    /* Once per slot, and only with the log on: an idle connection of a server
-     * without an access log carries none of it. Out of memory: "-" fields. */
-    if (!c->log_fields)
-        c->log_fields = malloc(SWS_HTTP_LOG_STORAGE);
-    return c->log_fields;
-}
-
 void sws_conn_close(sws_worker *w, sws_conn *c) {
     if (!sws_phase_gone(c->phase))
         conn_phase(w, c, SWS_PH_CLOSING);
@@ -211,55 +226,29 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
         tl_close(w->loop, h, sws_token(w->nslots, SWS_T_CLOSE));
         return;
     }
-    uint32_t i = w->free_idx[w->nfree - 1];
-    sws_conn *c = w->conns[i];
-    if (!c) {
-        /* Slots are allocated on first use and reused afterwards: the only
-         * allocation a connection ever causes, never one per request. */
-        c = calloc(1, sizeof(*c)); /* zeroed: log_fields below is read */
-        if (!c) {
-            tl_close(w->loop, h, sws_token(w->nslots, SWS_T_CLOSE));
-            return;
-        }
-        w->conns[i] = c;
-    }
-    w->nfree--;
-    char *log_fields = c->log_fields; /* kept with the slot */
-    char *sf_fields = c->sf_fields;
-    memset(c, 0, sizeof(*c));
-    c->log_fields = log_fields;
-    c->sf_fields = sf_fields;
-    c->index = i;
-    c->h = h;
-    c->sc = sc;
-    c->hhead = c->htail = SWS_NIL;
+    uint32_t i = w->free_idx[--w->nfree];
+    /* Slots are one array, its pages touched as slots are first used: no
+     * allocation (or allocator header) per connection. */
+    sws_conn *c = &w->slots[i];
+    *c = (sws_conn){.index = i, .h = h, .sc = sc, .hhead = SWS_NIL, .htail = SWS_NIL};
     conn_phase(w, c, SWS_PH_OPEN);
     c->dl_kind = SWS_DL_FRESH;
     c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
-    sws_http_parser_init(&c->parser, &w->limits);
-    c->parser.req.log_fields = sws_conn_log_fields(w, c);
-    if (w->lend_sf) {
-        /* Once per slot, as log_fields; without it the static scenario answers 500. */
-        if (!c->sf_fields)
-            c->sf_fields = malloc(SWS_HTTP_SF_STORAGE);
-        c->parser.req.sf_fields = c->sf_fields;
-    }
     /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
-    if (w->access_log)
-        sws_peer_name(w->loop, h, c->peer, sizeof(c->peer));
-    else
-        strcpy(c->peer, "-");
     list_add(w, c);
     SWS_ADD(w->ctr.accepted, 1);
     SWS_ADD(w->ctr.active, 1);
     if (w->cfg->tls_server) {
         /* The SSL_CTX of this loop in the configuration serving now: a reload
          * gives new connections the new certificate, open ones keep theirs. */
-        if (sws_tls_conn_init(&c->tls, sws_tls_server_ctx(w->cfg->tls_server, w->index)) < 0) {
+        c->tls = calloc(1, sizeof(*c->tls));
+        if (!c->tls ||
+            sws_tls_conn_init(&c->tls->eng, sws_tls_server_ctx(w->cfg->tls_server, w->index)) < 0) {
+            free(c->tls);
+            c->tls = NULL;
             sws_conn_close(w, c);
             return;
         }
-        c->is_tls = true;
         c->deadline = tl_loop_now(w->loop) + w->cfg->handshake_timeout_ms;
     }
     arm_recv(w, c);
@@ -277,7 +266,7 @@ static void drain_clamp(sws_worker *w, sws_conn *c) {
 
 static void set_idle_deadline(sws_worker *w, sws_conn *c) {
     const sws_config *cfg = w->cfg;
-    if (sws_http_partial(&c->parser)) {
+    if (conn_partial(c)) {
         c->dl_kind = SWS_DL_HEADER;
         c->deadline = tl_loop_now(w->loop) + cfg->header_timeout_ms;
     } else {
@@ -292,8 +281,8 @@ static void set_idle_deadline(sws_worker *w, sws_conn *c) {
  * The path test is one atomic load while no challenge is in flight; a token
  * it does not know goes to the scenario as any other path. */
 static bool acme_challenge(sws_worker *w, sws_conn *c, bool ka) {
-    const sws_http_request *r = &c->parser.req;
-    if (c->is_tls || !sws_acme_challenge_path(r->path, r->path_len) ||
+    const sws_http_request *r = &c->parser->req;
+    if (c->tls || !sws_acme_challenge_path(r->path, r->path_len) ||
         (r->method != HTTP_GET && r->method != HTTP_HEAD))
         return false;
     char keyauth[SWS_ACME_KEYAUTH_MAX];
@@ -308,7 +297,7 @@ static bool acme_challenge(sws_worker *w, sws_conn *c, bool ka) {
         memcpy(o + h, keyauth, n);
     c->olen += (uint32_t)(h + (r->head ? 0 : n));
     if (w->access_log)
-        sws_access_log_parsed(w, c->peer, &c->parser, 200, r->head ? 0 : n);
+        sws_conn_log(w, c, 200, r->head ? 0 : n);
     return true;
 }
 
@@ -318,7 +307,7 @@ static bool acme_challenge(sws_worker *w, sws_conn *c, bool ka) {
  * pipeline is here within the grace: then the last of what the client sent
  * carries it, and no request it already sent goes unanswered. */
 static void answer(sws_worker *w, sws_conn *c, bool more) {
-    const sws_http_request *r = &c->parser.req;
+    const sws_http_request *r = &c->parser->req;
     bool ka =
         r->keep_alive && (!w->draining || (more && tl_loop_now(w->loop) < sws_drain_grace_end(w)));
     if (!ka)
@@ -358,8 +347,7 @@ void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
 static void answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
     if (w->access_log)
-        sws_access_log_parsed(w, c->peer, &c->parser, status,
-                              head ? 0 : sws_http_error_body_len(status));
+        sws_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
     if (!out_take(w, c)) {
         sws_conn_close(w, c);
         return;
@@ -405,6 +393,11 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         }
         if (c->answer_pending || c->olen + w->resp_max > w->out_cap)
             return false;
+        if (!c->parser && !parser_take(w, c)) {
+            sws_conn_close(w, c); /* out of memory: this connection ends */
+            *off = len;
+            break;
+        }
         const sws_scenario_ops *ops = c->sc->ops;
         size_t n = len - *off;
         if (ops->request_bytes) {
@@ -418,7 +411,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         }
         size_t used;
         int st;
-        int rc = sws_http_feed(&c->parser, data + *off, n, &used, &st);
+        int rc = sws_http_feed(c->parser, data + *off, n, &used, &st);
         if (rc == SWS_HTTP_NEED_MORE)
             used = n;
         if (rc >= 0 && ops->request_bytes && used) {
@@ -432,12 +425,12 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         }
         if (rc == SWS_HTTP_NEED_MORE) {
             *off += (uint32_t)n;
-            if (sws_http_continue_due(&c->parser))
+            if (sws_http_continue_due(c->parser))
                 answer_continue(w, c);
-            if (c->dl_kind == SWS_DL_IDLE && sws_http_partial(&c->parser)) {
+            if (c->dl_kind == SWS_DL_IDLE && conn_partial(c)) {
                 c->dl_kind = SWS_DL_HEADER;
                 c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
-            } else if (ops->request_bytes && c->parser.headers_done) {
+            } else if (ops->request_bytes && c->parser->headers_done) {
                 /* A body streamed to the scenario: header_timeout runs
                  * between reads, not over the whole body. */
                 c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
@@ -493,7 +486,7 @@ static void flush(sws_worker *w, sws_conn *c) {
         if (c->olen == 0)
             return; /* the scenario waits for its data; sws_conn_more follows */
     }
-    if (c->is_tls) {
+    if (c->tls) {
         if (tls_flush(w, c))
             return;
     } else if (c->olen > 0) {
@@ -521,8 +514,8 @@ static void flush(sws_worker *w, sws_conn *c) {
 /* Nothing in or out: no answer being written, no request begun, no held
  * input, and (tls) no decrypted input waiting in the stash. */
 static bool conn_idle(const sws_conn *c) {
-    return c->olen == 0 && !c->write_inflight && !sws_http_partial(&c->parser) && c->hcount == 0 &&
-           !c->answer_pending && !c->stash;
+    return c->olen == 0 && !c->write_inflight && !conn_partial(c) && c->hcount == 0 &&
+           !c->answer_pending && !(c->tls && c->tls->stash);
 }
 
 /* Draining, the grace is over and c is idle: no FIN before what is already
@@ -600,7 +593,7 @@ static void tls_pause(sws_worker *w, sws_conn *c) {
 }
 
 static void tls_failed(sws_worker *w, sws_conn *c) {
-    SWS_ADD(w->ctr.tls_failed[c->tls.fail < SWS_TLS_FAIL_N ? c->tls.fail : 0], 1);
+    SWS_ADD(w->ctr.tls_failed[c->tls->eng.fail < SWS_TLS_FAIL_N ? c->tls->eng.fail : 0], 1);
     /* The alert OpenSSL queued (if any) goes out at flush, then the close;
      * nothing further is read. */
     c->olen = 0;
@@ -611,16 +604,16 @@ static void tls_failed(sws_worker *w, sws_conn *c) {
 /* Decrypts and parses what the engine holds, until it wants more input, the
  * output is full (a write completion resumes: pump) or the connection ends. */
 static void tls_pump(sws_worker *w, sws_conn *c) {
-    while (c->phase == SWS_PH_OPEN && !c->stash) {
+    while (c->phase == SWS_PH_OPEN && !c->tls->stash) {
         if (c->answer_pending || c->olen + w->resp_max > w->out_cap) {
             tls_pause(w, c);
             return;
         }
-        bool was = c->tls.established;
-        int n = sws_tls_read(&c->tls, w->tls_plain, SWS_TLS_PLAIN);
-        if (!was && c->tls.established) {
+        bool was = c->tls->eng.established;
+        int n = sws_tls_read(&c->tls->eng, w->tls_plain, SWS_TLS_PLAIN);
+        if (!was && c->tls->eng.established) {
             SWS_ADD(w->ctr.tls_handshakes, 1);
-            if (sws_tls_resumed(&c->tls))
+            if (sws_tls_resumed(&c->tls->eng))
                 SWS_ADD(w->ctr.tls_resumed, 1);
             /* From here the request's own timeout runs. */
             c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
@@ -628,13 +621,13 @@ static void tls_pump(sws_worker *w, sws_conn *c) {
         if (n > 0) {
             uint32_t off = 0;
             if (!consume(w, c, w->tls_plain, (uint32_t)n, &off)) {
-                if (!(c->stash = buf_take(w))) {
+                if (!(c->tls->stash = sws_lend_take(&w->outbuf))) {
                     sws_conn_close(w, c);
                     return;
                 }
-                c->stash_len = (uint32_t)n - off;
-                c->stash_off = 0;
-                memcpy(c->stash, w->tls_plain + off, c->stash_len);
+                c->tls->stash_len = (uint32_t)n - off;
+                c->tls->stash_off = 0;
+                memcpy(c->tls->stash, w->tls_plain + off, c->tls->stash_len);
                 tls_pause(w, c);
                 return;
             }
@@ -651,7 +644,7 @@ static void tls_pump(sws_worker *w, sws_conn *c) {
 static void tls_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len) {
     if (c->phase != SWS_PH_OPEN)
         return;
-    if (sws_tls_feed(&c->tls, data, len) < 0) {
+    if (sws_tls_feed(&c->tls->eng, data, len) < 0) {
         sws_conn_close(w, c);
         return;
     }
@@ -661,16 +654,16 @@ static void tls_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len
 /* After a write: the stash first, then the engine, then receive again once
  * nothing waits. */
 static void tls_resume(sws_worker *w, sws_conn *c) {
-    if (c->stash) {
-        uint32_t off = c->stash_off;
-        if (c->phase == SWS_PH_OPEN && !consume(w, c, c->stash, c->stash_len, &off)) {
-            c->stash_off = off;
+    if (c->tls->stash) {
+        uint32_t off = c->tls->stash_off;
+        if (c->phase == SWS_PH_OPEN && !consume(w, c, c->tls->stash, c->tls->stash_len, &off)) {
+            c->tls->stash_off = off;
             return;
         }
-        buf_give(w, &c->stash);
+        buf_give(w, &c->tls->stash);
     }
     tls_pump(w, c);
-    if (c->phase == SWS_PH_OPEN && !c->stash && c->recv_paused && !c->answer_pending &&
+    if (c->phase == SWS_PH_OPEN && !c->tls->stash && c->recv_paused && !c->answer_pending &&
         c->olen + w->resp_max <= w->out_cap) {
         c->recv_paused = false;
         arm_recv(w, c);
@@ -681,7 +674,7 @@ static void tls_resume(sws_worker *w, sws_conn *c) {
  * when a write is in flight (or the connection closed); false when all is
  * sent and flush's ending (last answer, linger, drain) applies. */
 static bool tls_flush(sws_worker *w, sws_conn *c) {
-    sws_tls_conn *t = &c->tls;
+    sws_tls_conn *t = &c->tls->eng;
     if (c->phase == SWS_PH_LINGERING)
         return false; /* the write side is shut */
     /* Bounded: plaintext is sealed only while less than a buffer of records
@@ -701,16 +694,16 @@ static bool tls_flush(sws_worker *w, sws_conn *c) {
     if (c->phase != SWS_PH_OPEN && c->olen == 0 && !c->answer_pending)
         sws_tls_close_notify(t);
     if (sws_tls_pending(t) == 0) {
-        buf_give(w, &c->wire);
+        buf_give(w, &c->tls->wire);
         return c->olen > 0;
     }
-    if (!c->wire && !(c->wire = buf_take(w))) {
+    if (!c->tls->wire && !(c->tls->wire = sws_lend_take(&w->outbuf))) {
         sws_conn_close(w, c);
         return true;
     }
-    size_t k = sws_tls_take(t, c->wire, w->out_cap);
+    size_t k = sws_tls_take(t, c->tls->wire, w->out_cap);
     tl_op op;
-    if (tl_write(w->loop, c->h, c->wire, k, sws_token(c->index, SWS_T_WRITE), &op) < 0) {
+    if (tl_write(w->loop, c->h, c->tls->wire, k, sws_token(c->index, SWS_T_WRITE), &op) < 0) {
         sws_conn_close(w, c);
         return true;
     }
@@ -744,7 +737,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         SWS_ADD(w->ctr.bytes_in, (uint64_t)e->res);
         const char *data = e->u.buf.data;
         uint32_t len = (uint32_t)e->res, off = 0;
-        if (c->is_tls) {
+        if (c->tls) {
             tls_input(w, c, data, len); /* the engine copies: the buffer goes back now */
             release(w, e->u.buf.id);
         } else if (c->phase != SWS_PH_OPEN)
@@ -768,8 +761,8 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         if (e->res == 0) {
             /* The peer is done sending: answer what it asked, then close. */
             c->peer_eof = true;
-            if (c->is_tls && !c->tls.established && !c->tls.failed) {
-                sws_tls_peer_eof(&c->tls); /* a hello cut short, or no TLS at all */
+            if (c->tls && !c->tls->eng.established && !c->tls->eng.failed) {
+                sws_tls_peer_eof(&c->tls->eng); /* a hello cut short, or no TLS at all */
                 tls_failed(w, c);
             }
             conn_last(w, c, false);
@@ -803,7 +796,7 @@ static void on_write(sws_worker *w, const tl_completion *e) {
         return;
     }
     SWS_ADD(w->ctr.bytes_out, c->wlen);
-    if (c->is_tls) {
+    if (c->tls) {
         c->wlen = 0; /* wire is free again; out still holds unsealed plaintext */
         pump(w, c);
         return;
@@ -818,7 +811,7 @@ static void on_write(sws_worker *w, const tl_completion *e) {
 /* After output moved: feeds held input (as far as there is room and no answer
  * is pending), resumes receiving once nothing is held, and writes. */
 static void pump(sws_worker *w, sws_conn *c) {
-    if (c->is_tls)
+    if (c->tls)
         tls_resume(w, c); /* a tls connection holds plaintext in its stash, not buffers */
     while (c->hcount && !sws_phase_gone(c->phase)) {
         sws_held *h = &w->hpool[c->hhead];
@@ -832,7 +825,7 @@ static void pump(sws_worker *w, sws_conn *c) {
     }
     if (sws_phase_gone(c->phase))
         return;
-    if (c->hcount == 0 && c->recv_paused && !c->is_tls) {
+    if (c->hcount == 0 && c->recv_paused && !c->tls) {
         c->recv_paused = false;
         if (c->phase == SWS_PH_OPEN)
             arm_recv(w, c);
@@ -850,13 +843,14 @@ static void pump(sws_worker *w, sws_conn *c) {
 void sws_conn_more(sws_worker *w, sws_conn *c) {
     if (!sws_phase_gone(c->phase))
         pump(w, c);
+    parser_settle(w, c);
 }
 
 void sws_conn_error(sws_worker *w, sws_conn *c, int status) {
     if (sws_phase_gone(c->phase))
         return;
     c->answer_pending = false;
-    answer_error_head(w, c, status, c->parser.req.head);
+    answer_error_head(w, c, status, c->parser && c->parser->req.head);
     if (c->recv_armed && !c->recv_paused) {
         c->recv_paused = true; /* nothing more is read before the lingering close */
         tl_cancel(w->loop, c->recv_op);
@@ -900,8 +894,8 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
         }
         if (now < c->deadline)
             continue;
-        if (c->is_tls && !c->tls.established && !c->tls.failed) {
-            sws_tls_timeout(&c->tls); /* handshake_timeout: a stalled hello */
+        if (c->tls && !c->tls->eng.established && !c->tls->eng.failed) {
+            sws_tls_timeout(&c->tls->eng); /* handshake_timeout: a stalled hello */
             SWS_ADD(w->ctr.tls_failed[SWS_TLS_FAIL_TIMEOUT], 1);
             sws_conn_close(w, c);
             continue;
@@ -910,7 +904,7 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
             idle_close_begin(w, c, now);
             continue;
         }
-        if (c->is_tls && c->tls.established && !c->tls.failed && c->phase == SWS_PH_OPEN &&
+        if (c->tls && c->tls->eng.established && !c->tls->eng.failed && c->phase == SWS_PH_OPEN &&
             conn_idle(c)) {
             /* keepalive_timeout over TLS: close_notify before the FIN (as
              * nginx), so that the client sees a close, not a truncation. The
@@ -920,7 +914,7 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
             flush(w, c);
             continue;
         }
-        if (sws_http_partial(&c->parser) && c->phase == SWS_PH_OPEN && !c->answer_pending) {
+        if (conn_partial(c) && c->phase == SWS_PH_OPEN && !c->answer_pending) {
             if (c->olen + 512 <= w->out_cap) {
                 answer_error(w, c, 408);
                 flush(w, c);
@@ -930,7 +924,16 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
         sws_conn_close(w, c);
     }
     rearm_starved(w);
-    out_trim(w);
+    sws_lend_trim(&w->outbuf, SWS_OUT_CACHE);
+    sws_lend_trim(&w->parsers, SWS_PARSER_CACHE);
+}
+
+/* After a completion has been handled, never inside: code below on_recv and
+ * on_write may hold c->parser. */
+static void settle(sws_worker *w, uint64_t token) {
+    sws_conn *c = conn_of(w, token);
+    if (c)
+        parser_settle(w, c);
 }
 
 /* The HTTP connection's completions. */
@@ -939,9 +942,11 @@ void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) 
     switch (sws_token_tag(e->token)) {
     case SWS_T_RECV:
         on_recv(w, e);
+        settle(w, e->token);
         break;
     case SWS_T_WRITE:
         on_write(w, e);
+        settle(w, e->token);
         break;
     case SWS_T_CLOSE:
         on_closed(w, e);
@@ -992,16 +997,18 @@ bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc) {
  * one node per loop buffer. Output buffers come and go (out_take). */
 int sws_conn_table_init(sws_worker *w) {
     w->nslots = w->cfg->max_connections + 1;
-    w->conns = calloc(w->nslots, sizeof(*w->conns));
+    /* calloc: pages of slots never used are never touched (or resident). */
+    w->slots = calloc(w->nslots, sizeof(*w->slots));
     w->free_idx = malloc(w->nslots * sizeof(*w->free_idx));
-    if (!w->conns || !w->free_idx)
+    if (!w->slots || !w->free_idx)
         return -ENOMEM;
     for (uint32_t i = 0; i < w->nslots; i++)
         w->free_idx[i] = w->nslots - 1 - i;
     w->nfree = w->nslots;
-    /* A tls connection may hold three buffers: out, wire and stash. */
-    w->out_free = malloc(w->nslots * (w->cfg->listen_tls ? 3u : 1u) * sizeof(*w->out_free));
-    if (!w->out_free)
+    /* A tls connection may hold three buffers: out, wire and stash. The
+     * block size is out_cap, known once the scenario is (worker.c). */
+    if (sws_lend_init(&w->outbuf, 0, w->nslots * (w->cfg->listen_tls ? 3u : 1u)) < 0 ||
+        sws_lend_init(&w->parsers, SWS_PARSER_BLOCK, w->nslots) < 0)
         return -ENOMEM;
     if (w->cfg->listen_tls && !(w->tls_plain = malloc(SWS_TLS_PLAIN)))
         return -ENOMEM;
@@ -1016,20 +1023,20 @@ int sws_conn_table_init(sws_worker *w) {
 
 /* After the loop is freed. */
 void sws_conn_table_free(sws_worker *w) {
-    for (uint32_t k = 0; k < w->nslots && w->conns; k++)
-        if (w->conns[k]) {
-            sws_tls_conn_free(&w->conns[k]->tls);
-            free(w->conns[k]->wire);
-            free(w->conns[k]->stash);
-            free(w->conns[k]->out);
-            free(w->conns[k]->log_fields);
-            free(w->conns[k]->sf_fields);
-            free(w->conns[k]);
+    for (uint32_t k = 0; k < w->nslots && w->slots; k++) {
+        sws_conn *c = &w->slots[k];
+        if (c->tls) {
+            sws_tls_conn_free(&c->tls->eng);
+            free(c->tls->wire);
+            free(c->tls->stash);
+            free(c->tls);
         }
-    while (w->out_nfree)
-        free(w->out_free[--w->out_nfree]);
-    free(w->out_free);
-    free(w->conns);
+        free(c->out);
+        free(c->parser);
+    }
+    sws_lend_fini(&w->outbuf);
+    sws_lend_fini(&w->parsers);
+    free(w->slots);
     free(w->free_idx);
     free(w->hpool);
     free(w->tls_plain);
@@ -1041,8 +1048,7 @@ void sws_conn_table_free(sws_worker *w) {
 void sws_conn_reload_commit(sws_worker *w, sws_scenario *sc) {
     (void)sc;
     for (sws_conn *c = w->active; c; c = c->next) {
-        c->parser.req.log_fields = sws_conn_log_fields(w, c);
-        if (w->access_log && strcmp(c->peer, "-") == 0)
-            sws_peer_name(w->loop, c->h, c->peer, sizeof(c->peer));
+        if (c->parser)
+            c->parser->req.log_fields = parser_log_fields(w, c->parser);
     }
 }

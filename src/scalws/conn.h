@@ -9,8 +9,8 @@
 
 /* Loop buffers for receiving (tl_loop_options.recv_buffers); the held-input
  * pool has one node per buffer. */
-#define SWS_RECV_BUFFERS 256
-#define SWS_TLS_PLAIN 16384 /* one TLS record's plaintext at most: the decrypt scratch */
+#define SWS_RECV_BUFFERS 256 /* fits sws_conn.hcount */
+#define SWS_TLS_PLAIN 16384  /* one TLS record's plaintext at most: the decrypt scratch */
 
 enum sws_deadline { SWS_DL_IDLE = 0, SWS_DL_HEADER, SWS_DL_FRESH };
 
@@ -25,50 +25,53 @@ struct sws_held {
     const char *data;
 };
 
-struct sws_conn {
-    uint32_t index;
-    tl_handle h;
-    sws_scenario *sc; /* answers its requests (routes will set it per request) */
-    tl_op recv_op;
-    sws_phase phase; /* its life (sws.h); changed by conn_phase() only */
-    /* What is in flight, and what the peer did: */
-    bool recv_armed;
-    bool recv_paused; /* recv cancelled because output is full */
-    bool write_inflight;
-    bool starved;        /* waits for a loop buffer to re-arm its receive */
-    bool peer_eof;       /* the peer has finished sending */
-    bool idle_closing;   /* drain: recv cancelled to see what is left before the FIN */
-    bool answer_pending; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
-    uint8_t dl_kind;
-    uint64_t deadline;
-    uint64_t wdeadline; /* while write_inflight: close if the write has not completed by then */
-    uint64_t served;
-    uint32_t wlen;         /* bytes of out in flight */
-    uint32_t olen;         /* bytes of out filled (>= wlen) */
-    uint32_t hhead, htail; /* held input, oldest first (pool indices) */
-    uint32_t hcount;
-    struct sws_conn *prev, *next; /* the worker's active list */
-    sws_http_parser parser;
-    char *out;     /* a worker output buffer (out_cap bytes) while there is output, else NULL */
-    char peer[48]; /* for the access log only */
-    /* The request line, Referer and User-Agent for the access log
-     * (SWS_HTTP_LOG_STORAGE bytes, lent to parser.req.log_fields), taken once
-     * the access log is on and kept with the slot; NULL while it is off. */
-    char *log_fields;
-    /* The static scenario's request fields (SWS_HTTP_SF_STORAGE bytes, lent
-     * to parser.req.sf_fields while w->lend_sf), taken once and kept with the
-     * slot. */
-    char *sf_fields;
-    /* A tls listener's connection: input is fed to the engine and read back
-     * as plaintext; out holds plaintext, sealed at flush into wire, which is
-     * what is written. stash keeps decrypted input that did not fit the
-     * output (the plaintext twin of held buffers). wire and stash are lent
-     * from the worker's buffer stack while in use. */
-    bool is_tls;
-    sws_tls_conn tls;
+/* A tls listener's connection: input is fed to the engine and read back as
+ * plaintext; out holds plaintext, sealed at flush into wire, which is what is
+ * written. stash keeps decrypted input that did not fit the output (the
+ * plaintext twin of held buffers). wire and stash are lent from the worker's
+ * output pool while in use. Allocated with the connection, for tls only: a
+ * plaintext connection carries one NULL pointer of it. */
+typedef struct sws_conn_tls {
+    sws_tls_conn eng;
     char *wire;
     char *stash;
     uint32_t stash_off, stash_len;
+} sws_conn_tls;
+
+/* What an idle keep-alive connection holds, and no more: everything a request
+ * needs while it is under way (parser, output, TLS scratch) is lent from the
+ * worker's pools and given back when the request ends with nothing held. */
+struct sws_conn {
+    uint32_t index;
+    sws_phase phase; /* its life (sws.h); changed by conn_phase() only */
+    tl_handle h;
+    sws_scenario *sc; /* answers its requests (routes will set it per request) */
+    tl_op recv_op;
+    /* What is in flight, and what the peer did (bits: every open connection
+     * holds these): */
+    bool recv_armed : 1;
+    bool recv_paused : 1; /* recv cancelled because output is full */
+    bool write_inflight : 1;
+    bool starved : 1;        /* waits for a loop buffer to re-arm its receive */
+    bool peer_eof : 1;       /* the peer has finished sending */
+    bool idle_closing : 1;   /* drain: recv cancelled to see what is left before the FIN */
+    bool answer_pending : 1; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
+    uint8_t dl_kind;
+    uint16_t hcount; /* held input buffers: at most SWS_RECV_BUFFERS */
+    uint32_t wlen;   /* bytes of out in flight */
+    uint64_t deadline;
+    uint64_t wdeadline;    /* while write_inflight: close if the write has not completed by then */
+    uint32_t served;       /* requests answered; wraps (the static scenario's job generation) */
+    uint32_t olen;         /* bytes of out filled (>= wlen) */
+    uint32_t hhead, htail; /* held input, oldest first (pool indices) */
+    struct sws_conn *prev, *next; /* the worker's active list */
+    /* From w->parsers from the first byte of a request until it is answered
+     * with no input held (parser_settle), else NULL. Its block also holds the
+     * storage lent to req.log_fields (access log on) and req.sf_fields
+     * (w->lend_sf). */
+    sws_http_parser *parser;
+    char *out;         /* from w->outbuf (out_cap bytes) while there is output, else NULL */
+    sws_conn_tls *tls; /* NULL: plaintext */
 };
 
 /* The worker's table of connections (worker.c sizes the loop for it). */
@@ -100,8 +103,8 @@ void sws_conn_error(sws_worker *w, sws_conn *c, int status);
 /* From `answer`: the answer being appended is the connection's last (a
  * refused request: 400, 414); nothing more is read, and it closes once written. */
 void sws_conn_last(sws_worker *w, sws_conn *c);
-/* Where c's parser keeps Referer and User-Agent: NULL while the access log is
- * off (nothing is kept, or allocated), else storage kept with the slot. */
-char *sws_conn_log_fields(sws_worker *w, sws_conn *c);
+/* One access log line for c's request (w->access_log must be open), the
+ * peer's address looked up now: an idle connection keeps no text of it. */
+void sws_conn_log(sws_worker *w, sws_conn *c, int status, uint64_t bytes);
 
 #endif

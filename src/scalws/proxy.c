@@ -79,6 +79,9 @@ typedef struct sws_proxy {
     const sws_proxy_config *pc;
     sws_pool pool;
     px_x **xs; /* per connection slot: its exchange, or NULL */
+    /* Per connection slot: the peer's address for X-Forwarded-For, looked up
+     * at its first request and cleared when the slot is freed ("" unknown). */
+    char (*peer)[48];
     uint32_t nslots;
     px_x *live;
     px_x *free;
@@ -370,7 +373,8 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_
         wr(&b, m->buf + m->f[xff].val_off, m->f[xff].val_len);
         wrs(&b, ", ");
     }
-    wrs(&b, strcmp(x->c->peer, "-") != 0 ? x->c->peer : "unknown");
+    const char *peer = px->peer[x->c->index];
+    wrs(&b, peer[0] ? peer : "unknown");
     wrs(&b, "\r\nVia: 1.1 scalwsd\r\n");
     if (!host) {
         /* An HTTP/1.0 request may come without Host; what goes upstream is
@@ -399,8 +403,8 @@ static int req_head(void *user, sws_msg *m) {
               p->method == HTTP_PUT || p->method == HTTP_DELETE;
     x->req_http10 = p->http_major == 1 && p->http_minor == 0;
     x->req_chunked = (p->flags & F_CHUNKED) != 0;
-    if (strcmp(x->c->peer, "-") == 0) /* the access log is off: X-Forwarded-For needs it */
-        sws_peer_name(px->w->loop, x->c->h, x->c->peer, sizeof(x->c->peer));
+    if (!px->peer[x->c->index][0]) /* once per connection: X-Forwarded-For needs it */
+        sws_peer_name(px->w->loop, x->c->h, px->peer[x->c->index], sizeof(px->peer[0]));
 
     int rc = sws_pool_acquire(&px->pool, x->c->index, false, -1);
     if (rc < 0) {
@@ -594,7 +598,7 @@ static void exchange_end(sws_proxy *px, px_x *x) {
     bool keep = x->resp_up_ka && x->req_done && u && x->olen == x->wpos && !u->write_inflight &&
                 x->hcount == 0 && !x->has_end;
     if (w->access_log)
-        sws_access_log_parsed(w, c->peer, &c->parser, x->resp_status, x->resp_bytes);
+        sws_conn_log(w, c, x->resp_status, x->resp_bytes);
     x_give(px, x, keep);
     sws_conn_answer_end(w, c);
     conn_kick(px, c);
@@ -615,8 +619,7 @@ static void x_error(sws_proxy *px, px_x *x, int status) {
     }
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
     if (w->access_log)
-        sws_access_log_parsed(w, c->peer, &c->parser, status,
-                              head ? 0 : sws_http_error_body_len(status));
+        sws_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
     size_t n =
         c->out ? sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, head)
                : 0;
@@ -667,7 +670,7 @@ static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
      * client cannot take it for complete. */
     sws_conn *c = x->c;
     if (px->w->access_log)
-        sws_access_log_parsed(px->w, c->peer, &c->parser, x->resp_status, x->resp_bytes);
+        sws_conn_log(px->w, c, x->resp_status, x->resp_bytes);
     x_give(px, x, false);
     sws_conn_last(px->w, c);
     sws_conn_answer_end(px->w, c);
@@ -804,14 +807,19 @@ static void proxy_more(sws_worker *w, sws_scenario *sc, sws_conn *c) {
  * client that left before the answer began. */
 static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_conn *c) {
     sws_proxy *px = sc->state;
-    px_x *x = px ? px->xs[c->index] : NULL;
+    if (!px)
+        return;
+    char *peer = px->peer[c->index];
+    px_x *x = px->xs[c->index];
+    /* A request the connection refused (a strict-parser fault mid-body) has
+     * its line already. The socket is closed by now: the peer is the one
+     * looked up for X-Forwarded-For. */
+    if (x && w->access_log && x->req.headers_done && c->parser && c->parser->status == 0)
+        sws_access_log_parsed(w, peer[0] ? peer : "-", c->parser,
+                              x->resp_started ? x->resp_status : 499, x->resp_bytes);
+    peer[0] = '\0';
     if (!x)
         return;
-    /* A request the connection refused (a strict-parser fault mid-body) has
-     * its line already. */
-    if (w->access_log && x->req.headers_done && c->parser.status == 0)
-        sws_access_log_parsed(w, c->peer, &c->parser, x->resp_started ? x->resp_status : 499,
-                              x->resp_bytes);
     x_give(px, x, false);
 }
 
@@ -1035,7 +1043,8 @@ static int proxy_init(sws_worker *w, sws_scenario *sc) {
     px->pc = &cfg->proxy;
     px->nslots = w->nslots;
     px->xs = calloc(px->nslots, sizeof(*px->xs));
-    if (!px->xs)
+    px->peer = calloc(px->nslots, sizeof(*px->peer));
+    if (!px->xs || !px->peer)
         return -ENOMEM;
     w->resp_max = PX_RESP_MAX;
     int rc = sws_pool_init(&px->pool, w->loop, px->pc, proxy_extra_handles(cfg));
@@ -1061,6 +1070,7 @@ static void proxy_free(sws_worker *w, sws_scenario *sc) {
         free(x);
     }
     free(px->xs);
+    free(px->peer);
     sws_pool_free(&px->pool);
     free(px);
     sc->state = NULL;

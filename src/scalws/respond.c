@@ -87,14 +87,14 @@ static void respond_free(sws_worker *w, sws_scenario *sc) {
 
 static int respond_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool ka) {
     const sws_respond *resp = sc->state;
-    const sws_http_request *r = &c->parser.req;
+    const sws_http_request *r = &c->parser->req;
     const char *src = ka ? resp->ka : resp->close;
     uint32_t head = ka ? resp->ka_head : resp->close_head;
     uint32_t n = r->head ? head : ka ? resp->ka_len : resp->close_len;
     memcpy(c->out + c->olen, src, n);
     c->olen += n;
     if (w->access_log)
-        sws_access_log_parsed(w, c->peer, &c->parser, w->cfg->status, r->head ? 0 : n - head);
+        sws_conn_log(w, c, w->cfg->status, r->head ? 0 : n - head);
     return SWS_ANSWER_DONE;
 }
 

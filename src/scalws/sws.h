@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "cpu.h"
+#include "lend.h"
 #include "scenario.h"
 #include "sws_http.h"
 #include "sws_tls.h"
@@ -151,17 +152,16 @@ typedef struct sws_worker {
     bool forced;
     bool done;
     uint64_t drain_at;
-    sws_conn **conns;
+    sws_conn *slots; /* nslots, calloc'd: a slot's pages are touched when first used */
     uint32_t nslots;
     uint32_t *free_idx;
     uint32_t nfree;
     uint32_t out_cap;
-    /* Output buffers: a connection holds one only while it has output, so an
-     * idle connection costs no buffer (see out_take in conn.c). */
-    char **out_free; /* free buffers, a stack with room for one per slot */
-    uint32_t out_nfree;
-    uint32_t out_used; /* buffers held by connections */
-    uint32_t out_peak; /* most held at once since the last sweep */
+    /* Output buffers (out_cap bytes) and request parsers: a connection holds
+     * them only while it has output or a request under way, so an idle
+     * connection costs neither (see out_take and parser_take in conn.c). */
+    sws_lend outbuf;
+    sws_lend parsers;
     sws_conn *active;  /* list head */
     uint32_t nstarved; /* connections waiting for a loop buffer */
     sws_held *hpool;   /* recv_buffers nodes */

@@ -220,6 +220,7 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener) 
     w->out_cap = 16384;
     if (w->out_cap < 4 * w->resp_max)
         w->out_cap = 4 * w->resp_max;
+    w->outbuf.size = w->out_cap; /* the output pool's blocks (conn.c) */
     return 0;
 }
 

@@ -29,8 +29,7 @@ bool tl__handle_room(const tl_loop *loop) {
 
 static int grow_handles(tl_loop *loop) {
     uint32_t ncap = loop->h_cap ? loop->h_cap * 2 : 64;
-    int err = tl__slots_grow((void **)&loop->h, &loop->h_cap, ncap, sizeof *loop->h,
-                             offsetof(tl_hslot, free_next), &loop->h_free);
+    int err = tl__slots_grow((void **)&loop->h, &loop->h_cap, ncap, sizeof *loop->h);
     return err == -ENOSPC ? -EMFILE : err;
 }
 
@@ -39,7 +38,7 @@ int tl__handle_new(tl_loop *loop, int fd, uint8_t type, unsigned shared_flags, u
         close(fd);
         return -EMFILE;
     }
-    if (loop->h_free == TL_NIL) {
+    if (loop->h_free == TL_NIL && loop->h_fresh == loop->h_cap) {
         int err = grow_handles(loop);
         if (err < 0) {
             close(fd);
@@ -51,9 +50,9 @@ int tl__handle_new(tl_loop *loop, int fd, uint8_t type, unsigned shared_flags, u
         close(fd);
         return fit;
     }
-    uint32_t i = loop->h_free;
+    uint32_t i = tl__slots_take(loop->h, sizeof *loop->h, offsetof(tl_hslot, free_next),
+                                &loop->h_free, &loop->h_fresh, loop->h_cap);
     tl_hslot *h = &loop->h[i];
-    loop->h_free = h->free_next;
     uint32_t gen = h->gen;
     uint8_t on_ready = h->on_ready; /* a listing of the old handle counts for the new */
     memset(h, 0, sizeof *h);

@@ -32,29 +32,39 @@ enum tl_handle_type { TL_H_STREAM = 1, TL_H_LISTENER, TL_H_SHARED_LISTENER };
  * and no new edge will come for it, so a short read must not clear IN. */
 #define TL_READY_EOF 0x4u
 
+/* Every connection holds one: 64 bytes, packed for it. */
 typedef struct tl_hslot {
     uint32_t gen;
+    int fd;
+    uint32_t nops;             /* pending ops on this handle */
+    uint32_t undelivered;      /* completions queued but not yet received by the host */
+    uint32_t bufs_held;        /* recv buffers the host holds from this handle */
+    uint32_t rq_head, rq_tail; /* accept / read / recv ops, FIFO */
+    uint32_t wq_head, wq_tail; /* connect / write ops, FIFO */
+    uint32_t free_next;
     uint8_t state;   /* tl_slot_state (DONE unused) */
     uint8_t type;    /* tl_handle_type */
     uint8_t closing; /* tl_close called: no new ops; close reported when nops == 0 */
     uint8_t detaching;
-    uint8_t ready;      /* TL_READY_* */
-    uint8_t on_ready;   /* queued on the loop's ready list */
-    uint8_t paused;     /* multishot accept paused at the ceiling */
-    uint8_t connecting; /* a connect op is outstanding: writability is not readiness yet */
-    uint8_t woken;      /* an OS event (not cached readiness) brought this handle up */
-    int fd;
-    uint32_t nops;        /* pending ops on this handle */
-    uint32_t undelivered; /* completions queued but not yet received by the host */
-    uint32_t bufs_held;   /* recv buffers the host holds from this handle */
+    uint8_t ready;          /* TL_READY_* */
+    uint8_t on_ready : 1;   /* queued on the loop's ready list */
+    uint8_t paused : 1;     /* multishot accept paused at the ceiling */
+    uint8_t connecting : 1; /* a connect op is outstanding: writability is not readiness yet */
+    uint8_t woken : 1;      /* an OS event (not cached readiness) brought this handle up */
     uint64_t close_token;
-    uint32_t rq_head, rq_tail; /* accept / read / recv ops, FIFO */
-    uint32_t wq_head, wq_tail; /* connect / write ops, FIFO */
-    uint32_t free_next;
     uint64_t backoff_until; /* accept backoff after EMFILE/ENFILE (ms) */
-    void *backend_data;
 } tl_hslot;
 
+typedef struct tl_oio {
+    struct iovec iov[TL_MAX_IOV];
+    int iovcnt;
+    uint32_t total; /* bytes to write */
+    uint32_t done;  /* bytes written so far */
+    uint32_t next;  /* free list */
+} tl_oio;
+
+/* An idle connection holds one (its receive): 48 bytes, what every op needs;
+ * a read's or write's arguments are in loop->io. */
 typedef struct tl_oslot {
     uint32_t gen;
     uint8_t state; /* tl_slot_state */
@@ -62,15 +72,13 @@ typedef struct tl_oslot {
     uint8_t multishot;
     uint8_t cancelling;
     uint32_t handle; /* slot index, or TL_NIL */
+    union {
+        uint32_t io;       /* read and write: their arguments (loop->io), or TL_NIL */
+        uint32_t heap_pos; /* timers: position in the heap, or TL_NIL */
+    };
     uint64_t token;
     uint32_t prev, next; /* links in the handle's queue, or the free list */
-    /* operation arguments and progress */
-    struct iovec iov[TL_MAX_IOV];
-    int iovcnt;
-    uint32_t total;    /* bytes to write */
-    uint32_t done;     /* bytes written so far */
-    uint64_t deadline; /* timers */
-    uint32_t heap_pos; /* timers: position in the heap, or TL_NIL */
+    uint64_t deadline;   /* timers */
     void *backend_data;
 } tl_oslot;
 
@@ -103,12 +111,20 @@ struct tl_loop {
     void *be_state;
     bool be_auto; /* chosen by TL_BACKEND_AUTO: may still move to epoll while empty */
 
+    /* Slot tables (slots.c): a free list, and the fresh mark past which no
+     * slot has been used. */
     tl_hslot *h;
-    uint32_t h_cap, h_max, h_free, h_open;
+    uint32_t h_cap, h_max, h_free, h_fresh, h_open;
     bool h_fixed;
     tl_oslot *o;
-    uint32_t o_cap, o_max, o_free, o_live; /* o_live: LIVE + DONE */
+    uint32_t o_cap, o_max, o_free, o_fresh, o_live; /* o_live: LIVE + DONE */
     bool o_fixed;
+    /* Arguments of the ops that carry them (read, write), apart from the op
+     * slot so that an op without them (a receive into loop buffers, an
+     * accept, a timer: what an idle connection holds) does not carry their
+     * bytes. io_cap >= o_cap: every op can hold one. */
+    tl_oio *io;
+    uint32_t io_cap, io_free, io_fresh;
 
     /* handles with cached readiness and work: slot indices, each at most once
      * (on_ready survives a slot's reuse), so h_cap entries always suffice */
@@ -182,8 +198,13 @@ int tl__uring_probe(void);
 #endif
 
 /* ---- core services for backends and the other core files ----------------- */
-int tl__slots_grow(void **table, uint32_t *cap, uint32_t ncap, size_t size, size_t link_off,
-                   uint32_t *free_head);
+/* Grows a slot table to ncap slots (slots.c); the new ones are zero. */
+int tl__slots_grow(void **table, uint32_t *cap, uint32_t ncap, size_t size);
+void tl__slots_free(void *table, uint32_t cap, size_t size);
+/* A free slot: the free list's head (unlinked), else the fresh mark's
+ * (advanced); TL_NIL when the table is full. */
+uint32_t tl__slots_take(void *table, size_t size, size_t link_off, uint32_t *free_head,
+                        uint32_t *fresh, uint32_t cap);
 /* Sizes the completion queue, the ready lists, the timer heap and the
  * backend's lists for the handle and op tables as they are now. Called before
  * a slot is taken from a table that has grown: an allocation that fails there
@@ -207,7 +228,11 @@ bool tl__handle_room(const tl_loop *loop);
 void tl__handle_release_slot(tl_loop *loop, uint32_t hi);
 void tl__handle_finish_close(tl_loop *loop, uint32_t hi);
 
+/* Grows the op table and its argument table together to ncap slots. */
+int tl__ops_grow(tl_loop *loop, uint32_t ncap);
 int tl__op_new(tl_loop *loop, uint8_t kind, uint32_t hi, uint64_t token, uint32_t *index);
+/* Gives back a finished op's arguments (none: nothing). */
+void tl__op_io_release(tl_loop *loop, tl_oslot *o);
 void tl__op_link(tl_loop *loop, uint32_t oi);
 void tl__op_unlink(tl_loop *loop, uint32_t oi);
 /* Cancels every pending op of a handle (close, detach). */
@@ -243,6 +268,10 @@ static inline uint8_t *tl__buffer_data(const tl_loop *loop, uint32_t id) {
 
 uint64_t tl__clock_ms(void);
 void tl__listener_nodelay(int fd);
+
+static inline tl_oio *tl__op_io(const tl_loop *loop, const tl_oslot *o) {
+    return &loop->io[o->io];
+}
 
 static inline bool tl__op_on_read_queue(uint8_t kind) {
     return kind == TL_OP_ACCEPT || kind == TL_OP_READ || kind == TL_OP_RECV;

@@ -77,7 +77,7 @@ int tl_loop_new(tl_loop **out, const tl_loop_options *opts) {
     loop->tag = tag_for(loop);
     loop->flags = o.flags;
     loop->wake_fd = -1;
-    loop->h_free = loop->o_free = TL_NIL;
+    loop->h_free = loop->o_free = loop->io_free = TL_NIL;
     loop->h_max = o.max_handles;
     loop->h_fixed = o.max_handles != 0;
     loop->o_max = o.max_operations;
@@ -88,11 +88,9 @@ int tl_loop_new(tl_loop **out, const tl_loop_options *opts) {
     int err = select_backend(loop, o.backend);
     /* A fixed ceiling is preallocated whole: no allocation on the way to it. */
     if (err == 0 && loop->h_fixed)
-        err = tl__slots_grow((void **)&loop->h, &loop->h_cap, loop->h_max, sizeof *loop->h,
-                             offsetof(tl_hslot, free_next), &loop->h_free);
+        err = tl__slots_grow((void **)&loop->h, &loop->h_cap, loop->h_max, sizeof *loop->h);
     if (err == 0 && loop->o_fixed)
-        err = tl__slots_grow((void **)&loop->o, &loop->o_cap, loop->o_max, sizeof *loop->o,
-                             offsetof(tl_oslot, next), &loop->o_free);
+        err = tl__ops_grow(loop, loop->o_max);
     if (err == 0)
         err = tl__buffers_init(loop, o.recv_buffers ? o.recv_buffers : 64,
                                o.recv_buffer_size ? o.recv_buffer_size : 16384);
@@ -145,8 +143,9 @@ void tl_loop_free(tl_loop *loop) {
     free(loop->ready);
     free(loop->ready_spare);
     free(loop->cq.rec);
-    free(loop->h);
-    free(loop->o);
+    tl__slots_free(loop->h, loop->h_cap, sizeof *loop->h);
+    tl__slots_free(loop->o, loop->o_cap, sizeof *loop->o);
+    tl__slots_free(loop->io, loop->io_cap, sizeof *loop->io);
     free(loop);
 }
 
@@ -162,6 +161,7 @@ static void delivered(tl_loop *loop, const tl_completion *c) {
     if (c->op && (c->flags & TL_CQE_FINAL)) {
         uint32_t oi = (uint32_t)(c->op & (TL_ID_MAX_SLOTS - 1));
         tl_oslot *o = &loop->o[oi];
+        tl__op_io_release(loop, o);
         o->state = TL_SLOT_FREE;
         o->gen++;
         o->next = loop->o_free;
@@ -292,6 +292,22 @@ static int grow_u32(uint32_t **arr, uint32_t *cap, uint32_t need) {
     return 0;
 }
 
+/* The timer heap copies its heap_len entries only, not its old capacity (as
+ * realloc would): sized for every op, it touches what timers have used. */
+static int grow_heap(tl_loop *loop) {
+    if (loop->o_cap <= loop->heap_cap)
+        return 0;
+    uint32_t *n = malloc((size_t)loop->o_cap * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    if (loop->heap_len)
+        memcpy(n, loop->heap, (size_t)loop->heap_len * sizeof *n);
+    free(loop->heap);
+    loop->heap = n;
+    loop->heap_cap = loop->o_cap;
+    return 0;
+}
+
 int tl__loop_fit(tl_loop *loop) {
     int err = cq_grow(loop, (uint64_t)cq_bound(loop) + loop->cq_extra);
     if (err == 0)
@@ -299,7 +315,7 @@ int tl__loop_fit(tl_loop *loop) {
     if (err == 0)
         err = grow_u32(&loop->ready_spare, &loop->ready_spare_cap, loop->h_cap);
     if (err == 0)
-        err = grow_u32(&loop->heap, &loop->heap_cap, loop->o_cap); /* timers are ops */
+        err = grow_heap(loop); /* timers are ops */
     if (err == 0 && loop->be && loop->be->fit)
         err = loop->be->fit(loop);
     if (err < 0)

@@ -3,6 +3,7 @@
  * what makes "exactly one final completion" checkable by reading one function. */
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -26,26 +27,43 @@ int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index) {
     return 0;
 }
 
-static int grow_ops(tl_loop *loop) {
-    uint32_t ncap = loop->o_cap ? loop->o_cap * 2 : 128;
-    return tl__slots_grow((void **)&loop->o, &loop->o_cap, ncap, sizeof *loop->o,
-                          offsetof(tl_oslot, next), &loop->o_free);
+int tl__ops_grow(tl_loop *loop, uint32_t ncap) {
+    int err = 0;
+    if (loop->io_cap < ncap)
+        err = tl__slots_grow((void **)&loop->io, &loop->io_cap, ncap, sizeof *loop->io);
+    return err < 0 ? err : tl__slots_grow((void **)&loop->o, &loop->o_cap, ncap, sizeof *loop->o);
+}
+
+/* The arguments of a read or write op (every op slot has room for one). */
+static tl_oio *io_take(tl_loop *loop, tl_oslot *o) {
+    o->io = tl__slots_take(loop->io, sizeof *loop->io, offsetof(tl_oio, next), &loop->io_free,
+                           &loop->io_fresh, loop->o_cap);
+    assert(o->io != TL_NIL);
+    return tl__op_io(loop, o);
+}
+
+void tl__op_io_release(tl_loop *loop, tl_oslot *o) {
+    if ((o->kind != TL_OP_READ && o->kind != TL_OP_WRITE) || o->io == TL_NIL)
+        return;
+    loop->io[o->io].next = loop->io_free;
+    loop->io_free = o->io;
+    o->io = TL_NIL;
 }
 
 int tl__op_new(tl_loop *loop, uint8_t kind, uint32_t hi, uint64_t token, uint32_t *index) {
     if (loop->o_fixed && loop->o_live >= loop->o_max)
         return -ENOSPC;
-    if (loop->o_free == TL_NIL) {
-        int err = grow_ops(loop);
+    if (loop->o_free == TL_NIL && loop->o_fresh == loop->o_cap) {
+        int err = tl__ops_grow(loop, loop->o_cap ? loop->o_cap * 2 : 128);
         if (err < 0)
             return err;
     }
     int err = tl__loop_fit_if_grown(loop);
     if (err < 0)
         return err;
-    uint32_t i = loop->o_free;
+    uint32_t i = tl__slots_take(loop->o, sizeof *loop->o, offsetof(tl_oslot, next), &loop->o_free,
+                                &loop->o_fresh, loop->o_cap);
     tl_oslot *o = &loop->o[i];
-    loop->o_free = o->next;
     uint32_t gen = o->gen;
     memset(o, 0, sizeof *o);
     o->gen = gen;
@@ -54,7 +72,7 @@ int tl__op_new(tl_loop *loop, uint8_t kind, uint32_t hi, uint64_t token, uint32_
     o->handle = hi;
     o->token = token;
     o->prev = o->next = TL_NIL;
-    o->heap_pos = TL_NIL;
+    o->io = TL_NIL; /* and heap_pos */
     loop->o_live++;
     if (hi != TL_NIL)
         loop->h[hi].nops++;
@@ -179,11 +197,12 @@ int tl_read(tl_loop *loop, tl_handle h, void *buf, uint32_t len, uint64_t token,
     int err = start_on_handle(loop, h, TL_OP_READ, token, &hi, &oi);
     if (err < 0)
         return err;
-    tl_oslot *o = &loop->o[oi];
-    o->iov[0].iov_base = buf;
-    o->iov[0].iov_len = len;
-    o->iovcnt = 1;
-    o->total = len;
+    tl_oio *io = io_take(loop, &loop->o[oi]);
+    io->iov[0].iov_base = buf;
+    io->iov[0].iov_len = len;
+    io->iovcnt = 1;
+    io->total = len;
+    io->done = 0;
     return finish_start(loop, oi, out);
 }
 
@@ -209,10 +228,11 @@ int tl_writev(tl_loop *loop, tl_handle h, const struct iovec *iov, int iovcnt, u
     int err = start_on_handle(loop, h, TL_OP_WRITE, token, &hi, &oi);
     if (err < 0)
         return err;
-    tl_oslot *o = &loop->o[oi];
-    memcpy(o->iov, iov, (size_t)iovcnt * sizeof *iov);
-    o->iovcnt = iovcnt;
-    o->total = (uint32_t)total;
+    tl_oio *io = io_take(loop, &loop->o[oi]);
+    memcpy(io->iov, iov, (size_t)iovcnt * sizeof *iov);
+    io->iovcnt = iovcnt;
+    io->total = (uint32_t)total;
+    io->done = 0;
     return finish_start(loop, oi, out);
 }
 

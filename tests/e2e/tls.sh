@@ -206,6 +206,9 @@ except ssl.SSLEOFError as e:
     sys.exit("no close_notify: %s" % e)
 assert more == b"", more[:40]
 tcp = socket.socket(fileno=os.dup(s.fileno()))  # the same socket, below TLS
+# The descriptor is non-blocking (the timeout above): wait for the FIN, which
+# the server sends once its close_notify write has completed, a turn later.
+tcp.settimeout(20)
 assert tcp.recv(100) == b"", "no FIN after close_notify"
 PY
 }

@@ -485,7 +485,7 @@ static void finish(answer_ctx *a, out *o, int status, uint64_t body) {
     else if (status == 414)
         SWS_ADD(w->ctr.errors[SWS_ST_414], 1);
     if (w->access_log)
-        sws_access_log_parsed(w, c->peer, &c->parser, status, a->head ? 0 : body);
+        sws_conn_log(w, c, status, a->head ? 0 : body);
 }
 
 /* An answer with a short text body naming the status (as the error pages of
@@ -563,7 +563,7 @@ static int fill(sws_worker *w, sws_static *st, sws_conn *c) {
     /* Never on a tls connection: sendfile would put the file's plaintext on
      * the wire beside the engine's records (kTLS is not used), so over TLS
      * every byte is copied into c->out, which the connection seals. */
-    while (f->on && !f->job && c->olen == 0 && st->sendfile && !c->is_tls) {
+    while (f->on && !f->job && c->olen == 0 && st->sendfile && !c->tls) {
         /* Zero copy while the socket takes bytes and the pages are resident:
          * the loop never waits in sendfile, on the socket (non-blocking) or
          * on the disk (cachestat said the pages are there). */
@@ -658,7 +658,7 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
     job *j = e->u.msg.ptr;
     st->inflight--;
     uint32_t i = sws_token_index(e->token);
-    sws_conn *c = i < w->nslots ? w->conns[i] : NULL;
+    sws_conn *c = i < w->nslots ? &w->slots[i] : NULL;
     sfile *f = i < w->nslots ? &st->files[i] : NULL;
     if (!c || sws_phase_gone(c->phase) || !f->job || c->h != j->h || c->served != j->served) {
         /* The connection went away meanwhile (conn_end left fd to the job), or
@@ -738,7 +738,7 @@ static void static_metrics(const sws_server *s, FILE *f) {
 
 static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep_alive) {
     sws_static *st = sc->state;
-    const sws_http_request *r = &c->parser.req;
+    const sws_http_request *r = &c->parser->req;
     answer_ctx a = {.w = w, .c = c, .ka = keep_alive, .head = r->head};
     int rc = SWS_ANSWER_DONE;
     /* resp_max (OUT_CAP / 4) bytes are free: far more than any head. */

@@ -213,7 +213,8 @@ static void run_reads(tl_loop *loop, uint32_t hi) {
     while ((h->ready & TL_READY_IN) && (oi = h->rq_head) != TL_NIL) {
         tl_oslot *o = &loop->o[oi];
         if (o->kind == TL_OP_READ) {
-            ssize_t n = read(h->fd, o->iov[0].iov_base, o->iov[0].iov_len);
+            const tl_oio *io = tl__op_io(loop, o);
+            ssize_t n = read(h->fd, io->iov[0].iov_base, io->iov[0].iov_len);
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
                 h->ready &= ~TL_READY_IN;
                 return;
@@ -222,7 +223,7 @@ static void run_reads(tl_loop *loop, uint32_t hi) {
                 continue;
             /* Edge-triggered: a short read means the socket was drained, and any
              * later arrival raises a new edge. End of stream stays readable. */
-            if (n > 0 && (size_t)n < o->iov[0].iov_len && !(h->ready & TL_READY_EOF))
+            if (n > 0 && (size_t)n < io->iov[0].iov_len && !(h->ready & TL_READY_EOF))
                 h->ready &= ~TL_READY_IN;
             tl__op_complete(loop, oi, n < 0 ? -errno : (int32_t)n, false, NULL);
             continue;
@@ -273,16 +274,17 @@ static void run_writes(tl_loop *loop, uint32_t hi) {
             continue;
         }
         /* Skip what is written already, then send the rest in one call. */
+        tl_oio *io = tl__op_io(loop, o);
         struct iovec iov[TL_MAX_IOV];
         int cnt = 0;
-        uint32_t skip = o->done;
-        for (int i = 0; i < o->iovcnt; i++) {
-            size_t len = o->iov[i].iov_len;
+        uint32_t skip = io->done;
+        for (int i = 0; i < io->iovcnt; i++) {
+            size_t len = io->iov[i].iov_len;
             if (skip >= len) {
                 skip -= (uint32_t)len;
                 continue;
             }
-            iov[cnt].iov_base = (char *)o->iov[i].iov_base + skip;
+            iov[cnt].iov_base = (char *)io->iov[i].iov_base + skip;
             iov[cnt].iov_len = len - skip;
             skip = 0;
             cnt++;
@@ -299,12 +301,12 @@ static void run_writes(tl_loop *loop, uint32_t hi) {
             tl__op_complete(loop, oi, -errno, false, NULL);
             continue;
         }
-        o->done += (uint32_t)n;
-        if (o->done < o->total) {
+        io->done += (uint32_t)n;
+        if (io->done < io->total) {
             h->ready &= ~TL_READY_OUT; /* the socket buffer is full: wait for the edge */
             return;
         }
-        tl__op_complete(loop, oi, (int32_t)o->total, false, NULL);
+        tl__op_complete(loop, oi, (int32_t)io->total, false, NULL);
     }
 }
 

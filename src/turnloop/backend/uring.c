@@ -20,12 +20,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int grow_ids(uint64_t **arr, uint32_t *cap, uint32_t need) {
+/* Copies the len ids in use, not the whole old capacity (as realloc would):
+ * a list sized for every op touches only as much memory as it has held. */
+static int grow_ids(uint64_t **arr, uint32_t *cap, uint32_t need, uint32_t len) {
     if (need <= *cap)
         return 0;
-    uint64_t *n = realloc(*arr, (size_t)need * sizeof *n);
+    uint64_t *n = malloc((size_t)need * sizeof *n);
     if (!n)
         return -ENOMEM;
+    if (len)
+        memcpy(n, *arr, (size_t)len * sizeof *n);
+    free(*arr);
     *arr = n;
     *cap = need;
     return 0;
@@ -35,18 +40,19 @@ static int grow_ids(uint64_t **arr, uint32_t *cap, uint32_t need) {
  * where a failure is an error for the call that wanted a slot. Growth here is
  * the rare case of an id listed again while a stale copy is still queued. */
 void tl__ur_push_id(uint64_t **arr, uint32_t *len, uint32_t *cap, uint64_t id) {
-    if (*len == *cap && grow_ids(arr, cap, *cap ? *cap * 2 : 64) < 0)
+    if (*len == *cap && grow_ids(arr, cap, *cap ? *cap * 2 : 64, *len) < 0)
         abort(); /* a forgotten op would never complete: exactly-once needs memory */
     (*arr)[(*len)++] = id;
 }
 
 static int ur_fit(tl_loop *loop) {
     uring_state *s = state(loop);
-    int err = grow_ids(&s->pend, &s->pend_cap, loop->o_cap);
+    /* pend_spare is empty between turns (the arm phase's list, swapped). */
+    int err = grow_ids(&s->pend, &s->pend_cap, loop->o_cap, s->pend_len);
     if (err == 0)
-        err = grow_ids(&s->pend_spare, &s->pend_spare_cap, loop->o_cap);
+        err = grow_ids(&s->pend_spare, &s->pend_spare_cap, loop->o_cap, 0);
     if (err == 0)
-        err = grow_ids(&s->paused, &s->paused_cap, loop->h_cap);
+        err = grow_ids(&s->paused, &s->paused_cap, loop->h_cap, s->paused_len);
     return err;
 }
 
@@ -344,7 +350,8 @@ static void arm_write(tl_loop *loop, uint32_t oi) {
     int fd = loop->h[o->handle].fd;
     /* Without stable submission the kernel may read the msghdr after the submit
      * returns: send one segment at a time then (all by value). */
-    bool vec = o->iovcnt > 1 && s->stable_submit;
+    tl_oio *io = tl__op_io(loop, o);
+    bool vec = io->iovcnt > 1 && s->stable_submit;
     if (vec && s->msg_used == s->msg_cap) {
         io_uring_submit(&s->ring);
         s->msg_used = 0;
@@ -353,28 +360,28 @@ static void arm_write(tl_loop *loop, uint32_t oi) {
     if (!sqe)
         return;
     if (!vec) {
-        io_uring_prep_send(sqe, fd, o->iov[0].iov_base, o->iov[0].iov_len, MSG_NOSIGNAL);
+        io_uring_prep_send(sqe, fd, io->iov[0].iov_base, io->iov[0].iov_len, MSG_NOSIGNAL);
         return;
     }
     struct msghdr *m = &s->msgs[s->msg_used++];
-    *m = (struct msghdr){.msg_iov = o->iov, .msg_iovlen = (size_t)o->iovcnt};
+    *m = (struct msghdr){.msg_iov = io->iov, .msg_iovlen = (size_t)io->iovcnt};
     io_uring_prep_sendmsg(sqe, fd, m, MSG_NOSIGNAL); /* a vanished peer is EPIPE, not SIGPIPE */
 }
 
 /* Drops n written bytes from the front of the op's iovec (its own copy). */
-static void iov_advance(tl_oslot *o, uint32_t n) {
+static void iov_advance(tl_oio *io, uint32_t n) {
     int i = 0;
-    while (i < o->iovcnt && n >= o->iov[i].iov_len) {
-        n -= (uint32_t)o->iov[i].iov_len;
+    while (i < io->iovcnt && n >= io->iov[i].iov_len) {
+        n -= (uint32_t)io->iov[i].iov_len;
         i++;
     }
     if (i > 0) {
-        memmove(o->iov, o->iov + i, (size_t)(o->iovcnt - i) * sizeof o->iov[0]);
-        o->iovcnt -= i;
+        memmove(io->iov, io->iov + i, (size_t)(io->iovcnt - i) * sizeof io->iov[0]);
+        io->iovcnt -= i;
     }
-    if (o->iovcnt > 0 && n > 0) {
-        o->iov[0].iov_base = (char *)o->iov[0].iov_base + n;
-        o->iov[0].iov_len -= n;
+    if (io->iovcnt > 0 && n > 0) {
+        io->iov[0].iov_base = (char *)io->iov[0].iov_base + n;
+        io->iov[0].iov_len -= n;
     }
 }
 
@@ -483,16 +490,17 @@ static void on_write(tl_loop *loop, uint32_t oi, int32_t res) {
         reissue_or_finish(loop, oi, res);
         return;
     }
-    o->done += (uint32_t)res;
-    if (o->done >= o->total) {
-        tl__ur_finish(loop, oi, (int32_t)o->total, NULL);
+    tl_oio *io = tl__op_io(loop, o);
+    io->done += (uint32_t)res;
+    if (io->done >= io->total) {
+        tl__ur_finish(loop, oi, (int32_t)io->total, NULL);
         return;
     }
     if (o->cancelling) {
         tl__ur_finish(loop, oi, -ECANCELED, NULL);
         return;
     }
-    iov_advance(o, (uint32_t)res); /* partial: send the rest */
+    iov_advance(io, (uint32_t)res); /* partial: send the rest */
     tl__ur_want_arm(loop, oi);
 }
 
@@ -589,7 +597,8 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
     case TL_OP_READ: {
         struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
         if (sqe)
-            io_uring_prep_recv(sqe, h->fd, o->iov[0].iov_base, o->iov[0].iov_len, 0);
+            io_uring_prep_recv(sqe, h->fd, tl__op_io(loop, o)->iov[0].iov_base,
+                               tl__op_io(loop, o)->iov[0].iov_len, 0);
         return;
     }
     case TL_OP_RECV:
