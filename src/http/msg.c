@@ -1,7 +1,11 @@
 /* The proxy's message reader: llhttp in request or response mode, keeping the
  * head in a fixed buffer for rewriting and passing decoded body bytes on.
  * A complete message pauses the parser, so one feed never runs into the next
- * message: the proxy decides when the stream may go on (keep-alive). */
+ * message: the proxy decides when the stream may go on (keep-alive). Chunk
+ * size lines are read here and llhttp is fed "SIZE CR LF" alone: llhttp 8.1
+ * refuses several extensions on one line and quoted-pairs in them, which RFC
+ * 9112 7.1.1 allows (parse.c does the same for the strict parser, which has
+ * already judged every request byte the proxy reads; an upstream's are not). */
 #include "sws_msg.h"
 
 #include <errno.h>
@@ -28,6 +32,7 @@ static int on_begin(llhttp_t *p) {
     m->last = 0;
     m->started = true;
     m->headers_done = false;
+    m->trailers = false;
     return 0;
 }
 
@@ -83,7 +88,58 @@ static int on_headers(llhttp_t *p) {
      * passed on. Found by fuzz_response. */
     if (p->type == HTTP_RESPONSE && p->status_code / 100 == 1)
         return 1;
+    if (rc == 0 && (p->flags & F_CHUNKED)) {
+        m->size_next = true; /* the first size line is ours */
+        return HPE_PAUSED;
+    }
     return rc;
+}
+
+static int on_chunk_header(llhttp_t *p) {
+    of(p)->trailers = p->content_length == 0;
+    return 0;
+}
+
+/* After a chunk's data and its CRLF: the next size line is ours. */
+static int on_chunk_complete(llhttp_t *p) {
+    sws_msg *m = of(p);
+    if (m->trailers)
+        return 0;
+    m->size_next = true;
+    return HPE_PAUSED;
+}
+
+static bool hex(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Reads a size line from data; *at: bytes taken. 1 when it is whole, 0 for
+ * more, -1 when malformed. Extensions are skipped (never forwarded: the proxy
+ * writes its own framing), only bare CR and LF and controls refused. */
+static int size_line(sws_msg *m, const char *data, size_t len, size_t *at) {
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = (unsigned char)data[i++];
+        if (m->cstate == 0 && hex((char)c)) {
+            if (m->csize_len >= sizeof(m->csize) - 2)
+                return -1;
+            m->csize[m->csize_len++] = (char)c;
+        } else if (m->cstate < 2 && c == '\r') {
+            m->cstate = 2;
+        } else if (m->cstate == 2) {
+            if (c != '\n' || m->csize_len == 0)
+                return -1;
+            *at = i;
+            return 1;
+        } else if (m->csize_len && (c == ';' || c == ' ' || c == '\t' || m->cstate == 1) &&
+                   (c >= ' ' || c == '\t') && c != 0x7f) {
+            m->cstate = 1;
+        } else {
+            return -1;
+        }
+    }
+    *at = i;
+    return 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
@@ -109,23 +165,59 @@ void sws_msg_init(sws_msg *m, llhttp_type_t type, const sws_msg_cb *cb, void *us
     m->s.on_headers_complete = on_headers;
     m->s.on_body = on_body;
     m->s.on_message_complete = on_complete;
+    m->s.on_chunk_header = on_chunk_header;
+    m->s.on_chunk_complete = on_chunk_complete;
     llhttp_init(&m->p, type, &m->s);
     m->p.data = m;
     m->cb = cb;
     m->user = user;
     m->len = m->nf = 0;
     m->overflow = m->started = m->headers_done = false;
+    m->size_next = m->at_size = m->trailers = false;
+    m->cstate = m->csize_len = 0;
 }
 
 int sws_msg_feed(sws_msg *m, const char *data, size_t len, size_t *used) {
-    llhttp_errno_t e = llhttp_execute(&m->p, data, len);
-    if (e == HPE_OK) {
-        *used = len;
-        return SWS_MSG_NEED_MORE;
-    }
-    if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
-        *used = (size_t)(llhttp_get_error_pos(&m->p) - data);
-        return SWS_MSG_DONE;
+    size_t off = 0;
+    for (;;) {
+        if (m->at_size) {
+            size_t at;
+            int rc = size_line(m, data + off, len - off, &at);
+            off += at;
+            if (rc < 0)
+                break;
+            if (rc == 0) {
+                *used = len;
+                return SWS_MSG_NEED_MORE;
+            }
+            m->at_size = false;
+            memcpy(m->csize + m->csize_len, "\r\n", 2);
+            llhttp_errno_t e = llhttp_execute(&m->p, m->csize, m->csize_len + 2u);
+            m->csize_len = m->cstate = 0;
+            if (e != HPE_OK)
+                break;
+        }
+        if (off == len) {
+            *used = len;
+            return SWS_MSG_NEED_MORE;
+        }
+        llhttp_errno_t e = llhttp_execute(&m->p, data + off, len - off);
+        if (e == HPE_OK) {
+            *used = len;
+            return SWS_MSG_NEED_MORE;
+        }
+        if (e == HPE_PAUSED && m->size_next) {
+            m->size_next = false;
+            m->at_size = true;
+            off = (size_t)(llhttp_get_error_pos(&m->p) - data);
+            llhttp_resume(&m->p);
+            continue;
+        }
+        if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+            *used = (size_t)(llhttp_get_error_pos(&m->p) - data);
+            return SWS_MSG_DONE;
+        }
+        break;
     }
     *used = 0;
     return m->overflow ? -E2BIG : -EBADMSG;
@@ -148,6 +240,8 @@ void sws_msg_next(sws_msg *m) {
     llhttp_resume(&m->p);
     m->started = false;
     m->headers_done = false;
+    m->size_next = m->at_size = m->trailers = false;
+    m->cstate = m->csize_len = 0;
 }
 
 bool sws_msg_name_is(const sws_msg *m, uint32_t i, const char *name) {

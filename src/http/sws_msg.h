@@ -43,6 +43,14 @@ typedef struct sws_msg {
     bool overflow; /* head larger than SWS_MSG_HEAD_MAX or too many fields */
     bool started;  /* a message has begun and is not complete */
     bool headers_done;
+    /* Chunk size lines are read here, not by llhttp 8.1, which refuses
+     * several extensions on a line (msg.c): the state of the one being read. */
+    bool size_next; /* llhttp paused where a size line begins */
+    bool at_size;   /* reading one */
+    bool trailers;  /* the last chunk came: no size line follows */
+    uint8_t cstate; /* 0 digits, 1 extensions, 2 after its CR */
+    uint8_t csize_len;
+    char csize[34]; /* its digits, then CR LF: what llhttp is fed */
     sws_msg_field f[SWS_MSG_FIELDS_MAX];
     char buf[SWS_MSG_HEAD_MAX];
 } sws_msg;

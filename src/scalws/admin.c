@@ -8,6 +8,7 @@
 #include "acme_run.h"
 #include "acme_tokens.h"
 #include "status_page.h"
+#include "upstream_health.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -131,6 +132,8 @@ static char *metrics_text(sws_server *s, size_t *len) {
     sws_balance_metrics(s, f);
     if (s->sc_ops->metrics)
         s->sc_ops->metrics(s, f);
+    if (s->up_health)
+        sws_health_metrics(s->up_health, f);
     if (s->acme)
         sws_acme_metrics(s->acme, f);
     fclose(f);
@@ -203,6 +206,9 @@ static char *status_json(sws_server *s, size_t *len) {
         json_object_set_new(root, "tls", json_null());
     }
     json_object_set_new(root, "acme", s->acme ? sws_acme_status(s->acme) : json_null());
+    json_object_set_new(root, "upstreams",
+                        s->up_health ? sws_health_status(s->up_health, sws_health_now())
+                                     : json_null());
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (text) {

@@ -538,5 +538,12 @@ const char *sws_config_restart_change(const sws_config *o, const sws_config *n, 
             return buf;
         }
     }
+    /* The same names may resolve to other addresses now: the pools, the
+     * health records and the check thread are built for the ones at start. */
+    if (o->scenario == SWS_SCENARIO_PROXY && sws_proxy_upstreams_differ(&o->proxy, &n->proxy)) {
+        snprintf(buf, len, "[proxy] upstream resolves to other addresses now (%d -> %d)",
+                 o->proxy.nupstreams, n->proxy.nupstreams);
+        return buf;
+    }
     return NULL;
 }

@@ -4,6 +4,7 @@
  * A key is added here and nowhere else; the man page and the example file are
  * checked against this table by tests/e2e/man_page.sh and example_config.sh. */
 #include "config.h"
+#include "forwarded.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -18,6 +19,9 @@ static const char *const scenario_names[] = {"respond", "proxy", "static", NULL}
 static const char *const symlink_names[] = {"off", "on", "owner", NULL};
 static const char *const dotfile_names[] = {"deny", "allow", NULL};
 static const char *const pool_names[] = {"per_loop", "shared", NULL};
+/* In the order of enum sws_balance and enum sws_forwarded (proxy_config.h). */
+static const char *const balance_names[] = {"round_robin", "least_conn", "p2c", NULL};
+static const char *const forwarded_names[] = {"x-forwarded", "rfc7239", "off", NULL};
 
 const char *sws_accept_name(sws_accept_route r) {
     return accept_names[r];
@@ -217,10 +221,38 @@ static int parse_upstream(sws_config *c, const char *v, char *why, size_t len) {
     return sws_proxy_parse_upstreams(&c->proxy, v, why, len);
 }
 static void format_upstream(const sws_config *c, char *out, size_t len) {
-    size_t o = 0;
-    out[0] = '\0';
-    for (int i = 0; i < c->proxy.nupstreams && o < len; i++)
-        o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", c->proxy.up[i].text);
+    sws_proxy_format_upstreams(&c->proxy, out, len);
+}
+static int parse_host(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_proxy_parse_host(&c->proxy, v, why, len);
+}
+static void format_host(const sws_config *c, char *out, size_t len) {
+    sws_proxy_format_host(&c->proxy, out, len);
+}
+static int parse_trusted(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_trusted_parse(&c->proxy, v, why, len);
+}
+static void format_trusted(const sws_config *c, char *out, size_t len) {
+    sws_trusted_format(&c->proxy, out, len);
+}
+/* An origin-form path ("/healthz"), or off. */
+static int parse_health_check(sws_config *c, const char *v, char *why, size_t len) {
+    if (!*v || strcmp(v, "off") == 0) {
+        c->proxy.health_check[0] = '\0';
+        return 0;
+    }
+    bool ok = v[0] == '/' && strlen(v) < sizeof(c->proxy.health_check);
+    for (const char *s = v; ok && *s; s++)
+        ok = (unsigned char)*s > ' ' && *s != 0x7f;
+    if (!ok) {
+        snprintf(why, len, "bad path '%s' (want /path or off)", v);
+        return -EINVAL;
+    }
+    strcpy(c->proxy.health_check, v);
+    return 0;
+}
+static void format_health_check(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->proxy.health_check[0] ? c->proxy.health_check : "off");
 }
 
 /* [acme]: parsed by src/acme/acme_config.c, which the unit tests also drive
@@ -372,7 +404,27 @@ const sws_key sws_config_keys[] = {
     TLS_KEY("ktls", ktls, "on", "kernel TLS; never live with memory BIOs (doc/tls.md)"),
 
     CUSTOM("proxy", "upstream", parse_upstream, format_upstream, NULL, RESTART,
-           "host:port[, host:port...] to forward to, round-robin"),
+           "host:port [weight=N][, ...] to forward to; a name: each of its addresses"),
+    ENUM("proxy", "balance", proxy.balance, balance_names, "round_robin", RELOAD,
+         "how an upstream is picked: round_robin, least_conn or p2c (weighted)"),
+    CUSTOM("proxy", "host", parse_host, format_host, "client", RELOAD,
+           "Host sent upstream: client (the client's), upstream (its name) or a value"),
+    ENUM("proxy", "forwarded", proxy.forwarded, forwarded_names, "x-forwarded", RELOAD,
+         "fields naming the client: x-forwarded (X-Forwarded-*), rfc7239 (Forwarded) or off"),
+    CUSTOM("proxy", "trusted_proxies", parse_trusted, format_trusted, "off", RELOAD,
+           "CIDR list whose forwarding fields are kept and appended to; others replaced"),
+    UINT("proxy", "max_fails", proxy.max_fails, 0, 1000, "1", RELOAD,
+         "failures within fail_timeout that skip an upstream for fail_timeout (0: never)"),
+    MS("proxy", "fail_timeout", proxy.fail_timeout_ms, 1, "10s", RELOAD,
+       "the window of max_fails, and how long the upstream is skipped after it"),
+    CUSTOM("proxy", "health_check", parse_health_check, format_health_check, "off", RESTART,
+           "path an active check GETs on every upstream (2xx/3xx passes), or off"),
+    MS("proxy", "health_interval", proxy.health_interval_ms, 100, "2s", RESTART,
+       "time between two checks of an upstream"),
+    UINT("proxy", "health_rise", proxy.health_rise, 1, 100, "2", RESTART,
+         "passed checks in a row that bring a down upstream back"),
+    UINT("proxy", "health_fall", proxy.health_fall, 1, 100, "3", RESTART,
+         "failed checks in a row that take an upstream down"),
     ENUM("proxy", "pool", proxy.pool_mode, pool_names, "per_loop", RESTART,
          "upstream connection pool: per_loop or shared"),
     UINT("proxy", "pool_per_loop", proxy.pool_per_loop, 0, 100000, "32", RESTART,

@@ -24,8 +24,11 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "forwarded.h"
 #include "sws_msg.h"
 #include "upstream.h"
+#include "upstream_health.h"
+#include "upstream_pick.h"
 
 #define PX_TICK_MS 100
 /* What goes upstream: the rewritten head and the body. Bytes written stay
@@ -64,6 +67,7 @@ typedef struct px_x {
     bool wfail;          /* a write could not be started: failed at the next tick */
     bool req_done, answering, ka, req_head, req_chunked, req_http10, idem;
     bool resp_started, resp_info, resp_up_ka, resp_chunked_out, retried, replay_over;
+    bool head_names_up;    /* the head sent names its upstream (Host): no retry elsewhere */
     int bad_status;        /* chosen by a callback that refused the request */
     uint32_t hhead, htail; /* upstream input not yet fed (w->hpool), oldest first */
     uint32_t hcount;
@@ -78,7 +82,9 @@ typedef struct sws_proxy {
      * at init and reload_commit), so that a route's own is a one-line change. */
     const sws_proxy_config *pc;
     sws_pool pool;
-    px_x **xs; /* per connection slot: its exchange, or NULL */
+    sws_pick_state pick;
+    sws_up_health *health; /* the server's; NULL only in unit tests */
+    px_x **xs;             /* per connection slot: its exchange, or NULL */
     /* Per connection slot: the peer's address for X-Forwarded-For, looked up
      * at its first request and cleared when the slot is freed ("" unknown). */
     char (*peer)[48];
@@ -146,8 +152,9 @@ static void wr_chunk(wbuf *b, const char *d, size_t n) {
 }
 
 /* What a field is to the proxy, from its name: one length switch and at most
- * two compares per field, instead of a compare against every name. */
-enum px_field { PXF_OTHER, PXF_HOP, PXF_CONNECTION, PXF_HOST, PXF_XFF, PXF_EXPECT };
+ * two compares per field, instead of a compare against every name. The
+ * forwarding fields are forwarded.c's (sws_forwarded_owns). */
+enum px_field { PXF_OTHER, PXF_HOP, PXF_CONNECTION, PXF_HOST, PXF_EXPECT };
 
 static bool name_eq(const sws_msg *m, uint32_t i, const char *lit, size_t n) {
     return m->f[i].name_len == n && strncasecmp(m->buf + m->f[i].name_off, lit, n) == 0;
@@ -166,8 +173,6 @@ static enum px_field field_kind(const sws_msg *m, uint32_t i) {
         return PXF_IS("trailer") || PXF_IS("upgrade") ? PXF_HOP : PXF_OTHER;
     case 10:
         return PXF_IS("connection") ? PXF_CONNECTION : PXF_IS("keep-alive") ? PXF_HOP : PXF_OTHER;
-    case 15:
-        return PXF_IS("x-forwarded-for") ? PXF_XFF : PXF_OTHER;
     case 16:
         return PXF_IS("proxy-connection") ? PXF_HOP : PXF_OTHER;
     case 17:
@@ -231,6 +236,14 @@ static void wr_field(wbuf *b, const sws_msg *m, uint32_t i) {
     wr(b, ": ", 2);
     wr(b, m->buf + m->f[i].val_off, m->f[i].val_len);
     wr(b, "\r\n", 2);
+}
+
+/* The one place an upstream is chosen: by [proxy] balance among those health
+ * allows, never one in the mask `exclude` (an upstream that just failed). -1: none. */
+static int pick_upstream(sws_proxy *px, uint32_t exclude) {
+    const sws_proxy_config *cfg = px->pc;
+    uint32_t usable = sws_health_usable(px->health, cfg, sws_health_now()) & ~exclude;
+    return sws_pick(cfg, &px->pick, px->pool.inflight, usable);
 }
 
 /* ---- exchanges ------------------------------------------------------------ */
@@ -352,37 +365,42 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_
     wr(&b, " ", 1);
     wr(&b, m->buf + m->start_off, m->start_len);
     wrs(&b, " HTTP/1.1\r\n");
-    int xff = -1;
+    const sws_proxy_config *cfg = px->pc;
     bool host = false;
     uint8_t kind[SWS_MSG_FIELDS_MAX];
     field_kinds(m, kind);
     for (uint32_t i = 0; i < m->nf; i++) {
-        if (is_hop(kind[i]))
+        if (is_hop(kind[i]) || sws_forwarded_owns(cfg, m, i))
             continue;
-        host = host || kind[i] == PXF_HOST;
-        if (kind[i] == PXF_XFF) {
-            xff = (int)i;
-            continue;
+        if (kind[i] == PXF_HOST) {
+            host = cfg->host_mode == SWS_HOST_CLIENT;
+            if (!host)
+                continue; /* host = upstream or a value: replaced below */
         }
         if (kind[i] == PXF_EXPECT)
             continue; /* answered by the connection: the upstream sees the body at once */
         wr_field(&b, m, i);
     }
-    wrs(&b, "X-Forwarded-For: ");
-    if (xff >= 0) {
-        wr(&b, m->buf + m->f[xff].val_off, m->f[xff].val_len);
-        wrs(&b, ", ");
-    }
     const char *peer = px->peer[x->c->index];
-    wrs(&b, peer[0] ? peer : "unknown");
-    wrs(&b, "\r\nVia: 1.1 scalwsd\r\n");
-    if (!host) {
-        /* An HTTP/1.0 request may come without Host; what goes upstream is
-         * HTTP/1.1, which requires one (RFC 9112 3.2): the upstream's own
-         * name, as nginx's default $proxy_host. */
+    size_t fl = hl;
+    if (sws_forwarded_build(cfg, m, peer[0] ? peer : "-", px->w->cfg->listen_tls, head,
+                            sizeof(head), &fl) < 0)
+        b.over = true;
+    hl = (uint32_t)fl;
+    wrs(&b, "Via: 1.1 scalwsd\r\n");
+    x->head_names_up = false;
+    if (cfg->host_mode == SWS_HOST_FIXED) {
         wrs(&b, "Host: ");
-        wrs(&b, px->pc->up[u->upstream].text);
+        wrs(&b, cfg->host);
         wrs(&b, "\r\n");
+    } else if (!host) {
+        /* host = upstream, or an HTTP/1.0 request without Host: what goes
+         * upstream is HTTP/1.1, which requires one (RFC 9112 3.2), the
+         * upstream's own name, as nginx's default $proxy_host. */
+        wrs(&b, "Host: ");
+        wrs(&b, cfg->up[u->upstream].text);
+        wrs(&b, "\r\n");
+        x->head_names_up = true;
     }
     if (x->req_chunked)
         wrs(&b, "Transfer-Encoding: chunked\r\n");
@@ -406,9 +424,10 @@ static int req_head(void *user, sws_msg *m) {
     if (!px->peer[x->c->index][0]) /* once per connection: X-Forwarded-For needs it */
         sws_peer_name(px->w->loop, x->c->h, px->peer[x->c->index], sizeof(px->peer[0]));
 
-    int rc = sws_pool_acquire(&px->pool, x->c->index, false, -1);
+    int pick = pick_upstream(px, 0);
+    int rc = pick < 0 ? -EHOSTUNREACH : sws_pool_acquire(&px->pool, x->c->index, false, pick);
     if (rc < 0) {
-        sws_up_error(&px->pool, SWS_UPE_OTHER);
+        sws_up_error(&px->pool, pick < 0 ? SWS_UPE_NONE_USABLE : SWS_UPE_OTHER);
         x->bad_status = 502;
         return -1;
     }
@@ -597,6 +616,8 @@ static void exchange_end(sws_proxy *px, px_x *x) {
     sws_up_conn *u = up_of(x);
     bool keep = x->resp_up_ka && x->req_done && u && x->olen == x->wpos && !u->write_inflight &&
                 x->hcount == 0 && !x->has_end;
+    if (u)
+        sws_health_passed(px->health, u->upstream);
     if (w->access_log)
         sws_conn_log(w, c, x->resp_status, x->resp_bytes);
     x_give(px, x, keep);
@@ -644,6 +665,21 @@ static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && (x->idem || !u->sent) &&
                  !x->retried && !x->replay_over && !x->resp_started;
     int upstream = u->upstream;
+    /* A connect that failed sent nothing: any request may go to another
+     * upstream (nginx's proxy_next_upstream error timeout), so one dead
+     * upstream costs its clients no 502 while health catches up. */
+    bool connect_failed =
+        kind == SWS_UPE_REFUSED || kind == SWS_UPE_UNREACHABLE || kind == SWS_UPE_CONNECT_TIMEOUT;
+    if (!retry) /* a pooled connection found closed is no fault of the upstream's */
+        sws_health_failed(px->health, px->pc, upstream, sws_health_now());
+    if (connect_failed && !u->sent && !x->retried && !x->replay_over && !x->resp_started &&
+        !x->head_names_up) {
+        int other = pick_upstream(px, 1u << upstream);
+        if (other >= 0) {
+            retry = true;
+            upstream = other;
+        }
+    }
     sws_pool_release(&px->pool, u, false);
     x->up = SWS_NIL;
     if (retry) {
@@ -1050,6 +1086,8 @@ static int proxy_init(sws_worker *w, sws_scenario *sc) {
     int rc = sws_pool_init(&px->pool, w->loop, px->pc, proxy_extra_handles(cfg));
     if (rc < 0)
         return rc;
+    sws_pick_init(&px->pick, (uint64_t)now_us() * 2654435761u + (uint64_t)w->index + 1);
+    px->health = w->srv ? w->srv->up_health : NULL;
     arm_tick(px);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "sws.h"
 
 #include "reexec.h"
+#include "upstream_health.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -331,6 +332,9 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
         return rc;
     plan_loops(s, cfg);
     plan_route(s, cfg, &inh);
+    if (cfg->scenario == SWS_SCENARIO_PROXY &&
+        !(s->up_health = sws_health_start(&cfg->proxy, err, errlen)))
+        return -ENOMEM;
     if ((rc = build_tls(s, cfg, err, errlen)) < 0 ||
         (rc = create_workers(s, inh.n > 1, err, errlen)) < 0 ||
         (rc = open_listeners(s, &inh, err, errlen)) < 0)
@@ -365,4 +369,6 @@ void sws_server_free(sws_server *s) {
     free(s->workers);
     free(s->loops);
     sws_tls_keys_free(s->tls_keys);
+    sws_health_stop(s->up_health);
+    s->up_health = NULL;
 }

@@ -1,7 +1,8 @@
 /* The admin listener's GET /: a self-contained page (no external assets) that
  * polls /status once a second and draws per-loop requests/s, open
  * connections and CPU (% of one CPU, from cpu_seconds), and a table of who
- * accepts, whom each loop's connections come from and the imbalance index.
+ * accepts, whom each loop's connections come from and the imbalance index;
+ * with scenario proxy, a table of the upstreams and their health.
  * Included by admin.c only. */
 #ifndef SWS_STATUS_PAGE_H
 #define SWS_STATUS_PAGE_H
@@ -36,6 +37,7 @@ static const char sws_status_page[] =
     "<h2>CPU per loop (% of one CPU)</h2>\n"
     "<canvas id=\"cpu\" width=\"900\" height=\"200\"></canvas>\n"
     "<table id=\"loops\"></table>\n"
+    "<table id=\"ups\"></table>\n"
     "<script>\n"
     "\"use strict\";\n"
     "// Polls /status once a second; keeps two minutes of samples per loop.\n"
@@ -107,6 +109,17 @@ static const char sws_status_page[] =
     "l.requests, 0) +\n"
     "          \"</td><td></td><td></td></tr>\";\n"
     "  $(\"loops\").innerHTML = rows;\n"
+    "  // scenario proxy: each upstream address and its health.\n"
+    "  let ups = \"\";\n"
+    "  if (s.upstreams) {\n"
+    "    ups = \"<tr><th>upstream</th><th>address</th><th>weight</th><th>state</th>\" +\n"
+    "          \"<th>fails</th><th>checks ok</th><th>checks failed</th></tr>\";\n"
+    "    for (const u of s.upstreams)\n"
+    "      ups += \"<tr><td>\" + [u.upstream, u.address, u.weight, u.state, u.fails,\n"
+    "                            u.checks_ok, u.checks_failed].map(esc).join(\"</td><td>\") +\n"
+    "             \"</td></tr>\";\n"
+    "  }\n"
+    "  $(\"ups\").innerHTML = ups;\n"
     "}\n"
     "async function poll() {\n"
     "  try {\n"

@@ -218,6 +218,9 @@ typedef struct sws_server {
     struct sws_acme_run *acme;
     int acme_fd;
     int acme_http_fd;
+    /* scenario proxy: upstream health (upstream_health.h), made before the
+     * loops start and freed after they stopped. */
+    struct sws_up_health *up_health;
 } sws_server;
 
 /* server.c: main thread */

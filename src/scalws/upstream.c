@@ -20,7 +20,7 @@ const uint32_t sws_up_lat_bounds_us[SWS_UP_LAT_BUCKETS] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
 const char *const sws_up_err_names[SWS_UPE_N] = {"refused",      "unreachable", "connect_timeout",
                                                  "read_timeout", "reset",       "truncated",
-                                                 "bad_response", "other"};
+                                                 "bad_response", "other",       "none_usable"};
 
 #define UP_TOKEN(i, tag) sws_token(i, tag)
 
@@ -264,6 +264,7 @@ int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int hint) {
             u->owner = p->loop;
             u->state = SWS_UP_BUSY;
             u->reused = true;
+            p->inflight[up]++;
             SWS_ADD(p->st.reuses, 1);
             return (int)u->index;
         }
@@ -282,6 +283,7 @@ int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int hint) {
         u->got_bytes = false;
         u->sent = false;
         u->wlen = 0; /* the watch receive stays armed: the response comes through it */
+        p->inflight[up]++;
         SWS_ADD(p->st.reuses, 1);
         return (int)i;
     }
@@ -303,6 +305,7 @@ int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int hint) {
     p->nfree--;
     p->live++;
     u->state = SWS_UP_CONNECTING;
+    p->inflight[up]++;
     SWS_ADD(p->st.connects, 1);
     return (int)i;
 }
@@ -338,6 +341,8 @@ void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep) {
     if (u->state == SWS_UP_FREE || u->state == SWS_UP_CLOSING || u->state == SWS_UP_PARKING)
         return;
     int up = u->upstream;
+    if ((u->state == SWS_UP_BUSY || u->state == SWS_UP_CONNECTING) && p->inflight[up])
+        p->inflight[up]--; /* every exchange ends here, whatever ended it */
     /* A receive being cancelled for back-pressure cannot become the watch. */
     bool quiet = u->state == SWS_UP_BUSY && !u->write_inflight && !u->recv_paused;
     u->sess = SWS_NIL;

@@ -25,6 +25,7 @@ enum sws_up_err {
     SWS_UPE_TRUNCATED, /* closed mid-response */
     SWS_UPE_BAD_RESPONSE,
     SWS_UPE_OTHER,
+    SWS_UPE_NONE_USABLE, /* every upstream down (health checks or max_fails) */
     SWS_UPE_N
 };
 
@@ -95,6 +96,7 @@ typedef struct sws_pool {
     uint32_t live;     /* slots not free */
     uint32_t nparking; /* PARKING slots (pool = shared) */
     uint32_t rr;
+    uint32_t inflight[SWS_UPSTREAMS_MAX]; /* exchanges under way, for least_conn and p2c */
     bool draining;
     bool shared_user; /* counted among the shared pool's users */
     sws_up_stats st;
@@ -103,9 +105,9 @@ typedef struct sws_pool {
 int sws_pool_init(sws_pool *p, tl_loop *loop, const sws_proxy_config *cfg, uint32_t nslots);
 void sws_pool_free(sws_pool *p);
 
-/* A connection to the next upstream (round-robin) for session sess: an idle
- * pooled one unless fresh, else a new connect (state CONNECTING). Returns the
- * slot or a negative errno. */
+/* A connection to upstream `upstream` (upstream_pick.h chooses it; -1: the
+ * next in plain rotation) for session sess: an idle pooled one unless fresh,
+ * else a new connect (state CONNECTING). Returns the slot or a negative errno. */
 int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int upstream_hint);
 
 /* Ends an exchange: back to the pool when keep and there is room, else closed.

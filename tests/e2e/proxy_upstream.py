@@ -4,7 +4,9 @@
 answer, a slow reader of a large body). It writes
 its port to argv[1] and stops by itself after argv[2] seconds. With argv[3],
 every byte it receives is appended to that file (to prove what a proxy never
-forwarded), and the number of connections it accepted is kept in argv[3].conns."""
+forwarded), the number of connections it accepted is kept in argv[3].conns and
+every request it read is one line "METHOD TARGET" of argv[3].requests. With
+argv[4], its answers to any path it has no behaviour for say that name."""
 import os
 import socket
 import sys
@@ -67,10 +69,14 @@ def serve(conn):
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(msg) + msg)
                 continue
             body = read_body(f, fields)
-            info = ("names=%s;xff=%s;via=%s;te=%s;len=%d;host=%s" % (
+            if RECORD:
+                with LOCK, open(RECORD + ".requests", "a") as lf:
+                    lf.write("%s %s\n" % (method, path[:200]))
+            info = ("names=%s;xff=%s;via=%s;te=%s;len=%d;host=%s;xfp=%s;xfh=%s;fwd=%s" % (
                 ",".join(sorted(fields)), fields.get("x-forwarded-for", ""),
                 fields.get("via", ""), fields.get("transfer-encoding", ""), len(body),
-                fields.get("host", "")))
+                fields.get("host", ""), fields.get("x-forwarded-proto", ""),
+                fields.get("x-forwarded-host", ""), fields.get("forwarded", "")))
             if path.startswith("/echo"):
                 out = (b"HTTP/1.1 200 OK\r\nX-Info: " + info.encode() +
                        b"\r\nContent-Length: %d\r\n\r\n" % len(body))
@@ -121,7 +127,8 @@ def serve(conn):
                 time.sleep(0.3)
                 return
             else:
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (
+                    len(NAME) + 1, NAME + b"\n"))
     except (OSError, ValueError):
         pass
     finally:
@@ -130,7 +137,8 @@ def serve(conn):
         conn.close()
 
 
-RECORD = sys.argv[3] if len(sys.argv) > 3 else None
+RECORD = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
+NAME = sys.argv[4].encode() if len(sys.argv) > 4 else b"ok"
 LOCK = threading.Lock()
 
 
@@ -154,7 +162,8 @@ class RecSocket(socket.socket):
 def main():
     s = RecSocket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", 0))
+    # argv[5]: a port to bind again (an upstream that comes back), else any.
+    s.bind(("127.0.0.1", int(sys.argv[5]) if len(sys.argv) > 5 else 0))
     s.listen(256)
     # Renamed into place whole: a reader that sees the file sees the port.
     with open(sys.argv[1] + ".tmp", "w") as pf:

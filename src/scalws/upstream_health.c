@@ -1,0 +1,331 @@
+/* Upstream health records and the one probing thread. Why a thread of its
+ * own and not the control thread or a loop: a probe of a dead upstream waits
+ * for its connect to time out, and the control thread must answer signals
+ * and the admin API meanwhile; a loop would have to carry a second kind of
+ * connection through its machine for the sake of one request a second. The
+ * thread's probes are non-blocking and polled together, so one dead upstream
+ * never delays the verdict on the others. */
+#include "upstream_health.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct health_ent {
+    /* passive: written by every loop (relaxed; a lost update among racing
+     * loops costs one failure more or less, never a wrong verdict for long) */
+    _Atomic uint32_t fails;         /* in the current window */
+    _Atomic uint64_t window_ms;     /* its first failure */
+    _Atomic uint64_t down_until_ms; /* skipped until then */
+    _Atomic uint64_t fails_total;
+    _Atomic uint64_t skips_total; /* times max_fails took it out */
+    /* active: written by the thread only */
+    _Atomic bool checked_down;
+    _Atomic uint64_t checks_ok, checks_failed;
+    uint32_t run; /* results in a row that disagree with the current state */
+} health_ent;
+
+struct sws_up_health {
+    sws_proxy_config cfg; /* the section it started with: addresses, health_* */
+    health_ent e[SWS_UPSTREAMS_MAX];
+    pthread_t thread;
+    bool running;
+    int wake_fd; /* eventfd: stop */
+};
+
+uint64_t sws_health_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+#define INC(x) atomic_fetch_add_explicit(&(x), 1, memory_order_relaxed)
+
+uint32_t sws_health_usable(const sws_up_health *h, const sws_proxy_config *cfg, uint64_t now) {
+    uint32_t mask = 0;
+    /* One upstream alone is never skipped for max_fails (nginx): there is
+     * nowhere else to send the request. */
+    bool passive = cfg->max_fails && cfg->nupstreams > 1;
+    for (int i = 0; i < cfg->nupstreams; i++) {
+        if (h) {
+            const health_ent *e = &h->e[i];
+            if (LD(e->checked_down))
+                continue;
+            if (passive && LD(e->fails) >= cfg->max_fails && now < LD(e->down_until_ms))
+                continue;
+        }
+        mask |= 1u << i;
+    }
+    return mask;
+}
+
+void sws_health_failed(sws_up_health *h, const sws_proxy_config *cfg, int up, uint64_t now) {
+    if (!h || up < 0 || up >= SWS_UPSTREAMS_MAX)
+        return;
+    health_ent *e = &h->e[up];
+    INC(e->fails_total);
+    if (cfg->max_fails == 0)
+        return;
+    uint32_t f = LD(e->fails);
+    if (f >= cfg->max_fails) {
+        /* It was out, and the first try after fail_timeout failed as well
+         * (nginx): out for another fail_timeout. */
+        ST(e->down_until_ms, now + cfg->fail_timeout_ms);
+        return;
+    }
+    if (f == 0 || now >= LD(e->window_ms) + cfg->fail_timeout_ms) {
+        ST(e->window_ms, now);
+        ST(e->fails, 1);
+        f = 1;
+    } else {
+        f = atomic_fetch_add_explicit(&e->fails, 1, memory_order_relaxed) + 1;
+    }
+    if (f >= cfg->max_fails) {
+        ST(e->down_until_ms, now + cfg->fail_timeout_ms);
+        INC(e->skips_total);
+    }
+}
+
+void sws_health_passed(sws_up_health *h, int up) {
+    if (!h || up < 0 || up >= SWS_UPSTREAMS_MAX)
+        return;
+    health_ent *e = &h->e[up];
+    if (LD(e->fails)) /* a load first: the common case writes nothing shared */
+        ST(e->fails, 0);
+}
+
+/* ---- active checks --------------------------------------------------------- */
+
+typedef struct probe {
+    int fd;
+    bool sent;
+    bool done, ok;
+    char got[16];
+    size_t ngot;
+} probe;
+
+static void probe_open(const sws_up_health *h, int i, probe *p) {
+    memset(p, 0, sizeof *p);
+    const sws_upstream_addr *a = &h->cfg.up[i];
+    p->fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (p->fd < 0 ||
+        (connect(p->fd, (const struct sockaddr *)&a->ss, a->len) < 0 && errno != EINPROGRESS))
+        p->done = true;
+}
+
+/* One step on readiness: send the request once connected, then read the
+ * status line; "HTTP/1.x 2xx" or "3xx" passes. */
+static void probe_step(const sws_up_health *h, int i, probe *p) {
+    if (!p->sent) {
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
+            p->done = true;
+            return;
+        }
+        char req[512];
+        int n = snprintf(req, sizeof req,
+                         "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: scalwsd-health-check\r\n"
+                         "Connection: close\r\n\r\n",
+                         h->cfg.health_check, h->cfg.up[i].text);
+        p->sent = true;
+        if (n <= 0 || (size_t)n >= sizeof req ||
+            send(p->fd, req, (size_t)n, MSG_NOSIGNAL) != (ssize_t)n)
+            p->done = true;
+        return;
+    }
+    ssize_t r = recv(p->fd, p->got + p->ngot, sizeof(p->got) - 1 - p->ngot, 0);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (r <= 0) {
+        p->done = true;
+        return;
+    }
+    p->ngot += (size_t)r;
+    if (p->ngot >= 12) {
+        p->got[p->ngot] = '\0';
+        p->ok = strncmp(p->got, "HTTP/1.", 7) == 0 && p->got[8] == ' ' &&
+                (p->got[9] == '2' || p->got[9] == '3');
+        p->done = true;
+    }
+}
+
+static void verdict(sws_up_health *h, int i, bool ok) {
+    health_ent *e = &h->e[i];
+    if (ok)
+        INC(e->checks_ok);
+    else
+        INC(e->checks_failed);
+    bool down = LD(e->checked_down);
+    if (ok != down) {
+        e->run = 0; /* agrees with the state it is in */
+        return;
+    }
+    e->run++;
+    if (e->run >= (down ? h->cfg.health_rise : h->cfg.health_fall)) {
+        e->run = 0;
+        ST(e->checked_down, !down);
+        fprintf(stderr, "scalwsd: upstream %s (%s) is %s (health check %s)\n", h->cfg.up[i].text,
+                h->cfg.up[i].addr, down ? "up" : "down", h->cfg.health_check);
+    }
+}
+
+/* Probes every upstream at once; false when told to stop. */
+static bool check_round(sws_up_health *h, uint64_t deadline) {
+    int n = h->cfg.nupstreams;
+    probe pr[SWS_UPSTREAMS_MAX];
+    for (int i = 0; i < n; i++)
+        probe_open(h, i, &pr[i]);
+    bool stop = false;
+    for (;;) {
+        struct pollfd pf[SWS_UPSTREAMS_MAX + 1];
+        int map[SWS_UPSTREAMS_MAX + 1], np = 0;
+        pf[np] = (struct pollfd){.fd = h->wake_fd, .events = POLLIN};
+        map[np++] = -1;
+        for (int i = 0; i < n; i++) {
+            if (pr[i].done)
+                continue;
+            pf[np] = (struct pollfd){.fd = pr[i].fd, .events = pr[i].sent ? POLLIN : POLLOUT};
+            map[np++] = i;
+        }
+        uint64_t now = sws_health_now();
+        if (np == 1 || now >= deadline)
+            break;
+        int r = poll(pf, (nfds_t)np, (int)(deadline - now));
+        if (r < 0 && errno != EINTR)
+            break;
+        if (r > 0 && (pf[0].revents & POLLIN)) {
+            stop = true;
+            break;
+        }
+        for (int k = 1; r > 0 && k < np; k++)
+            if (pf[k].revents)
+                probe_step(h, map[k], &pr[map[k]]);
+    }
+    for (int i = 0; i < n; i++) {
+        if (pr[i].fd >= 0)
+            close(pr[i].fd);
+        if (!stop)
+            verdict(h, i, pr[i].done && pr[i].ok);
+    }
+    return !stop;
+}
+
+static void *health_main(void *arg) {
+    sws_up_health *h = arg;
+    uint32_t every = h->cfg.health_interval_ms;
+    /* A probe may take the whole interval (HAProxy's default check timeout),
+     * and no longer than connect and read timeouts together. */
+    uint64_t limit = (uint64_t)h->cfg.connect_timeout_ms + h->cfg.read_timeout_ms;
+    uint64_t took_max = every < limit ? every : limit;
+    for (;;) {
+        uint64_t start = sws_health_now();
+        if (!check_round(h, start + took_max))
+            return NULL;
+        uint64_t now = sws_health_now();
+        int wait = now >= start + every ? 0 : (int)(start + every - now);
+        struct pollfd pf = {.fd = h->wake_fd, .events = POLLIN};
+        if (poll(&pf, 1, wait) > 0)
+            return NULL;
+    }
+}
+
+sws_up_health *sws_health_start(const sws_proxy_config *cfg, char *err, size_t errlen) {
+    sws_up_health *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(err, errlen, "upstream health: out of memory");
+        return NULL;
+    }
+    h->cfg = *cfg;
+    h->wake_fd = -1;
+    if (!cfg->health_check[0])
+        return h;
+    h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    int rc = h->wake_fd < 0 ? errno : pthread_create(&h->thread, NULL, health_main, h);
+    if (rc) {
+        snprintf(err, errlen, "upstream health checks: cannot start: %s", strerror(rc));
+        if (h->wake_fd >= 0)
+            close(h->wake_fd);
+        free(h);
+        return NULL;
+    }
+    h->running = true;
+    return h;
+}
+
+void sws_health_stop(sws_up_health *h) {
+    if (!h)
+        return;
+    if (h->running) {
+        uint64_t one = 1;
+        if (write(h->wake_fd, &one, sizeof one) < 0)
+            fprintf(stderr, "scalwsd: upstream health: cannot wake the check thread\n");
+        pthread_join(h->thread, NULL);
+    }
+    if (h->wake_fd >= 0)
+        close(h->wake_fd);
+    free(h);
+}
+
+/* ---- what the admin API shows ----------------------------------------------- */
+
+static bool skipped(const sws_up_health *h, int i, uint64_t now) {
+    const health_ent *e = &h->e[i];
+    return h->cfg.max_fails && h->cfg.nupstreams > 1 && LD(e->fails) >= h->cfg.max_fails &&
+           now < LD(e->down_until_ms);
+}
+
+void sws_health_metrics(const sws_up_health *h, FILE *f) {
+    uint64_t now = sws_health_now();
+    fprintf(f, "# HELP scalwsd_upstream_up 1 when the upstream may be picked, 0 when health "
+               "checks or max_fails took it out.\n# TYPE scalwsd_upstream_up gauge\n");
+    for (int i = 0; i < h->cfg.nupstreams; i++)
+        fprintf(f, "scalwsd_upstream_up{upstream=\"%s\",address=\"%s\"} %d\n", h->cfg.up[i].text,
+                h->cfg.up[i].addr, !LD(h->e[i].checked_down) && !skipped(h, i, now));
+    fprintf(f, "# HELP scalwsd_upstream_fails_total Failed exchanges with the upstream.\n"
+               "# TYPE scalwsd_upstream_fails_total counter\n");
+    for (int i = 0; i < h->cfg.nupstreams; i++)
+        fprintf(f, "scalwsd_upstream_fails_total{upstream=\"%s\",address=\"%s\"} %llu\n",
+                h->cfg.up[i].text, h->cfg.up[i].addr, (unsigned long long)LD(h->e[i].fails_total));
+    fprintf(f, "# HELP scalwsd_upstream_checks_total Active health checks by result.\n"
+               "# TYPE scalwsd_upstream_checks_total counter\n");
+    for (int i = 0; i < h->cfg.nupstreams; i++) {
+        fprintf(
+            f, "scalwsd_upstream_checks_total{upstream=\"%s\",address=\"%s\",result=\"ok\"} %llu\n",
+            h->cfg.up[i].text, h->cfg.up[i].addr, (unsigned long long)LD(h->e[i].checks_ok));
+        fprintf(f,
+                "scalwsd_upstream_checks_total{upstream=\"%s\",address=\"%s\",result=\"failed\"} "
+                "%llu\n",
+                h->cfg.up[i].text, h->cfg.up[i].addr,
+                (unsigned long long)LD(h->e[i].checks_failed));
+    }
+}
+
+json_t *sws_health_status(const sws_up_health *h, uint64_t now) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < h->cfg.nupstreams; i++) {
+        const health_ent *e = &h->e[i];
+        bool checked_down = LD(e->checked_down), skip = skipped(h, i, now);
+        json_array_append_new(
+            a, json_pack("{s:s, s:s, s:i, s:b, s:s, s:I, s:I, s:I, s:I}", "upstream",
+                         h->cfg.up[i].text, "address", h->cfg.up[i].addr, "weight",
+                         (int)h->cfg.up[i].weight, "up", !checked_down && !skip, "state",
+                         checked_down ? "down (health check)"
+                         : skip       ? "skipped (max_fails)"
+                                      : "up",
+                         "fails", (json_int_t)LD(e->fails_total), "skips",
+                         (json_int_t)LD(e->skips_total), "checks_ok", (json_int_t)LD(e->checks_ok),
+                         "checks_failed", (json_int_t)LD(e->checks_failed)));
+    }
+    return a;
+}

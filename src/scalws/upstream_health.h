@@ -1,0 +1,44 @@
+/* Upstream health, one record per upstream address for the whole server.
+ * Passive (nginx's max_fails / fail_timeout): the loops report failures and
+ * successes of their exchanges. Active (HAProxy's check, rise, fall): one
+ * thread probes every upstream with GET health_check every health_interval,
+ * so N loops never probe N times. Loops read the verdict as a bit mask from
+ * atomics on every pick; no lock anywhere. The thread has its own copy of the
+ * [proxy] section it started with (upstream and the health_* keys need a
+ * restart), so a reload never frees what it reads. */
+#ifndef SWS_UPSTREAM_HEALTH_H
+#define SWS_UPSTREAM_HEALTH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "proxy_config.h"
+
+typedef struct sws_up_health sws_up_health;
+
+/* Makes the records and, with health_check set, starts the probing thread.
+ * NULL with a reason in err. Called once, before the loops start. */
+sws_up_health *sws_health_start(const sws_proxy_config *cfg, char *err, size_t errlen);
+/* Stops the thread and frees. NULL is fine. */
+void sws_health_stop(sws_up_health *h);
+
+/* Milliseconds of the clock every function here uses (CLOCK_MONOTONIC). */
+uint64_t sws_health_now(void);
+
+/* Bit i set: upstream i may be picked now (not down by checks, not skipped
+ * by max_fails). Any loop. cfg: the loop's own config (fail_timeout and
+ * max_fails may change on reload). */
+uint32_t sws_health_usable(const sws_up_health *h, const sws_proxy_config *cfg, uint64_t now);
+
+/* An exchange with upstream up failed (connect, reset, timeout, a bad
+ * answer) or was answered. Any loop. */
+void sws_health_failed(sws_up_health *h, const sws_proxy_config *cfg, int up, uint64_t now);
+void sws_health_passed(sws_up_health *h, int up);
+
+/* /metrics lines and the /status array (control thread). */
+void sws_health_metrics(const sws_up_health *h, FILE *f);
+json_t *sws_health_status(const sws_up_health *h, uint64_t now);
+
+#endif
