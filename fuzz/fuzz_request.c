@@ -1,7 +1,9 @@
 /* Fuzz target for the request path: bytes in, answers out, as scalwsd's consume
  * loop feeds them. The first bytes choose read sizes; the stream is parsed split
  * that way and in one piece, and both must return the same requests and both
- * refuse or neither: a parse that depends on how reads fell is a smuggling bug. */
+ * refuse or neither: a parse that depends on how reads fell is a smuggling bug.
+ * The whole stream is also read by the reference path alone, which must give
+ * exactly what the one-pass head reader gave. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,10 +73,12 @@ static void answer(const sws_http_request *r, int status) {
 
 /* Feeds data in reads of the sizes in steps (cycled; 0 is the rest), each read
  * fed again from where the last request ended, as conn.c's consume() does. */
-static void run(const uint8_t *data, size_t size, const uint8_t *steps, size_t nsteps, outcome *o) {
+static void run(const uint8_t *data, size_t size, const uint8_t *steps, size_t nsteps,
+                bool reference, outcome *o) {
     static sws_http_parser p;
     static char log_fields[SWS_HTTP_LOG_STORAGE];
     sws_http_parser_init(&p, &lim);
+    p.reference_only = reference;
     p.req.log_fields = log_fields; /* as serve.c lends it with the access log on */
     memset(o, 0, sizeof(*o));
     size_t off = 0, k = 0;
@@ -122,9 +126,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *steps = data + 1;
     data += 1 + nsteps;
     size -= 1 + nsteps;
-    static outcome split, whole;
-    run(data, size, steps, nsteps, &split);
-    run(data, size, NULL, 0, &whole);
+    static outcome split, whole, ref;
+    run(data, size, steps, nsteps, false, &split);
+    run(data, size, NULL, 0, false, &whole);
+    /* The one-pass head reader (head.c) stands in for the reference path
+     * (scan_head + llhttp): fed the same reads, they must agree exactly. */
+    run(data, size, NULL, 0, true, &ref);
+    check(ref.n == whole.n && ref.status == whole.status &&
+              memcmp(ref.req, whole.req, sizeof(uint32_t) * (size_t)ref.n) == 0,
+          "the one pass and the reference path differ");
     /* Which refusal comes first may depend on the reads (a span's callback
      * fires at the end of a read); whether one comes, and what was served
      * before it, may not. */

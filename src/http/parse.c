@@ -1,4 +1,9 @@
-/* Request parsing on llhttp. One request is returned per call (the parser pauses
+/* Request parsing: head.c's one pass for the common request, and the
+ * reference path here (scan_head, then llhttp) for everything else. At the
+ * start of each request sws_http_feed offers the bytes to head.c, which takes
+ * only whole heads this path would accept and reads them as its callbacks
+ * would (see head.c); a request it took is finished here (fast_body) without
+ * llhttp. One request is returned per call (the parser pauses
  * in on_message_complete), so the caller answers pipelined requests in order and
  * can stop feeding when its output is full. Limits and the RFC 9112 rules llhttp
  * does not enforce are checked here; a violation stops the parser with the status
@@ -27,6 +32,8 @@
  * and hands llhttp only "SIZE CR LF", a line every llhttp reads the same way;
  * llhttp keeps the chunk data, its CRLF and the size's value and overflow. */
 #include "sws_http.h"
+
+#include "head.h"
 
 #include <errno.h>
 #include <string.h>
@@ -666,6 +673,7 @@ static int on_message_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->in_message = false;
     p->complete = true;
+    p->closed = !p->req.keep_alive;
     p->scan = S_START;
     p->raw_head = 0;
     return HPE_PAUSED;
@@ -691,8 +699,16 @@ void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits) {
     memset(p, 0, sizeof(*p));
     p->limits = limits;
     p->scan = S_START;
+    /* llhttp is set up when the reference path first needs it (ll_ready): a
+     * parser is made per request, and most requests never reach llhttp. */
+}
+
+static void llhttp_ready(sws_http_parser *p) {
+    if (p->ll_ready)
+        return;
     llhttp_init(&p->p, HTTP_REQUEST, &settings);
     p->p.data = p;
+    p->ll_ready = true;
 }
 
 static int refuse(sws_http_parser *p, int status, size_t len, size_t *consumed, int *out) {
@@ -736,6 +752,60 @@ static int method_verdict(sws_http_parser *p, const char *data, size_t len, size
     return SWS_HTTP_NEED_MORE;
 }
 
+/* The body of a request whose head head.c read: Content-Length bytes, already
+ * judged against body_size with the head. Completes the request when they are
+ * all in; at is where they start in data. */
+static int fast_body(sws_http_parser *p, size_t at, size_t len, size_t *consumed) {
+    size_t avail = len - at;
+    size_t k = avail < p->body_left ? avail : (size_t)p->body_left;
+    p->body_left -= k;
+    p->body_bytes += k;
+    if (p->body_left > 0) {
+        *consumed = len;
+        return SWS_HTTP_NEED_MORE;
+    }
+    p->fast_body = false;
+    p->in_message = false;
+    p->closed = !p->req.keep_alive;
+    *consumed = at + k;
+    return SWS_HTTP_REQUEST;
+}
+
+/* What llhttp does with bytes after a request without keep-alive (strict mode:
+ * empty lines skipped, anything else "Data after Connection: close"), with
+ * scan_head before it as on the reference path: its faults first, then 400.
+ * Here for both paths, so that head.c never reads a request llhttp would not:
+ * after a request head.c read, llhttp has not seen it end the connection. */
+static int after_close(sws_http_parser *p, const char *data, size_t len, size_t *consumed,
+                       int *status) {
+    size_t at;
+    int st = scan_head(p, data, len, &at);
+    if (p->scan != S_START && p->scan != S_START_CR)
+        return refuse(p, 400, len, consumed, status);
+    if (st)
+        return refuse(p, st, len, consumed, status);
+    *consumed = len;
+    return SWS_HTTP_NEED_MORE;
+}
+
+/* At the start of a request: head.c's one pass, when it takes the head. */
+static bool fast_head(sws_http_parser *p, const char *data, size_t len, size_t *head_len) {
+    uint64_t cl;
+    if (p->reference_only || !sws_http_head_fast(p, data, len, head_len, &cl))
+        return false;
+    /* What on_message_begin and on_headers_complete would have left. */
+    p->in_message = true;
+    p->headers_done = true;
+    p->head_bytes = (uint32_t)*head_len;
+    p->body_bytes = 0;
+    p->chunked = false;
+    p->trailers = false;
+    p->expect_continue = false;
+    p->fast_body = true;
+    p->body_left = cl;
+    return true;
+}
+
 int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status) {
     *consumed = 0;
     *status = 0;
@@ -745,8 +815,17 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
     }
     if (len == 0)
         return SWS_HTTP_NEED_MORE;
+    if (p->fast_body)
+        return fast_body(p, 0, len, consumed);
+    if (p->closed)
+        return after_close(p, data, len, consumed, status);
     if (p->method_wait)
         return method_verdict(p, data, len, consumed, status);
+    size_t head_len;
+    if (p->scan == S_START && p->raw_head == 0 && !p->in_message &&
+        fast_head(p, data, len, &head_len))
+        return fast_body(p, head_len, len, consumed);
+    llhttp_ready(p);
     size_t off = 0;
     llhttp_errno_t e;
     for (;;) {

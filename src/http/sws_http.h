@@ -1,4 +1,5 @@
-/* sws_http: HTTP/1.1 request parsing on llhttp with limits, response heads, and
+/* sws_http: HTTP/1.1 request parsing (a one-pass head reader for the common
+ * request, llhttp for the rest) with limits, response heads, and
  * a per-loop Date cache. Nothing here allocates: a parser lives inside the
  * connection that owns it, and responses are written into the caller's buffer.
  */
@@ -121,6 +122,14 @@ typedef struct sws_http_parser {
     uint8_t expect_match;         /* bytes of "100-continue" matched; UINT8_MAX: another value */
     char name[SWS_HTTP_NAME_MAX]; /* lowercased start of the current field name */
     char te[SWS_HTTP_TE_MAX];     /* every Transfer-Encoding value, joined by ',' */
+    /* The one-pass reader (head.c): a request whose head it read never reaches
+     * llhttp, so its Content-Length body is counted here, and what follows a
+     * request that ended the connection is refused here as llhttp would. */
+    bool fast_body;      /* in the body of a request head.c read */
+    bool closed;         /* a request without keep-alive ended: nothing may follow */
+    bool reference_only; /* tests only: never head.c, always scan_head + llhttp */
+    bool ll_ready;       /* p is set up: done when the reference path first needs it */
+    uint64_t body_left;  /* Content-Length bytes of fast_body still to come */
     sws_http_request req;
 } sws_http_parser;
 

@@ -9,20 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index) {
-    if (h == 0)
-        return -ENOENT;
-    if ((uint16_t)(h >> 48) != loop->tag)
-        return -EINVAL;
-    uint32_t i = (uint32_t)(h & (TL_ID_MAX_SLOTS - 1));
-    uint32_t gen = (uint32_t)(h >> TL_ID_INDEX_BITS) & TL_ID_GEN_MASK;
-    if (i >= loop->h_cap || loop->h[i].state != TL_SLOT_LIVE ||
-        (loop->h[i].gen & TL_ID_GEN_MASK) != gen)
-        return -ENOENT;
-    *index = i;
-    return 0;
-}
-
 bool tl__handle_room(const tl_loop *loop) {
     return !loop->h_fixed || loop->h_open < loop->h_max;
 }

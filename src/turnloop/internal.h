@@ -8,6 +8,7 @@
 
 #include "turnloop.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -215,9 +216,44 @@ static inline int tl__loop_fit_if_grown(tl_loop *loop) {
 }
 /* Makes room for n more completions from the inbox. */
 int tl__cq_reserve_extra(tl_loop *loop, uint32_t n);
-uint64_t tl__make_id(const tl_loop *loop, uint32_t gen, uint32_t index);
-int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index);
-int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index);
+/* Ids and their lookups, inline: each request makes several of each (about
+ * 60 of its ~2,300 user-space instructions went to the calls alone). */
+static inline uint64_t tl__make_id(const tl_loop *loop, uint32_t gen, uint32_t index) {
+    return ((uint64_t)loop->tag << 48) | ((uint64_t)(gen & TL_ID_GEN_MASK) << TL_ID_INDEX_BITS) |
+           (uint64_t)index;
+}
+/* The slot an id names, when the id is of this loop and below cap; the
+ * caller checks the slot's state and generation against *gen. */
+static inline int tl__id_slot(const tl_loop *loop, uint64_t id, uint32_t cap, uint32_t *index,
+                              uint32_t *gen) {
+    if (id == 0)
+        return -ENOENT;
+    if ((uint16_t)(id >> 48) != loop->tag)
+        return -EINVAL;
+    *index = (uint32_t)(id & (TL_ID_MAX_SLOTS - 1));
+    *gen = (uint32_t)(id >> TL_ID_INDEX_BITS) & TL_ID_GEN_MASK;
+    return *index < cap ? 0 : -ENOENT;
+}
+static inline int tl__handle_lookup(const tl_loop *loop, tl_handle h, uint32_t *index) {
+    uint32_t i, gen;
+    int err = tl__id_slot(loop, h, loop->h_cap, &i, &gen);
+    if (err < 0)
+        return err;
+    if (loop->h[i].state != TL_SLOT_LIVE || (loop->h[i].gen & TL_ID_GEN_MASK) != gen)
+        return -ENOENT;
+    *index = i;
+    return 0;
+}
+static inline int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index) {
+    uint32_t i, gen;
+    int err = tl__id_slot(loop, op, loop->o_cap, &i, &gen);
+    if (err < 0)
+        return err;
+    if (loop->o[i].state == TL_SLOT_FREE || (loop->o[i].gen & TL_ID_GEN_MASK) != gen)
+        return -ENOENT;
+    *index = i;
+    return 0;
+}
 /* An AUTO loop that holds nothing yet moves to epoll (for what only epoll can
  * honour); -EOPNOTSUPP when it was not AUTO, is on epoll already, or is in use. */
 int tl__loop_fall_back_to_epoll(tl_loop *loop);

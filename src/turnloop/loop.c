@@ -17,11 +17,6 @@ uint64_t tl__clock_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-uint64_t tl__make_id(const tl_loop *loop, uint32_t gen, uint32_t index) {
-    return ((uint64_t)loop->tag << 48) | ((uint64_t)(gen & TL_ID_GEN_MASK) << TL_ID_INDEX_BITS) |
-           (uint64_t)index;
-}
-
 /* A per-loop tag from the loop's address: ids of different loops differ in it
  * (up to a 1 in 65535 coincidence), without any process-wide counter. */
 static uint16_t tag_for(const void *p) {

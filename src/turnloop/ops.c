@@ -13,20 +13,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int tl__op_lookup(const tl_loop *loop, tl_op op, uint32_t *index) {
-    if (op == 0)
-        return -ENOENT;
-    if ((uint16_t)(op >> 48) != loop->tag)
-        return -EINVAL;
-    uint32_t i = (uint32_t)(op & (TL_ID_MAX_SLOTS - 1));
-    uint32_t gen = (uint32_t)(op >> TL_ID_INDEX_BITS) & TL_ID_GEN_MASK;
-    if (i >= loop->o_cap || loop->o[i].state == TL_SLOT_FREE ||
-        (loop->o[i].gen & TL_ID_GEN_MASK) != gen)
-        return -ENOENT;
-    *index = i;
-    return 0;
-}
-
 int tl__ops_grow(tl_loop *loop, uint32_t ncap) {
     int err = 0;
     if (loop->io_cap < ncap)

@@ -92,10 +92,10 @@ static void adopt(tl_loop *loop, const tl_inbox_item *it) {
     c->res = err;
     if (err == 0) {
         uint32_t hi;
-        tl__handle_lookup(loop, h, &hi);
         c->handle = h;
         c->u.accepted = h;
-        loop->h[hi].undelivered++;
+        if (tl__handle_lookup(loop, h, &hi) == 0) /* always: h was made just now */
+            loop->h[hi].undelivered++;
         loop->stats.adopted++;
     }
 }

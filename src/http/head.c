@@ -1,0 +1,442 @@
+/* The one-pass request head reader: the common request read once, with no
+ * callbacks, before (and instead of) the reference path in parse.c (scan_head,
+ * then llhttp over the same bytes).
+ *
+ * It is a sound subset of the reference path, not a second opinion: it accepts
+ * only heads it is sure the reference path accepts, and produces what the
+ * reference path's callbacks produce for them (same sws_http_request, same
+ * keep-alive, same Content-Length). Anything else -- a head not whole in this
+ * read, any fault, any limit reached, a method, target byte, field byte or
+ * framing field it does not handle -- is handed back (false), and the
+ * reference path reads it from its first byte. So every refusal, and its
+ * status, stays the reference path's, whatever the split. The fuzz_request
+ * target and test_oneparse run both paths on the same bytes and require the
+ * same results.
+ *
+ * What it takes (RFC 9112): method SP origin-form SP HTTP/1.x CRLF, fields
+ * "token ':' OWS value OWS CRLF" with visible ASCII, SP and HTAB in values,
+ * then CRLF. Framing: at most one Content-Length of digits; no
+ * Transfer-Encoding (chunked bodies are the reference path's). Routing: exactly
+ * one Host of uri-host bytes in HTTP/1.1, at most one in HTTP/1.0. Connection:
+ * "close" or "keep-alive" (what llhttp's keep-alive rule reads). Not taken:
+ * Expect, Upgrade, Proxy-Connection, empty Host, obs-text, leading blank
+ * lines, the absolute- and asterisk-forms, methods other than the seven below. */
+#include "head.h"
+
+#include <string.h>
+
+enum {
+    C_T = 1, /* tchar (RFC 9110 5.6.2) */
+    C_U = 2, /* a byte of an origin-form target llhttp takes as it is */
+    C_V = 4, /* field value: visible ASCII, SP, HTAB */
+    C_H = 8, /* uri-host [ ":" port ], as parse.c's host_char */
+};
+#define C_ALNUM (C_T | C_U | C_V | C_H)
+#define C_TUVH (C_T | C_U | C_V | C_H)
+
+static const uint8_t cls[256] = {
+    ['\t'] = C_V,
+    [' '] = C_V,
+    ['!'] = C_TUVH,
+    ['"'] = C_V,
+    ['#'] = C_T | C_V, /* a fragment: llhttp's URL states, not ours */
+    ['$'] = C_TUVH,
+    ['%'] = C_TUVH,
+    ['&'] = C_TUVH,
+    ['\''] = C_TUVH,
+    ['('] = C_U | C_V | C_H,
+    [')'] = C_U | C_V | C_H,
+    ['*'] = C_TUVH,
+    ['+'] = C_TUVH,
+    [','] = C_U | C_V | C_H,
+    ['-'] = C_TUVH,
+    ['.'] = C_TUVH,
+    ['/'] = C_U | C_V,
+    ['0' ... '9'] = C_ALNUM,
+    [':'] = C_U | C_V | C_H,
+    [';'] = C_U | C_V | C_H,
+    ['<'] = C_V,
+    ['='] = C_U | C_V | C_H,
+    ['>'] = C_V,
+    ['?'] = C_U | C_V,
+    ['@'] = C_U | C_V,
+    ['A' ... 'Z'] = C_ALNUM,
+    ['['] = C_V | C_H,
+    ['\\'] = C_V,
+    [']'] = C_V | C_H,
+    ['^'] = C_T | C_V,
+    ['_'] = C_TUVH,
+    ['`'] = C_T | C_V,
+    ['a' ... 'z'] = C_ALNUM,
+    ['{'] = C_V,
+    ['|'] = C_T | C_V,
+    ['}'] = C_V,
+    ['~'] = C_TUVH,
+};
+
+static inline bool is(unsigned char c, uint8_t k) {
+    return (cls[c] & k) != 0;
+}
+
+/* The end of a run of bytes of class k from s, four at a time while there is
+ * room: one bound check per four. */
+static inline __attribute__((always_inline)) const char *skip_class(const char *s, const char *end,
+                                                                    uint8_t k) {
+    while (end - s >= 4) {
+        if (!is((unsigned char)s[0], k))
+            return s;
+        if (!is((unsigned char)s[1], k))
+            return s + 1;
+        if (!is((unsigned char)s[2], k))
+            return s + 2;
+        if (!is((unsigned char)s[3], k))
+            return s + 3;
+        s += 4;
+    }
+    while (s < end && is((unsigned char)*s, k))
+        s++;
+    return s;
+}
+
+/* The end of a run of field value bytes (C_V) from s: eight at a time while
+ * no byte of the eight is below SP or above '~' (HTAB is, and goes the byte
+ * way), then byte by byte. Bit tricks from "Bit Twiddling Hacks" (hasless,
+ * hasmore): exact as a yes/no for the eight, which is all they are used as. */
+static const char *skip_value(const char *s, const char *end) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (end - s >= 8) {
+        uint64_t x;
+        memcpy(&x, s, 8);
+        uint64_t below_sp = (x - ones * 0x20) & ~x;
+        uint64_t above_tilde = (x + ones) | x;
+        if ((below_sp | above_tilde) & highs)
+            break;
+        s += 8;
+    }
+    while (s < end && is((unsigned char)*s, C_V))
+        s++;
+    return s;
+}
+
+/* n bytes at s equal the lowercase lit (n >= 4 when they are), ASCII letters
+ * case-insensitively, by words with each byte | 0x20. Only tchars and field
+ * value bytes reach here, and of those only a letter's case partner turns into
+ * a letter under | 0x20, and only CR (never here) into '-'. */
+static inline uint32_t lower4(const char *s) {
+    uint32_t x;
+    memcpy(&x, s, 4);
+    return x | 0x20202020u;
+}
+static inline uint64_t lower8(const char *s) {
+    uint64_t x;
+    memcpy(&x, s, 8);
+    return x | 0x2020202020202020ull;
+}
+static inline bool name_eq(const char *s, size_t n, const char *lit, size_t litn) {
+    if (n != litn)
+        return false;
+    uint32_t l4;
+    uint64_t l8;
+    if (n < 8) {
+        memcpy(&l4, lit, 4);
+        if (lower4(s) != l4)
+            return false;
+        memcpy(&l4, lit + n - 4, 4);
+        return lower4(s + n - 4) == l4;
+    }
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&l8, lit + i, 8);
+        if (lower8(s + i) != l8)
+            return false;
+    }
+    memcpy(&l8, lit + n - 8, 8);
+    return lower8(s + n - 8) == l8;
+}
+#define NAME_IS(s, n, lit) name_eq(s, n, lit, sizeof(lit) - 1)
+
+/* The methods taken, as llhttp numbers them. */
+static int method_of(const char *m, size_t n) {
+    switch (n) {
+    case 3:
+        if (memcmp(m, "GET", 3) == 0)
+            return HTTP_GET;
+        if (memcmp(m, "PUT", 3) == 0)
+            return HTTP_PUT;
+        return -1;
+    case 4:
+        if (memcmp(m, "HEAD", 4) == 0)
+            return HTTP_HEAD;
+        if (memcmp(m, "POST", 4) == 0)
+            return HTTP_POST;
+        return -1;
+    case 5:
+        return memcmp(m, "PATCH", 5) == 0 ? HTTP_PATCH : -1;
+    case 6:
+        return memcmp(m, "DELETE", 6) == 0 ? HTTP_DELETE : -1;
+    case 7:
+        return memcmp(m, "OPTIONS", 7) == 0 ? HTTP_OPTIONS : -1;
+    }
+    return -1;
+}
+
+/* The static scenario's fields, as parse.c's sf_field and value callbacks keep
+ * them: raw is the value as llhttp hands it (leading OWS gone, trailing OWS
+ * kept), trimmed after it is stored, so that a value cut by its room trims the
+ * same way. */
+static void keep_sf(sws_http_request *r, int k, const char *raw, size_t rawn) {
+    uint16_t *n = &r->sf_len[k];
+    if (*n > 0 && *n <= SWS_HTTP_SF_VALUE_MAX) {
+        if ((k == SWS_HTTP_SF_INM || k == SWS_HTTP_SF_AE) && *n < SWS_HTTP_SF_VALUE_MAX)
+            r->sf_fields[k * SWS_HTTP_SF_VALUE_MAX + (*n)++] = ',';
+        else
+            *n = SWS_HTTP_SF_VALUE_MAX + 1;
+    }
+    if (*n > SWS_HTTP_SF_VALUE_MAX)
+        return;
+    if (rawn > (size_t)(SWS_HTTP_SF_VALUE_MAX - *n)) {
+        *n = SWS_HTTP_SF_VALUE_MAX + 1;
+        return;
+    }
+    char *v = r->sf_fields + k * SWS_HTTP_SF_VALUE_MAX;
+    memcpy(v + *n, raw, rawn);
+    *n += (uint16_t)rawn;
+    while (*n && (v[*n - 1] == ' ' || v[*n - 1] == '\t'))
+        (*n)--;
+}
+
+static int sf_index(const char *name, size_t n) {
+    switch (n) {
+    case 5:
+        return NAME_IS(name, n, "range") ? SWS_HTTP_SF_RANGE : -1;
+    case 8:
+        return NAME_IS(name, n, "if-range") ? SWS_HTTP_SF_IF_RANGE : -1;
+    case 13:
+        return NAME_IS(name, n, "if-none-match") ? SWS_HTTP_SF_INM : -1;
+    case 15:
+        return NAME_IS(name, n, "accept-encoding") ? SWS_HTTP_SF_AE : -1;
+    case 17:
+        return NAME_IS(name, n, "if-modified-since") ? SWS_HTTP_SF_IMS : -1;
+    }
+    return -1;
+}
+
+/* Referer and User-Agent for the log: the first line's value, cut at its room,
+ * then trimmed (parse.c's order). */
+static void keep_log(char *dst, uint16_t *n, const char *raw, size_t rawn) {
+    size_t k = rawn < SWS_HTTP_LOG_FIELD_MAX ? rawn : SWS_HTTP_LOG_FIELD_MAX;
+    memcpy(dst, raw, k);
+    while (k && (dst[k - 1] == ' ' || dst[k - 1] == '\t'))
+        k--;
+    *n = (uint16_t)k;
+}
+
+/* What the fields said that is judged when the head is over. */
+typedef struct head_facts {
+    uint32_t hosts;
+    uint32_t lengths;
+    uint64_t content_length;
+    bool conn_close, conn_keep_alive;
+} head_facts;
+
+/* One field line's name and value (value: leading OWS gone, trailing kept),
+ * Host apart (read in the loop). Returns false when the reference path must
+ * read the head. */
+static bool take_field(sws_http_parser *p, head_facts *f, const char *name, size_t nn,
+                       const char *val, size_t vn) {
+    sws_http_request *r = &p->req;
+    size_t tn = vn; /* trimmed */
+    while (tn && (val[tn - 1] == ' ' || val[tn - 1] == '\t'))
+        tn--;
+    switch (nn) {
+    case 6:
+        if (NAME_IS(name, nn, "expect"))
+            return false;
+        break;
+    case 7:
+        if (NAME_IS(name, nn, "upgrade"))
+            return false;
+        if (r->log_fields && r->referer_len == 0 && NAME_IS(name, nn, "referer")) {
+            keep_log(r->log_fields + SWS_HTTP_LOG_REFERER, &r->referer_len, val, vn);
+            return true;
+        }
+        break;
+    case 10:
+        if (NAME_IS(name, nn, "connection")) {
+            if (NAME_IS(val, tn, "close"))
+                f->conn_close = true;
+            else if (NAME_IS(val, tn, "keep-alive"))
+                f->conn_keep_alive = true;
+            else
+                return false; /* a list, or upgrade: llhttp's token reader */
+            return true;
+        }
+        if (r->log_fields && r->user_agent_len == 0 && NAME_IS(name, nn, "user-agent")) {
+            keep_log(r->log_fields + SWS_HTTP_LOG_UA, &r->user_agent_len, val, vn);
+            return true;
+        }
+        break;
+    case 14:
+        if (NAME_IS(name, nn, "content-length")) {
+            /* 18 digits cannot overflow llhttp's 64 bits; more goes its way.
+             * llhttp 8.1 takes trailing SP after the digits, not HTAB. */
+            tn = vn;
+            while (tn && val[tn - 1] == ' ')
+                tn--;
+            if (tn == 0 || tn > 18 || ++f->lengths > 1)
+                return false;
+            uint64_t v = 0;
+            for (size_t i = 0; i < tn; i++) {
+                unsigned d = (unsigned char)val[i] - '0';
+                if (d > 9)
+                    return false;
+                v = v * 10 + d;
+            }
+            f->content_length = v;
+            return true;
+        }
+        break;
+    case 16:
+        if (NAME_IS(name, nn, "proxy-connection"))
+            return false; /* llhttp reads it as Connection */
+        break;
+    case 17:
+        if (NAME_IS(name, nn, "transfer-encoding"))
+            return false;
+        break;
+    }
+    if (r->sf_fields) {
+        int k = sf_index(name, nn);
+        if (k >= 0)
+            keep_sf(r, k, val, vn);
+    }
+    return true;
+}
+
+static void keep_target(sws_http_request *r, const char *t, size_t n) {
+    size_t k = n < SWS_HTTP_PATH_MAX - 1 ? n : SWS_HTTP_PATH_MAX - 1;
+    memcpy(r->path, t, k);
+    r->path[k] = '\0';
+    r->path_len = (uint16_t)k;
+    r->path_truncated = k < n;
+    if (r->sf_fields) {
+        if (n > SWS_HTTP_SF_PATH_MAX) {
+            r->sf_path_len = SWS_HTTP_SF_PATH_MAX + 1;
+        } else {
+            memcpy(r->sf_fields + SWS_HTTP_SF_PATH, t, n);
+            r->sf_path_len = (uint16_t)n;
+        }
+    }
+}
+
+/* Clears what a failed attempt may have written, as on_message_begin would. */
+static bool give_up(sws_http_request *r) {
+    r->path_len = 0;
+    r->path[0] = '\0';
+    r->path_truncated = false;
+    r->referer_len = r->user_agent_len = r->line_len = 0;
+    memset(r->sf_len, 0, sizeof(r->sf_len));
+    r->sf_path_len = 0;
+    return false;
+}
+
+bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *head_len,
+                        uint64_t *content_length) {
+    const sws_http_limits *lim = p->limits;
+    sws_http_request *r = &p->req;
+    /* Past header_bytes is 431, the reference path's to say. */
+    const char *end = d + (len < lim->header_bytes ? len : lim->header_bytes);
+    const char *s = d;
+
+    /* Request line: GET first, in one word, then the other methods taken. */
+    int method;
+    uint32_t w4;
+    if (len < 16)
+        return false; /* no head taken here is shorter: "GET / HTTP/1.0" CR LF CR LF */
+    memcpy(&w4, d, 4);
+    static const char get[4] = "GET ";
+    if (memcmp(&w4, get, 4) == 0) {
+        method = HTTP_GET;
+        s += 3;
+    } else {
+        s = skip_class(s, end, C_T);
+        method = method_of(d, (size_t)(s - d));
+        if (method < 0 || s >= end || *s != ' ')
+            return false;
+    }
+    const char *t = ++s;
+    if (s >= end || *s != '/')
+        return false;
+    s = skip_class(s, end, C_U);
+    size_t tn = (size_t)(s - t);
+    if (tn > lim->uri_length || end - s < 11 || memcmp(s, " HTTP/1.", 8) != 0 ||
+        (s[8] != '0' && s[8] != '1') || s[9] != '\r' || s[10] != '\n')
+        return false;
+    uint8_t minor = (uint8_t)(s[8] - '0');
+    size_t line = (size_t)(s + 9 - d);
+    s += 11;
+
+    r->referer_len = r->user_agent_len = 0;
+    memset(r->sf_len, 0, sizeof(r->sf_len));
+    head_facts f = {0};
+    uint32_t count = 0;
+    for (;;) {
+        if (s >= end)
+            return give_up(r);
+        if (*s == '\r') {
+            if (end - s < 2 || s[1] != '\n')
+                return give_up(r);
+            s += 2;
+            break;
+        }
+        const char *name = s;
+        s = skip_class(s, end, C_T);
+        size_t nn = (size_t)(s - name);
+        if (nn == 0 || s >= end || *s != ':')
+            return give_up(r);
+        s++;
+        while (s < end && (*s == ' ' || *s == '\t'))
+            s++;
+        const char *val = s;
+        if (++count > lim->header_count)
+            return give_up(r);
+        if (nn == 4 && NAME_IS(name, nn, "host")) {
+            /* Read as uri-host bytes at once: anything else is the reference
+             * path's (a space inside, a byte no host holds: 400 there). */
+            s = skip_class(s, end, C_H);
+            if (s == val || ++f.hosts > 1)
+                return give_up(r);
+            while (s < end && (*s == ' ' || *s == '\t'))
+                s++;
+            if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
+                return give_up(r);
+            s += 2;
+            continue;
+        }
+        s = skip_value(s, end);
+        if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
+            return give_up(r);
+        if (!take_field(p, &f, name, nn, val, (size_t)(s - val)))
+            return give_up(r);
+        s += 2;
+    }
+    if (f.content_length > lim->body_size || f.hosts > 1 || (minor == 1 && f.hosts == 0))
+        return give_up(r);
+
+    keep_target(r, t, tn);
+    if (r->log_fields) {
+        size_t k = line < SWS_HTTP_LOG_FIELD_MAX ? line : SWS_HTTP_LOG_FIELD_MAX;
+        memcpy(r->log_fields + SWS_HTTP_LOG_LINE, d, k);
+        r->line_len = (uint16_t)k;
+    } else {
+        r->line_len = 0; /* the reference path keeps none without storage either */
+    }
+    r->method = (uint8_t)method;
+    r->http_major = 1;
+    r->http_minor = minor;
+    r->head = method == HTTP_HEAD;
+    /* llhttp_should_keep_alive's rule. */
+    r->keep_alive = minor == 1 ? !f.conn_close : f.conn_keep_alive;
+    *head_len = (size_t)(s - d);
+    *content_length = f.content_length;
+    return true;
+}
