@@ -1,7 +1,7 @@
 /* sws_msg: an HTTP/1.1 message reader on llhttp for the proxy, in request or
  * response mode. It keeps the head (start line and fields) so the proxy can
  * rewrite it, and hands body bytes over as they are decoded. No allocation:
- * a reader lives inside the proxy session that owns it. */
+ * a reader lives inside the proxy exchange that owns it. */
 #ifndef SWS_MSG_H
 #define SWS_MSG_H
 

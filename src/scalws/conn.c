@@ -378,16 +378,16 @@ void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
 }
 
 /* An error answer ends the connection: nothing after a bad request can be
- * trusted to be framed right. */
-static void answer_error(sws_worker *w, sws_conn *c, int status) {
+ * trusted to be framed right. head: the answer to HEAD, without its body. */
+static void answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
     if (w->access_log)
-        sws_conn_log(w, c, status, sws_http_error_body_len(status));
+        sws_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
     if (!out_take(w, c)) {
         sws_conn_close(w, c);
         return;
     }
-    size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, false);
+    size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, head);
     /* The rest of a refused request may still be on the wire: closing with
      * unread input would send a reset that destroys the answer (nginx's
      * lingering close). */
@@ -397,6 +397,10 @@ static void answer_error(sws_worker *w, sws_conn *c, int status) {
         return;
     }
     c->olen += (uint32_t)n;
+}
+
+static void answer_error(sws_worker *w, sws_conn *c, int status) {
+    answer_error_head(w, c, status, false);
 }
 
 /* Expect: 100-continue with the body still to come: the interim answer goes
@@ -412,8 +416,9 @@ static void answer_continue(sws_worker *w, sws_conn *c) {
     c->olen += (uint32_t)(sizeof(cont) - 1);
 }
 
-/* Parses from data[*off..len). Returns false when output is full and the rest
- * must be held until a write completes. */
+/* Parses from data[*off..len). Returns false when output is full (or the
+ * scenario takes no more of a request body) and the rest must be held until a
+ * write completes (or sws_conn_more). */
 static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
     while (*off < len) {
         if (c->phase != SWS_PH_OPEN) {
@@ -428,21 +433,47 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             *off = len;
             break;
         }
+        const sws_scenario_ops *ops = c->sc->ops;
+        size_t n = len - *off;
+        if (ops->request_bytes) {
+            /* The parser sees no byte the scenario cannot take now: what it
+             * passed is handed over at once, in the order it came. */
+            size_t room = ops->request_room(w, c->sc, c);
+            if (room == 0)
+                return false;
+            if (n > room)
+                n = room;
+        }
         size_t used;
         int st;
         if (!sws_http_partial(c->parser))
             c->req_start =
                 (uint32_t)tl_loop_now(w->loop); /* the route's latency counts from here */
-        int rc = sws_http_feed(c->parser, data + *off, len - *off, &used, &st);
+        int rc = sws_http_feed(c->parser, data + *off, n, &used, &st);
+        if (rc == SWS_HTTP_NEED_MORE)
+            used = n;
+        if (rc >= 0 && ops->request_bytes && used) {
+            int bad = ops->request_bytes(w, c->sc, c, data + *off, used);
+            if (bad > 0 || sws_phase_gone(c->phase)) {
+                if (bad > 0 && c->phase == SWS_PH_OPEN)
+                    answer_error(w, c, bad);
+                *off = len;
+                break;
+            }
+        }
         if (rc == SWS_HTTP_NEED_MORE) {
-            *off = len;
+            *off += (uint32_t)n;
             if (sws_http_continue_due(c->parser))
                 answer_continue(w, c);
             if (c->dl_kind == SWS_DL_IDLE && conn_partial(c)) {
                 c->dl_kind = SWS_DL_HEADER;
                 c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
+            } else if (ops->request_bytes && c->parser->headers_done) {
+                /* A body streamed to the scenario: header_timeout runs
+                 * between reads, not over the whole body. */
+                c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
             }
-            break;
+            continue;
         }
         if (rc == SWS_HTTP_REQUEST) {
             *off += (uint32_t)used;
@@ -851,6 +882,18 @@ void sws_conn_more(sws_worker *w, sws_conn *c) {
     if (!sws_phase_gone(c->phase))
         pump(w, c);
     parser_settle(w, c);
+}
+
+void sws_conn_error(sws_worker *w, sws_conn *c, int status) {
+    if (sws_phase_gone(c->phase))
+        return;
+    c->answer_pending = false;
+    answer_error_head(w, c, status, c->parser && c->parser->req.head);
+    if (c->recv_armed && !c->recv_paused) {
+        c->recv_paused = true; /* nothing more is read before the lingering close */
+        tl_cancel(w->loop, c->recv_op);
+    }
+    pump(w, c);
 }
 
 static void on_closed(sws_worker *w, const tl_completion *e) {

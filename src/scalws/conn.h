@@ -100,6 +100,10 @@ void sws_conn_answer_end(sws_worker *w, sws_conn *c);
  * ended its answer; write it, and go on with held input. */
 void sws_conn_more(sws_worker *w, sws_conn *c);
 void sws_conn_close(sws_worker *w, sws_conn *c);
+/* Outside a hook: the request being read or answered fails with an error
+ * answer of ours (502, 504) that ends the connection; a pending answer is
+ * over. Only before any byte of the scenario's answer was appended. */
+void sws_conn_error(sws_worker *w, sws_conn *c, int status);
 /* From `answer`: the answer being appended is the connection's last (a
  * refused request: 400, 414); nothing more is read, and it closes once written. */
 void sws_conn_last(sws_worker *w, sws_conn *c);

@@ -1,8 +1,16 @@
-/* The proxy scenario: a per-loop connection machine that forwards each client
- * request to an upstream taken from this loop's pool and streams the answer
- * back. Bodies flow through fixed buffers with back-pressure (a side is read
- * only while the other side's output has room); nothing is buffered whole. */
+/* The proxy scenario: an `answer` on the worker's HTTP connection (conn.c:
+ * strict parsing, limits, keep-alive, pipelining, TLS, drain, timeouts, the
+ * access log) that forwards each request to an upstream taken from this
+ * loop's pool and streams the answer back. Memory follows data: an exchange
+ * (its two message readers and what goes upstream) is taken from a per-loop
+ * free list when a request begins and given back when its answer ends; what
+ * the upstream sends comes in loop buffers. An idle client connection costs
+ * what a respond one costs, an idle pooled upstream its sws_up_conn.
+ * Back-pressure both ways: the client is read only while the exchange has
+ * room for its bytes (request_room), the upstream only while the client's
+ * output can take what came (at most PX_HELD_MAX loop buffers wait). */
 #include "access_log.h"
+#include "conn.h"
 #include "sws.h"
 
 #include <assert.h>
@@ -12,6 +20,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -22,61 +31,68 @@
 #include "upstream_pick.h"
 
 #define PX_TICK_MS 100
-#define PX_LINGER_MS 2000
-
-#define PX_IN 16384
-#define PX_OUT 40960
+/* What goes upstream: the rewritten head and the body. Bytes written stay
+ * as the retry copy while the request has sent at most PX_REPLAY bytes. */
+#define PX_OBUF 40960
 #define PX_REPLAY 16384
 /* Room kept for a rewritten head (at most SWS_MSG_HEAD_MAX plus the added
- * fields) and chunk framing, on top of one full read. */
-#define PX_HEAD_SLACK 9216
+ * fields) and chunk framing, on top of what is fed. */
+#define PX_SLACK 9216
+/* w->resp_max: the longest part appended at once is one loop buffer's worth
+ * plus PX_SLACK; the connection's output (4 x resp_max) holds 40 KiB. */
+#define PX_RESP_MAX 10240
+/* A request is held until it is complete, or until this much of it waits: a
+ * fault that the strict parser finds late in a request that fits never
+ * reaches the upstream at all. */
+#define PX_UP_HOLD (PX_OBUF - 16384 - PX_SLACK)
+/* Upstream buffers an exchange holds before its receive is paused. */
+#define PX_HELD_MAX 4
+/* Free exchanges kept beyond the last second's peak. */
+#define PX_X_CACHE 4
 
-typedef struct px_sess {
-    uint32_t index;
-    tl_handle h;
-    tl_op read_op;
+struct sws_proxy;
+
+/* One request and its answer, from its first byte to its answer's end. */
+typedef struct px_x {
+    struct px_x *prev, *next; /* in flight (px->live), or the free list (next) */
     struct sws_proxy *px;
-    sws_phase phase; /* its life (sws.h); changed by sess_phase() only */
-    bool read_armed, write_inflight, eof, dl_idle;
-    bool req_done, resp_started, resp_done, resp_info, resp_up_ka;
-    bool req_ka, req_head, req_chunked, req_http10, idem;
-    bool resp_chunked_out, retried, replay_over;
-    bool head_names_up; /* the head sent names its upstream (Host): no retry elsewhere */
-    int bad_status;     /* chosen by a callback that refused the request */
-    int chk_status;     /* the strict parser refused what follows chk_off with this status */
-    uint32_t chk_off;   /* in[] bytes the strict parser has passed: only these reach req */
-    uint32_t up;        /* pool slot, or SWS_NIL */
-    uint64_t deadline, up_deadline;
+    sws_conn *c;
+    uint32_t up; /* pool slot, or SWS_NIL */
+    uint64_t up_deadline;
     uint64_t t0_us;
-    struct px_sess *prev, *next;
-    uint32_t in_off, in_len, olen, wlen, rlen;
     int resp_status;     /* of the answer being streamed, for the access log */
     uint64_t resp_bytes; /* body bytes of it so far (decoded, before our framing) */
-    bool logged;         /* the current exchange has its access log line */
-    char peer[48];
-    /* The respond scenario's strict parser, with the loop's limits, sees every
-     * client byte before req does: a request that breaks a limit or could be
-     * read two ways is refused before a byte of it is forwarded. */
-    sws_http_parser chk;
+    int up_end;          /* with has_end: the upstream's final receive result (0: EOF) */
+    bool has_end;        /* ... waiting behind held buffers */
+    bool wfail;          /* a write could not be started: failed at the next tick */
+    bool req_done, answering, ka, req_head, req_chunked, req_http10, idem;
+    bool resp_started, resp_info, resp_up_ka, resp_chunked_out, retried, replay_over;
+    bool head_names_up;    /* the head sent names its upstream (Host): no retry elsewhere */
+    int bad_status;        /* chosen by a callback that refused the request */
+    uint32_t hhead, htail; /* upstream input not yet fed (w->hpool), oldest first */
+    uint32_t hcount;
+    uint32_t olen, wpos; /* obuf: filled, and written (the retry copy is [0, olen)) */
     sws_msg req, resp;
-    char in[PX_IN];
-    char out[PX_OUT];
-    char replay[PX_REPLAY];         /* what was sent upstream, for one retry */
-    char log[SWS_HTTP_LOG_STORAGE]; /* lent to chk while the access log is on */
-} px_sess;
+    char obuf[PX_OBUF];
+} px_x;
 
 typedef struct sws_proxy {
     sws_worker *w;
+    /* The configuration served: the one pointer everything reads it by (set
+     * at init and reload_commit), so that a route's own is a one-line change. */
+    const sws_proxy_config *pc;
     sws_pool pool;
     sws_pick_state pick;
     sws_up_health *health; /* the server's; NULL only in unit tests */
-    px_sess **slots;
+    px_x **xs;             /* per connection slot: its exchange, or NULL */
+    /* Per connection slot: the peer's address for X-Forwarded-For, looked up
+     * at its first request and cleared when the slot is freed ("" unknown). */
+    char (*peer)[48];
     uint32_t nslots;
-    uint32_t *free_idx;
-    uint32_t nfree;
-    px_sess *active;
-    uint32_t nlive;
-    bool draining;
+    px_x *live;
+    px_x *free;
+    uint32_t nfree, used, peak;
+    bool in_more; /* inside the `more` hook: the connection flushes on return */
     bool tick_armed;
     uint64_t last_expire;
 } sws_proxy;
@@ -87,32 +103,8 @@ static uint64_t now_us(void) {
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* The one place a session's phase changes (the steps: sws_phase_may). What
- * entering it means is done by the caller: sess_close, sess_end, sess_free. */
-static void sess_phase(px_sess *s, sws_phase to) {
-    assert(sws_phase_may(s->phase, to));
-    s->phase = to;
-}
-
-/* No further request: the answer being streamed is the last. linger: part
- * of a request is still unread, so the close is a half-close and a drain. */
-static void sess_last(px_sess *s, bool linger) {
-    if (s->phase == SWS_PH_OPEN)
-        sess_phase(s, linger ? SWS_PH_LAST_LINGER : SWS_PH_LAST);
-    else if (s->phase == SWS_PH_LAST && linger)
-        sess_phase(s, SWS_PH_LAST_LINGER);
-}
-
-static sws_up_conn *up_of(sws_proxy *px, px_sess *s) {
-    return s->up == SWS_NIL ? NULL : px->pool.slots[s->up];
-}
-
-/* The one place an upstream is chosen: by [proxy] balance among those health
- * allows, never one in the mask `exclude` (an upstream that just failed). -1: none. */
-static int pick_upstream(sws_proxy *px, uint32_t exclude) {
-    const sws_proxy_config *cfg = px->pool.cfg;
-    uint32_t usable = sws_health_usable(px->health, cfg, sws_health_now()) & ~exclude;
-    return sws_pick(cfg, &px->pick, px->pool.inflight, usable);
+static sws_up_conn *up_of(px_x *x) {
+    return x->up == SWS_NIL ? NULL : x->px->pool.slots[x->up];
 }
 
 /* ---- output helpers ----------------------------------------------------- */
@@ -137,48 +129,106 @@ static void wrs(wbuf *b, const char *s) {
     wr(b, s, strlen(s));
 }
 
+/* "%zx\r\n" without snprintf: a chunk's size line. Returns its length. */
+static size_t chunk_line(char *out, size_t n) {
+    char tmp[16];
+    size_t k = 0;
+    do {
+        tmp[k++] = "0123456789abcdef"[n & 15];
+        n >>= 4;
+    } while (n);
+    for (size_t i = 0; i < k; i++)
+        out[i] = tmp[k - 1 - i];
+    out[k] = '\r';
+    out[k + 1] = '\n';
+    return k + 2;
+}
+
 static void wr_chunk(wbuf *b, const char *d, size_t n) {
     char hdr[24];
-    int k = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
-    wr(b, hdr, (size_t)k);
+    wr(b, hdr, chunk_line(hdr, n));
     wr(b, d, n);
     wr(b, "\r\n", 2);
 }
 
-/* Appends to the upstream's output and to the replay copy. */
-static int put_up(px_sess *s, sws_up_conn *u, const char *d, size_t n) {
-    if (u->olen + n > SWS_UP_OBUF)
-        return -1;
-    memcpy(u->obuf + u->olen, d, n);
-    u->olen += (uint32_t)n;
-    if (!s->replay_over) {
-        if (s->rlen + n > PX_REPLAY) {
-            s->replay_over = true;
-        } else {
-            memcpy(s->replay + s->rlen, d, n);
-            s->rlen += (uint32_t)n;
-        }
-    }
-    return 0;
+/* What a field is to the proxy, from its name: one length switch and at most
+ * two compares per field, instead of a compare against every name. The
+ * forwarding fields are forwarded.c's (sws_forwarded_owns). */
+enum px_field { PXF_OTHER, PXF_HOP, PXF_CONNECTION, PXF_HOST, PXF_EXPECT };
+
+static bool name_eq(const sws_msg *m, uint32_t i, const char *lit, size_t n) {
+    return m->f[i].name_len == n && strncasecmp(m->buf + m->f[i].name_off, lit, n) == 0;
 }
 
-static bool hop_by_hop(const sws_msg *m, uint32_t i) {
-    static const char *const names[] = {"connection", "keep-alive",        "proxy-connection", "te",
-                                        "trailer",    "transfer-encoding", "upgrade"};
-    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-        if (sws_msg_name_is(m, i, names[k]))
+static enum px_field field_kind(const sws_msg *m, uint32_t i) {
+#define PXF_IS(lit) name_eq(m, i, lit, sizeof(lit) - 1)
+    switch (m->f[i].name_len) {
+    case 2:
+        return PXF_IS("te") ? PXF_HOP : PXF_OTHER;
+    case 4:
+        return PXF_IS("host") ? PXF_HOST : PXF_OTHER;
+    case 6:
+        return PXF_IS("expect") ? PXF_EXPECT : PXF_OTHER;
+    case 7:
+        return PXF_IS("trailer") || PXF_IS("upgrade") ? PXF_HOP : PXF_OTHER;
+    case 10:
+        return PXF_IS("connection") ? PXF_CONNECTION : PXF_IS("keep-alive") ? PXF_HOP : PXF_OTHER;
+    case 16:
+        return PXF_IS("proxy-connection") ? PXF_HOP : PXF_OTHER;
+    case 17:
+        return PXF_IS("transfer-encoding") ? PXF_HOP : PXF_OTHER;
+    default:
+        return PXF_OTHER;
+    }
+#undef PXF_IS
+}
+
+/* Whether a Connection value names a field beyond close and keep-alive. */
+static bool names_fields(const sws_msg *m, uint32_t i) {
+    const char *v = m->buf + m->f[i].val_off, *end = v + m->f[i].val_len;
+    while (v < end) {
+        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
+            v++;
+        const char *t = v;
+        while (v < end && *v != ',' && *v != ' ' && *v != '\t')
+            v++;
+        size_t n = (size_t)(v - t);
+        if (n && !(n == 5 && strncasecmp(t, "close", 5) == 0) &&
+            !(n == 10 && strncasecmp(t, "keep-alive", 10) == 0))
             return true;
-    /* Fields named by Connection are hop-by-hop too (RFC 9110 7.6.1). */
-    char name[64];
-    uint32_t nl = m->f[i].name_len;
-    if (nl >= sizeof(name))
-        return false;
-    memcpy(name, m->buf + m->f[i].name_off, nl);
-    name[nl] = '\0';
-    for (uint32_t j = 0; j < m->nf; j++)
-        if (sws_msg_name_is(m, j, "connection") && sws_msg_value_has(m, j, name))
-            return true;
+    }
     return false;
+}
+
+/* The kinds of m's fields into kind[]; fields named by Connection are
+ * hop-by-hop too (RFC 9110 7.6.1), found by a second pass only when a
+ * Connection value names one. */
+static void field_kinds(const sws_msg *m, uint8_t *kind) {
+    bool named = false;
+    for (uint32_t i = 0; i < m->nf; i++) {
+        kind[i] = (uint8_t)field_kind(m, i);
+        if (kind[i] == PXF_CONNECTION)
+            named = named || names_fields(m, i);
+    }
+    if (!named)
+        return;
+    for (uint32_t i = 0; i < m->nf; i++) {
+        char name[64];
+        uint32_t nl = m->f[i].name_len;
+        if (kind[i] == PXF_HOP || kind[i] == PXF_CONNECTION || nl >= sizeof(name))
+            continue;
+        memcpy(name, m->buf + m->f[i].name_off, nl);
+        name[nl] = '\0';
+        for (uint32_t j = 0; j < m->nf; j++)
+            if (kind[j] == PXF_CONNECTION && sws_msg_value_has(m, j, name)) {
+                kind[i] = PXF_HOP;
+                break;
+            }
+    }
+}
+
+static bool is_hop(uint8_t kind) {
+    return kind == PXF_HOP || kind == PXF_CONNECTION;
 }
 
 static void wr_field(wbuf *b, const sws_msg *m, uint32_t i) {
@@ -188,50 +238,126 @@ static void wr_field(wbuf *b, const sws_msg *m, uint32_t i) {
     wr(b, "\r\n", 2);
 }
 
-/* ---- request callbacks -------------------------------------------------- */
+/* The one place an upstream is chosen: by [proxy] balance among those health
+ * allows, never one in the mask `exclude` (an upstream that just failed). -1: none. */
+static int pick_upstream(sws_proxy *px, uint32_t exclude) {
+    const sws_proxy_config *cfg = px->pc;
+    uint32_t usable = sws_health_usable(px->health, cfg, sws_health_now()) & ~exclude;
+    return sws_pick(cfg, &px->pick, px->pool.inflight, usable);
+}
 
-static int req_head(void *user, sws_msg *m) {
-    px_sess *s = user;
-    sws_proxy *px = s->px;
-    llhttp_t *p = &m->p;
-    if (p->method == HTTP_CONNECT) {
-        s->bad_status = 501;
-        return -1;
-    }
-    s->req_head = p->method == HTTP_HEAD;
-    s->logged = false;
-    s->resp_bytes = 0;
-    s->idem = p->method == HTTP_GET || p->method == HTTP_HEAD || p->method == HTTP_OPTIONS ||
-              p->method == HTTP_PUT || p->method == HTTP_DELETE;
-    s->req_http10 = p->http_major == 1 && p->http_minor == 0;
-    s->req_ka = llhttp_should_keep_alive(p);
-    s->req_chunked = (p->flags & F_CHUNKED) != 0;
-    bool has_body = s->req_chunked || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
+/* ---- exchanges ------------------------------------------------------------ */
 
-    int pick = pick_upstream(px, 0);
-    int rc = pick < 0 ? -EHOSTUNREACH : sws_pool_acquire(&px->pool, s->index, false, pick);
-    if (rc < 0) {
-        sws_up_error(&px->pool, pick < 0 ? SWS_UPE_NONE_USABLE : SWS_UPE_OTHER);
-        s->bad_status = 502;
-        return -1;
-    }
-    s->up = (uint32_t)rc;
-    sws_up_conn *u = px->pool.slots[rc];
-    if (u->read_armed && PX_OUT - s->olen < SWS_UP_RBUF + PX_HEAD_SLACK) {
-        /* The idle watch read would become this exchange's first response
-         * read, but the output has no room for a full one yet (an answer
-         * before is still flushing): cancel it, and send once it is back. */
-        tl_cancel(px->w->loop, u->read_op);
-        u->cancelling = true;
-    }
-    s->rlen = 0;
-    s->replay_over = false;
-    s->retried = false;
-    s->t0_us = now_us();
-    uint64_t now = tl_loop_now(px->w->loop);
-    s->up_deadline = now + (u->state == SWS_UP_CONNECTING ? px->pool.cfg->connect_timeout_ms
-                                                          : px->pool.cfg->read_timeout_ms);
+static const sws_msg_cb req_cb, resp_cb;
 
+static px_x *x_take(sws_proxy *px, sws_conn *c) {
+    px_x *x = px->free;
+    if (x) {
+        px->free = x->next;
+        px->nfree--;
+    } else if (!(x = malloc(sizeof(*x)))) {
+        return NULL;
+    }
+    memset(x, 0, offsetof(px_x, req));
+    x->px = px;
+    x->c = c;
+    x->up = SWS_NIL;
+    x->hhead = x->htail = SWS_NIL;
+    x->t0_us = now_us();
+    sws_msg_init(&x->req, HTTP_REQUEST, &req_cb, x);
+    sws_msg_init(&x->resp, HTTP_RESPONSE, &resp_cb, x);
+    x->next = px->live;
+    if (px->live)
+        px->live->prev = x;
+    px->live = x;
+    px->xs[c->index] = x;
+    if (++px->used > px->peak)
+        px->peak = px->used;
+    return x;
+}
+
+static void held_release_all(sws_worker *w, px_x *x) {
+    while (x->hcount) {
+        uint32_t i = x->hhead;
+        tl_buffer_release(w->loop, w->hpool[i].id);
+        w->released++;
+        x->hhead = w->hpool[i].next;
+        w->hpool[i].next = w->hfree;
+        w->hfree = i;
+        x->hcount--;
+    }
+    x->htail = SWS_NIL;
+}
+
+/* The exchange is over: its upstream goes back to the pool (keep) or is
+ * closed, its held buffers to the loop, itself to the free list. */
+static void x_give(sws_proxy *px, px_x *x, bool keep) {
+    sws_up_conn *u = up_of(x);
+    if (u)
+        sws_pool_release(&px->pool, u, keep);
+    x->up = SWS_NIL;
+    held_release_all(px->w, x);
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        px->live = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    if (px->xs[x->c->index] == x)
+        px->xs[x->c->index] = NULL;
+    x->prev = NULL;
+    x->next = px->free;
+    px->free = x;
+    px->nfree++;
+    px->used--;
+}
+
+/* Once a second: as many free exchanges as the last second's peak needed. */
+static void x_trim(sws_proxy *px) {
+    uint32_t keep = px->peak - px->used + PX_X_CACHE;
+    while (px->nfree > keep) {
+        px_x *x = px->free;
+        px->free = x->next;
+        px->nfree--;
+        free(x);
+    }
+    px->peak = px->used;
+}
+
+static px_x *x_of_up(sws_proxy *px, const sws_up_conn *u) {
+    if (u->sess >= px->nslots)
+        return NULL;
+    px_x *x = px->xs[u->sess];
+    return x && x->up == u->index ? x : NULL;
+}
+
+/* Appends to what goes upstream. Written bytes stay as the retry copy; once
+ * the request passed PX_REPLAY they are dropped when room is needed. */
+static int put_up(px_x *x, const char *d, size_t n) {
+    if (x->olen + n > PX_OBUF) {
+        sws_up_conn *u = up_of(x);
+        if (x->wpos == 0 || (u && u->write_inflight))
+            return -1;
+        memmove(x->obuf, x->obuf + x->wpos, x->olen - x->wpos);
+        x->olen -= x->wpos;
+        x->wpos = 0;
+        x->replay_over = true;
+        if (x->olen + n > PX_OBUF)
+            return -1;
+    }
+    memcpy(x->obuf + x->olen, d, n);
+    x->olen += (uint32_t)n;
+    if (x->olen > PX_REPLAY)
+        x->replay_over = true; /* a larger request is not retried: the copy's bound */
+    return 0;
+}
+
+/* ---- request callbacks (the exchange's own reader of the request) ----------- */
+
+/* The head that goes upstream: hop-by-hop fields removed, X-Forwarded-For and
+ * Via added, Host for a request without one. The one place it is built. */
+static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_conn *u) {
+    const llhttp_t *p = &m->p;
     char head[SWS_MSG_HEAD_MAX + 512];
     uint32_t hl = 0;
     wbuf b = {head, &hl, sizeof(head), false};
@@ -239,29 +365,30 @@ static int req_head(void *user, sws_msg *m) {
     wr(&b, " ", 1);
     wr(&b, m->buf + m->start_off, m->start_len);
     wrs(&b, " HTTP/1.1\r\n");
-    const sws_proxy_config *cfg = px->pool.cfg;
-    bool expect = false, host = false;
+    const sws_proxy_config *cfg = px->pc;
+    bool host = false;
+    uint8_t kind[SWS_MSG_FIELDS_MAX];
+    field_kinds(m, kind);
     for (uint32_t i = 0; i < m->nf; i++) {
-        if (hop_by_hop(m, i) || sws_forwarded_owns(cfg, m, i))
+        if (is_hop(kind[i]) || sws_forwarded_owns(cfg, m, i))
             continue;
-        if (sws_msg_name_is(m, i, "host")) {
+        if (kind[i] == PXF_HOST) {
             host = cfg->host_mode == SWS_HOST_CLIENT;
             if (!host)
                 continue; /* host = upstream or a value: replaced below */
         }
-        if (sws_msg_name_is(m, i, "expect")) {
-            /* Answered here: the upstream sees the body without waiting. */
-            expect = sws_msg_value_has(m, i, "100-continue");
-            continue;
-        }
+        if (kind[i] == PXF_EXPECT)
+            continue; /* answered by the connection: the upstream sees the body at once */
         wr_field(&b, m, i);
     }
+    const char *peer = px->peer[x->c->index];
     size_t fl = hl;
-    if (sws_forwarded_build(cfg, m, s->peer, px->w->cfg->listen_tls, head, sizeof(head), &fl) < 0)
+    if (sws_forwarded_build(cfg, m, peer[0] ? peer : "-", px->w->cfg->listen_tls, head,
+                            sizeof(head), &fl) < 0)
         b.over = true;
     hl = (uint32_t)fl;
     wrs(&b, "Via: 1.1 scalwsd\r\n");
-    s->head_names_up = false;
+    x->head_names_up = false;
     if (cfg->host_mode == SWS_HOST_FIXED) {
         wrs(&b, "Host: ");
         wrs(&b, cfg->host);
@@ -273,108 +400,143 @@ static int req_head(void *user, sws_msg *m) {
         wrs(&b, "Host: ");
         wrs(&b, cfg->up[u->upstream].text);
         wrs(&b, "\r\n");
-        s->head_names_up = true;
+        x->head_names_up = true;
     }
-    if (s->req_chunked)
+    if (x->req_chunked)
         wrs(&b, "Transfer-Encoding: chunked\r\n");
     wr(&b, "\r\n", 2);
-    if (b.over || put_up(s, u, head, hl) < 0) {
-        s->bad_status = 431;
+    return !b.over && put_up(x, head, hl) == 0;
+}
+
+static int req_head(void *user, sws_msg *m) {
+    px_x *x = user;
+    sws_proxy *px = x->px;
+    llhttp_t *p = &m->p;
+    if (p->method == HTTP_CONNECT) {
+        x->bad_status = 501;
         return -1;
     }
-    if (expect && has_body && !s->req_http10) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        wbuf c = {s->out, &s->olen, PX_OUT, false};
-        wr(&c, cont, sizeof(cont) - 1);
+    x->req_head = p->method == HTTP_HEAD;
+    x->idem = p->method == HTTP_GET || p->method == HTTP_HEAD || p->method == HTTP_OPTIONS ||
+              p->method == HTTP_PUT || p->method == HTTP_DELETE;
+    x->req_http10 = p->http_major == 1 && p->http_minor == 0;
+    x->req_chunked = (p->flags & F_CHUNKED) != 0;
+    if (!px->peer[x->c->index][0]) /* once per connection: X-Forwarded-For needs it */
+        sws_peer_name(px->w->loop, x->c->h, px->peer[x->c->index], sizeof(px->peer[0]));
+
+    int pick = pick_upstream(px, 0);
+    int rc = pick < 0 ? -EHOSTUNREACH : sws_pool_acquire(&px->pool, x->c->index, false, pick);
+    if (rc < 0) {
+        sws_up_error(&px->pool, pick < 0 ? SWS_UPE_NONE_USABLE : SWS_UPE_OTHER);
+        x->bad_status = 502;
+        return -1;
+    }
+    x->up = (uint32_t)rc;
+    sws_up_conn *u = px->pool.slots[rc];
+    if (u->state == SWS_UP_BUSY && sws_pool_recv(&px->pool, u) < 0)
+        x->wfail = true; /* the tick fails it: as a reset, retried once */
+    x->t0_us = now_us();
+    x->up_deadline =
+        tl_loop_now(px->w->loop) +
+        (u->state == SWS_UP_CONNECTING ? px->pc->connect_timeout_ms : px->pc->read_timeout_ms);
+    if (!rewrite_head(px, x, m, u)) {
+        x->bad_status = 431;
+        return -1;
     }
     return 0;
 }
 
 static int req_body(void *user, const char *d, size_t n) {
-    px_sess *s = user;
-    sws_up_conn *u = up_of(s->px, s);
-    if (!u)
-        return -1;
-    if (s->req_chunked) {
+    px_x *x = user;
+    if (x->req_chunked) {
         char hdr[24];
-        int k = snprintf(hdr, sizeof(hdr), "%zx\r\n", n);
-        if (put_up(s, u, hdr, (size_t)k) < 0 || put_up(s, u, d, n) < 0 ||
-            put_up(s, u, "\r\n", 2) < 0)
+        size_t k = chunk_line(hdr, n);
+        if (put_up(x, hdr, k) < 0 || put_up(x, d, n) < 0 || put_up(x, "\r\n", 2) < 0)
             return -1;
         return 0;
     }
-    return put_up(s, u, d, n);
+    return put_up(x, d, n);
 }
 
 static int req_done(void *user, sws_msg *m) {
     (void)m;
-    px_sess *s = user;
-    sws_up_conn *u = up_of(s->px, s);
-    if (u && s->req_chunked && put_up(s, u, "0\r\n\r\n", 5) < 0)
+    px_x *x = user;
+    if (x->req_chunked && put_up(x, "0\r\n\r\n", 5) < 0)
         return -1;
-    s->req_done = true;
+    x->req_done = true;
     return 0;
 }
 
 static const sws_msg_cb req_cb = {req_head, req_body, req_done};
 
-/* ---- response callbacks ------------------------------------------------- */
+/* ---- response callbacks: into the client connection's output ------------------ */
+
+static wbuf out_of(px_x *x) {
+    sws_conn *c = x->c;
+    return (wbuf){c->out, &c->olen, x->px->w->out_cap, false};
+}
 
 static int resp_head(void *user, sws_msg *m) {
-    px_sess *s = user;
-    sws_proxy *px = s->px;
+    px_x *x = user;
+    sws_proxy *px = x->px;
+    sws_conn *c = x->c;
     llhttp_t *p = &m->p;
     int status = p->status_code;
     if (status == 101)
         return -1; /* an upgrade was never asked for: Upgrade is not forwarded */
     if (status >= 100 && status < 200) {
-        s->resp_info = true; /* 100 Continue and friends: the client got ours */
+        x->resp_info = true; /* 100 Continue and friends: the client got the connection's */
         return 0;
     }
-    bool nobody = s->req_head || status == 204 || status == 304;
+    bool nobody = x->req_head || status == 204 || status == 304;
     bool chunked = (p->flags & F_CHUNKED) != 0;
     bool eofbody = !nobody && !chunked && !(p->flags & F_CONTENT_LENGTH);
-    bool ka = s->req_ka && !px->draining && !s->eof;
-    wbuf b = {s->out, &s->olen, PX_OUT, false};
-    char line[32];
-    int k = snprintf(line, sizeof(line), "HTTP/1.1 %d ", status);
-    wr(&b, line, (size_t)k);
+    bool ka = x->ka && !px->w->draining && c->phase == SWS_PH_OPEN;
+    wbuf b = out_of(x);
+    /* llhttp reads exactly three digits: 200..999 here. */
+    char line[13] = "HTTP/1.1 000 ";
+    line[9] = (char)('0' + status / 100);
+    line[10] = (char)('0' + status / 10 % 10);
+    line[11] = (char)('0' + status % 10);
+    wr(&b, line, sizeof(line));
     wr(&b, m->buf + m->start_off, m->start_len);
     wr(&b, "\r\n", 2);
+    uint8_t kind[SWS_MSG_FIELDS_MAX];
+    field_kinds(m, kind);
     for (uint32_t i = 0; i < m->nf; i++)
-        if (!hop_by_hop(m, i))
+        if (!is_hop(kind[i]))
             wr_field(&b, m, i);
     wrs(&b, "Via: 1.1 scalwsd\r\n");
-    s->resp_chunked_out = false;
+    x->resp_chunked_out = false;
     if (!nobody && (chunked || eofbody)) {
-        if (!s->req_http10) {
+        if (!x->req_http10) {
             wrs(&b, "Transfer-Encoding: chunked\r\n");
-            s->resp_chunked_out = true;
+            x->resp_chunked_out = true;
         } else {
             ka = false; /* an HTTP/1.0 client learns the end from the close */
         }
     }
     if (!ka) {
         wrs(&b, "Connection: close\r\n");
-        sess_last(s, false);
-    } else if (s->req_http10) {
+        sws_conn_last(px->w, c);
+    } else if (x->req_http10) {
         wrs(&b, "Connection: keep-alive\r\n");
     }
     wr(&b, "\r\n", 2);
     if (b.over)
         return -1;
-    s->resp_started = true;
-    s->resp_status = status;
-    s->resp_up_ka = !eofbody;
-    sws_up_observe_latency(&px->pool, now_us() - s->t0_us);
+    x->resp_started = true;
+    x->resp_status = status;
+    x->resp_up_ka = !eofbody;
+    sws_up_observe_latency(&px->pool, now_us() - x->t0_us);
     return nobody ? 1 : 0;
 }
 
 static int resp_body(void *user, const char *d, size_t n) {
-    px_sess *s = user;
-    wbuf b = {s->out, &s->olen, PX_OUT, false};
-    s->resp_bytes += n;
-    if (s->resp_chunked_out)
+    px_x *x = user;
+    wbuf b = out_of(x);
+    x->resp_bytes += n;
+    if (x->resp_chunked_out)
         wr_chunk(&b, d, n);
     else
         wr(&b, d, n);
@@ -382,235 +544,126 @@ static int resp_body(void *user, const char *d, size_t n) {
 }
 
 static int resp_done(void *user, sws_msg *m) {
-    px_sess *s = user;
-    if (s->resp_info)
+    px_x *x = user;
+    if (x->resp_info)
         return 0;
-    if (s->resp_chunked_out) {
-        wbuf b = {s->out, &s->olen, PX_OUT, false};
+    if (x->resp_chunked_out) {
+        wbuf b = out_of(x);
         wr(&b, "0\r\n\r\n", 5);
         if (b.over)
             return -1;
     }
-    s->resp_done = true;
-    s->resp_up_ka = s->resp_up_ka && llhttp_should_keep_alive(&m->p);
+    x->resp_up_ka = x->resp_up_ka && llhttp_should_keep_alive(&m->p);
     return 0;
 }
 
 static const sws_msg_cb resp_cb = {resp_head, resp_body, resp_done};
 
-/* ---- session machinery -------------------------------------------------- */
-
-static void process_client(sws_proxy *px, px_sess *s);
-static void exchange_end(sws_proxy *px, px_sess *s);
-
-static void list_del(sws_proxy *px, px_sess *s) {
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        px->active = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    s->prev = s->next = NULL;
-}
-
-/* The access log line of the current exchange, once: from the request the
- * reader holds (its head stays in it until sws_msg_next), or, for one refused
- * before its head was read, from what the strict parser kept of it. */
-static void log_exchange(sws_proxy *px, px_sess *s, int status, uint64_t bytes) {
-    sws_worker *w = px->w;
-    if (s->logged || !w->access_log)
-        return;
-    s->logged = true;
-    const sws_msg *m = &s->req;
-    if (!m->headers_done) {
-        sws_access_log_parsed(w, s->peer, &s->chk, status, bytes);
-        return;
-    }
-    char line[SWS_HTTP_LOG_FIELD_MAX];
-    int n = snprintf(line, sizeof(line), "%s %.*s HTTP/%d.%d",
-                     llhttp_method_name((llhttp_method_t)m->p.method), (int)m->start_len,
-                     m->buf + m->start_off, m->p.http_major, m->p.http_minor);
-    sws_log_line l = {.peer = s->peer,
-                      .request = line,
-                      .request_len = n < 0                      ? 0
-                                     : (size_t)n < sizeof(line) ? (size_t)n
-                                                                : sizeof(line) - 1,
-                      .status = status,
-                      .bytes = bytes};
-    for (uint32_t i = 0; i < m->nf; i++) {
-        const char *v = m->buf + m->f[i].val_off;
-        if (!l.referer && sws_msg_name_is(m, i, "referer")) {
-            l.referer = v;
-            l.referer_len = m->f[i].val_len;
-        } else if (!l.user_agent && sws_msg_name_is(m, i, "user-agent")) {
-            l.user_agent = v;
-            l.user_agent_len = m->f[i].val_len;
+/* Feeds what the upstream sent. 1 when the response is complete, 0 for more,
+ * negative when it is malformed. */
+static int up_feed(px_x *x, const char *d, size_t len) {
+    size_t off = 0;
+    while (off < len) {
+        size_t used;
+        int rc = sws_msg_feed(&x->resp, d + off, len - off, &used);
+        if (rc < 0)
+            return rc;
+        off += used;
+        if (rc == SWS_MSG_DONE) {
+            sws_msg_next(&x->resp);
+            if (x->resp_info) {
+                x->resp_info = false;
+                continue;
+            }
+            if (off < len)
+                x->resp_up_ka = false; /* bytes past the response: not a connection to trust */
+            return 1;
         }
     }
-    sws_access_log(w, &l);
+    return 0;
 }
 
-static void sess_free(sws_proxy *px, px_sess *s) {
-    sess_phase(s, SWS_PH_FREE);
-    list_del(px, s);
-    px->free_idx[px->nfree++] = s->index;
-    px->nlive--;
-    SWS_ADD(px->w->ctr.active, (uint64_t)-1);
-    SWS_ADD(px->w->ctr.closed, 1);
-}
+/* ---- the exchange's life -------------------------------------------------- */
 
-static void sess_close(sws_proxy *px, px_sess *s) {
-    if (sws_phase_gone(s->phase))
+static void flush_up(sws_proxy *px, px_x *x) {
+    sws_up_conn *u = up_of(x);
+    if (!u || u->state != SWS_UP_BUSY || u->write_inflight || x->olen == x->wpos)
         return;
-    sess_phase(s, SWS_PH_CLOSING);
-    /* An exchange cut short: the status it had begun to answer, or nginx's 499
-     * for a client that left before the answer began. */
-    if (s->req.headers_done)
-        log_exchange(px, s, s->resp_started ? s->resp_status : 499, s->resp_bytes);
-    sws_up_conn *u = up_of(px, s);
-    if (u) {
-        sws_pool_release(&px->pool, u, false);
-        s->up = SWS_NIL;
-    }
-    if (tl_close(px->w->loop, s->h, sws_token(s->index, SWS_T_PX_CLOSE)) < 0)
-        sess_free(px, s);
-}
-
-static void linger_read(sws_proxy *px, px_sess *s) {
-    if (tl_read(px->w->loop, s->h, s->in, PX_IN, sws_token(s->index, SWS_T_PX_READ), &s->read_op) <
-        0) {
-        sess_close(px, s);
-        return;
-    }
-    s->read_armed = true;
-}
-
-/* Ends a connection whose answer is flushed. With request bytes still on the
- * wire a close would send a reset that can destroy the answer before the
- * client reads it: shut the write side and drain first (nginx's lingering
- * close), bounded by PX_LINGER_MS. */
-static void sess_end(sws_proxy *px, px_sess *s) {
-    if (sws_phase_gone(s->phase) || s->phase == SWS_PH_LINGERING)
-        return;
-    int fd = s->phase == SWS_PH_LAST_LINGER && !s->eof ? tl_handle_fd(px->w->loop, s->h) : -1;
-    if (fd < 0 || shutdown(fd, SHUT_WR) < 0) {
-        sess_close(px, s);
-        return;
-    }
-    sess_phase(s, SWS_PH_LINGERING);
-    s->deadline = tl_loop_now(px->w->loop) + PX_LINGER_MS;
-    if (!s->read_armed)
-        linger_read(px, s); /* else the cancelled read comes back and re-arms */
-}
-
-static void flush_client(sws_proxy *px, px_sess *s) {
-    if (s->write_inflight || s->olen == 0 || sws_phase_gone(s->phase))
+    if (!x->req_done && x->olen - x->wpos <= PX_UP_HOLD)
         return;
     tl_op op;
-    if (tl_write(px->w->loop, s->h, s->out, s->olen, sws_token(s->index, SWS_T_PX_WRITE), &op) <
-        0) {
-        sess_close(px, s);
+    uint32_t n = x->olen - x->wpos;
+    if (tl_write(px->w->loop, u->h, x->obuf + x->wpos, n, sws_token(u->index, SWS_T_UP_WRITE),
+                 &op) < 0) {
+        x->wfail = true;
         return;
     }
-    s->wlen = s->olen;
-    s->write_inflight = true;
-}
-
-static void stop_reading(sws_proxy *px, px_sess *s) {
-    if (s->read_armed)
-        tl_cancel(px->w->loop, s->read_op);
-}
-
-/* An answer of our own (400, 502, 504...): the connection ends after it. It
- * counts in errors_total by status, like the respond scenario's; a request
- * that was read whole and then failed upstream (502, 504) counts in
- * requests_total as well, since it was answered. */
-static void answer_error(sws_proxy *px, px_sess *s, int status, bool request) {
-    sws_up_conn *u = up_of(px, s);
-    if (u) {
-        sws_pool_release(&px->pool, u, false);
-        s->up = SWS_NIL;
-    }
-    size_t n =
-        sws_http_error(s->out + s->olen, PX_OUT - s->olen, status, px->w->date.str, s->req_head);
-    SWS_ADD(px->w->ctr.errors[sws_status_slot(status)], 1);
-    log_exchange(px, s, status, s->req_head ? 0 : sws_http_error_body_len(status));
-    if (request)
-        SWS_ADD(px->w->ctr.requests, 1);
-    sess_last(s, !s->req_done);
-    stop_reading(px, s);
-    if (n == 0) {
-        sess_close(px, s);
-        return;
-    }
-    s->olen += (uint32_t)n;
-    flush_client(px, s);
-    if (!s->write_inflight && !sws_phase_gone(s->phase))
-        sess_end(px, s);
-}
-
-/* A request is held until it is complete, or until its output holds this
- * much (a body larger than that is streamed): a fault that the strict parser
- * finds late in a request that fits never reaches the upstream at all, and
- * one later in a streamed body ends the upstream connection mid-request. At
- * this level there is always room for one more read (process_client). */
-#define PX_UP_HOLD (SWS_UP_OBUF - PX_IN - PX_HEAD_SLACK)
-
-static void flush_up(sws_proxy *px, px_sess *s) {
-    sws_up_conn *u = up_of(px, s);
-    if (!u || u->state != SWS_UP_BUSY || u->write_inflight || u->olen == 0)
-        return;
-    if (!s->req_done && u->olen <= PX_UP_HOLD)
-        return;
-    if (u->cancelling)
-        return; /* bytes that came while it was idle must not pass for the answer */
-    tl_op op;
-    if (tl_write(px->w->loop, u->h, u->obuf, u->olen, sws_token(u->index, SWS_T_UP_WRITE), &op) <
-        0) {
-        u->olen = 0; /* the failure is seen as an error on the upstream read */
-        return;
-    }
-    u->wlen = u->olen;
+    u->wlen = n;
     u->write_inflight = true;
     u->sent = true;
 }
 
-static void arm_up_read(sws_proxy *px, px_sess *s) {
-    sws_up_conn *u = up_of(px, s);
-    if (!u || u->state != SWS_UP_BUSY || u->read_armed || s->resp_done)
-        return;
-    if (PX_OUT - s->olen < SWS_UP_RBUF + PX_HEAD_SLACK)
-        return; /* back-pressure: the client has not taken what we have */
-    if (tl_read(px->w->loop, u->h, u->rbuf, SWS_UP_RBUF, sws_token(u->index, SWS_T_UP_READ),
-                &u->read_op) == 0)
-        u->read_armed = true;
+/* After a part of the exchange moved: the connection writes what was
+ * appended and reads what it held back. Inside `more` it does so itself. */
+static void conn_kick(sws_proxy *px, sws_conn *c) {
+    if (!px->in_more)
+        sws_conn_more(px->w, c);
 }
 
-static void client_arm_read(sws_proxy *px, px_sess *s) {
-    if (s->read_armed || s->phase != SWS_PH_OPEN || s->eof || s->req_done || s->chk_status ||
-        s->in_len >= PX_IN)
-        return;
-    sws_up_conn *u = up_of(px, s);
-    if (u && SWS_UP_OBUF - u->olen < PX_IN + PX_HEAD_SLACK)
-        return;
-    if (tl_read(px->w->loop, s->h, s->in + s->in_len, PX_IN - s->in_len,
-                sws_token(s->index, SWS_T_PX_READ), &s->read_op) < 0) {
-        sess_close(px, s);
+static void exchange_end(sws_proxy *px, px_x *x) {
+    sws_worker *w = px->w;
+    sws_conn *c = x->c;
+    sws_up_conn *u = up_of(x);
+    bool keep = x->resp_up_ka && x->req_done && u && x->olen == x->wpos && !u->write_inflight &&
+                x->hcount == 0 && !x->has_end;
+    if (u)
+        sws_health_passed(px->health, u->upstream);
+    if (w->access_log)
+        sws_conn_log(w, c, x->resp_status, x->resp_bytes);
+    x_give(px, x, keep);
+    sws_conn_answer_end(w, c);
+    conn_kick(px, c);
+}
+
+/* An answer of our own (502, 504) before any byte of the upstream's: the
+ * connection ends after it. Before the request was read whole, the
+ * connection answers (and lingers); once answering, it is appended here. */
+static void x_error(sws_proxy *px, px_x *x, int status) {
+    sws_worker *w = px->w;
+    sws_conn *c = x->c;
+    bool answering = x->answering, head = x->req_head;
+    x_give(px, x, false);
+    if (!answering) {
+        if (c->phase == SWS_PH_OPEN)
+            sws_conn_error(w, c, status); /* else it is ending already */
         return;
     }
-    s->read_armed = true;
+    SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
+    if (w->access_log)
+        sws_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
+    size_t n =
+        c->out ? sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, head)
+               : 0;
+    if (n == 0) {
+        sws_conn_close(w, c);
+        return;
+    }
+    c->olen += (uint32_t)n;
+    sws_conn_last(w, c);
+    sws_conn_answer_end(w, c);
+    conn_kick(px, c);
 }
 
 /* The upstream failed. Retries once, on a fresh connection, a request sent on
  * a pooled connection that died before a response byte, when the method is
  * idempotent (or nothing was sent yet) and everything sent is still at hand:
- * a request whose copy passed PX_REPLAY (16 KiB) is answered 502 instead. */
-static void up_fail(sws_proxy *px, px_sess *s, enum sws_up_err kind, int status) {
-    sws_up_conn *u = up_of(px, s);
+ * a request past the copy's bound (PX_REPLAY, 16 KiB) is answered 502 instead. */
+static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
+    sws_up_conn *u = up_of(x);
     if (!u)
         return;
-    bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && (s->idem || !u->sent) &&
-                 !s->retried && !s->replay_over && !s->resp_started;
+    bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && (x->idem || !u->sent) &&
+                 !x->retried && !x->replay_over && !x->resp_started;
     int upstream = u->upstream;
     /* A connect that failed sent nothing: any request may go to another
      * upstream (nginx's proxy_next_upstream error timeout), so one dead
@@ -618,9 +671,9 @@ static void up_fail(sws_proxy *px, px_sess *s, enum sws_up_err kind, int status)
     bool connect_failed =
         kind == SWS_UPE_REFUSED || kind == SWS_UPE_UNREACHABLE || kind == SWS_UPE_CONNECT_TIMEOUT;
     if (!retry) /* a pooled connection found closed is no fault of the upstream's */
-        sws_health_failed(px->health, px->pool.cfg, upstream, sws_health_now());
-    if (connect_failed && !u->sent && !s->retried && !s->replay_over && !s->resp_started &&
-        !s->head_names_up) {
+        sws_health_failed(px->health, px->pc, upstream, sws_health_now());
+    if (connect_failed && !u->sent && !x->retried && !x->replay_over && !x->resp_started &&
+        !x->head_names_up) {
         int other = pick_upstream(px, 1u << upstream);
         if (other >= 0) {
             retry = true;
@@ -628,198 +681,189 @@ static void up_fail(sws_proxy *px, px_sess *s, enum sws_up_err kind, int status)
         }
     }
     sws_pool_release(&px->pool, u, false);
-    s->up = SWS_NIL;
+    x->up = SWS_NIL;
     if (retry) {
-        int rc = sws_pool_acquire(&px->pool, s->index, true, upstream);
+        int rc = sws_pool_acquire(&px->pool, x->c->index, true, upstream);
         if (rc >= 0) {
             SWS_ADD(px->pool.st.retries, 1);
-            s->up = (uint32_t)rc;
-            s->retried = true;
-            sws_up_conn *n = px->pool.slots[rc];
-            memcpy(n->obuf, s->replay, s->rlen);
-            n->olen = s->rlen;
-            sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
-            s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->connect_timeout_ms;
+            x->up = (uint32_t)rc;
+            x->retried = true;
+            x->wpos = 0;
+            x->wfail = x->has_end = false;
+            held_release_all(px->w, x);
+            sws_msg_init(&x->resp, HTTP_RESPONSE, &resp_cb, x);
+            x->up_deadline = tl_loop_now(px->w->loop) + px->pc->connect_timeout_ms;
             return;
         }
     }
     sws_up_error(&px->pool, kind);
-    if (!s->resp_started)
-        answer_error(px, s, status, true);
-    else
-        sess_close(px, s); /* never a truncated answer that looks complete */
-}
-
-static void exchange_end(sws_proxy *px, px_sess *s) {
-    sws_up_conn *u = up_of(px, s);
-    bool keep = s->resp_up_ka && s->req_done && u && u->olen == 0 && !u->write_inflight;
-    if (!s->req_done) {
-        sess_last(s, true); /* the rest of the request was never read */
-        stop_reading(px, s);
-    }
-    if (u) {
-        sws_health_passed(px->health, u->upstream);
-        sws_pool_release(&px->pool, u, keep);
-    }
-    s->up = SWS_NIL;
-    SWS_ADD(px->w->ctr.requests, 1);
-    log_exchange(px, s, s->resp_status, s->resp_bytes);
-    if (px->draining)
-        sess_last(s, false);
-    s->req_done = s->resp_started = s->resp_done = false;
-    sws_msg_next(&s->req);
-    sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
-    s->dl_idle = true;
-    s->deadline = tl_loop_now(px->w->loop) + px->w->cfg->keepalive_timeout_ms;
-    flush_client(px, s);
-    if (s->phase != SWS_PH_OPEN) {
-        if (!s->write_inflight)
-            sess_end(px, s);
+    if (!x->resp_started) {
+        x_error(px, x, status);
         return;
     }
-    process_client(px, s);
+    /* Cut mid-answer: what came is written, then the connection closes
+     * without the answer's end (no last chunk, Content-Length unmet), so the
+     * client cannot take it for complete. */
+    sws_conn *c = x->c;
+    if (px->w->access_log)
+        sws_conn_log(px->w, c, x->resp_status, x->resp_bytes);
+    x_give(px, x, false);
+    sws_conn_last(px->w, c);
+    sws_conn_answer_end(px->w, c);
+    conn_kick(px, c);
 }
 
-/* Runs the strict parser over the bytes it has not seen. It stops at the
- * start of the feed that failed: a request that starts in this read is not
- * forwarded at all, one whose head was forwarded earlier ends with its
- * upstream connection closed before it is complete. */
-static void validate(sws_proxy *px, px_sess *s) {
-    (void)px;
-    while (!s->chk_status && s->chk_off < s->in_len) {
-        size_t used;
-        int st;
-        int rc = sws_http_feed(&s->chk, s->in + s->chk_off, s->in_len - s->chk_off, &used, &st);
-        if (rc == SWS_HTTP_NEED_MORE) {
-            s->chk_off = s->in_len;
-        } else if (rc == SWS_HTTP_REQUEST) {
-            s->chk_off += (uint32_t)used;
-        } else {
-            s->chk_status = st ? st : 400;
-        }
-    }
-}
-
-static void process_client(sws_proxy *px, px_sess *s) {
-    validate(px, s);
-    while (s->phase == SWS_PH_OPEN && !s->req_done && s->in_off < s->chk_off) {
-        sws_up_conn *u = up_of(px, s);
-        uint32_t avail = s->chk_off - s->in_off;
-        if (u && SWS_UP_OBUF - u->olen < avail + PX_HEAD_SLACK)
-            break; /* the upstream has not taken what we have */
-        size_t used;
-        int rc = sws_msg_feed(&s->req, s->in + s->in_off, avail, &used);
+/* Moves what the upstream sent into the client's output while it has room,
+ * then what ended the upstream's receive, then receives again. true when
+ * the exchange is over (x is gone). */
+static bool x_progress(sws_proxy *px, px_x *x) {
+    sws_worker *w = px->w;
+    sws_conn *c = x->c;
+    sws_up_conn *u = up_of(x);
+    while (x->answering && x->hcount) {
+        uint32_t i = x->hhead;
+        sws_held *h = &w->hpool[i];
+        if (!c->out || c->olen + h->len + PX_SLACK > w->out_cap)
+            break; /* the client has not taken what it has: `more` comes back */
+        int rc = up_feed(x, h->data + h->off, h->len);
+        tl_buffer_release(w->loop, h->id);
+        w->released++;
+        x->hhead = h->next;
+        h->next = w->hfree;
+        w->hfree = i;
+        if (--x->hcount == 0)
+            x->htail = SWS_NIL;
         if (rc < 0) {
-            int st = s->bad_status ? s->bad_status : rc == -E2BIG ? 431 : 400;
-            s->bad_status = 0;
-            answer_error(px, s, st, st == 502);
-            return;
+            up_fail(px, x, SWS_UPE_BAD_RESPONSE, 502);
+            return true;
         }
-        s->in_off += (uint32_t)used;
-        if (rc == SWS_MSG_DONE)
-            s->req_done = true;
+        if (rc == 1) {
+            exchange_end(px, x);
+            return true;
+        }
     }
-    if (sws_phase_gone(s->phase))
-        return;
-    if (s->chk_status && s->in_off == s->chk_off && !s->req_done && s->phase == SWS_PH_OPEN) {
-        /* Everything before the refused bytes has been answered. */
-        if (s->resp_started)
-            sess_close(px, s); /* never an error in the middle of an answer */
-        else
-            answer_error(px, s, s->chk_status, false);
-        return;
+    if (!u)
+        return false;
+    if (x->hcount >= PX_HELD_MAX) {
+        if (u->read_armed && !u->recv_paused) {
+            u->recv_paused = true; /* back-pressure: until the client took some */
+            tl_cancel(w->loop, u->read_op);
+        }
+        return false;
     }
-    if (!s->read_armed && s->in_off) {
-        /* No read is pending into in[]: the unread rest may move. */
-        memmove(s->in, s->in + s->in_off, s->in_len - s->in_off);
-        s->in_len -= s->in_off;
-        s->chk_off -= s->in_off;
-        s->in_off = 0;
+    if (x->hcount)
+        return false;
+    if (x->has_end) {
+        if (!x->answering)
+            return false;
+        x->has_end = false;
+        if (x->up_end == 0 && x->resp_started && sws_msg_eof(&x->resp) == SWS_MSG_DONE) {
+            x->resp_up_ka = false; /* close-delimited: complete, and the connection is done */
+            exchange_end(px, x);
+            return true;
+        }
+        up_fail(px, x, x->resp_started ? SWS_UPE_TRUNCATED : SWS_UPE_RESET, 502);
+        return true;
     }
-    sws_up_conn *u = up_of(px, s);
-    if (u && u->state == SWS_UP_BUSY && !s->req_done && u->olen && !u->write_inflight)
+    if (u->state == SWS_UP_BUSY && !u->read_armed && (u->recv_paused || u->starved))
+        sws_pool_recv(&px->pool, u); /* on failure the tick tries again */
+    return false;
+}
+
+/* ---- the HTTP connection's hooks ---------------------------------------------- */
+
+static size_t proxy_request_room(sws_worker *w, sws_scenario *sc, sws_conn *c) {
+    (void)w;
+    sws_proxy *px = sc->state;
+    const px_x *x = px->xs[c->index];
+    if (!x)
+        return PX_OBUF - PX_SLACK;
+    const sws_up_conn *u = x->up == SWS_NIL ? NULL : px->pool.slots[x->up];
+    uint32_t taken = u && u->write_inflight ? x->olen : x->olen - x->wpos;
+    return taken + PX_SLACK >= PX_OBUF ? 0 : PX_OBUF - PX_SLACK - taken;
+}
+
+static int proxy_request_bytes(sws_worker *w, sws_scenario *sc, sws_conn *c, const char *d,
+                               size_t len) {
+    sws_proxy *px = sc->state;
+    px_x *x = px->xs[c->index];
+    if (!x && !(x = x_take(px, c)))
+        return 502;
+    size_t off = 0;
+    while (off < len && !x->req_done) {
+        size_t used;
+        int rc = sws_msg_feed(&x->req, d + off, len - off, &used);
+        if (rc < 0) {
+            int st = x->bad_status ? x->bad_status : rc == -E2BIG ? 431 : 400;
+            x_give(px, x, false);
+            return st;
+        }
+        off += used;
+    }
+    if (off < len) { /* the two readers disagree on where the request ends */
+        x_give(px, x, false);
+        return 400;
+    }
+    if (x->up != SWS_NIL && !x->req_done)
         /* Held while the client sends: that wait is not the upstream's. */
-        s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
-    if (s->dl_idle && s->req.started) {
-        s->dl_idle = false;
-        s->deadline = tl_loop_now(px->w->loop) + px->w->cfg->header_timeout_ms;
-    }
-    flush_client(px, s);
-    flush_up(px, s);
-    arm_up_read(px, s);
-    client_arm_read(px, s);
+        x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
+    flush_up(px, x);
+    return 0;
 }
 
-/* ---- completions ------------------------------------------------------- */
-
-static void on_client_read(sws_proxy *px, px_sess *s, const tl_completion *e) {
-    s->read_armed = false;
-    if (sws_phase_gone(s->phase))
-        return;
-    if (s->phase == SWS_PH_LINGERING) {
-        if (e->res > 0 || e->res == -ECANCELED)
-            linger_read(px, s);
-        else
-            sess_close(px, s);
-        return;
-    }
-    if (e->res > 0) {
-        SWS_ADD(px->w->ctr.bytes_in, (uint64_t)e->res);
-        if (s->phase != SWS_PH_OPEN)
-            return;
-        s->in_len += (uint32_t)e->res;
-        process_client(px, s);
-        return;
-    }
-    if (e->res == -ECANCELED && s->phase != SWS_PH_OPEN)
-        return;
-    s->eof = true;
-    if (s->req_done || s->up != SWS_NIL) {
-        if (!s->req_done && s->up != SWS_NIL) {
-            sess_close(px, s); /* the client left in the middle of its request */
-            return;
-        }
-        if (s->resp_started)
-            sess_last(s, false); /* answer the request it sent, then close */
-        return;
-    }
-    if (s->olen || s->write_inflight)
-        sess_last(s, false);
-    else
-        sess_close(px, s);
+static int proxy_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep_alive) {
+    (void)w;
+    sws_proxy *px = sc->state;
+    px_x *x = px->xs[c->index];
+    if (!x || !x->req_done || x->up == SWS_NIL)
+        return -EPROTO;
+    x->answering = true;
+    x->ka = keep_alive;
+    flush_up(px, x);
+    /* What the upstream sent already is fed from `more`, once the output
+     * before it is written. */
+    return SWS_ANSWER_PENDING;
 }
 
-static void on_client_write(sws_proxy *px, px_sess *s, const tl_completion *e) {
-    s->write_inflight = false;
-    if (sws_phase_gone(s->phase))
-        return;
-    if (e->res < 0) {
-        sess_close(px, s);
-        return;
-    }
-    SWS_ADD(px->w->ctr.bytes_out, s->wlen);
-    memmove(s->out, s->out + s->wlen, s->olen - s->wlen);
-    s->olen -= s->wlen;
-    s->wlen = 0;
-    if (s->olen) {
-        flush_client(px, s);
-    } else if (s->phase != SWS_PH_OPEN && s->up == SWS_NIL) {
-        sess_end(px, s);
+static void proxy_more(sws_worker *w, sws_scenario *sc, sws_conn *c) {
+    (void)w;
+    sws_proxy *px = sc->state;
+    px_x *x = px->xs[c->index];
+    if (!x) {
+        sws_conn_answer_end(w, c); /* cannot happen: nothing is owed */
         return;
     }
-    arm_up_read(px, s);
+    px->in_more = true;
+    x_progress(px, x);
+    px->in_more = false;
 }
 
-static px_sess *sess_of_up(sws_proxy *px, sws_up_conn *u) {
-    if (u->sess >= px->nslots)
-        return NULL;
-    px_sess *s = px->slots[u->sess];
-    return s && !sws_phase_gone(s->phase) && s->up == u->index ? s : NULL;
+/* The client connection ended (its close completed). An exchange cut short
+ * is logged with the status it had begun to answer, or nginx's 499 for a
+ * client that left before the answer began. */
+static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_conn *c) {
+    sws_proxy *px = sc->state;
+    if (!px)
+        return;
+    char *peer = px->peer[c->index];
+    px_x *x = px->xs[c->index];
+    /* A request the connection refused (a strict-parser fault mid-body) has
+     * its line already. The socket is closed by now: the peer is the one
+     * looked up for X-Forwarded-For. */
+    if (x && w->access_log && x->req.headers_done && c->parser && c->parser->status == 0)
+        sws_access_log_parsed(w, peer[0] ? peer : "-", c->parser,
+                              x->resp_started ? x->resp_status : 499, x->resp_bytes);
+    peer[0] = '\0';
+    if (!x)
+        return;
+    x_give(px, x, false);
 }
+
+/* ---- upstream completions ------------------------------------------------- */
 
 static void on_up_connect(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
-    px_sess *s = sess_of_up(px, u);
-    if (u->state != SWS_UP_CONNECTING || !s)
+    px_x *x = x_of_up(px, u);
+    if (u->state != SWS_UP_CONNECTING || !x)
         return;
     if (e->res < 0) {
         enum sws_up_err k = e->res == -ECONNREFUSED ? SWS_UPE_REFUSED
@@ -827,7 +871,7 @@ static void on_up_connect(sws_proxy *px, sws_up_conn *u, const tl_completion *e)
                                 ? SWS_UPE_UNREACHABLE
                             : e->res == -ETIMEDOUT ? SWS_UPE_CONNECT_TIMEOUT
                                                    : SWS_UPE_OTHER;
-        up_fail(px, s, k, 502);
+        up_fail(px, x, k, 502);
         return;
     }
     u->state = SWS_UP_BUSY;
@@ -835,86 +879,103 @@ static void on_up_connect(sws_proxy *px, sws_up_conn *u, const tl_completion *e)
     int one = 1;
     if (fd >= 0)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
-    process_client(px, s);
+    x->up_deadline = tl_loop_now(px->w->loop) + px->pc->read_timeout_ms;
+    if (sws_pool_recv(&px->pool, u) < 0) {
+        up_fail(px, x, SWS_UPE_OTHER, 502);
+        return;
+    }
+    flush_up(px, x);
 }
 
 static void on_up_write(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     u->write_inflight = false;
-    px_sess *s = sess_of_up(px, u);
-    if (u->state != SWS_UP_BUSY || !s)
+    px_x *x = x_of_up(px, u);
+    if (u->state != SWS_UP_BUSY || !x)
         return;
     if (e->res < 0) {
-        up_fail(px, s, SWS_UPE_RESET, 502);
+        up_fail(px, x, SWS_UPE_RESET, 502);
         return;
     }
-    memmove(u->obuf, u->obuf + u->wlen, u->olen - u->wlen);
-    u->olen -= u->wlen;
+    x->wpos += u->wlen;
     u->wlen = 0;
-    s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
-    process_client(px, s);
+    if (x->replay_over && x->wpos == x->olen)
+        x->olen = x->wpos = 0; /* no copy is kept: the room comes back at once */
+    x->up_deadline = tl_loop_now(px->w->loop) + px->pc->read_timeout_ms;
+    flush_up(px, x);
+    if (!x->req_done) {
+        /* The client was held for the upstream's sake: not its timeout. */
+        x->c->deadline = tl_loop_now(px->w->loop) + px->w->cfg->header_timeout_ms;
+        sws_conn_more(px->w, x->c);
+    }
 }
 
-/* Feeds a read of the upstream. 1 when the response is complete. */
-static int up_feed(px_sess *s, const char *d, size_t len) {
-    size_t off = 0;
-    while (off < len) {
-        size_t used;
-        int rc = sws_msg_feed(&s->resp, d + off, len - off, &used);
-        if (rc < 0)
-            return rc;
-        off += used;
-        if (rc == SWS_MSG_DONE) {
-            sws_msg_next(&s->resp);
-            if (s->resp_info) {
-                s->resp_info = false;
-                continue;
-            }
-            if (off < len)
-                s->resp_up_ka = false; /* bytes past the response: not a connection to trust */
-            return 1;
+/* The multishot receive of an upstream connection: the watch while it is
+ * idle, the response while it is busy. Every buffer is given back here or
+ * held by the exchange. */
+static void on_up_recv(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
+    sws_worker *w = px->w;
+    bool has_buf = (e->flags & TL_CQE_BUFFER) != 0;
+    bool final = (e->flags & TL_CQE_FINAL) != 0;
+    if (final)
+        u->read_armed = false;
+    px_x *x = u->state == SWS_UP_BUSY ? x_of_up(px, u) : NULL;
+    if (!x) {
+        if (has_buf) {
+            tl_buffer_release(w->loop, e->u.buf.id);
+            w->released++;
         }
-    }
-    return 0;
-}
-
-static void on_up_read(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
-    u->read_armed = false;
-    bool was_cancelling = u->cancelling;
-    u->cancelling = false;
-    px_sess *s = sess_of_up(px, u);
-    if (u->state != SWS_UP_BUSY || !s)
-        return;
-    if (was_cancelling) {
-        if (e->res == -ECANCELED)
-            process_client(px, s); /* the request may go now */
-        else
-            up_fail(px, s, SWS_UPE_RESET, 502); /* it died (or spoke) while idle; nothing sent */
+        if (u->state == SWS_UP_IDLE)
+            sws_pool_idle_event(&px->pool, u); /* closed or spoke while idle */
+        else if (u->state == SWS_UP_PARKING && final)
+            sws_pool_park(&px->pool, u);
+        else if (u->state == SWS_UP_BUSY)
+            sws_pool_release(&px->pool, u, false); /* no exchange: cannot happen */
         return;
     }
-    if (e->res > 0) {
+    if (u->owner != w->loop)
+        SWS_ADD(px->pool.st.foreign_loop_uses, 1);
+    if (has_buf && e->res > 0) {
         u->got_bytes = true;
-        s->up_deadline = tl_loop_now(px->w->loop) + px->pool.cfg->read_timeout_ms;
-        int rc = up_feed(s, u->rbuf, (size_t)e->res);
-        if (rc < 0) {
-            up_fail(px, s, SWS_UPE_BAD_RESPONSE, 502);
+        x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
+        uint32_t i = w->hfree;
+        if (i == SWS_NIL) { /* cannot happen: one node per loop buffer */
+            tl_buffer_release(w->loop, e->u.buf.id);
+            up_fail(px, x, SWS_UPE_OTHER, 502);
             return;
         }
-        flush_client(px, s);
-        if (rc == 1)
-            exchange_end(px, s);
+        w->hfree = w->hpool[i].next;
+        w->hpool[i] = (sws_held){.id = e->u.buf.id,
+                                 .off = 0,
+                                 .len = (uint32_t)e->res,
+                                 .next = SWS_NIL,
+                                 .data = e->u.buf.data};
+        if (x->htail == SWS_NIL)
+            x->hhead = i;
         else
-            arm_up_read(px, s);
-        return;
+            w->hpool[x->htail].next = i;
+        x->htail = i;
+        x->hcount++;
+    } else if (has_buf) {
+        tl_buffer_release(w->loop, e->u.buf.id);
+        w->released++;
     }
-    if (e->res == 0 && s->resp_started && sws_msg_eof(&s->resp) == SWS_MSG_DONE) {
-        s->resp_up_ka = false; /* close-delimited: complete, and the connection is done */
-        flush_client(px, s);
-        exchange_end(px, s);
-        return;
+    if (final) {
+        if (e->res == -ENOBUFS)
+            u->starved = true; /* the tick (or the next progress) receives again */
+        else if (e->res == -ECANCELED)
+            ; /* paused: x_progress resumes it */
+        else if (e->res <= 0) {
+            x->has_end = true;
+            x->up_end = e->res;
+        } else if (!u->recv_paused && sws_pool_recv(&px->pool, u) < 0)
+            u->starved = true;
     }
-    up_fail(px, s, s->resp_started ? SWS_UPE_TRUNCATED : SWS_UPE_RESET, 502);
+    sws_conn *c = x->c;
+    if (!x_progress(px, x) && x->answering)
+        sws_conn_more(w, c);
 }
+
+/* ---- the loop's rhythm ------------------------------------------------------ */
 
 static void arm_tick(sws_proxy *px) {
     if (px->tick_armed)
@@ -924,122 +985,83 @@ static void arm_tick(sws_proxy *px) {
         px->tick_armed = true;
 }
 
-/* Ten times a second: upstream timeouts (504), client idle and header
- * timeouts, and once a second the pool's idle expiry. */
+static void park_pending(sws_proxy *px) {
+    for (uint32_t i = 0; i < px->pool.nslots && px->pool.nparking; i++) {
+        sws_up_conn *u = px->pool.slots[i];
+        if (u && u->state == SWS_UP_PARKING)
+            sws_pool_park(&px->pool, u);
+    }
+}
+
+/* Ten times a second: upstream timeouts (504), writes that could not start,
+ * starved receives; once a second the pool's idle expiry and the free list.
+ * While an exchange waits for its upstream, the upstream's timeouts rule:
+ * the connection's own deadline is kept past them. */
 static void on_tick(sws_proxy *px) {
+    sws_worker *w = px->w;
     px->tick_armed = false;
-    uint64_t now = tl_loop_now(px->w->loop);
-    for (px_sess *s = px->active, *next; s; s = next) {
-        next = s->next;
-        if (sws_phase_gone(s->phase))
+    uint64_t now = tl_loop_now(w->loop);
+    for (px_x *x = px->live, *next; x; x = next) {
+        next = x->next;
+        sws_up_conn *u = up_of(x);
+        if (!u)
             continue;
-        sws_up_conn *u = up_of(px, s);
-        if (u) {
-            if (now >= s->up_deadline)
-                up_fail(px, s,
-                        u->state == SWS_UP_CONNECTING ? SWS_UPE_CONNECT_TIMEOUT
-                                                      : SWS_UPE_READ_TIMEOUT,
-                        504);
-        } else if (!s->write_inflight && s->olen == 0 && now >= s->deadline) {
-            /* Part of a request and then silence: 408, as the respond scenario. */
-            if (s->phase == SWS_PH_OPEN && sws_http_partial(&s->chk))
-                answer_error(px, s, 408, false);
-            else
-                sess_close(px, s);
+        if (x->wfail) {
+            up_fail(px, x, SWS_UPE_RESET, 502);
+        } else if (now >= x->up_deadline) {
+            up_fail(px, x,
+                    u->state == SWS_UP_CONNECTING ? SWS_UPE_CONNECT_TIMEOUT : SWS_UPE_READ_TIMEOUT,
+                    504);
+        } else {
+            if (x->answering && !x->c->write_inflight && x->c->deadline < now + 2 * PX_TICK_MS)
+                x->c->deadline = now + 2 * PX_TICK_MS;
+            if (u->starved && !u->read_armed)
+                sws_pool_recv(&px->pool, u);
         }
     }
-    if (now >= px->last_expire + 1000 || px->draining) {
+    if (px->pool.nparking)
+        park_pending(px);
+    if (now >= px->last_expire + 1000 || w->draining) {
         px->last_expire = now;
         sws_pool_expire(&px->pool, now);
+        x_trim(px);
     }
-    if (!(px->draining && px->nlive == 0 && px->pool.live == 0))
+    if (!(w->draining && !w->active && px->pool.live == 0))
         arm_tick(px);
 }
 
 static void proxy_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) {
     sws_proxy *px = sc->state;
-    uint32_t i = sws_token_index(e->token);
     unsigned tag = sws_token_tag(e->token);
-    if (e->flags & TL_CQE_BUFFER)
-        tl_buffer_release(w->loop, e->u.buf.id); /* never asked for; kept safe */
-    if (!px)
-        return;
-    if (tag >= SWS_T_UP_FIRST && tag <= SWS_T_UP_LAST) {
-        if (tag == SWS_T_UP_CLOSE) {
-            sws_pool_closed(&px->pool, i);
-            return;
-        }
-        sws_up_conn *u = sws_pool_conn(&px->pool, i);
-        if (!u)
-            return;
-        if (tag == SWS_T_UP_READ && u->state == SWS_UP_IDLE) {
-            sws_pool_idle_event(&px->pool, u); /* the watch: closed or spoke while idle */
-            return;
-        }
-        if (u->owner != w->loop)
-            SWS_ADD(px->pool.st.foreign_loop_uses, 1);
-        if (tag == SWS_T_UP_CONNECT)
-            on_up_connect(px, u, e);
-        else if (tag == SWS_T_UP_READ)
-            on_up_read(px, u, e);
-        else if (tag == SWS_T_UP_WRITE)
-            on_up_write(px, u, e);
+    if (tag < SWS_T_UP_FIRST && tag != SWS_T_PX_TICK) {
+        sws_conn_dispatch(w, sc, e);
         return;
     }
     if (tag == SWS_T_PX_TICK) {
         on_tick(px);
         return;
     }
-    if (i >= px->nslots || !px->slots[i] || px->slots[i]->phase == SWS_PH_FREE)
-        return;
-    px_sess *s = px->slots[i];
-    if (tag == SWS_T_PX_READ)
-        on_client_read(px, s, e);
-    else if (tag == SWS_T_PX_WRITE)
-        on_client_write(px, s, e);
-    else if (tag == SWS_T_PX_CLOSE)
-        sess_free(px, s);
-}
-
-static void proxy_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
-    sws_proxy *px = sc->state;
-    if (px->nfree == 0) {
-        tl_close(w->loop, h, sws_token(px->nslots, SWS_T_PX_CLOSE));
+    uint32_t i = sws_token_index(e->token);
+    sws_up_conn *u = tag <= SWS_T_UP_LAST ? sws_pool_conn(&px->pool, i) : NULL;
+    if (!u || tag == SWS_T_UP_CLOSE) {
+        if (e->flags & TL_CQE_BUFFER)
+            tl_buffer_release(w->loop, e->u.buf.id);
+        if (tag == SWS_T_UP_CLOSE)
+            sws_pool_closed(&px->pool, i);
         return;
     }
-    uint32_t i = px->free_idx[px->nfree - 1];
-    px_sess *s = px->slots[i];
-    if (!s) {
-        /* A slot is allocated on first use and reused: never one per request. */
-        s = malloc(sizeof(*s));
-        if (!s) {
-            tl_close(w->loop, h, sws_token(px->nslots, SWS_T_PX_CLOSE));
-            return;
-        }
-        px->slots[i] = s;
+    if (tag == SWS_T_UP_READ) {
+        on_up_recv(px, u, e);
+        return;
     }
-    px->nfree--;
-    memset(s, 0, offsetof(px_sess, req));
-    s->index = i;
-    s->h = h;
-    s->px = px;
-    sess_phase(s, SWS_PH_OPEN);
-    s->up = SWS_NIL;
-    s->dl_idle = true;
-    s->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
-    sws_http_parser_init(&s->chk, &w->limits);
-    sws_msg_init(&s->req, HTTP_REQUEST, &req_cb, s);
-    sws_msg_init(&s->resp, HTTP_RESPONSE, &resp_cb, s);
-    sws_peer_name(w->loop, h, s->peer, sizeof(s->peer));
-    s->chk.req.log_fields = w->access_log ? s->log : NULL;
-    s->next = px->active;
-    if (px->active)
-        px->active->prev = s;
-    px->active = s;
-    px->nlive++;
-    SWS_ADD(w->ctr.accepted, 1);
-    SWS_ADD(w->ctr.active, 1);
-    client_arm_read(px, s);
+    if (e->flags & TL_CQE_BUFFER)
+        tl_buffer_release(w->loop, e->u.buf.id); /* never asked for; kept safe */
+    if (u->owner != w->loop)
+        SWS_ADD(px->pool.st.foreign_loop_uses, 1);
+    if (tag == SWS_T_UP_CONNECT)
+        on_up_connect(px, u, e);
+    else if (tag == SWS_T_UP_WRITE)
+        on_up_write(px, u, e);
 }
 
 static uint32_t proxy_extra_handles(const sws_config *cfg) {
@@ -1054,15 +1076,14 @@ static int proxy_init(sws_worker *w, sws_scenario *sc) {
         return -ENOMEM;
     sc->state = px;
     px->w = w;
-    px->nslots = cfg->max_connections + 1;
-    px->slots = calloc(px->nslots, sizeof(*px->slots));
-    px->free_idx = malloc(px->nslots * sizeof(*px->free_idx));
-    if (!px->slots || !px->free_idx)
+    px->pc = &cfg->proxy;
+    px->nslots = w->nslots;
+    px->xs = calloc(px->nslots, sizeof(*px->xs));
+    px->peer = calloc(px->nslots, sizeof(*px->peer));
+    if (!px->xs || !px->peer)
         return -ENOMEM;
-    for (uint32_t i = 0; i < px->nslots; i++)
-        px->free_idx[i] = px->nslots - 1 - i;
-    px->nfree = px->nslots;
-    int rc = sws_pool_init(&px->pool, w->loop, &cfg->proxy, proxy_extra_handles(cfg));
+    w->resp_max = PX_RESP_MAX;
+    int rc = sws_pool_init(&px->pool, w->loop, px->pc, proxy_extra_handles(cfg));
     if (rc < 0)
         return rc;
     sws_pick_init(&px->pick, (uint64_t)now_us() * 2654435761u + (uint64_t)w->index + 1);
@@ -1076,10 +1097,18 @@ static void proxy_free(sws_worker *w, sws_scenario *sc) {
     sws_proxy *px = sc->state;
     if (!px)
         return;
-    for (uint32_t i = 0; i < px->nslots && px->slots; i++)
-        free(px->slots[i]);
-    free(px->slots);
-    free(px->free_idx);
+    while (px->live) {
+        px_x *x = px->live;
+        px->live = x->next;
+        free(x);
+    }
+    while (px->free) {
+        px_x *x = px->free;
+        px->free = x->next;
+        free(x);
+    }
+    free(px->xs);
+    free(px->peer);
     sws_pool_free(&px->pool);
     free(px);
     sc->state = NULL;
@@ -1087,34 +1116,17 @@ static void proxy_free(sws_worker *w, sws_scenario *sc) {
 
 static void proxy_drain(sws_worker *w, sws_scenario *sc, bool force) {
     sws_proxy *px = sc->state;
+    sws_conn_drain(w, sc, force);
     if (!px)
         return;
-    px->draining = px->pool.draining = true;
+    px->pool.draining = true;
     sws_pool_expire(&px->pool, tl_loop_now(w->loop));
-    for (px_sess *s = px->active, *next; s; s = next) {
-        next = s->next;
-        if (sws_phase_gone(s->phase))
-            continue;
-        bool idle = s->up == SWS_NIL && !s->req.started && !s->olen && !s->write_inflight;
-        if (force) {
-            SWS_ADD(w->ctr.forced, 1);
-            sess_close(px, s);
-        } else if (idle) {
-            /* Its next request may be on the wire: it may still come for
-             * drain_idle_grace and is answered with Connection: close; the
-             * tick closes what stayed idle. */
-            uint64_t end = sws_drain_grace_end(w);
-            if (s->deadline > end)
-                s->deadline = end;
-        }
-    }
     arm_tick(px);
 }
 
 static bool proxy_finished(const sws_worker *w, const sws_scenario *sc) {
-    (void)w;
     const sws_proxy *px = sc->state;
-    return !px || (px->nlive == 0 && px->pool.live == 0);
+    return sws_conn_finished(w, sc) && (!px || px->pool.live == 0);
 }
 
 static void metric_head(FILE *f, const char *name, const char *type, const char *help) {
@@ -1193,15 +1205,15 @@ static void proxy_metrics(const sws_server *s, FILE *f) {
     fprintf(f, "scalwsd_upstream_latency_seconds_count %" PRIu64 "\n", count);
 }
 
-/* After a reload switched w->cfg: the pool reads its timeouts from the new
- * one, and the access log may have been turned on or off. */
+/* After a reload switched w->cfg: the pool reads its upstreams and timeouts
+ * from the new one; the connections learn whether the access log is on. */
 static void proxy_reload_commit(sws_worker *w, sws_scenario *sc) {
     sws_proxy *px = sc->state;
+    sws_conn_reload_commit(w, sc);
     if (!px)
         return;
-    px->pool.cfg = &w->cfg->proxy;
-    for (px_sess *s = px->active; s; s = s->next)
-        s->chk.req.log_fields = w->access_log ? s->log : NULL;
+    px->pc = &w->cfg->proxy;
+    px->pool.cfg = px->pc;
 }
 
 const sws_scenario_ops sws_proxy_ops = {
@@ -1209,8 +1221,15 @@ const sws_scenario_ops sws_proxy_ops = {
     .extra_handles = proxy_extra_handles,
     .init = proxy_init,
     .free = proxy_free,
-    .open = proxy_open,
+    .open = sws_conn_open,
     .dispatch = proxy_dispatch,
+    .answer = proxy_answer,
+    .more = proxy_more,
+    .request_room = proxy_request_room,
+    .request_bytes = proxy_request_bytes,
+    .conn_end = proxy_conn_end,
+    .turn_done = sws_conn_turn_done,
+    .sweep = sws_conn_sweep,
     .drain = proxy_drain,
     .finished = proxy_finished,
     .reload_commit = proxy_reload_commit,

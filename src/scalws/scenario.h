@@ -6,9 +6,10 @@
  * Two kinds of scenario fill it:
  *  - those that answer HTTP requests on the worker's HTTP connection (conn.h:
  *    parser, limits, keep-alive, output buffer, access log) use sws_conn_open
- *    and friends for the connection hooks and fill `answer` (respond, static);
- *  - those that own their connections whole (proxy) fill the connection hooks
- *    themselves and leave `answer` NULL.
+ *    and friends for the connection hooks and fill `answer` (respond, static,
+ *    proxy; the proxy also takes request bodies: request_room/request_bytes);
+ *  - one that owned its connections whole would fill the connection hooks
+ *    itself and leave `answer` NULL (none does now).
  *
  * Every hook runs on the worker's loop thread, except reload_refuses and
  * metrics, which the control thread calls. Hooks marked optional may be NULL. */
@@ -68,6 +69,18 @@ typedef struct sws_scenario_ops {
      * nothing and call sws_conn_more later; sws_conn_answer_end when the
      * answer is complete. Optional (only for scenarios that return PENDING). */
     void (*more)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c);
+    /* Request bodies, for a scenario that forwards them (proxy); both NULL for
+     * those that ignore bodies (respond, static: the connection reads and
+     * drops them). request_room: how many more raw request bytes it takes
+     * now; 0 stops reading the client (back-pressure) until the scenario
+     * calls sws_conn_more. request_bytes: raw bytes of the request being read
+     * (head and body, as on the wire) that the strict parser has passed, in
+     * order, before `answer` is called for it; never bytes of the next
+     * request. Returns 0, or an error status to answer with: the connection
+     * ends after it. Optional (both or neither). */
+    size_t (*request_room)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c);
+    int (*request_bytes)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c,
+                         const char *data, size_t len);
     /* The HTTP connection's slot is freed (its close completed): drop what the
      * scenario holds for it (a file being sent). Optional. */
     void (*conn_end)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c);

@@ -65,9 +65,9 @@ static inline int sws_status_slot(int status) {
     }
 }
 
-/* A client connection's life: the HTTP connection (conn.c) and the proxy's
- * session (proxy.c) both move through these, each by one function
- * (conn_phase, sess_phase) that checks the step with sws_phase_may. What is
+/* A client connection's life: the HTTP connection (conn.c), whatever its
+ * scenario, moves through these by one function (conn_phase) that checks
+ * the step with sws_phase_may. What is
  * in flight (a receive, a write) and what the peer did (end of stream) are
  * flags beside it, not phases. */
 typedef enum sws_phase {

@@ -40,11 +40,8 @@ enum sws_tag {
     SWS_T_FILE_READ,      /* static: a cold file read posted back by the loop's helper */
     SWS_T_CONN_LAST = 31, /* 19..31: free for an HTTP connection scenario (a file read) */
 
-    /* The proxy scenario's client sessions (proxy.c). */
-    SWS_T_PX_READ = 32,
-    SWS_T_PX_WRITE,
-    SWS_T_PX_CLOSE,
-    SWS_T_PX_TICK,
+    /* The proxy scenario (proxy.c): its clients are HTTP connections. */
+    SWS_T_PX_TICK = 32,
     /* The proxy's upstream pool (upstream.c). */
     SWS_T_UP_FIRST = 40,
     SWS_T_UP_CONNECT = SWS_T_UP_FIRST,

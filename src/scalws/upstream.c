@@ -4,6 +4,7 @@
  * the shared pool (pool = shared) is touched by every loop, under its mutex. */
 #include "upstream.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +23,11 @@ const char *const sws_up_err_names[SWS_UPE_N] = {"refused",      "unreachable", 
                                                  "bad_response", "other",       "none_usable"};
 
 #define UP_TOKEN(i, tag) sws_token(i, tag)
+
+/* Issue 17: an idle pooled connection costs at most 1 KiB of user space; it
+ * holds no buffer, so its slot is all of it (and its index in an idle stack). */
+static_assert(sizeof(sws_up_conn) + sizeof(sws_up_conn *) + sizeof(uint32_t) <= 1024,
+              "an idle pooled upstream connection must stay within 1 KiB");
 
 /* The shared pool: detached transports, a LIFO per upstream. Each loop's pool
  * adds pool_per_loop entries of room, so both modes keep as many idle
@@ -141,11 +147,14 @@ static int shared_take(sws_pool *p, int up, tl_detached *out) {
     }
 }
 
-/* Detaches an idle connection into the shared pool. false: it must be closed. */
-static bool shared_put(sws_pool *p, sws_up_conn *u) {
+/* Detaches an idle connection into the shared pool: 0 (gone from this loop),
+ * -EAGAIN while an operation of it is still outstanding (the first call
+ * cancels its receive), or another negative errno: it must be closed. */
+static int shared_put(sws_pool *p, sws_up_conn *u) {
     tl_detached d;
-    if (tl_detach(p->loop, u->h, &d) < 0)
-        return false;
+    int rc = tl_detach(p->loop, u->h, &d);
+    if (rc < 0)
+        return rc;
     pthread_mutex_lock(&g_shared.mu);
     bool room = g_shared.n[u->upstream] < g_shared.cap[u->upstream];
     if (room) {
@@ -156,7 +165,7 @@ static bool shared_put(sws_pool *p, sws_up_conn *u) {
     pthread_mutex_unlock(&g_shared.mu);
     if (!room)
         close(d.fd);
-    return true;
+    return 0;
 }
 
 int sws_pool_init(sws_pool *p, tl_loop *loop, const sws_proxy_config *cfg, uint32_t nslots) {
@@ -232,7 +241,7 @@ static sws_up_conn *slot_get(sws_pool *p) {
             return NULL;
         p->slots[i] = u;
     }
-    memset(u, 0, offsetof(sws_up_conn, rbuf));
+    memset(u, 0, sizeof(*u));
     u->index = i;
     return u;
 }
@@ -273,7 +282,7 @@ int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int hint) {
         u->reused = true;
         u->got_bytes = false;
         u->sent = false;
-        u->olen = u->wlen = 0; /* the watch read stays armed: see proxy.c */
+        u->wlen = 0; /* the watch receive stays armed: the response comes through it */
         p->inflight[up]++;
         SWS_ADD(p->st.reuses, 1);
         return (int)i;
@@ -301,27 +310,59 @@ int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int hint) {
     return (int)i;
 }
 
+int sws_pool_recv(sws_pool *p, sws_up_conn *u) {
+    if (u->read_armed)
+        return 0;
+    int rc = tl_recv(p->loop, u->h, UP_TOKEN(u->index, SWS_T_UP_READ), &u->read_op);
+    if (rc == 0) {
+        u->read_armed = true;
+        u->recv_paused = u->starved = false;
+    }
+    return rc;
+}
+
+static void park_end(sws_pool *p, sws_up_conn *u, bool detached) {
+    p->nparking--;
+    if (detached)
+        free_slot(p, u); /* gone from this loop: no close completion comes */
+    else
+        close_conn(p, u);
+}
+
+void sws_pool_park(sws_pool *p, sws_up_conn *u) {
+    if (u->state != SWS_UP_PARKING)
+        return;
+    int rc = shared_put(p, u);
+    if (rc != -EAGAIN)
+        park_end(p, u, rc == 0);
+}
+
 void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep) {
-    if (u->state == SWS_UP_FREE || u->state == SWS_UP_CLOSING)
+    if (u->state == SWS_UP_FREE || u->state == SWS_UP_CLOSING || u->state == SWS_UP_PARKING)
         return;
     int up = u->upstream;
     if ((u->state == SWS_UP_BUSY || u->state == SWS_UP_CONNECTING) && p->inflight[up])
         p->inflight[up]--; /* every exchange ends here, whatever ended it */
-    bool quiet = u->state == SWS_UP_BUSY && !u->read_armed && !u->write_inflight;
+    /* A receive being cancelled for back-pressure cannot become the watch. */
+    bool quiet = u->state == SWS_UP_BUSY && !u->write_inflight && !u->recv_paused;
+    u->sess = SWS_NIL;
     if (keep && !p->draining && quiet && shared(p)) {
-        if (shared_put(p, u)) {
-            free_slot(p, u); /* gone from this loop: no close completion comes */
+        int rc = shared_put(p, u);
+        if (rc == 0) {
+            free_slot(p, u);
+            return;
+        }
+        if (rc == -EAGAIN) {
+            u->state = SWS_UP_PARKING;
+            p->nparking++;
             return;
         }
     } else if (keep && !p->draining && quiet && p->nidle[up] < p->cfg->pool_per_loop) {
         /* The watch: end of stream, an error or stray bytes while idle drop
          * the connection at once (sws_pool_idle_event), so a reuse rarely
-         * meets a dead one. */
-        if (tl_read(p->loop, u->h, u->rbuf, SWS_UP_RBUF, UP_TOKEN(u->index, SWS_T_UP_READ),
-                    &u->read_op) == 0) {
-            u->read_armed = true;
+         * meets a dead one. Armed already unless the last one ended. */
+        if (sws_pool_recv(p, u) == 0) {
             u->state = SWS_UP_IDLE;
-            u->sess = SWS_NIL;
             u->idle_since = tl_loop_now(p->loop);
             p->idle[up][p->nidle[up]++] = u->index;
             SWS_ADD(p->st.idle, 1);
@@ -333,7 +374,6 @@ void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep) {
 
 void sws_pool_idle_event(sws_pool *p, sws_up_conn *u) {
     int up = u->upstream;
-    u->read_armed = false;
     for (uint32_t j = 0; j < p->nidle[up]; j++) {
         if (p->idle[up][j] == u->index) {
             memmove(&p->idle[up][j], &p->idle[up][j + 1],

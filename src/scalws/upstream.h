@@ -49,14 +49,22 @@ typedef struct sws_up_stats {
 extern const uint32_t sws_up_lat_bounds_us[SWS_UP_LAT_BUCKETS];
 extern const char *const sws_up_err_names[SWS_UPE_N];
 
-enum sws_up_state { SWS_UP_FREE = 0, SWS_UP_CONNECTING, SWS_UP_BUSY, SWS_UP_IDLE, SWS_UP_CLOSING };
+/* PARKING: pool = shared, released for keeping while its receive was still
+ * armed; it is detached once its last completion is in (sws_pool_park). */
+enum sws_up_state {
+    SWS_UP_FREE = 0,
+    SWS_UP_CONNECTING,
+    SWS_UP_BUSY,
+    SWS_UP_IDLE,
+    SWS_UP_CLOSING,
+    SWS_UP_PARKING
+};
 
-#define SWS_UP_RBUF 16384
-#define SWS_UP_OBUF 40960
-
-/* One upstream connection. Its buffers live here, not in the session, so an
- * operation still cancelling after its session ended never touches memory
- * that another connection has been given. */
+/* One upstream connection: no buffer of its own. What it receives comes in
+ * loop buffers through one multishot receive (tl_recv), which stays armed
+ * while it is idle in the pool and is its watch (a close or stray bytes drop
+ * it at once); what is sent to it is the exchange's (proxy.c). An idle pooled
+ * connection is this struct and its socket. */
 typedef struct sws_up_conn {
     uint32_t index;
     uint8_t state;
@@ -64,17 +72,16 @@ typedef struct sws_up_conn {
     bool reused;    /* taken from the pool for the current exchange */
     bool got_bytes; /* a response byte arrived in the current exchange */
     bool read_armed;
-    bool cancelling; /* the idle watch read is being cancelled: send nothing yet */
-    bool sent;       /* a byte of the current request was written */
+    bool recv_paused; /* the receive was cancelled: the client has not taken what came */
+    bool starved;     /* the receive ended with -ENOBUFS: re-armed by the tick */
+    bool sent;        /* a byte of the current request was written */
     bool write_inflight;
     tl_handle h;
     tl_op read_op;
     tl_loop *owner; /* the loop that opened it: the only loop that may use it */
-    uint32_t sess;  /* session slot, or UINT32_MAX */
+    uint32_t sess;  /* the client connection's slot, or UINT32_MAX */
     uint64_t idle_since;
-    uint32_t olen, wlen;
-    char rbuf[SWS_UP_RBUF];
-    char obuf[SWS_UP_OBUF];
+    uint32_t wlen; /* bytes of the write in flight */
 } sws_up_conn;
 
 typedef struct sws_pool {
@@ -86,7 +93,8 @@ typedef struct sws_pool {
     uint32_t nfree;
     uint32_t *idle[SWS_UPSTREAMS_MAX]; /* LIFO stacks of slot indices */
     uint32_t nidle[SWS_UPSTREAMS_MAX];
-    uint32_t live; /* slots not free */
+    uint32_t live;     /* slots not free */
+    uint32_t nparking; /* PARKING slots (pool = shared) */
     uint32_t rr;
     uint32_t inflight[SWS_UPSTREAMS_MAX]; /* exchanges under way, for least_conn and p2c */
     bool draining;
@@ -103,10 +111,17 @@ void sws_pool_free(sws_pool *p);
 int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int upstream_hint);
 
 /* Ends an exchange: back to the pool when keep and there is room, else closed.
- * No operation may be pending on it when keep is true. Per loop, an idle
- * connection keeps a read armed into rbuf (its watch); shared, it is
- * detached. */
+ * No write may be pending on it when keep is true. Per loop, an idle
+ * connection keeps its receive armed (its watch); shared, it is detached
+ * (after its receive is cancelled: PARKING). */
 void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep);
+
+/* Arms u's multishot receive (SWS_T_UP_READ). 0 or a negative errno. */
+int sws_pool_recv(sws_pool *p, sws_up_conn *u);
+
+/* A PARKING connection had a completion, or the tick: detach it into the
+ * shared pool once it is quiet. */
+void sws_pool_park(sws_pool *p, sws_up_conn *u);
 
 /* The watch read of an idle connection completed (end of stream, an error or
  * bytes nobody asked for): it leaves the pool and is closed at once. */

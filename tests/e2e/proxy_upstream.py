@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A small upstream for the proxy e2e tests: each path is one behaviour
-(echo, chunked, close-delimited, slow, cut, die after answering). It writes
+(echo, chunked, close-delimited, slow, cut, die after answering, a large
+answer, a slow reader of a large body). It writes
 its port to argv[1] and stops by itself after argv[2] seconds. With argv[3],
 every byte it receives is appended to that file (to prove what a proxy never
 forwarded), the number of connections it accepted is kept in argv[3].conns and
@@ -53,6 +54,20 @@ def serve(conn):
             for h in head[1:]:
                 k, v = h.split(":", 1)
                 fields[k.strip().lower()] = v.strip()
+            if path.startswith("/slowread"):
+                # Takes a Content-Length body at about 4 MB/s, then says how
+                # much came: the proxy must hold the client, not buffer it.
+                left, got = int(fields.get("content-length", "0")), 0
+                while left:
+                    part = f.read(min(left, 65536))
+                    if not part:
+                        return
+                    got += len(part)
+                    left -= len(part)
+                    time.sleep(0.015)
+                msg = b"got=%d" % got
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(msg) + msg)
+                continue
             body = read_body(f, fields)
             if RECORD:
                 with LOCK, open(RECORD + ".requests", "a") as lf:
@@ -77,6 +92,17 @@ def serve(conn):
             elif path.startswith("/eof"):
                 conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"x" * 30000)
                 return
+            elif path.startswith("/big/"):
+                # /big/N: N MiB, sent as fast as the proxy takes it.
+                n = int(path[5:]) << 20
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
+                if method != "HEAD":
+                    block = b"z" * 65536
+                    for _ in range(n // 65536):
+                        conn.sendall(block)
+            elif path.startswith("/pause"):
+                time.sleep(0.5)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
             elif path.startswith("/nocontent"):
                 conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
             elif path.startswith("/slow"):
@@ -138,7 +164,7 @@ def main():
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # argv[5]: a port to bind again (an upstream that comes back), else any.
     s.bind(("127.0.0.1", int(sys.argv[5]) if len(sys.argv) > 5 else 0))
-    s.listen(64)
+    s.listen(256)
     # Renamed into place whole: a reader that sees the file sees the port.
     with open(sys.argv[1] + ".tmp", "w") as pf:
         pf.write(str(s.getsockname()[1]))
