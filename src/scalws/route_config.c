@@ -180,8 +180,9 @@ static int check_route(const sws_route *r, char *err, size_t errlen) {
     if ((int)r->cfg.scenario < 0)
         why = "needs scenario (respond or static)";
     else if (r->cfg.scenario == SWS_SCENARIO_PROXY)
-        why = "scenario proxy cannot be a route yet: the proxy owns its connections whole "
-              "(issue 22); it serves only as the one scenario, without [route] sections";
+        why = "scenario proxy cannot be a route yet: the proxy streams a request from its "
+              "first byte and a route is chosen once the request is complete (issue 22); it "
+              "serves only as the one scenario, without [route] sections";
     else if (r->cfg.scenario == SWS_SCENARIO_STATIC && !r->cfg.stat.root[0])
         why = "scenario static needs root";
     else if (r->cfg.strip_prefix && (r->exact || !r->path_len))
@@ -266,7 +267,8 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
     if (listed && d->cfg.scenario == SWS_SCENARIO_PROXY) {
         snprintf(err, errlen,
                  "[server] scenario = proxy cannot be the default of [route] sections yet: the "
-                 "proxy owns its connections whole (issue 22)");
+                 "proxy streams a request from its first byte, before a route is chosen "
+                 "(issue 22)");
         rc = -EINVAL;
     }
     for (int i = 1; rc == 0 && i < t->n; i++)
