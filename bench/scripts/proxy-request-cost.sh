@@ -8,10 +8,15 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib/ports.sh"
+usage() { echo "usage: bench/scripts/proxy-request-cost.sh SCALWSD [round_robin|least_conn|p2c|none ...]" >&2; exit 2; }
+[ $# -ge 1 ] && [ -x "$1" ] || usage
 sws=$1
 shift
 modes=("$@")
 [ ${#modes[@]} -gt 0 ] || modes=(none)
+for m in "${modes[@]}"; do
+    case $m in round_robin | least_conn | p2c | none) ;; *) echo "proxy-request-cost: unknown balance $m" >&2; usage ;; esac
+done
 N1=${N1:-500} N2=${N2:-1500}
 tmp=$(mktemp -d)
 pids=()
