@@ -33,7 +33,9 @@ bad-flags)
     ;;
 sol-answers) # the floor answers every request of each shape, with scalwsd's bytes
     rm -f "$tmp/ready"
-    timeout 60 "$sol" --ready-file "$tmp/ready" 2>"$tmp/err" &
+    # Its own output files, and KILL 5 s after a TERM it ignores: a sol that
+    # lingers must not hold ctest's pipe open until the test's timeout.
+    timeout -k 5 60 "$sol" --ready-file "$tmp/ready" >"$tmp/sol.out" 2>"$tmp/err" &
     spid=$!
     for _ in $(seq 1 200); do [ -s "$tmp/ready" ] && break; sleep 0.05; done
     port=$(awk '$1 == "listen" { n = split($2, a, ":"); print a[n] }' "$tmp/ready")
@@ -44,6 +46,7 @@ sol-answers) # the floor answers every request of each shape, with scalwsd's byt
         grep -q '"requests":300' "$tmp/out" || fail "fixedload $shape line"
     done
     kill "$spid"
+    wait "$spid" 2>/dev/null || true
     ;;
 sol-arm) # every arm in one interleaved run, a ratio for each
     need wrk nginx jq h2o
