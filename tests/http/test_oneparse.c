@@ -255,8 +255,11 @@ static void test_mutations_agree(void **state) {
 
 static void test_corpus_agrees(void **state) {
     (void)state;
-    if (!corpus_dir)
+    if (!corpus_dir) {
+        fprintf(stderr, "SKIP: no fuzz corpus directory given (argv[1]): the corpus case "
+                        "runs only from ctest\n");
         skip();
+    }
     DIR *d = opendir(corpus_dir);
     assert_non_null(d);
     struct dirent *e;
