@@ -137,8 +137,16 @@ static char *metrics_text(sws_server *s, size_t *len) {
             ops->metrics(s, f);
     }
     sws_route_metrics(s, f);
-    if (s->up_health)
-        sws_health_metrics(s->up_health, f);
+    const struct sws_up_health *hs[SWS_ROUTE_SLOTS];
+    const char *names[SWS_ROUTE_SLOTS];
+    int nh = 0;
+    for (uint32_t k = 0; k < sws_route_slot_count(); k++) {
+        if (s->health[k]) {
+            hs[nh] = s->health[k];
+            names[nh++] = sws_route_slot_name(k);
+        }
+    }
+    sws_health_metrics(hs, names, nh, f);
     if (s->acme)
         sws_acme_metrics(s->acme, f);
     fclose(f);
@@ -211,9 +219,18 @@ static char *status_json(sws_server *s, size_t *len) {
         json_object_set_new(root, "tls", json_null());
     }
     json_object_set_new(root, "acme", s->acme ? sws_acme_status(s->acme) : json_null());
-    json_object_set_new(root, "upstreams",
-                        s->up_health ? sws_health_status(s->up_health, sws_health_now())
-                                     : json_null());
+    /* Every proxy route's upstreams, each entry naming its route; null
+     * without a proxy. */
+    json_t *ups = json_array();
+    uint64_t now = sws_health_now();
+    for (uint32_t k = 0; ups && k < sws_route_slot_count(); k++)
+        if (s->health[k])
+            sws_health_status(s->health[k], sws_route_slot_name(k), now, ups);
+    if (ups && json_array_size(ups) == 0) {
+        json_decref(ups);
+        ups = NULL;
+    }
+    json_object_set_new(root, "upstreams", ups ? ups : json_null());
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (text) {

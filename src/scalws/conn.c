@@ -107,11 +107,30 @@ static void tls_release(sws_worker *w, sws_conn *c) {
 }
 
 /* A parser block: the parser, then the access log's field storage, then the
- * static scenario's. Both storages are always there, so that a reload that
- * turns the access log on finds room in the parsers already lent. */
+ * static scenario's, then the route stash. The storages are always there, so
+ * that a reload that turns the access log on finds room in the parsers
+ * already lent. */
 #define SWS_PARSER_LOG_AT sizeof(sws_http_parser)
 #define SWS_PARSER_SF_AT (SWS_PARSER_LOG_AT + SWS_HTTP_LOG_STORAGE)
-#define SWS_PARSER_BLOCK (SWS_PARSER_SF_AT + SWS_HTTP_SF_STORAGE)
+#define SWS_PARSER_STASH_AT                                                                        \
+    ((SWS_PARSER_SF_AT + SWS_HTTP_SF_STORAGE + _Alignof(route_stash) - 1) /                        \
+     _Alignof(route_stash) * _Alignof(route_stash))
+#define SWS_PARSER_BLOCK (SWS_PARSER_STASH_AT + sizeof(route_stash))
+
+/* The raw bytes of a request head read before its route is known, for a
+ * route whose scenario takes request bytes (the proxy): a route is chosen on
+ * the complete head, and such a scenario reads the request from its first
+ * byte. buf is an output-pool block, taken only when a head spans reads (a
+ * head that comes whole is handed over from the loop buffer). It lives in
+ * the parser's block: only a request under way can have one. */
+typedef struct route_stash {
+    char *buf;
+    uint32_t len;
+} route_stash;
+
+static route_stash *stash_of(const sws_conn *c) {
+    return (route_stash *)((char *)c->parser + SWS_PARSER_STASH_AT);
+}
 
 /* Where c's parser keeps Referer and User-Agent: NULL while the access log is
  * off (nothing is kept). */
@@ -131,12 +150,40 @@ static bool parser_take(sws_worker *w, sws_conn *c) {
     if (w->lend_sf)
         p->req.sf_fields = (char *)p + SWS_PARSER_SF_AT;
     c->parser = p;
+    *stash_of(c) = (route_stash){NULL, 0};
     return true;
 }
 
+static void stash_give(sws_worker *w, sws_conn *c) {
+    route_stash *st = stash_of(c);
+    sws_lend_give(&w->outbuf, st->buf);
+    *st = (route_stash){NULL, 0};
+}
+
 static void parser_give(sws_worker *w, sws_conn *c) {
+    if (!c->parser)
+        return;
+    stash_give(w, c);
     sws_lend_give(&w->parsers, c->parser);
     c->parser = NULL;
+}
+
+/* The request's route is known (its head is complete): its instance holds
+ * the connection until the answer ends (route_clear), and counts it in
+ * `pending`, so that a retired instance is not freed under a request. */
+static void route_set(sws_worker *w, sws_conn *c, sws_scenario *sc) {
+    c->sc = sc;
+    c->routed = true;
+    if (sc != &w->sc)
+        sc->pending++;
+}
+
+/* The connection is the default instance's again. */
+static void route_clear(sws_worker *w, sws_conn *c) {
+    if (c->sc != &w->sc)
+        c->sc->pending--;
+    c->sc = &w->sc;
+    c->routed = false;
 }
 
 static bool conn_partial(const sws_conn *c) {
@@ -155,7 +202,13 @@ static void parser_settle(sws_worker *w, sws_conn *c) {
 void sws_conn_log(sws_worker *w, sws_conn *c, int status, uint64_t bytes) {
     char peer[INET6_ADDRSTRLEN];
     sws_peer_name(w->loop, c->h, peer, sizeof(peer));
+    /* The route's name, also for an answer that ends outside `answer` (a
+     * proxied one, when the upstream's last byte came). */
+    const char *keep = w->log_route;
+    if (c->routed)
+        w->log_route = c->sc->route->name;
     sws_access_log_parsed(w, peer, c->parser, status, bytes);
+    w->log_route = keep;
 }
 
 /* The one place a connection's phase changes; entering CLOSING closes the
@@ -173,10 +226,8 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
             w->nstarved--;
         if (c->sc->ops->conn_end)
             c->sc->ops->conn_end(w, c->sc, c);
-        if (c->answer_pending) /* its instance holds it no more (a retired one may go) */
-            c->sc->pending--;
         c->answer_pending = false;
-        c->sc = &w->sc;
+        route_clear(w, c); /* its instance holds it no more (a retired one may go) */
         /* Every completion of the handle came before its close's: no write
          * can still be reading the buffer. */
         out_give(w, c);
@@ -319,7 +370,7 @@ static int answer_status(const sws_conn *c, uint32_t at) {
  * default instance's again. */
 static void answer_done(sws_worker *w, sws_conn *c) {
     sws_route_count(w, c->sc, c->status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
-    c->sc = &w->sc;
+    route_clear(w, c);
 }
 
 /* A complete request: the scenario appends its answer (room for resp_max
@@ -348,22 +399,23 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
     SWS_ADD(w->ctr.requests, 1);
     if (acme_challenge(w, c, ka))
         return;
-    /* The route's instance answers this request (route_inst.c); the
-     * connection goes back to the default one once the answer has ended. */
-    sws_scenario *sc = sws_route_pick(w, r);
-    c->sc = sc;
+    /* The route's instance answers this request (route_inst.c, chosen when
+     * its head was complete); the connection goes back to the default one
+     * once the answer has ended. */
+    if (!c->routed)
+        route_set(w, c, sws_route_pick(w, r));
+    sws_scenario *sc = c->sc;
     uint32_t at = c->olen;
     w->log_route = sc->route->name;
     int rc = sc->ops->answer(w, sc, c, ka);
     w->log_route = NULL;
     c->status = (uint16_t)answer_status(c, at);
     if (rc < 0) {
-        c->sc = &w->sc; /* the instance holds nothing of it */
+        route_clear(w, c); /* the instance holds nothing of it */
         sws_conn_close(w, c);
     } else if (rc == SWS_ANSWER_PENDING) {
         /* The scenario must make progress within send_timeout (the sweep). */
         c->answer_pending = true;
-        sc->pending++;
         c->deadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
     } else {
         answer_done(w, c);
@@ -372,7 +424,6 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
 
 void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
     c->answer_pending = false;
-    c->sc->pending--;
     answer_done(w, c);
     set_idle_deadline(w, c);
 }
@@ -381,6 +432,10 @@ void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
  * trusted to be framed right. head: the answer to HEAD, without its body. */
 static void answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
+    /* A request refused after its route was chosen (413 in the body, the
+     * proxy's 502) is that route's error; one refused earlier is no route's. */
+    if (c->routed)
+        sws_route_count(w, c->sc, status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
     if (w->access_log)
         sws_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
     if (!out_take(w, c)) {
@@ -416,6 +471,43 @@ static void answer_continue(sws_worker *w, sws_conn *c) {
     c->olen += (uint32_t)(sizeof(cont) - 1);
 }
 
+/* Bytes the strict parser passed (rc: what sws_http_feed said of them): once
+ * a request's head is complete its route is chosen, and a scenario that takes
+ * request bytes gets them all from the request's first, those kept in the
+ * stash first. Returns 0, or an error status from the scenario. */
+static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t n) {
+    const sws_http_parser *p = c->parser;
+    if (c->routed || w->cfg->routes->n <= 1) {
+        /* Routed already, or no routes: c->sc is the default from the start. */
+        return c->sc->ops->request_bytes ? c->sc->ops->request_bytes(w, c->sc, c, d, n) : 0;
+    }
+    bool head_done = rc == SWS_HTTP_REQUEST || (p->in_message && p->headers_done);
+    route_stash *st = stash_of(c);
+    if (!head_done) {
+        if (!w->stash_heads)
+            return 0;
+        if (!st->buf && !(st->buf = sws_lend_take(&w->outbuf)))
+            return 503;
+        memcpy(st->buf + st->len, d, n); /* consume() kept n within SWS_ROUTE_STASH */
+        st->len += (uint32_t)n;
+        return 0;
+    }
+    route_set(w, c, sws_route_pick(w, &p->req));
+    const sws_scenario_ops *ops = c->sc->ops;
+    int bad = 0;
+    if (!ops->request_bytes) {
+        /* nothing kept is needed */
+    } else if (!st->len) {
+        bad = ops->request_bytes(w, c->sc, c, d, n); /* the head came whole: no copy */
+    } else {
+        memcpy(st->buf + st->len, d, n);
+        st->len += (uint32_t)n;
+        bad = ops->request_bytes(w, c->sc, c, st->buf, st->len);
+    }
+    stash_give(w, c);
+    return bad;
+}
+
 /* Parses from data[*off..len). Returns false when output is full (or the
  * scenario takes no more of a request body) and the rest must be held until a
  * write completes (or sws_conn_more). */
@@ -433,9 +525,21 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             *off = len;
             break;
         }
+        /* Before the route is known, bytes are kept for a route whose
+         * scenario takes them (w->stash_heads), at most SWS_ROUTE_STASH. */
+        bool stashing = w->stash_heads && !c->routed;
         const sws_scenario_ops *ops = c->sc->ops;
         size_t n = len - *off;
-        if (ops->request_bytes) {
+        if (stashing) {
+            size_t room = SWS_ROUTE_STASH - stash_of(c)->len;
+            if (room == 0) { /* a head this long cannot be routed to such a scenario */
+                answer_error(w, c, 431);
+                *off = len;
+                break;
+            }
+            if (n > room)
+                n = room;
+        } else if (ops->request_bytes) {
             /* The parser sees no byte the scenario cannot take now: what it
              * passed is handed over at once, in the order it came. */
             size_t room = ops->request_room(w, c->sc, c);
@@ -452,8 +556,8 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         int rc = sws_http_feed(c->parser, data + *off, n, &used, &st);
         if (rc == SWS_HTTP_NEED_MORE)
             used = n;
-        if (rc >= 0 && ops->request_bytes && used) {
-            int bad = ops->request_bytes(w, c->sc, c, data + *off, used);
+        if (rc >= 0 && used) {
+            int bad = pass_bytes(w, c, rc, data + *off, used);
             if (bad > 0 || sws_phase_gone(c->phase)) {
                 if (bad > 0 && c->phase == SWS_PH_OPEN)
                     answer_error(w, c, bad);
@@ -1004,7 +1108,8 @@ void sws_conn_turn_done(sws_worker *w, sws_scenario *sc) {
 
 /* The HTTP connection's part of a drain. */
 void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
-    (void)sc;
+    if (sc != &w->sc)
+        return; /* a route's instance: the default drains the connections */
     uint64_t now = tl_loop_now(w->loop);
     for (sws_conn *c = w->active, *next; c; c = next) {
         next = c->next;
@@ -1044,9 +1149,10 @@ int sws_conn_table_init(sws_worker *w) {
     for (uint32_t i = 0; i < w->nslots; i++)
         w->free_idx[i] = w->nslots - 1 - i;
     w->nfree = w->nslots;
-    /* A tls connection may hold three buffers: out, wire and stash. The
-     * block size is out_cap, known once the scenario is (worker.c). */
-    if (sws_lend_init(&w->outbuf, 0, w->nslots * (w->cfg->listen_tls ? 3u : 1u)) < 0 ||
+    /* The block size is out_cap, known once the scenario is (worker.c).
+     * A tls connection may hold three buffers: out, wire and stash; any
+     * connection one more while its request head waits for a route. */
+    if (sws_lend_init(&w->outbuf, 0, w->nslots * (w->cfg->listen_tls ? 4u : 2u)) < 0 ||
         sws_lend_init(&w->parsers, SWS_PARSER_BLOCK, w->nslots) < 0)
         return -ENOMEM;
     if (w->cfg->listen_tls && !(w->tls_plain = malloc(SWS_TLS_PLAIN)))
@@ -1071,6 +1177,8 @@ void sws_conn_table_free(sws_worker *w) {
             free(c->tls);
         }
         free(c->out);
+        if (c->parser)
+            free(stash_of(c)->buf);
         free(c->parser);
     }
     sws_lend_fini(&w->outbuf);
@@ -1085,7 +1193,8 @@ void sws_conn_table_free(sws_worker *w) {
  * connections keep Referer and User-Agent from now on, or stop; one opened
  * while the log was off learns its peer address now. */
 void sws_conn_reload_commit(sws_worker *w, sws_scenario *sc) {
-    (void)sc;
+    if (sc != &w->sc)
+        return; /* the connections are the default's */
     for (sws_conn *c = w->active; c; c = c->next) {
         if (c->parser)
             c->parser->req.log_fields = parser_log_fields(w, c->parser);

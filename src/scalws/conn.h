@@ -11,6 +11,11 @@
  * pool has one node per buffer. */
 #define SWS_RECV_BUFFERS 256 /* fits sws_conn.hcount */
 #define SWS_TLS_PLAIN 16384  /* one TLS record's plaintext at most: the decrypt scratch */
+/* A request head kept until its route is chosen, for a route whose scenario
+ * takes request bytes: at most this much (a longer head is refused with 431).
+ * Such a scenario's request_room must be at least this for a request it has
+ * not begun, since it is handed the kept bytes at once. */
+#define SWS_ROUTE_STASH 16384
 
 enum sws_deadline { SWS_DL_IDLE = 0, SWS_DL_HEADER, SWS_DL_FRESH };
 
@@ -58,6 +63,7 @@ struct sws_conn {
     bool peer_eof : 1;       /* the peer has finished sending */
     bool idle_closing : 1;   /* drain: recv cancelled to see what is left before the FIN */
     bool answer_pending : 1; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
+    bool routed : 1;         /* the request's route is chosen: sc is its instance */
     uint8_t dl_kind;
     uint16_t hcount; /* held input buffers: at most SWS_RECV_BUFFERS */
     uint32_t wlen;   /* bytes of out in flight */

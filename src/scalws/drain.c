@@ -34,7 +34,7 @@ void sws_worker_drain(sws_worker *w, bool force) {
         else
             w->listener = 0;
     }
-    w->sc.ops->drain(w, &w->sc, force);
+    sws_insts_drain(w, force); /* the default's first: it owns the connections */
 }
 
 bool sws_worker_finished(sws_worker *w) {

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "forwarded.h"
+#include "route.h"
 #include "sws_msg.h"
 #include "upstream.h"
 #include "upstream_health.h"
@@ -49,6 +50,10 @@
 #define PX_HELD_MAX 4
 /* Free exchanges kept beyond the last second's peak. */
 #define PX_X_CACHE 4
+
+/* A route's head is handed over whole once the route is chosen (conn.h): a
+ * request not begun must find that much room. */
+static_assert(PX_OBUF - PX_SLACK >= SWS_ROUTE_STASH, "a routed head must fit an exchange");
 
 struct sws_proxy;
 
@@ -76,19 +81,31 @@ typedef struct px_x {
     char obuf[PX_OBUF];
 } px_x;
 
+/* Per connection slot of the loop, shared by the loop's proxy instances
+ * (one per proxy route): a connection has one exchange at a time, whichever
+ * route serves it, and one peer. */
+typedef struct px_slot {
+    px_x *x;       /* its exchange, or NULL */
+    tl_handle h;   /* the connection peer was looked up for: slots are reused */
+    char peer[48]; /* its address, for X-Forwarded-For; "" not looked up */
+} px_slot;
+
+struct sws_px_shared {
+    uint32_t refs; /* proxy instances of the loop using it */
+    uint32_t nslots;
+    px_slot s[];
+};
+
 typedef struct sws_proxy {
     sws_worker *w;
-    /* The configuration served: the one pointer everything reads it by (set
-     * at init and reload_commit), so that a route's own is a one-line change. */
+    sws_scenario *sc; /* the instance this is the state of: its route, its id */
+    /* The configuration served: its route's [proxy] keys, the one pointer
+     * everything reads them by (set at init and reload_commit). */
     const sws_proxy_config *pc;
     sws_pool pool;
     sws_pick_state pick;
-    sws_up_health *health; /* the server's; NULL only in unit tests */
-    px_x **xs;             /* per connection slot: its exchange, or NULL */
-    /* Per connection slot: the peer's address for X-Forwarded-For, looked up
-     * at its first request and cleared when the slot is freed ("" unknown). */
-    char (*peer)[48];
-    uint32_t nslots;
+    sws_up_health *health;    /* its route's, the server's; NULL only in unit tests */
+    struct sws_px_shared *sh; /* w->px_shared */
     px_x *live;
     px_x *free;
     uint32_t nfree, used, peak;
@@ -105,6 +122,17 @@ static uint64_t now_us(void) {
 
 static sws_up_conn *up_of(px_x *x) {
     return x->up == SWS_NIL ? NULL : x->px->pool.slots[x->up];
+}
+
+static px_slot *slot_of(const sws_proxy *px, const sws_conn *c) {
+    return &px->sh->s[c->index];
+}
+
+/* c's peer as looked up for it, or "" (a slot's text may be an earlier
+ * connection's: the handle tells). */
+static const char *peer_of(const sws_proxy *px, const sws_conn *c) {
+    const px_slot *sl = slot_of(px, c);
+    return sl->h == c->h ? sl->peer : "";
 }
 
 /* ---- output helpers ----------------------------------------------------- */
@@ -270,7 +298,7 @@ static px_x *x_take(sws_proxy *px, sws_conn *c) {
     if (px->live)
         px->live->prev = x;
     px->live = x;
-    px->xs[c->index] = x;
+    slot_of(px, c)->x = x;
     if (++px->used > px->peak)
         px->peak = px->used;
     return x;
@@ -303,8 +331,8 @@ static void x_give(sws_proxy *px, px_x *x, bool keep) {
         px->live = x->next;
     if (x->next)
         x->next->prev = x->prev;
-    if (px->xs[x->c->index] == x)
-        px->xs[x->c->index] = NULL;
+    if (slot_of(px, x->c)->x == x)
+        slot_of(px, x->c)->x = NULL;
     x->prev = NULL;
     x->next = px->free;
     px->free = x;
@@ -325,10 +353,10 @@ static void x_trim(sws_proxy *px) {
 }
 
 static px_x *x_of_up(sws_proxy *px, const sws_up_conn *u) {
-    if (u->sess >= px->nslots)
+    if (u->sess >= px->sh->nslots)
         return NULL;
-    px_x *x = px->xs[u->sess];
-    return x && x->up == u->index ? x : NULL;
+    px_x *x = px->sh->s[u->sess].x;
+    return x && x->px == px && x->up == u->index ? x : NULL;
 }
 
 /* Appends to what goes upstream. Written bytes stay as the retry copy; once
@@ -363,7 +391,15 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_
     wbuf b = {head, &hl, sizeof(head), false};
     wrs(&b, llhttp_method_name((llhttp_method_t)p->method));
     wr(&b, " ", 1);
-    wr(&b, m->buf + m->start_off, m->start_len);
+    const sws_route *r = px->sc->route;
+    if (r && r->cfg.strip_prefix) { /* the route's prefix off: "/api/x" goes up as "/x" */
+        sws_route_view v = sws_route_target(r, m->buf + m->start_off, m->start_len);
+        if (v.lead_slash)
+            wr(&b, "/", 1);
+        wr(&b, v.path, v.len);
+    } else {
+        wr(&b, m->buf + m->start_off, m->start_len);
+    }
     wrs(&b, " HTTP/1.1\r\n");
     const sws_proxy_config *cfg = px->pc;
     bool host = false;
@@ -381,7 +417,7 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_
             continue; /* answered by the connection: the upstream sees the body at once */
         wr_field(&b, m, i);
     }
-    const char *peer = px->peer[x->c->index];
+    const char *peer = peer_of(px, x->c);
     size_t fl = hl;
     if (sws_forwarded_build(cfg, m, peer[0] ? peer : "-", px->w->cfg->listen_tls, head,
                             sizeof(head), &fl) < 0)
@@ -421,8 +457,11 @@ static int req_head(void *user, sws_msg *m) {
               p->method == HTTP_PUT || p->method == HTTP_DELETE;
     x->req_http10 = p->http_major == 1 && p->http_minor == 0;
     x->req_chunked = (p->flags & F_CHUNKED) != 0;
-    if (!px->peer[x->c->index][0]) /* once per connection: X-Forwarded-For needs it */
-        sws_peer_name(px->w->loop, x->c->h, px->peer[x->c->index], sizeof(px->peer[0]));
+    px_slot *sl = slot_of(px, x->c);
+    if (sl->h != x->c->h || !sl->peer[0]) { /* once per connection: X-Forwarded-For */
+        sws_peer_name(px->w->loop, x->c->h, sl->peer, sizeof(sl->peer));
+        sl->h = x->c->h;
+    }
 
     int pick = pick_upstream(px, 0);
     int rc = pick < 0 ? -EHOSTUNREACH : sws_pool_acquire(&px->pool, x->c->index, false, pick);
@@ -685,7 +724,7 @@ static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     if (retry) {
         int rc = sws_pool_acquire(&px->pool, x->c->index, true, upstream);
         if (rc >= 0) {
-            SWS_ADD(px->pool.st.retries, 1);
+            SWS_ADD(px->pool.st->retries, 1);
             x->up = (uint32_t)rc;
             x->retried = true;
             x->wpos = 0;
@@ -775,7 +814,7 @@ static bool x_progress(sws_proxy *px, px_x *x) {
 static size_t proxy_request_room(sws_worker *w, sws_scenario *sc, sws_conn *c) {
     (void)w;
     sws_proxy *px = sc->state;
-    const px_x *x = px->xs[c->index];
+    const px_x *x = slot_of(px, c)->x;
     if (!x)
         return PX_OBUF - PX_SLACK;
     const sws_up_conn *u = x->up == SWS_NIL ? NULL : px->pool.slots[x->up];
@@ -786,7 +825,7 @@ static size_t proxy_request_room(sws_worker *w, sws_scenario *sc, sws_conn *c) {
 static int proxy_request_bytes(sws_worker *w, sws_scenario *sc, sws_conn *c, const char *d,
                                size_t len) {
     sws_proxy *px = sc->state;
-    px_x *x = px->xs[c->index];
+    px_x *x = slot_of(px, c)->x;
     if (!x && !(x = x_take(px, c)))
         return 502;
     size_t off = 0;
@@ -814,7 +853,7 @@ static int proxy_request_bytes(sws_worker *w, sws_scenario *sc, sws_conn *c, con
 static int proxy_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep_alive) {
     (void)w;
     sws_proxy *px = sc->state;
-    px_x *x = px->xs[c->index];
+    px_x *x = slot_of(px, c)->x;
     if (!x || !x->req_done || x->up == SWS_NIL)
         return -EPROTO;
     x->answering = true;
@@ -828,7 +867,7 @@ static int proxy_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep_
 static void proxy_more(sws_worker *w, sws_scenario *sc, sws_conn *c) {
     (void)w;
     sws_proxy *px = sc->state;
-    px_x *x = px->xs[c->index];
+    px_x *x = slot_of(px, c)->x;
     if (!x) {
         sws_conn_answer_end(w, c); /* cannot happen: nothing is owed */
         return;
@@ -845,16 +884,18 @@ static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_conn *c) {
     sws_proxy *px = sc->state;
     if (!px)
         return;
-    char *peer = px->peer[c->index];
-    px_x *x = px->xs[c->index];
+    const char *peer = peer_of(px, c);
+    px_x *x = slot_of(px, c)->x;
     /* A request the connection refused (a strict-parser fault mid-body) has
      * its line already. The socket is closed by now: the peer is the one
      * looked up for X-Forwarded-For. */
-    if (x && w->access_log && x->req.headers_done && c->parser && c->parser->status == 0)
+    if (x && w->access_log && x->req.headers_done && c->parser && c->parser->status == 0) {
+        w->log_route = sc->route->name;
         sws_access_log_parsed(w, peer[0] ? peer : "-", c->parser,
                               x->resp_started ? x->resp_status : 499, x->resp_bytes);
-    peer[0] = '\0';
-    if (!x)
+        w->log_route = NULL;
+    }
+    if (!x || x->px != px)
         return;
     x_give(px, x, false);
 }
@@ -933,7 +974,7 @@ static void on_up_recv(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
         return;
     }
     if (u->owner != w->loop)
-        SWS_ADD(px->pool.st.foreign_loop_uses, 1);
+        SWS_ADD(px->pool.st->foreign_loop_uses, 1);
     if (has_buf && e->res > 0) {
         u->got_bytes = true;
         x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
@@ -981,7 +1022,7 @@ static void arm_tick(sws_proxy *px) {
     if (px->tick_armed)
         return;
     tl_op op;
-    if (tl_timer(px->w->loop, PX_TICK_MS, sws_token(0, SWS_T_PX_TICK), &op) == 0)
+    if (tl_timer(px->w->loop, PX_TICK_MS, sws_token_of(px->sc->id, 0, SWS_T_PX_TICK), &op) == 0)
         px->tick_armed = true;
 }
 
@@ -1021,12 +1062,18 @@ static void on_tick(sws_proxy *px) {
     }
     if (px->pool.nparking)
         park_pending(px);
-    if (now >= px->last_expire + 1000 || w->draining) {
+    /* A route removed by a reload keeps no idle connection: it gets no
+     * request any more. */
+    bool ending = w->draining || px->sc->retired;
+    if (px->sc->retired)
+        px->pool.draining = true;
+    if (now >= px->last_expire + 1000 || ending) {
         px->last_expire = now;
         sws_pool_expire(&px->pool, now);
         x_trim(px);
     }
-    if (!(w->draining && !w->active && px->pool.live == 0))
+    bool idle = !px->live && px->pool.live == 0;
+    if (!(px->sc->retired ? idle : w->draining && !w->active && idle))
         arm_tick(px);
 }
 
@@ -1057,43 +1104,74 @@ static void proxy_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion 
     if (e->flags & TL_CQE_BUFFER)
         tl_buffer_release(w->loop, e->u.buf.id); /* never asked for; kept safe */
     if (u->owner != w->loop)
-        SWS_ADD(px->pool.st.foreign_loop_uses, 1);
+        SWS_ADD(px->pool.st->foreign_loop_uses, 1);
     if (tag == SWS_T_UP_CONNECT)
         on_up_connect(px, u, e);
     else if (tag == SWS_T_UP_WRITE)
         on_up_write(px, u, e);
 }
 
+static uint32_t pool_handles(const sws_proxy_config *pc) {
+    return pc->pool_per_loop * (uint32_t)pc->nupstreams;
+}
+
+/* One upstream connection per client, whichever proxy route serves it, one
+ * more closing during a retry, and each proxy route's idle pool. */
 static uint32_t proxy_extra_handles(const sws_config *cfg) {
-    /* One upstream per client, one more closing during a retry, and the pool. */
-    return cfg->max_connections * 2 + cfg->proxy.pool_per_loop * (uint32_t)cfg->proxy.nupstreams;
+    const sws_routes *t = cfg->routes;
+    if (!t)
+        return cfg->scenario == SWS_SCENARIO_PROXY
+                   ? cfg->max_connections * 2 + pool_handles(&cfg->proxy)
+                   : 0;
+    uint32_t n = 0;
+    bool any = false;
+    for (int i = 0; i < t->n; i++) {
+        if (t->r[i].cfg.scenario == SWS_SCENARIO_PROXY) {
+            any = true;
+            n += pool_handles(&t->r[i].cfg.proxy);
+        }
+    }
+    return any ? cfg->max_connections * 2 + n : 0;
+}
+
+/* The route's upstream health record and counters (the server keeps both
+ * by the route's stat slot: a reload's new instance of a route continues
+ * them). */
+static sws_up_health *route_health(const sws_worker *w, const sws_scenario *sc) {
+    return w->srv ? w->srv->health[sc->route->stat_slot] : NULL;
 }
 
 static int proxy_init(sws_worker *w, sws_scenario *sc) {
-    const sws_config *cfg = w->cfg;
     sws_proxy *px = calloc(1, sizeof(*px));
     if (!px)
         return -ENOMEM;
     sc->state = px;
     px->w = w;
-    px->pc = &cfg->proxy;
-    px->nslots = w->nslots;
-    px->xs = calloc(px->nslots, sizeof(*px->xs));
-    px->peer = calloc(px->nslots, sizeof(*px->peer));
-    if (!px->xs || !px->peer)
+    px->sc = sc;
+    px->pc = &sc->cfg->proxy;
+    if (!w->px_shared) {
+        w->px_shared = calloc(1, sizeof(*w->px_shared) + w->nslots * sizeof(px_slot));
+        if (!w->px_shared)
+            return -ENOMEM;
+        w->px_shared->nslots = w->nslots;
+    }
+    px->sh = w->px_shared;
+    px->sh->refs++;
+    sws_up_stats *st = sws_worker_upstats(w, sc->route->stat_slot);
+    if (!st)
         return -ENOMEM;
     w->resp_max = PX_RESP_MAX;
-    int rc = sws_pool_init(&px->pool, w->loop, px->pc, proxy_extra_handles(cfg));
+    int rc = sws_pool_init(&px->pool, w->loop, px->pc,
+                           w->cfg->max_connections * 2 + pool_handles(px->pc), sc->id, st);
     if (rc < 0)
         return rc;
     sws_pick_init(&px->pick, (uint64_t)now_us() * 2654435761u + (uint64_t)w->index + 1);
-    px->health = w->srv ? w->srv->up_health : NULL;
+    px->health = route_health(w, sc);
     arm_tick(px);
     return 0;
 }
 
 static void proxy_free(sws_worker *w, sws_scenario *sc) {
-    (void)w;
     sws_proxy *px = sc->state;
     if (!px)
         return;
@@ -1107,8 +1185,10 @@ static void proxy_free(sws_worker *w, sws_scenario *sc) {
         px->free = x->next;
         free(x);
     }
-    free(px->xs);
-    free(px->peer);
+    if (px->sh && --px->sh->refs == 0) {
+        free(px->sh);
+        w->px_shared = NULL;
+    }
     sws_pool_free(&px->pool);
     free(px);
     sc->state = NULL;
@@ -1124,13 +1204,21 @@ static void proxy_drain(sws_worker *w, sws_scenario *sc, bool force) {
     arm_tick(px);
 }
 
+/* A retired instance also waits for its tick: a completion must never reach
+ * the next instance given its id. */
 static bool proxy_finished(const sws_worker *w, const sws_scenario *sc) {
     const sws_proxy *px = sc->state;
-    return sws_conn_finished(w, sc) && (!px || px->pool.live == 0);
+    return sws_conn_finished(w, sc) &&
+           (!px || (px->pool.live == 0 && !px->live && !(sc->retired && px->tick_armed)));
 }
 
 static void metric_head(FILE *f, const char *name, const char *type, const char *help) {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Loop i's counters of the route in stat slot k, or NULL (control thread). */
+static const sws_up_stats *stats_of(const sws_server *s, int i, uint32_t k) {
+    return atomic_load_explicit(&s->workers[i].upstats[k], memory_order_acquire);
 }
 
 static void proxy_metrics(const sws_server *s, FILE *f) {
@@ -1154,19 +1242,21 @@ static void proxy_metrics(const sws_server *s, FILE *f) {
          "Idle pooled connections dropped because the upstream closed them (or sent bytes).",
          offsetof(sws_up_stats, idle_closed)},
         {"scalwsd_upstream_handovers_total", "counter",
-         "pool = shared: idle connections taken by another loop than the one that pooled them.",
+         "pool = shared: idle connections taken by another loop than the one that pooled it.",
          offsetof(sws_up_stats, handovers)},
     };
+    uint32_t nslots = sws_route_slot_count();
     for (size_t k = 0; k < sizeof(per_loop) / sizeof(per_loop[0]); k++) {
         metric_head(f, per_loop[k].name, per_loop[k].type, per_loop[k].help);
         for (int i = 0; i < s->nloops; i++) {
-            const sws_proxy *px = s->workers[i].sc.state;
-            if (!px)
-                continue;
-            const sws_up_ctr *c =
-                (const sws_up_ctr *)((const char *)&px->pool.st + per_loop[k].off);
-            fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", per_loop[k].name, i,
-                    atomic_load_explicit(c, memory_order_relaxed));
+            for (uint32_t r = 0; r < nslots; r++) {
+                const sws_up_stats *st = stats_of(s, i, r);
+                if (!st)
+                    continue;
+                const sws_up_ctr *c = (const sws_up_ctr *)((const char *)st + per_loop[k].off);
+                fprintf(f, "%s{loop=\"%d\",route=\"%s\"} %" PRIu64 "\n", per_loop[k].name, i,
+                        sws_route_slot_name(r), atomic_load_explicit(c, memory_order_relaxed));
+            }
         }
     }
     if (s->cfg->proxy.pool_mode == SWS_POOL_SHARED) {
@@ -1175,24 +1265,25 @@ static void proxy_metrics(const sws_server *s, FILE *f) {
         fprintf(f, "scalwsd_upstream_shared_pool_idle %" PRIu64 "\n", sws_pool_shared_idle());
     }
     metric_head(f, "scalwsd_upstream_errors_total", "counter", "Upstream failures by kind.");
-    for (int i = 0; i < s->nloops; i++) {
-        const sws_proxy *px = s->workers[i].sc.state;
-        for (int k = 0; px && k < SWS_UPE_N; k++)
-            fprintf(f, "scalwsd_upstream_errors_total{loop=\"%d\",kind=\"%s\"} %" PRIu64 "\n", i,
-                    sws_up_err_names[k], SWS_GET(px->pool.st.errors[k]));
-    }
     uint64_t b[SWS_UP_LAT_BUCKETS + 1] = {0}, sum = 0, count = 0;
     for (int i = 0; i < s->nloops; i++) {
-        const sws_proxy *px = s->workers[i].sc.state;
-        if (!px)
-            continue;
-        for (int k = 0; k <= SWS_UP_LAT_BUCKETS; k++)
-            b[k] += SWS_GET(px->pool.st.lat[k]);
-        sum += SWS_GET(px->pool.st.lat_sum_us);
-        count += SWS_GET(px->pool.st.lat_count);
+        for (uint32_t r = 0; r < nslots; r++) {
+            const sws_up_stats *st = stats_of(s, i, r);
+            if (!st)
+                continue;
+            for (int k = 0; k < SWS_UPE_N; k++)
+                fprintf(f,
+                        "scalwsd_upstream_errors_total{loop=\"%d\",route=\"%s\",kind=\"%s\"} "
+                        "%" PRIu64 "\n",
+                        i, sws_route_slot_name(r), sws_up_err_names[k], SWS_GET(st->errors[k]));
+            for (int k = 0; k <= SWS_UP_LAT_BUCKETS; k++)
+                b[k] += SWS_GET(st->lat[k]);
+            sum += SWS_GET(st->lat_sum_us);
+            count += SWS_GET(st->lat_count);
+        }
     }
     metric_head(f, "scalwsd_upstream_latency_seconds", "histogram",
-                "From sending a request upstream to its response head.");
+                "From sending a request upstream to its response head (every route).");
     uint64_t cum = 0;
     for (int k = 0; k < SWS_UP_LAT_BUCKETS; k++) {
         cum += b[k];
@@ -1212,8 +1303,9 @@ static void proxy_reload_commit(sws_worker *w, sws_scenario *sc) {
     sws_conn_reload_commit(w, sc);
     if (!px)
         return;
-    px->pc = &w->cfg->proxy;
+    px->pc = &sc->cfg->proxy;
     px->pool.cfg = px->pc;
+    px->health = route_health(w, sc);
 }
 
 const sws_scenario_ops sws_proxy_ops = {

@@ -88,6 +88,16 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
         }
         seen |= bit;
     }
+    /* The loops' handle ceilings were fixed at start (the proxy routes'
+     * upstream connections and pools). */
+    uint32_t need = sws_scenarios_extra_handles(n), have = s->extra_handles;
+    if (need > have) {
+        snprintf(buf, len,
+                 "the routes need %u upstream handles per loop, the loops were made with %u "
+                 "(pool_per_loop x upstreams of each proxy route)",
+                 need, have);
+        return buf;
+    }
     return NULL;
 }
 
@@ -125,6 +135,8 @@ void sws_reload_begin(sws_server *s) {
             bad = err;
     }
     if (!bad && sws_route_slots_assign(g->cfg.routes, err, sizeof(err)) < 0)
+        bad = err;
+    if (!bad && sws_route_health_build(s, g->cfg.routes, err, sizeof(err)) < 0)
         bad = err;
     if (bad) {
         fprintf(stderr,

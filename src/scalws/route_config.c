@@ -178,11 +178,9 @@ static int check_route(const sws_route *r, char *err, size_t errlen) {
     const char *why = NULL;
     char buf[200];
     if ((int)r->cfg.scenario < 0)
-        why = "needs scenario (respond or static)";
-    else if (r->cfg.scenario == SWS_SCENARIO_PROXY)
-        why = "scenario proxy cannot be a route yet: the proxy streams a request from its "
-              "first byte and a route is chosen once the request is complete (issue 22); it "
-              "serves only as the one scenario, without [route] sections";
+        why = "needs scenario (respond, static or proxy)";
+    else if (r->cfg.scenario == SWS_SCENARIO_PROXY && r->cfg.proxy.nupstreams == 0)
+        why = "scenario proxy needs upstream";
     else if (r->cfg.scenario == SWS_SCENARIO_STATIC && !r->cfg.stat.root[0])
         why = "scenario static needs root";
     else if (r->cfg.strip_prefix && (r->exact || !r->path_len))
@@ -264,15 +262,21 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
     }
     sws_route_load_free(c);
     int rc = 0;
-    if (listed && d->cfg.scenario == SWS_SCENARIO_PROXY) {
-        snprintf(err, errlen,
-                 "[server] scenario = proxy cannot be the default of [route] sections yet: the "
-                 "proxy streams a request from its first byte, before a route is chosen "
-                 "(issue 22)");
-        rc = -EINVAL;
-    }
     for (int i = 1; rc == 0 && i < t->n; i++)
         rc = check_route(&t->r[i], err, errlen);
+    /* pool = shared keeps one process-wide stack per upstream number: the
+     * numbers of two proxy routes name different upstreams. It is a measured
+     * baseline for the one proxy, not for routes. */
+    for (int i = 0; rc == 0 && listed && i < t->n; i++) {
+        const sws_route *r = &t->r[i];
+        if (r->cfg.scenario == SWS_SCENARIO_PROXY && r->cfg.proxy.pool_mode == SWS_POOL_SHARED) {
+            snprintf(err, errlen,
+                     "%s: [route %s] pool = shared is for a proxy without [route] "
+                     "sections (use pool = per_loop)",
+                     r->origin, r->name);
+            rc = -EINVAL;
+        }
+    }
     if (rc == 0)
         rc = check_overlap(t, err, errlen);
     if (rc < 0) {

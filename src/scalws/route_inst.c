@@ -7,6 +7,8 @@
  * freed once it holds nothing (its `finished`), a pending file answer say. */
 #include "conn.h"
 #include "route.h"
+#include "upstream.h"
+#include "upstream_health.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,6 +41,44 @@ int sws_route_slots_assign(sws_routes *t, char *err, size_t errlen) {
         r->stat_slot = (uint32_t)k;
     }
     return 0;
+}
+
+uint32_t sws_route_slot_count(void) {
+    return (uint32_t)slots.n;
+}
+
+const char *sws_route_slot_name(uint32_t k) {
+    return k < (uint32_t)slots.n ? slots.name[k] : "";
+}
+
+/* ---- each proxy route's upstream health and counters ----------------------- */
+
+int sws_route_health_build(sws_server *s, const sws_routes *t, char *err, size_t errlen) {
+    for (int i = 0; t && i < t->n; i++) {
+        const sws_route *r = &t->r[i];
+        if (r->cfg.scenario != SWS_SCENARIO_PROXY)
+            continue;
+        sws_up_health **h = &s->health[r->stat_slot];
+        if (*h && !sws_health_fits(*h, &r->cfg.proxy)) {
+            snprintf(err, errlen,
+                     "[route %s]: upstream or health_* changed (or resolves to other "
+                     "addresses); that needs a restart",
+                     r->name);
+            return -EINVAL;
+        }
+        if (!*h && !(*h = sws_health_start(&r->cfg.proxy, err, errlen)))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+sws_up_stats *sws_worker_upstats(sws_worker *w, uint32_t k) {
+    if (k >= SWS_ROUTE_SLOTS)
+        return NULL;
+    sws_up_stats *st = atomic_load_explicit(&w->upstats[k], memory_order_relaxed);
+    if (!st && (st = calloc(1, sizeof(*st))) != NULL)
+        atomic_store_explicit(&w->upstats[k], st, memory_order_release);
+    return st;
 }
 
 static uint64_t sum(const sws_server *s, int slot, size_t off) {
@@ -124,6 +164,17 @@ static void resp_max_settle(sws_worker *w) {
     w->resp_max = m < 512 ? 512 : m;
 }
 
+/* Whether a route's scenario takes request bytes: heads are then kept until
+ * their route is chosen (conn.c). Without routes the default takes them from
+ * the first byte. */
+static void stash_settle(sws_worker *w) {
+    const sws_routes *t = table_of(w->cfg);
+    w->stash_heads = false;
+    for (int i = 0; t->n > 1 && i < t->n; i++)
+        if (w->by_route[i]->ops->request_bytes)
+            w->stash_heads = true;
+}
+
 static void inst_free(sws_worker *w, sws_scenario *sc) {
     sc->ops->free(w, sc);
     if (sc->id < w->ninst && w->inst[sc->id] == sc)
@@ -183,6 +234,7 @@ int sws_insts_init(sws_worker *w) {
         if (!(w->by_route[i] = inst_new(w, &t->r[i], &rc)))
             return rc;
     resp_max_settle(w);
+    stash_settle(w);
     return 0;
 }
 
@@ -195,6 +247,10 @@ void sws_insts_free(sws_worker *w) {
     free(w->by_route);
     free(w->next_by_route);
     free(w->rstats);
+    for (int k = 0; k < SWS_ROUTE_SLOTS; k++) {
+        free(atomic_load_explicit(&w->upstats[k], memory_order_relaxed));
+        atomic_store_explicit(&w->upstats[k], NULL, memory_order_relaxed);
+    }
     w->inst = w->by_route = w->next_by_route = NULL;
     w->retired = NULL;
     w->ninst = 0;
@@ -214,6 +270,14 @@ bool sws_insts_finished(const sws_worker *w) {
             return false;
     }
     return true;
+}
+
+void sws_insts_drain(sws_worker *w, bool force) {
+    for (uint32_t i = 0; i < w->ninst; i++) {
+        sws_scenario *sc = w->inst[i];
+        if (sc && sc->ops->drain)
+            sc->ops->drain(w, sc, force); /* retired ones too: they are in inst[] until freed */
+    }
 }
 
 void sws_insts_date_changed(sws_worker *w) {
@@ -326,6 +390,7 @@ void sws_insts_reload_commit(sws_worker *w, const sws_config *old) {
     w->by_route = next;
     w->next_by_route = NULL;
     resp_max_settle(w);
+    stash_settle(w);
     sws_insts_reap(w);
 }
 

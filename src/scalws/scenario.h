@@ -42,8 +42,10 @@ enum {
 typedef struct sws_scenario_ops {
     const char *name; /* as in [server] scenario */
 
-    /* Handles the loop needs beyond max_connections and the listener, asked
-     * before the loop exists (its ceiling is fixed at creation). Optional. */
+    /* Handles the loop needs beyond max_connections and the listener for
+     * every route of cfg with this scenario, asked once per scenario before
+     * the loop exists (its ceiling is fixed at creation; a reload that would
+     * need more is refused). Optional. */
     uint32_t (*extra_handles)(const sws_config *cfg);
     /* Per-loop state into sc->state, once the loop exists; also sets
      * w->resp_max when the scenario appends more than 512 bytes at once to a
@@ -143,6 +145,9 @@ struct sws_scenario {
 
 /* The ops of a configured scenario (scenario.c), never NULL. */
 const sws_scenario_ops *sws_scenario_ops_of(sws_scenario_kind kind);
+/* The handles every scenario of cfg's routes asks for beyond max_connections
+ * and the listener (scenario.c). */
+uint32_t sws_scenarios_extra_handles(const sws_config *cfg);
 
 extern const sws_scenario_ops sws_respond_ops; /* respond.c */
 extern const sws_scenario_ops sws_proxy_ops;   /* proxy.c */

@@ -71,6 +71,7 @@ static int init_server(sws_server *s, const sws_config *cfg, char *err, size_t e
     s->sc_ops = sws_scenario_ops_of(cfg->routes->r[0].cfg.scenario);
     for (int i = 0; i < cfg->routes->n; i++)
         s->kinds_at_start |= 1u << cfg->routes->r[i].cfg.scenario;
+    s->extra_handles = sws_scenarios_extra_handles(cfg);
     if (sws_route_slots_assign(cfg->routes, err, errlen) < 0)
         return -EINVAL;
     s->shared_fd = -1;
@@ -337,9 +338,8 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
         return rc;
     plan_loops(s, cfg);
     plan_route(s, cfg, &inh);
-    if (cfg->scenario == SWS_SCENARIO_PROXY &&
-        !(s->up_health = sws_health_start(&cfg->proxy, err, errlen)))
-        return -ENOMEM;
+    if ((rc = sws_route_health_build(s, cfg->routes, err, errlen)) < 0)
+        return rc;
     if ((rc = build_tls(s, cfg, err, errlen)) < 0 ||
         (rc = create_workers(s, inh.n > 1, err, errlen)) < 0 ||
         (rc = open_listeners(s, &inh, err, errlen)) < 0)
@@ -374,6 +374,8 @@ void sws_server_free(sws_server *s) {
     free(s->workers);
     free(s->loops);
     sws_tls_keys_free(s->tls_keys);
-    sws_health_stop(s->up_health);
-    s->up_health = NULL;
+    for (int k = 0; k < SWS_ROUTE_SLOTS; k++) {
+        sws_health_stop(s->health[k]);
+        s->health[k] = NULL;
+    }
 }

@@ -131,6 +131,10 @@ typedef struct sws_conn sws_conn;
 typedef struct sws_held sws_held;
 
 struct sws_server;
+struct sws_up_stats;
+
+/* Route names served since the start, each with its counters' slot for good. */
+#define SWS_ROUTE_SLOTS 512
 
 typedef struct sws_worker {
     int index;
@@ -187,8 +191,16 @@ typedef struct sws_worker {
     const char *log_route;          /* the access log's route field while answering */
     tl_handoff *handoff;            /* handoff: set on an accepting loop, the subset it feeds */
     bool accepts;                   /* has a listener of its own (fixed at start) */
-    int fed_by;      /* the loop whose accepts this loop serves; -1 acceptor threads */
-    bool lend_sf;    /* connections keep the static scenario's fields (set by its init) */
+    int fed_by;   /* the loop whose accepts this loop serves; -1 acceptor threads */
+    bool lend_sf; /* connections keep the static scenario's fields (set by its init) */
+    /* A route's scenario takes request bytes (the proxy): request heads are
+     * kept until their route is chosen (conn.c). Set with the instances. */
+    bool stash_heads;
+    struct sws_px_shared *px_shared; /* proxy.c: per-slot state of its instances */
+    /* proxy.c: each proxy route's upstream counters on this loop, by route
+     * stat slot; made by the loop when the route's first instance starts,
+     * kept until the worker is freed, read by the control thread. */
+    _Atomic(struct sws_up_stats *) upstats[SWS_ROUTE_SLOTS];
     char *tls_plain; /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
 } sws_worker;
 
@@ -216,6 +228,7 @@ typedef struct sws_server {
     const char *backend;
     const sws_scenario_ops *sc_ops; /* every loop's default; the control thread's metrics */
     unsigned kinds_at_start;        /* 1 << sws_scenario_kind of every route at start */
+    uint32_t extra_handles;         /* sws_scenarios_extra_handles at start: the loops' room */
     sws_tls_keys *tls_keys;         /* ticket keys: rotated by the control thread */
     uint64_t tls_rotated_ms;
     _Atomic int turning; /* threads that have begun turning their loop */
@@ -229,9 +242,11 @@ typedef struct sws_server {
     struct sws_acme_run *acme;
     int acme_fd;
     int acme_http_fd;
-    /* scenario proxy: upstream health (upstream_health.h), made before the
-     * loops start and freed after they stopped. */
-    struct sws_up_health *up_health;
+    /* Each proxy route's upstream health (upstream_health.h), by route stat
+     * slot: made on the control thread when a route first needs one (before
+     * the loops start, or before a reload is posted), freed after the loops
+     * stopped. */
+    struct sws_up_health *health[SWS_ROUTE_SLOTS];
 } sws_server;
 
 /* server.c: main thread */
@@ -249,7 +264,6 @@ void *sws_shared_main(void *arg); /* thread of the shared model: arg is the serv
 /* route_inst.c: a route's requests, 4xx and 5xx answers and latency (from
  * its first byte read to its answer complete in the output), per loop, by
  * the route's stat slot (the control thread gives each name one for good). */
-#define SWS_ROUTE_SLOTS 512
 #define SWS_LAT_BUCKETS 8 /* le 1, 5, 25, 100, 250, 1000, 2500, 10000 ms; +Inf is requests */
 typedef struct sws_route_stats {
     sws_ctr requests;
@@ -282,6 +296,19 @@ void sws_route_count(sws_worker *w, const sws_scenario *sc, int status, uint64_t
 int sws_route_slots_assign(struct sws_routes *t, char *err, size_t errlen);
 /* Control thread: the routes' lines of /metrics. */
 void sws_route_metrics(const sws_server *s, FILE *f);
+/* Control thread: how many stat slots are named, and slot k's route name. */
+uint32_t sws_route_slot_count(void);
+const char *sws_route_slot_name(uint32_t k);
+/* Control thread, after sws_route_slots_assign and before the table is
+ * used: an upstream health record for every proxy route that has none yet; a
+ * route whose upstreams or health_* keys differ from its record's is refused
+ * (one line in err), since the record and its check thread are its for good. */
+int sws_route_health_build(sws_server *s, const struct sws_routes *t, char *err, size_t errlen);
+/* Its loop: route stat slot k's upstream counters, made on first use. */
+struct sws_up_stats *sws_worker_upstats(sws_worker *w, uint32_t k);
+/* Drain: every instance's drain hook, the default's first (which drains the
+ * connections; the others what they hold of their own, a proxy its pool). */
+void sws_insts_drain(sws_worker *w, bool force);
 
 /* ready.c: "host:port" ("[v6]:port") of a bound socket; 0 or a negative errno. */
 int sws_sockname_text(int fd, char *out, size_t cap);

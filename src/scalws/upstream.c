@@ -22,7 +22,7 @@ const char *const sws_up_err_names[SWS_UPE_N] = {"refused",      "unreachable", 
                                                  "read_timeout", "reset",       "truncated",
                                                  "bad_response", "other",       "none_usable"};
 
-#define UP_TOKEN(i, tag) sws_token(i, tag)
+#define UP_TOKEN(i, tag) sws_token_of(p->inst, i, tag)
 
 /* Issue 17: an idle pooled connection costs at most 1 KiB of user space; it
  * holds no buffer, so its slot is all of it (and its index in an idle stack). */
@@ -138,12 +138,12 @@ static int shared_take(sws_pool *p, int up, tl_detached *out) {
         ssize_t r = recv(e.d.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             if (e.from != p->loop)
-                SWS_ADD(p->st.handovers, 1);
+                SWS_ADD(p->st->handovers, 1);
             *out = e.d;
             return 0;
         }
         close(e.d.fd); /* closed by the upstream, or bytes nobody asked for */
-        SWS_ADD(p->st.idle_closed, 1);
+        SWS_ADD(p->st->idle_closed, 1);
     }
 }
 
@@ -168,10 +168,13 @@ static int shared_put(sws_pool *p, sws_up_conn *u) {
     return 0;
 }
 
-int sws_pool_init(sws_pool *p, tl_loop *loop, const sws_proxy_config *cfg, uint32_t nslots) {
+int sws_pool_init(sws_pool *p, tl_loop *loop, const sws_proxy_config *cfg, uint32_t nslots,
+                  uint32_t inst, sws_up_stats *st) {
     memset(p, 0, sizeof(*p));
     p->loop = loop;
     p->cfg = cfg;
+    p->inst = inst;
+    p->st = st;
     p->nslots = nslots;
     p->slots = calloc(nslots, sizeof(*p->slots));
     p->free_idx = malloc(nslots * sizeof(*p->free_idx));
@@ -265,18 +268,18 @@ int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int hint) {
             u->state = SWS_UP_BUSY;
             u->reused = true;
             p->inflight[up]++;
-            SWS_ADD(p->st.reuses, 1);
+            SWS_ADD(p->st->reuses, 1);
             return (int)u->index;
         }
         /* tl_attach closed it (a full loop): connect afresh below. */
     }
     if (!fresh && p->nidle[up]) {
         uint32_t i = p->idle[up][--p->nidle[up]];
-        SWS_ADD(p->st.idle, (uint64_t)-1);
+        SWS_ADD(p->st->idle, (uint64_t)-1);
         sws_up_conn *u = p->slots[i];
         /* By construction the pool is per loop; the check proves it stays so. */
         if (u->owner != p->loop)
-            SWS_ADD(p->st.foreign_loop_uses, 1);
+            SWS_ADD(p->st->foreign_loop_uses, 1);
         u->state = SWS_UP_BUSY;
         u->sess = sess;
         u->reused = true;
@@ -284,7 +287,7 @@ int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int hint) {
         u->sent = false;
         u->wlen = 0; /* the watch receive stays armed: the response comes through it */
         p->inflight[up]++;
-        SWS_ADD(p->st.reuses, 1);
+        SWS_ADD(p->st->reuses, 1);
         return (int)i;
     }
     if (p->nfree == 0)
@@ -306,7 +309,7 @@ int sws_pool_acquire(sws_pool *p, uint32_t sess, bool fresh, int hint) {
     p->live++;
     u->state = SWS_UP_CONNECTING;
     p->inflight[up]++;
-    SWS_ADD(p->st.connects, 1);
+    SWS_ADD(p->st->connects, 1);
     return (int)i;
 }
 
@@ -365,7 +368,7 @@ void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep) {
             u->state = SWS_UP_IDLE;
             u->idle_since = tl_loop_now(p->loop);
             p->idle[up][p->nidle[up]++] = u->index;
-            SWS_ADD(p->st.idle, 1);
+            SWS_ADD(p->st->idle, 1);
             return;
         }
     }
@@ -379,11 +382,11 @@ void sws_pool_idle_event(sws_pool *p, sws_up_conn *u) {
             memmove(&p->idle[up][j], &p->idle[up][j + 1],
                     (p->nidle[up] - j - 1) * sizeof(uint32_t));
             p->nidle[up]--;
-            SWS_ADD(p->st.idle, (uint64_t)-1);
+            SWS_ADD(p->st->idle, (uint64_t)-1);
             break;
         }
     }
-    SWS_ADD(p->st.idle_closed, 1);
+    SWS_ADD(p->st->idle_closed, 1);
     close_conn(p, u);
 }
 
@@ -400,7 +403,7 @@ void sws_pool_expire(sws_pool *p, uint64_t now) {
         for (uint32_t j = 0; j < p->nidle[up]; j++) {
             sws_up_conn *u = p->slots[p->idle[up][j]];
             if (p->draining || now >= u->idle_since + p->cfg->idle_timeout_ms) {
-                SWS_ADD(p->st.idle, (uint64_t)-1);
+                SWS_ADD(p->st->idle, (uint64_t)-1);
                 close_conn(p, u);
             } else {
                 p->idle[up][k++] = u->index;
@@ -414,11 +417,11 @@ void sws_up_observe_latency(sws_pool *p, uint64_t us) {
     int b = 0;
     while (b < SWS_UP_LAT_BUCKETS && us > sws_up_lat_bounds_us[b])
         b++;
-    SWS_ADD(p->st.lat[b], 1);
-    SWS_ADD(p->st.lat_sum_us, us);
-    SWS_ADD(p->st.lat_count, 1);
+    SWS_ADD(p->st->lat[b], 1);
+    SWS_ADD(p->st->lat_sum_us, us);
+    SWS_ADD(p->st->lat_count, 1);
 }
 
 void sws_up_error(sws_pool *p, enum sws_up_err kind) {
-    SWS_ADD(p->st.errors[kind], 1);
+    SWS_ADD(p->st->errors[kind], 1);
 }

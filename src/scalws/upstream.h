@@ -99,10 +99,17 @@ typedef struct sws_pool {
     uint32_t inflight[SWS_UPSTREAMS_MAX]; /* exchanges under way, for least_conn and p2c */
     bool draining;
     bool shared_user; /* counted among the shared pool's users */
-    sws_up_stats st;
+    uint32_t inst;    /* the scenario instance in its completion tokens (token.h) */
+    /* Its counters: per loop and route, kept by the worker for the control
+     * thread (the route's instance may be replaced by a reload, its counters
+     * go on). */
+    sws_up_stats *st;
 } sws_pool;
 
-int sws_pool_init(sws_pool *p, tl_loop *loop, const sws_proxy_config *cfg, uint32_t nslots);
+/* nslots: the most connections it holds at once. inst: the instance whose
+ * dispatch gets its completions; st: where it counts (outlives it). */
+int sws_pool_init(sws_pool *p, tl_loop *loop, const sws_proxy_config *cfg, uint32_t nslots,
+                  uint32_t inst, sws_up_stats *st);
 void sws_pool_free(sws_pool *p);
 
 /* A connection to upstream `upstream` (upstream_pick.h chooses it; -1: the

@@ -285,40 +285,66 @@ static bool skipped(const sws_up_health *h, int i, uint64_t now) {
            now < LD(e->down_until_ms);
 }
 
-void sws_health_metrics(const sws_up_health *h, FILE *f) {
-    uint64_t now = sws_health_now();
-    fprintf(f, "# HELP scalwsd_upstream_up 1 when the upstream may be picked, 0 when health "
-               "checks or max_fails took it out.\n# TYPE scalwsd_upstream_up gauge\n");
-    for (int i = 0; i < h->cfg.nupstreams; i++)
-        fprintf(f, "scalwsd_upstream_up{upstream=\"%s\",address=\"%s\"} %d\n", h->cfg.up[i].text,
-                h->cfg.up[i].addr, !LD(h->e[i].checked_down) && !skipped(h, i, now));
-    fprintf(f, "# HELP scalwsd_upstream_fails_total Failed exchanges with the upstream.\n"
-               "# TYPE scalwsd_upstream_fails_total counter\n");
-    for (int i = 0; i < h->cfg.nupstreams; i++)
-        fprintf(f, "scalwsd_upstream_fails_total{upstream=\"%s\",address=\"%s\"} %llu\n",
-                h->cfg.up[i].text, h->cfg.up[i].addr, (unsigned long long)LD(h->e[i].fails_total));
-    fprintf(f, "# HELP scalwsd_upstream_checks_total Active health checks by result.\n"
-               "# TYPE scalwsd_upstream_checks_total counter\n");
-    for (int i = 0; i < h->cfg.nupstreams; i++) {
-        fprintf(
-            f, "scalwsd_upstream_checks_total{upstream=\"%s\",address=\"%s\",result=\"ok\"} %llu\n",
-            h->cfg.up[i].text, h->cfg.up[i].addr, (unsigned long long)LD(h->e[i].checks_ok));
-        fprintf(f,
-                "scalwsd_upstream_checks_total{upstream=\"%s\",address=\"%s\",result=\"failed\"} "
-                "%llu\n",
-                h->cfg.up[i].text, h->cfg.up[i].addr,
-                (unsigned long long)LD(h->e[i].checks_failed));
+bool sws_health_fits(const sws_up_health *h, const sws_proxy_config *c) {
+    const sws_proxy_config *a = &h->cfg;
+    return !sws_proxy_upstreams_differ(a, c) && strcmp(a->health_check, c->health_check) == 0 &&
+           a->health_interval_ms == c->health_interval_ms && a->health_rise == c->health_rise &&
+           a->health_fall == c->health_fall;
+}
+
+/* One metric's lines for every record: value(h, i) of each upstream. */
+static void metric_lines(const sws_up_health *const *hs, const char *const *routes, int n, FILE *f,
+                         const char *name, const char *extra,
+                         uint64_t (*value)(const sws_up_health *, int, uint64_t), uint64_t now) {
+    for (int k = 0; k < n; k++) {
+        const sws_up_health *h = hs[k];
+        for (int i = 0; i < h->cfg.nupstreams; i++)
+            fprintf(f, "%s{route=\"%s\",upstream=\"%s\",address=\"%s\"%s} %llu\n", name, routes[k],
+                    h->cfg.up[i].text, h->cfg.up[i].addr, extra,
+                    (unsigned long long)value(h, i, now));
     }
 }
 
-json_t *sws_health_status(const sws_up_health *h, uint64_t now) {
-    json_t *a = json_array();
-    for (int i = 0; a && i < h->cfg.nupstreams; i++) {
+static uint64_t v_up(const sws_up_health *h, int i, uint64_t now) {
+    return !LD(h->e[i].checked_down) && !skipped(h, i, now);
+}
+static uint64_t v_fails(const sws_up_health *h, int i, uint64_t now) {
+    (void)now;
+    return LD(h->e[i].fails_total);
+}
+static uint64_t v_ok(const sws_up_health *h, int i, uint64_t now) {
+    (void)now;
+    return LD(h->e[i].checks_ok);
+}
+static uint64_t v_failed(const sws_up_health *h, int i, uint64_t now) {
+    (void)now;
+    return LD(h->e[i].checks_failed);
+}
+
+void sws_health_metrics(const sws_up_health *const *hs, const char *const *routes, int n, FILE *f) {
+    if (n == 0)
+        return;
+    uint64_t now = sws_health_now();
+    fprintf(f, "# HELP scalwsd_upstream_up 1 when the upstream may be picked, 0 when health "
+               "checks or max_fails took it out.\n# TYPE scalwsd_upstream_up gauge\n");
+    metric_lines(hs, routes, n, f, "scalwsd_upstream_up", "", v_up, now);
+    fprintf(f, "# HELP scalwsd_upstream_fails_total Failed exchanges with the upstream.\n"
+               "# TYPE scalwsd_upstream_fails_total counter\n");
+    metric_lines(hs, routes, n, f, "scalwsd_upstream_fails_total", "", v_fails, now);
+    fprintf(f, "# HELP scalwsd_upstream_checks_total Active health checks by result.\n"
+               "# TYPE scalwsd_upstream_checks_total counter\n");
+    metric_lines(hs, routes, n, f, "scalwsd_upstream_checks_total", ",result=\"ok\"", v_ok, now);
+    metric_lines(hs, routes, n, f, "scalwsd_upstream_checks_total", ",result=\"failed\"", v_failed,
+                 now);
+}
+
+void sws_health_status(const sws_up_health *h, const char *route, uint64_t now, json_t *a) {
+    for (int i = 0; i < h->cfg.nupstreams; i++) {
         const health_ent *e = &h->e[i];
         bool checked_down = LD(e->checked_down), skip = skipped(h, i, now);
         json_array_append_new(
-            a, json_pack("{s:s, s:s, s:i, s:b, s:s, s:I, s:I, s:I, s:I}", "upstream",
-                         h->cfg.up[i].text, "address", h->cfg.up[i].addr, "weight",
+            a, json_pack("{s:s, s:s, s:s, s:i, s:b, s:s, s:I, s:I, s:I, s:I}", "route", route,
+                         "upstream", h->cfg.up[i].text, "address", h->cfg.up[i].addr, "weight",
                          (int)h->cfg.up[i].weight, "up", !checked_down && !skip, "state",
                          checked_down ? "down (health check)"
                          : skip       ? "skipped (max_fails)"
@@ -327,5 +353,4 @@ json_t *sws_health_status(const sws_up_health *h, uint64_t now) {
                          (json_int_t)LD(e->skips_total), "checks_ok", (json_int_t)LD(e->checks_ok),
                          "checks_failed", (json_int_t)LD(e->checks_failed)));
     }
-    return a;
 }

@@ -1,4 +1,5 @@
-/* Upstream health, one record per upstream address for the whole server.
+/* Upstream health, one record per upstream address of a proxy route (each
+ * proxy route has its own set, route_inst.c) for the whole server.
  * Passive (nginx's max_fails / fail_timeout): the loops report failures and
  * successes of their exchanges. Active (HAProxy's check, rise, fall): one
  * thread probes every upstream with GET health_check every health_interval,
@@ -9,6 +10,7 @@
 #ifndef SWS_UPSTREAM_HEALTH_H
 #define SWS_UPSTREAM_HEALTH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -37,8 +39,13 @@ uint32_t sws_health_usable(const sws_up_health *h, const sws_proxy_config *cfg, 
 void sws_health_failed(sws_up_health *h, const sws_proxy_config *cfg, int up, uint64_t now);
 void sws_health_passed(sws_up_health *h, int up);
 
-/* /metrics lines and the /status array (control thread). */
-void sws_health_metrics(const sws_up_health *h, FILE *f);
-json_t *sws_health_status(const sws_up_health *h, uint64_t now);
+/* Whether h was made for c's upstream addresses and health_* keys (a reload
+ * cannot change them: the record and its thread are built for them). */
+bool sws_health_fits(const sws_up_health *h, const sws_proxy_config *c);
+
+/* Control thread: /metrics lines of n records, each labelled with its
+ * route; and one record's upstreams appended to the /status array a. */
+void sws_health_metrics(const sws_up_health *const *hs, const char *const *routes, int n, FILE *f);
+void sws_health_status(const sws_up_health *h, const char *route, uint64_t now, json_t *a);
 
 #endif

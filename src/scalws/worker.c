@@ -205,8 +205,8 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener) 
     tl_loop_options o = {0};
     /* Exactly max_connections plus the listener: accepting pauses at the
      * ceiling (turnloop#77) and the rest wait in the kernel's queue. */
-    o.max_handles = cfg->max_connections + (has_listener ? 1u : 0u) +
-                    (w->sc.ops->extra_handles ? w->sc.ops->extra_handles(cfg) : 0);
+    o.max_handles =
+        cfg->max_connections + (has_listener ? 1u : 0u) + sws_scenarios_extra_handles(cfg);
     o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
                 : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
                                                     : TL_BACKEND_AUTO;

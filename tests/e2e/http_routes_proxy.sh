@@ -21,7 +21,8 @@ curl -s -m 10 -D "$T/h" -o /dev/null "$URL/api/echo?x=1" || fail "/api/echo"
 grep -q '^HTTP/1.1 200' "$T/h" || fail "/api/echo status: $(cat "$T/h")"
 grep -qi '^X-Info: ' "$T/h" || fail "/api/echo did not reach the upstream: $(cat "$T/h")"
 # Keep-alive: the proxy and the other routes on one connection.
-out=$(curl -s -m 10 -o /dev/null -w '%{http_code} ' "$URL/healthz" "$URL/api/echo/2" "$URL/a.txt" "$URL/api/echo/3")
+out=$(curl -s -m 10 -w '%{http_code} ' -o /dev/null "$URL/healthz" -o /dev/null "$URL/api/echo/2" \
+    -o /dev/null "$URL/a.txt" -o /dev/null "$URL/api/echo/3")
 [ "$out" = "200 200 200 200 " ] || fail "one connection, several routes: $out"
 for _ in $(seq 1 20); do grep -q "GET /echo/3 " "$T/rec" && break; sleep 0.1; done
 grep -q "^GET /echo?x=1 HTTP/1.1" "$T/rec" || fail "strip_prefix: upstream saw $(grep -a '^GET' "$T/rec")"

@@ -58,9 +58,9 @@ foreign=$(sum scalwsd_upstream_foreign_loop_uses_total)
 [ "$reuses" -gt 50 ] || fail "reuses $reuses (connects $connects)"
 [ "$connects" -ge 1 ] && [ "$connects" -le 16 ] || fail "connects $connects (pool 8 per loop)"
 [ "$foreign" = 0 ] || fail "foreign-loop uses $foreign"
-echo "$m" | grep -q '^scalwsd_upstream_pool_idle{loop="1"}' || fail "no per-loop pool gauge"
+echo "$m" | grep -q '^scalwsd_upstream_pool_idle{loop="1",route="default"}' || fail "no per-loop pool gauge"
 echo "$m" | grep -q '^scalwsd_upstream_latency_seconds_count [1-9]' || fail "no latency histogram"
-echo "$m" | grep -q '^scalwsd_upstream_errors_total{loop="0",kind="refused"} 0' ||
+echo "$m" | grep -q '^scalwsd_upstream_errors_total{loop="0",route="default",kind="refused"} 0' ||
     fail "errors by kind"
 
 stop_sws

@@ -90,12 +90,12 @@ code=$("${C[@]}" -o /dev/null -w '%{http_code}' -X PUT -H 'Expect:' --data-binar
 
 m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
 val() { echo "$m" | awk -v n="$1" '$1 == n { print $2 }'; }
-[ "$(val 'scalwsd_upstream_retries_total{loop="0"}')" -ge 1 ] || fail "no retry counted"
-[ "$(val 'scalwsd_upstream_errors_total{loop="0",kind="read_timeout"}')" -ge 1 ] ||
+[ "$(val 'scalwsd_upstream_retries_total{loop="0",route="default"}')" -ge 1 ] || fail "no retry counted"
+[ "$(val 'scalwsd_upstream_errors_total{loop="0",route="default",kind="read_timeout"}')" -ge 1 ] ||
     fail "no read_timeout counted"
-[ "$(val 'scalwsd_upstream_errors_total{loop="0",kind="truncated"}')" -ge 1 ] ||
+[ "$(val 'scalwsd_upstream_errors_total{loop="0",route="default",kind="truncated"}')" -ge 1 ] ||
     fail "no truncated counted: $(echo "$m" | grep upstream_)"
-[ "$(val 'scalwsd_upstream_foreign_loop_uses_total{loop="0"}')" = 0 ] || fail "foreign uses"
+[ "$(val 'scalwsd_upstream_foreign_loop_uses_total{loop="0",route="default"}')" = 0 ] || fail "foreign uses"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
 
@@ -106,18 +106,18 @@ start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP"
 URL="http://127.0.0.1:$PORT"
 [ "$("${C[@]}" "$URL/idleclose")" = bye ] || fail "idleclose"
 for _ in $(seq 1 30); do
-    [ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0"}')" = 1 ] && break
+    [ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0",route="default"}')" = 1 ] && break
     sleep 0.1
 done
-[ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0"}')" = 1 ] || fail "idle close not seen"
-[ "$(metric 'scalwsd_upstream_pool_idle{loop="0"}')" = 0 ] || fail "closed connection still pooled"
-reuses=$(metric 'scalwsd_upstream_reuses_total{loop="0"}')
-connects=$(metric 'scalwsd_upstream_connects_total{loop="0"}')
+[ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0",route="default"}')" = 1 ] || fail "idle close not seen"
+[ "$(metric 'scalwsd_upstream_pool_idle{loop="0",route="default"}')" = 0 ] || fail "closed connection still pooled"
+reuses=$(metric 'scalwsd_upstream_reuses_total{loop="0",route="default"}')
+connects=$(metric 'scalwsd_upstream_connects_total{loop="0",route="default"}')
 [ "$("${C[@]}" "$URL/after")" = ok ] || fail "GET after an idle close"
-[ "$(metric 'scalwsd_upstream_retries_total{loop="0"}')" = 0 ] || fail "went through the retry path"
-[ "$(metric 'scalwsd_upstream_reuses_total{loop="0"}')" = "$reuses" ] ||
+[ "$(metric 'scalwsd_upstream_retries_total{loop="0",route="default"}')" = 0 ] || fail "went through the retry path"
+[ "$(metric 'scalwsd_upstream_reuses_total{loop="0",route="default"}')" = "$reuses" ] ||
     fail "reused a closed connection"
-[ "$(metric 'scalwsd_upstream_connects_total{loop="0"}')" = $((connects + 1)) ] ||
+[ "$(metric 'scalwsd_upstream_connects_total{loop="0",route="default"}')" = $((connects + 1)) ] ||
     fail "no fresh connection"
 stop_sws
 
@@ -129,8 +129,8 @@ URL="http://127.0.0.1:$PORT"
 sleep 0.6
 [ "$(metric 'scalwsd_upstream_shared_pool_idle')" = 1 ] || fail "shared: not pooled"
 [ "$("${C[@]}" "$URL/after")" = ok ] || fail "shared: GET after an idle close"
-[ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0"}')" = 1 ] || fail "shared: close not seen"
-[ "$(metric 'scalwsd_upstream_retries_total{loop="0"}')" = 0 ] ||
+[ "$(metric 'scalwsd_upstream_idle_closed_total{loop="0",route="default"}')" = 1 ] || fail "shared: close not seen"
+[ "$(metric 'scalwsd_upstream_retries_total{loop="0",route="default"}')" = 0 ] ||
     fail "shared: went through the retry path"
 stop_sws
 

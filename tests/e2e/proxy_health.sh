@@ -30,7 +30,7 @@ kill -KILL "$UP3_PID"
 wait "$UP3_PID" 2>/dev/null || true
 
 metric() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
-UP3_UP="scalwsd_upstream_up{upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}"
+UP3_UP="scalwsd_upstream_up{route=\"default\",upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}"
 # load N: N requests in batches of 25 on keep-alive connections; bodies in
 # $T/bodies, status codes in $T/codes.
 load() {
@@ -65,7 +65,7 @@ load 200
 wait_metric "$UP3_UP" 0
 # Down by the checks too (max_fails may have taken it out first): health_fall
 # failed checks, within a bounded wait.
-CHK3="scalwsd_upstream_checks_total{upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\",result=\"failed\"}"
+CHK3="scalwsd_upstream_checks_total{route=\"default\",upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\",result=\"failed\"}"
 for _ in $(seq 1 100); do
     [ "$(metric "$CHK3")" -ge 2 ] && break
     sleep 0.1
@@ -75,10 +75,10 @@ st=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/status")
 echo "$st" | jq -e --arg a "127.0.0.1:$P3" '.upstreams[] | select(.address == $a) | .up == false' >/dev/null ||
     fail "/status: $(echo "$st" | jq -c .upstreams)"
 # Down by the checks: no connect is tried any more (no new failures).
-fails=$(metric "scalwsd_upstream_fails_total{upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}")
+fails=$(metric "scalwsd_upstream_fails_total{route=\"default\",upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}")
 load 100
 [ "$(count 200 "$T/codes")" = 100 ] || fail "second load: $(sort "$T/codes" | uniq -c)"
-[ "$(metric "scalwsd_upstream_fails_total{upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}")" = "$fails" ] ||
+[ "$(metric "scalwsd_upstream_fails_total{route=\"default\",upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}")" = "$fails" ] ||
     fail "a checked-down upstream was still tried"
 
 # It comes back: checked up (rise 2), then it serves its share again.
@@ -102,7 +102,7 @@ start_sws "scenario = proxy\nevent_loops = 2\n[proxy]\nupstream = 127.0.0.1:$P1,
 load 200
 [ "$(count 200 "$T/codes")" = 200 ] || fail "passive: $(sort "$T/codes" | uniq -c)"
 [ "$(count up3 "$T/bodies")" = 0 ] || fail "passive: a dead upstream answered"
-f=$(metric "scalwsd_upstream_fails_total{upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}")
+f=$(metric "scalwsd_upstream_fails_total{route=\"default\",upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}")
 # Without skips it would be a third of 200; with them one trial per loop
 # every fail_timeout (5 s).
 [ "$f" -ge 1 ] && [ "$f" -le 20 ] || fail "passive: $f failures for 200 requests (want skips)"

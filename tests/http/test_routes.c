@@ -190,8 +190,9 @@ static void config_errors_name_the_route_and_its_line(void **state) {
          "path = /x\nscenario = respond\n",
          "[route b] overlaps [route a]"},
         {"[route a]\npath = /x\n", ":1: [route a] needs scenario"},
-        {"[route a]\npath = /x\nscenario = proxy\nupstream = 127.0.0.1:1\n",
-         ":1: [route a] scenario proxy cannot be a route yet"},
+        {"[route a]\npath = /x\nscenario = proxy\n", ":1: [route a] scenario proxy needs upstream"},
+        {"[route a]\npath = /x\nscenario = proxy\nupstream = 127.0.0.1:1\npool = shared\n",
+         ":1: [route a] pool = shared is for a proxy without [route] sections"},
         {"[route a]\npath = /x\nscenario = static\n", "[route a] scenario static needs root"},
         {"[route a]\npath = /x\nstrip_prefix = on\nscenario = respond\n",
          "strip_prefix needs path_prefix"},
@@ -206,9 +207,6 @@ static void config_errors_name_the_route_and_its_line(void **state) {
          ":8: [route a] path: [route a] appears twice (first at "},
         {"[route default]\npath = /a\n", "'default' is the top-level"},
         {"[route a b]\npath = /a\n", "bad route name"},
-        {"[server]\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:1\n[route a]\npath = /a\n"
-         "scenario = respond\n",
-         "scenario = proxy cannot be the default"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int rc = build(cases[i].ini, err, sizeof err);
@@ -217,6 +215,31 @@ static void config_errors_name_the_route_and_its_line(void **state) {
         assert_null(strchr(err, '\n'));
         sws_config_release(&cfg);
     }
+}
+
+/* A proxy is a route like any other, with its own upstreams; the default
+ * may be a proxy beside routes of other scenarios. */
+static void proxy_routes_have_their_own_upstreams(void **state) {
+    (void)state;
+    char err[512];
+    assert_int_equal(build("[server]\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:1\n"
+                           "[route api]\npath_prefix = /api/\nscenario = proxy\n"
+                           "upstream = 127.0.0.1:2, 127.0.0.1:3 weight=2\nstrip_prefix = on\n"
+                           "[route health]\npath = /healthz\nscenario = respond\n",
+                           err, sizeof err),
+                     0);
+    assert_int_equal(cfg.routes->n, 3);
+    assert_int_equal(cfg.routes->r[0].cfg.scenario, SWS_SCENARIO_PROXY);
+    assert_int_equal(cfg.routes->r[0].cfg.proxy.nupstreams, 1);
+    const sws_route *api = sws_routes_find(cfg.routes, "api");
+    assert_int_equal(api->cfg.scenario, SWS_SCENARIO_PROXY);
+    assert_int_equal(api->cfg.proxy.nupstreams, 2);
+    assert_int_equal(api->cfg.proxy.up[1].weight, 2);
+    sws_route_view v = sws_route_target(api, "/api/x?y", 8);
+    assert_false(v.lead_slash);
+    assert_int_equal(v.len, 4);
+    assert_memory_equal(v.path, "/x?y", 4);
+    sws_config_release(&cfg);
 }
 
 static void a_route_takes_scenario_keys_qualified(void **state) {
@@ -242,6 +265,7 @@ int main(void) {
         cmocka_unit_test(strip_prefix_is_a_view_of_the_target),
         cmocka_unit_test(one_default_route_without_sections),
         cmocka_unit_test(config_errors_name_the_route_and_its_line),
+        cmocka_unit_test(proxy_routes_have_their_own_upstreams),
         cmocka_unit_test(a_route_takes_scenario_keys_qualified),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
