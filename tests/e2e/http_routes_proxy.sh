@@ -35,4 +35,108 @@ m=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics")
 echo "$m" | grep -q '^scalwsd_route_requests_total{route="api"} 3$' || fail "api metrics: $(echo "$m" | grep route_requests)"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
+
+# Part 2: the proxy as the default beside routes, a second proxy route with
+# its own upstream ("bee"), heads that span reads, per-route health, and
+# reloads that remove, add and would change a proxy route.
+python3 "$(dirname "$0")/proxy_upstream.py" "$T/up2.port" 60 "" bee &
+UP2_PID=$!
+trap 'kill -KILL $UP_PID $UP2_PID 2>/dev/null || true; cleanup' EXIT
+wait_ready "$T/up2.port" "$SWS_START_SECS" "$UP2_PID" || fail "second upstream did not start"
+UP2=$(cat "$T/up2.port")
+ini2() { # the file for a reload (not through %b): $1 is the extra route text
+    printf '[server]\nlisten = 127.0.0.1:0\nevent_loops = 2\nscenario = proxy\n'
+    printf '[proxy]\nupstream = 127.0.0.1:%s\n' "$UP"
+    printf '[route health]\npath = /healthz\nscenario = respond\nbody = fine\n'
+    printf '%s\n[admin]\nlisten = 127.0.0.1:0\n' "$1"
+}
+ROUTE_B="[route b]
+path_prefix = /b/
+scenario = proxy
+upstream = 127.0.0.1:$UP2
+strip_prefix = on"
+start_sws "event_loops = 2\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:$UP
+[route health]\npath = /healthz\nscenario = respond\nbody = fine
+$ROUTE_B"
+URL="http://127.0.0.1:$PORT"
+[ "$(curl -s -m 5 "$URL/b/anything")" = bee ] || fail "route b's upstream"
+[ "$(curl -s -m 5 "$URL/anything")" = ok ] || fail "the default proxy's upstream"
+[ "$(curl -s -m 5 "$URL/healthz")" = fine ] || fail "a respond route beside a default proxy"
+for _ in $(seq 1 20); do grep -q "GET /anything " "$T/rec.requests" && break; sleep 0.1; done
+grep -q "^GET /anything$" "$T/rec.requests" || fail "the default proxy forwarded: $(cat "$T/rec.requests")"
+! grep -qa "healthz" "$T/rec" || fail "the respond route's request reached the default upstream"
+
+# A head that comes in pieces (kept until the route is known) and its body,
+# to either proxy and to the respond route; a 6 KiB field keeps it long.
+python3 - "$PORT" <<'PY' || fail "heads across reads"
+import socket, sys, time
+port = int(sys.argv[1])
+def ask(pieces):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    for p in pieces:
+        s.sendall(p)
+        time.sleep(0.05)
+    s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            return out
+        out += b
+pad = b"X-Pad: " + b"p" * 6000 + b"\r\n"
+for path, want in ((b"/b/echo", b"hello"), (b"/echo", b"hello")):
+    r = ask([b"POST " + path[:3], path[3:] + b" HTTP/1.1\r\nHo", b"st: x\r\n" + pad,
+             b"Content-Length: 5\r\nConnection: close\r\n", b"\r\nhel", b"lo"])
+    assert r.startswith(b"HTTP/1.1 200"), (path, r[:200])
+    assert b"len=5" in r and r.endswith(want), (path, r[-300:])
+r = ask([b"POST /b/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n",
+         b"Connection: close\r\n\r\n3\r\nabc\r\n", b"2\r\nde\r\n0\r\n\r\n"])
+assert r.startswith(b"HTTP/1.1 200") and b"len=5" in r and r.endswith(b"abcde"), r[-300:]
+r = ask([b"GET /heal", b"thz HTTP/1.1\r\nHost: x\r\n" + pad, b"Connection: close\r\n\r\n"])
+assert r.startswith(b"HTTP/1.1 200") and r.endswith(b"fine"), r[-200:]
+PY
+
+st=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/status")
+echo "$st" | jq -e --arg a "127.0.0.1:$UP2" '[.upstreams[] | select(.route == "b")][0].address == $a' >/dev/null ||
+    fail "status: route b's upstream: $(echo "$st" | jq -c .upstreams)"
+echo "$st" | jq -e '[.upstreams[] | select(.route == "default")] | length == 1' >/dev/null ||
+    fail "status: the default's upstream: $(echo "$st" | jq -c .upstreams)"
+m=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics")
+echo "$m" | grep -q "^scalwsd_upstream_up{route=\"b\",upstream=\"127.0.0.1:$UP2\"" || fail "metrics: route b's health"
+b_connects=$(echo "$m" | awk '$1 ~ /^scalwsd_upstream_connects_total\{.*route="b"/ { s += $2 } END { print s + 0 }')
+[ "$b_connects" -ge 1 ] || fail "metrics: route b's connects: $(echo "$m" | grep connects_total)"
+
+# Reload: route b removed while its answer streams (the retired instance
+# finishes it), route c added (a new proxy instance on each loop).
+curl -s -m 30 --limit-rate 8M -o "$T/big.out" "$URL/b/big/24" &
+DL=$!
+sleep 0.5
+ini2 "[route c]
+path_prefix = /c/
+scenario = proxy
+upstream = 127.0.0.1:$UP
+strip_prefix = on" >"$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "every loop serves generation 1;" || fail "reload removing b: $(cat "$T/log")"
+kill -0 "$DL" 2>/dev/null || fail "the download ended before the reload: nothing was pending"
+[ "$(curl -s -m 5 "$URL/b/x")" = ok ] || fail "/b/x after route b was removed goes to the default"
+curl -s -m 5 "$URL/c/echo/c1" >/dev/null || fail "route c"
+for _ in $(seq 1 20); do grep -q "GET /echo/c1$" "$T/rec.requests" && break; sleep 0.1; done
+grep -q "^GET /echo/c1$" "$T/rec.requests" || fail "route c's strip_prefix: $(tail -3 "$T/rec.requests")"
+wait "$DL" || fail "the download under the removed route failed"
+[ "$(stat -c %s "$T/big.out")" = $((24 << 20)) ] || fail "the download under the removed route is not whole"
+
+# A reload that would point route c elsewhere is refused (its health record
+# and pools are built for its upstreams), and c keeps serving.
+ini2 "[route c]
+path_prefix = /c/
+scenario = proxy
+upstream = 127.0.0.1:$UP2
+strip_prefix = on" >"$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "reload refused" || fail "a changed upstream of route c was not refused: $(tail -3 "$T/log")"
+grep -q "\[route c\]: upstream" "$T/log" || fail "the refusal names the route: $(tail -3 "$T/log")"
+[ "$(curl -s -m 5 "$URL/c/anything")" = ok ] || fail "route c after the refused reload"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS (a retired proxy must not hold the drain)"
 echo "http_routes_proxy: ok"
