@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One ctest case of the proxy's bench modes: scripts/bench-proxy-vs-nginx
-# (with --close), bench/scripts/idle-memory-proxy.sh and
+# (with --close and --routed), bench/scripts/idle-memory-proxy.sh and
 # bench/scripts/proxy-request-cost.sh. A short real run (bounded: 1 s arms, a
 # few hundred connections or requests) whose output is checked, or bad flags
 # refused with exit 2. usage: proxy_bench_test.sh SRC SCALWSD CASE
@@ -29,9 +29,9 @@ bad-flags)
 vs-nginx) # every arm, --close too, one interleaved run; reuse stated from /metrics
     need wrk nginx jq taskset curl
     run "$bpn" --scalwsd "$scalwsd" --duration 1 --rounds 3 --connections 4 --loops 1 --close \
-        --out "$tmp/r.json"
+        --routed --out "$tmp/r.json"
     [ "$rc" -eq 0 ] || fail "exit $rc"
-    for a in nginx per_loop shared per_loop_close respond_close; do
+    for a in nginx per_loop shared per_loop_close respond_close routed nginx_routed; do
         jq -e --arg a "$a" '[.summary[] | select(.arm == $a and .rps_median > 0)] | length == 1' \
             "$tmp/r.json" >/dev/null || fail "no figure for arm $a"
     done
