@@ -6,13 +6,18 @@
 # close ([limits] chunk_ext_bytes). (Expect: 100-continue: expect_continue.sh.)
 # Then the requests every server must refuse (414, 431, 413, 400, 505).
 # With "proxy" as $1 (http_conformance_proxy.sh), the same suite runs in front
-# of the recording test upstream, which must never have seen a refused request.
+# of the recording test upstream, which must never have seen a refused request;
+# with "proxy-routed", the proxy is the default beside a [route] (so request
+# heads are kept until the route is chosen, then handed to the proxy).
 . "$(dirname "$0")/lib.sh"
 MODE=${1:-respond}
-if [ "$MODE" = proxy ]; then
+if [ "$MODE" = proxy ] || [ "$MODE" = proxy-routed ]; then
     command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
     start_test_upstream 60 "$T/rec"
-    start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$UP"
+    other=""
+    [ "$MODE" = proxy ] || other="\n[route other]\npath = /other\nscenario = respond"
+    start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$UP$other"
+    MODE=proxy
 else
     start_sws ''
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# scenario proxy: a request that breaks a [limits] value, could be read two
+# scenario proxy (as the one scenario, or as a route with "routed" as $1): a
+# request that breaks a [limits] value, could be read two
 # ways (tests/http/test_strict.c's cases that apply to a proxy) or stops
 # half-way (408) is answered by scalwsd with the respond scenario's status,
 # and the upstream never receives a byte of it: the python upstream records
@@ -9,7 +10,14 @@ command -v python3 >/dev/null || { echo "SKIP: python3"; exit 77; }
 
 start_test_upstream 120 "$T/rec"
 
-start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\n[limits]\nheader_bytes = 1k\nheader_count = 10\nuri_length = 64\nbody_size = 100\nheader_timeout = 1s"
+# proxy_strict_routed.sh: the proxy as a [route] (path_prefix /), its heads
+# kept until the route is chosen, then handed to it.
+if [ "${1:-}" = routed ]; then
+    px="[route proxied]\npath_prefix = /\nscenario = proxy\nupstream = 127.0.0.1:$UP"
+else
+    px="scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$UP"
+fi
+start_sws "event_loops = 1\n$px\n[limits]\nheader_bytes = 1k\nheader_count = 10\nuri_length = 64\nbody_size = 100\nheader_timeout = 1s"
 touch "$T/rec"
 recorded() { stat -c %s "$T/rec"; }
 
