@@ -163,7 +163,8 @@ static void stash_give(sws_worker *w, sws_conn *c) {
 static void parser_give(sws_worker *w, sws_conn *c) {
     if (!c->parser)
         return;
-    stash_give(w, c);
+    if (stash_of(c)->buf)
+        stash_give(w, c);
     sws_lend_give(&w->parsers, c->parser);
     c->parser = NULL;
 }
@@ -180,6 +181,8 @@ static void route_set(sws_worker *w, sws_conn *c, sws_scenario *sc) {
 
 /* The connection is the default instance's again. */
 static void route_clear(sws_worker *w, sws_conn *c) {
+    if (!c->routed)
+        return; /* no routes: it never left the default */
     if (c->sc != &w->sc)
         c->sc->pending--;
     c->sc = &w->sc;
@@ -205,7 +208,7 @@ void sws_conn_log(sws_worker *w, sws_conn *c, int status, uint64_t bytes) {
     /* The route's name, also for an answer that ends outside `answer` (a
      * proxied one, when the upstream's last byte came). */
     const char *keep = w->log_route;
-    if (c->routed)
+    if (c->routed || (!w->routes_on && c->answer_pending))
         w->log_route = c->sc->route->name;
     sws_access_log_parsed(w, peer, c->parser, status, bytes);
     w->log_route = keep;
@@ -402,7 +405,7 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
     /* The route's instance answers this request (route_inst.c, chosen when
      * its head was complete); the connection goes back to the default one
      * once the answer has ended. */
-    if (!c->routed)
+    if (!c->routed && w->routes_on)
         route_set(w, c, sws_route_pick(w, r));
     sws_scenario *sc = c->sc;
     uint32_t at = c->olen;
@@ -477,7 +480,7 @@ static void answer_continue(sws_worker *w, sws_conn *c) {
  * stash first. Returns 0, or an error status from the scenario. */
 static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t n) {
     const sws_http_parser *p = c->parser;
-    if (c->routed || w->cfg->routes->n <= 1) {
+    if (c->routed || !w->routes_on) {
         /* Routed already, or no routes: c->sc is the default from the start. */
         return c->sc->ops->request_bytes ? c->sc->ops->request_bytes(w, c->sc, c, d, n) : 0;
     }
@@ -556,7 +559,9 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         int rc = sws_http_feed(c->parser, data + *off, n, &used, &st);
         if (rc == SWS_HTTP_NEED_MORE)
             used = n;
-        if (rc >= 0 && used) {
+        /* Bytes go on only where someone takes them, or a route is to be
+         * chosen: without routes a respond request never calls out. */
+        if (rc >= 0 && used && (ops->request_bytes || (!c->routed && w->routes_on))) {
             int bad = pass_bytes(w, c, rc, data + *off, used);
             if (bad > 0 || sws_phase_gone(c->phase)) {
                 if (bad > 0 && c->phase == SWS_PH_OPEN)

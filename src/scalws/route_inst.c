@@ -169,6 +169,7 @@ static void resp_max_settle(sws_worker *w) {
  * the first byte. */
 static void stash_settle(sws_worker *w) {
     const sws_routes *t = table_of(w->cfg);
+    w->routes_on = t->n > 1;
     w->stash_heads = false;
     for (int i = 0; t->n > 1 && i < t->n; i++)
         if (w->by_route[i]->ops->request_bytes)

@@ -196,6 +196,7 @@ typedef struct sws_worker {
     /* A route's scenario takes request bytes (the proxy): request heads are
      * kept until their route is chosen (conn.c). Set with the instances. */
     bool stash_heads;
+    bool routes_on; /* the table has [route]s: a request's route is chosen at its head */
     struct sws_px_shared *px_shared; /* proxy.c: per-slot state of its instances */
     /* proxy.c: each proxy route's upstream counters on this loop, by route
      * stat slot; made by the loop when the route's first instance starts,

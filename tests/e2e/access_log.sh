@@ -112,6 +112,12 @@ want '"GET /badstatus HTTP/1.1" 502 16 "-"'
 want '"GET /cut HTTP/1.1" 200 1000 "-"'
 want '"GET /b\x7F HTTP/1.1" 400 16 "-" "-"'
 want '"POST /echo HTTP/1.1" 499 0 "-" "-"'
+# The route field: "default" for every exchange the proxy answered (also the
+# ones that ended after `answer`, when the upstream's last byte came), "-"
+# for the request refused while its head was read.
+grep -q '"GET /chunked?x=1 HTTP/1.1" 200 35000 .* default$' "$PLOG" || fail "proxy: route field of a streamed answer"
+grep -q '"GET /slow HTTP/1.1" 504 .* default$' "$PLOG" || fail "proxy: route field of a 504"
+want '"GET /b\x7F HTTP/1.1" 400 16 "-" "-" -'
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 echo "access_log: ok"
