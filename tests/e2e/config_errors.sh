@@ -38,8 +38,10 @@ route_err() { # WANT INI
 }
 route_err "route.ini:4: [route b] overlaps [route a] at $T/route.ini:1" \
     '[route a]\npath = /x\nscenario = respond\n[route b]\npath = /x\nscenario = respond\n'
-route_err "route.ini:1: [route a] scenario proxy cannot be a route yet" \
-    '[route a]\npath_prefix = /api/\nscenario = proxy\nupstream = 127.0.0.1:9\n'
+route_err "route.ini:1: [route a] scenario proxy needs upstream" \
+    '[route a]\npath_prefix = /api/\nscenario = proxy\n'
+route_err "route.ini:1: [route a] pool = shared is for a proxy without [route] sections" \
+    '[route a]\npath_prefix = /api/\nscenario = proxy\nupstream = 127.0.0.1:9\npool = shared\n'
 route_err "route.ini:1: [route a] matches every request" '[route a]\nscenario = respond\n'
 route_err "route.ini:3: [route a] colour: unknown key" '[route a]\npath = /x\ncolour = red\n'
 route_err "route.ini:2: [route a] index: bad index 'a/b'" '[route a]\nindex = a/b\n'
