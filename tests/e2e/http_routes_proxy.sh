@@ -50,10 +50,16 @@ ini2() { # the file for a reload (not through %b): $1 is the extra route text
     printf '[route health]\npath = /healthz\nscenario = respond\nbody = fine\n'
     printf '%s\n[admin]\nlisten = 127.0.0.1:0\n' "$1"
 }
+# Route b's second upstream is a port nothing listens on (the first test
+# upstream's port once it is free is not certain to stay so: port 1 is never
+# served here): its own health checks take it out.
 ROUTE_B="[route b]
 path_prefix = /b/
 scenario = proxy
-upstream = 127.0.0.1:$UP2
+upstream = 127.0.0.1:$UP2, 127.0.0.1:1
+health_check = /echo
+health_interval = 200ms
+health_fall = 2
 strip_prefix = on"
 start_sws "event_loops = 2\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:$UP
 [route health]\npath = /healthz\nscenario = respond\nbody = fine
@@ -96,9 +102,22 @@ r = ask([b"GET /heal", b"thz HTTP/1.1\r\nHost: x\r\n" + pad, b"Connection: close
 assert r.startswith(b"HTTP/1.1 200") and r.endswith(b"fine"), r[-200:]
 PY
 
-st=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/status")
-echo "$st" | jq -e --arg a "127.0.0.1:$UP2" '[.upstreams[] | select(.route == "b")][0].address == $a' >/dev/null ||
-    fail "status: route b's upstream: $(echo "$st" | jq -c .upstreams)"
+# Route b's health is its own: its dead upstream goes down by its checks,
+# the default's single upstream is never checked, and b's requests all go to
+# the live one (a refused connect goes to the other upstream at once).
+for _ in $(seq 1 100); do
+    st=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/status")
+    echo "$st" | jq -e '.upstreams[] | select(.route == "b" and .address == "127.0.0.1:1") | .up == false' >/dev/null && break
+    sleep 0.1
+done
+echo "$st" | jq -e '.upstreams[] | select(.route == "b" and .address == "127.0.0.1:1") | .state == "down (health check)"' >/dev/null ||
+    fail "status: route b's dead upstream is not down: $(echo "$st" | jq -c .upstreams)"
+echo "$st" | jq -e --arg a "127.0.0.1:$UP2" '.upstreams[] | select(.route == "b" and .address == $a) | .up and .checks_ok > 0' >/dev/null ||
+    fail "status: route b's live upstream: $(echo "$st" | jq -c .upstreams)"
+echo "$st" | jq -e '.upstreams[] | select(.route == "default") | .checks_ok == 0 and .up' >/dev/null ||
+    fail "status: the default's upstream was checked: $(echo "$st" | jq -c .upstreams)"
+codes=$(for i in $(seq 1 20); do curl -s -m 5 -o /dev/null -w '%{http_code}\n' "$URL/b/r$i"; done | sort | uniq -c)
+[ "$(echo "$codes" | awk '{print $2}')" = 200 ] || fail "route b with one upstream down: $codes"
 echo "$st" | jq -e '[.upstreams[] | select(.route == "default")] | length == 1' >/dev/null ||
     fail "status: the default's upstream: $(echo "$st" | jq -c .upstreams)"
 m=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics")
