@@ -7,7 +7,7 @@ start_sws '[respond]\nstatus = 201\nbody = e2e body\\n\ncontent_type = text/x-te
 h=$(curl -s -D - -o "$T/body" "http://127.0.0.1:$PORT/any/path")
 echo "$h" | grep -q "^HTTP/1.1 201 Created" || fail "status line: $h"
 echo "$h" | grep -qi "^Server: scalwsd" || fail "Server header"
-echo "$h" | grep -qiE "^Date: [A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9:]{8} GMT" || fail "Date header"
+echo "$h" | grep -qiE "^Date: [A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9:]{8} GMT" || fail "Date header: $h"
 echo "$h" | grep -qi "^Content-Length: 9" || fail "Content-Length: $h"
 echo "$h" | grep -qi "^Content-Type: text/x-test" || fail "Content-Type"
 [ "$(cat "$T/body")" = "e2e body" ] || fail "body: $(cat "$T/body")"
