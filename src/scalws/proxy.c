@@ -566,6 +566,7 @@ static int resp_head(void *user, sws_msg *m) {
         return -1;
     x->resp_started = true;
     x->resp_status = status;
+    c->status = (uint16_t)status; /* the route's 4xx/5xx count (answer_status saw no head) */
     x->resp_up_ka = !eofbody;
     sws_up_observe_latency(&px->pool, now_us() - x->t0_us);
     return nobody ? 1 : 0;
@@ -678,6 +679,7 @@ static void x_error(sws_proxy *px, px_x *x, int status) {
         return;
     }
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
+    c->status = (uint16_t)status;
     if (w->access_log)
         sws_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
     size_t n =

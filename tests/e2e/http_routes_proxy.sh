@@ -31,8 +31,15 @@ grep -q "^GET /echo/2 HTTP/1.1" "$T/rec" || fail "keep-alive request 2 not forwa
 ! grep -qa "/api/" "$T/rec" || fail "a prefix was forwarded"
 for _ in $(seq 1 20); do [ "$(grep -c ' api$' "$LOG")" -ge 3 ] && break; sleep 0.1; done
 [ "$(grep -c ' api$' "$LOG")" = 3 ] || fail "access log api lines: $(cat "$LOG")"
+# An upstream's bad answer is the proxy's 502, the api route's 5xx.
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$URL/api/badstatus")
+[ "$code" = 502 ] || fail "/api/badstatus: $code"
 m=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics")
-echo "$m" | grep -q '^scalwsd_route_requests_total{route="api"} 3$' || fail "api metrics: $(echo "$m" | grep route_requests)"
+echo "$m" | grep -q '^scalwsd_route_requests_total{route="api"} 4$' || fail "api metrics: $(echo "$m" | grep route_requests)"
+echo "$m" | grep -q '^scalwsd_route_errors_total{route="api",class="5xx"} 1$' ||
+    fail "api 5xx: $(echo "$m" | grep route_errors)"
+echo "$m" | grep -q '^scalwsd_route_errors_total{route="api",class="4xx"} 0$' ||
+    fail "api 4xx: $(echo "$m" | grep route_errors)"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
 
