@@ -633,8 +633,8 @@ static void flush_up(sws_proxy *px, px_x *x) {
         return;
     tl_op op;
     uint32_t n = x->olen - x->wpos;
-    if (tl_write(px->w->loop, u->h, x->obuf + x->wpos, n, sws_token(u->index, SWS_T_UP_WRITE),
-                 &op) < 0) {
+    if (tl_write(px->w->loop, u->h, x->obuf + x->wpos, n,
+                 sws_token_of(px->sc->id, u->index, SWS_T_UP_WRITE), &op) < 0) {
         x->wfail = true;
         return;
     }
