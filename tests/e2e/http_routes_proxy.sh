@@ -152,11 +152,8 @@ b_connects=$(echo "$m" | awk '$1 ~ /^scalwsd_upstream_connects_total\{.*route="b
 curl -s -m 30 --limit-rate 8M -o "$T/big.out" "$URL/b/big/24" &
 DL=$!
 sleep 0.5
-ini2 "[route c]
-path_prefix = /c/
-scenario = proxy
-upstream = 127.0.0.1:$UP
-strip_prefix = on" >"$T/sws.ini"
+route_c() { printf '[route c]\npath_prefix = /c/\nscenario = proxy\nupstream = 127.0.0.1:%s\nstrip_prefix = on\n' "$1"; }
+ini2 "$(route_c "$UP")" >"$T/sws.ini"
 kill -HUP "$SWS_PID"
 wait_log "every loop serves generation 1;" || fail "reload removing b: $(cat "$T/log")"
 kill -0 "$DL" 2>/dev/null || fail "the download ended before the reload: nothing was pending"
@@ -169,11 +166,7 @@ wait "$DL" || fail "the download under the removed route failed"
 
 # A reload that would point route c elsewhere is refused (its health record
 # and pools are built for its upstreams), and c keeps serving.
-ini2 "[route c]
-path_prefix = /c/
-scenario = proxy
-upstream = 127.0.0.1:$UP2
-strip_prefix = on" >"$T/sws.ini"
+ini2 "$(route_c "$UP2")" >"$T/sws.ini"
 kill -HUP "$SWS_PID"
 wait_log "reload refused" || fail "a changed upstream of route c was not refused: $(tail -3 "$T/log")"
 grep -q "\[route c\]: upstream" "$T/log" || fail "the refusal names the route: $(tail -3 "$T/log")"
