@@ -142,6 +142,33 @@ wait_log() {
     done
 }
 
+# start_nginx CONF_FN PROBE: nginx (Debian nginx-light) in the foreground on a
+# free port, from the nginx.conf that `CONF_FN PORT` prints (it names
+# $T/nginx for its pid, logs and temp files), once GET PROBE answers; sets
+# NGINX_PORT and NGINX_PID, stopped on exit. A port taken between
+# free_port and nginx's bind is retried (start_on_free_port).
+start_nginx() {
+    start_on_free_port nginx_try "$1" "$2" || fail "nginx did not start: $(cat "$T/nginx/error.log")"
+    NGINX_PORT=$FREE_PORT
+    trap 'kill -TERM $NGINX_PID 2>/dev/null || true; cleanup' EXIT
+}
+nginx_try() { # PORT CONF_FN PROBE: 0 serving, 98 port taken, 1 other failure
+    mkdir -p "$T/nginx"
+    "$2" "$1" >"$T/nginx/nginx.conf"
+    : >"$T/nginx/error.log"
+    nginx -c "$T/nginx/nginx.conf" -p "$T/nginx" -e "$T/nginx/error.log" 2>>"$T/nginx/error.log" &
+    NGINX_PID=$!
+    for _ in $(seq 1 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$1$3" && return 0
+        if ! kill -0 "$NGINX_PID" 2>/dev/null; then
+            grep -q "Address already in use" "$T/nginx/error.log" && return 98
+            return 1
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
 # make_static_tree BIG_BYTES: the tree the static scenario's tests serve, in
 # $T/root ($R), with $T/outside beside it: files, an index, a dotfile and a
 # dot-directory, links inside, out of and absolute (to a file every peer can

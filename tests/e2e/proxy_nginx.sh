@@ -9,11 +9,9 @@
 # its answer (`return 200 "..."`), so each check reads what the upstream saw.
 . "$(dirname "$0")/lib.sh"
 command -v nginx >/dev/null || { echo "SKIP: nginx not installed (nginx-light)"; exit 77; }
-mkdir -p "$T/nginx"
-
-# start_nginx PORT: 0 once it serves, 98 when the port was taken meanwhile.
-start_nginx() {
-    cat >"$T/nginx/nginx.conf" <<CONF
+# nginx_conf PORT: an upstream that answers with what it received.
+nginx_conf() {
+    cat <<CONF
 worker_processes 1;
 daemon off;
 pid $T/nginx/nginx.pid;
@@ -33,23 +31,9 @@ http {
     }
 }
 CONF
-    : >"$T/nginx/error.log"
-    nginx -c "$T/nginx/nginx.conf" -p "$T/nginx" -e "$T/nginx/error.log" 2>>"$T/nginx/error.log" &
-    NGINX_PID=$!
-    for _ in $(seq 1 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$1/health" && return 0
-        if ! kill -0 "$NGINX_PID" 2>/dev/null; then
-            grep -q "Address already in use" "$T/nginx/error.log" && return 98
-            cat "$T/nginx/error.log" >&2
-            return 1
-        fi
-        sleep 0.1
-    done
-    return 1
 }
-start_on_free_port start_nginx || fail "nginx did not start"
-NP=$FREE_PORT
-trap 'kill -TERM $NGINX_PID 2>/dev/null || true; cleanup' EXIT
+start_nginx nginx_conf /health
+NP=$NGINX_PORT
 
 start_sws "event_loops = 2
 [route site]\npath_prefix = /\nscenario = respond\nbody = site

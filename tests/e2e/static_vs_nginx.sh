@@ -10,39 +10,33 @@ command -v nginx >/dev/null || { echo "skip: nginx not installed (nginx-light)";
 make_static_tree 100000
 chmod -R a+rX "$T"
 
-nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$T/nginx"
 # As a person would set nginx up for a directory, plus if_modified_since
 # before (RFC 9110's rule; nginx's default "exact" answers 200 to a later date).
-cat >"$T/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $T/nginx/nginx.pid;
-error_log $T/nginx/error.log warn;
-events { worker_connections 64; }
-http {
-    access_log off;
-    types_hash_max_size 4096;
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    client_body_temp_path $T/nginx/body;
-    server {
-        listen 127.0.0.1:$nport;
-        root $R;
-        index index.html;
-        gzip_static on;
-        if_modified_since before;
+nginx_conf() { # PORT
+    cat <<CONF
+    worker_processes 1;
+    daemon off;
+    pid $T/nginx/nginx.pid;
+    error_log $T/nginx/error.log warn;
+    events { worker_connections 64; }
+    http {
+        access_log off;
+        types_hash_max_size 4096;
+        include /etc/nginx/mime.types;
+        default_type application/octet-stream;
+        client_body_temp_path $T/nginx/body;
+        server {
+            listen 127.0.0.1:$1;
+            root $R;
+            index index.html;
+            gzip_static on;
+            if_modified_since before;
+        }
     }
-}
 CONF
-nginx -c "$T/nginx/nginx.conf" -p "$T/nginx" -e "$T/nginx/error.log" 2>>"$T/nginx/error.log" &
-NGINX_PID=$!
-trap 'kill -TERM $NGINX_PID 2>/dev/null || true; cleanup' EXIT
-for _ in $(seq 1 50); do
-    curl -s -o /dev/null "http://127.0.0.1:$nport/a.txt" && break
-    kill -0 "$NGINX_PID" 2>/dev/null || { cat "$T/nginx/error.log" >&2; fail "nginx did not start"; }
-    sleep 0.1
-done
+}
+start_nginx nginx_conf /a.txt
+nport=$NGINX_PORT
 
 start_sws "scenario = static
 [static]
