@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "forwarded.h"
+#include "proxy_head.h"
 #include "route.h"
 #include "sws_msg.h"
 #include "upstream.h"
@@ -133,137 +133,6 @@ static px_slot *slot_of(const sws_proxy *px, const sws_conn *c) {
 static const char *peer_of(const sws_proxy *px, const sws_conn *c) {
     const px_slot *sl = slot_of(px, c);
     return sl->h == c->h ? sl->peer : "";
-}
-
-/* ---- output helpers ----------------------------------------------------- */
-
-typedef struct wbuf {
-    char *p;
-    uint32_t *len;
-    uint32_t cap;
-    bool over;
-} wbuf;
-
-static void wr(wbuf *b, const char *d, size_t n) {
-    if (b->over || *b->len + n > b->cap) {
-        b->over = true;
-        return;
-    }
-    memcpy(b->p + *b->len, d, n);
-    *b->len += (uint32_t)n;
-}
-
-static void wrs(wbuf *b, const char *s) {
-    wr(b, s, strlen(s));
-}
-
-/* "%zx\r\n" without snprintf: a chunk's size line. Returns its length. */
-static size_t chunk_line(char *out, size_t n) {
-    char tmp[16];
-    size_t k = 0;
-    do {
-        tmp[k++] = "0123456789abcdef"[n & 15];
-        n >>= 4;
-    } while (n);
-    for (size_t i = 0; i < k; i++)
-        out[i] = tmp[k - 1 - i];
-    out[k] = '\r';
-    out[k + 1] = '\n';
-    return k + 2;
-}
-
-static void wr_chunk(wbuf *b, const char *d, size_t n) {
-    char hdr[24];
-    wr(b, hdr, chunk_line(hdr, n));
-    wr(b, d, n);
-    wr(b, "\r\n", 2);
-}
-
-/* What a field is to the proxy, from its name: one length switch and at most
- * two compares per field, instead of a compare against every name. The
- * forwarding fields are forwarded.c's (sws_forwarded_owns). */
-enum px_field { PXF_OTHER, PXF_HOP, PXF_CONNECTION, PXF_HOST, PXF_EXPECT };
-
-static bool name_eq(const sws_msg *m, uint32_t i, const char *lit, size_t n) {
-    return m->f[i].name_len == n && strncasecmp(m->buf + m->f[i].name_off, lit, n) == 0;
-}
-
-static enum px_field field_kind(const sws_msg *m, uint32_t i) {
-#define PXF_IS(lit) name_eq(m, i, lit, sizeof(lit) - 1)
-    switch (m->f[i].name_len) {
-    case 2:
-        return PXF_IS("te") ? PXF_HOP : PXF_OTHER;
-    case 4:
-        return PXF_IS("host") ? PXF_HOST : PXF_OTHER;
-    case 6:
-        return PXF_IS("expect") ? PXF_EXPECT : PXF_OTHER;
-    case 7:
-        return PXF_IS("trailer") || PXF_IS("upgrade") ? PXF_HOP : PXF_OTHER;
-    case 10:
-        return PXF_IS("connection") ? PXF_CONNECTION : PXF_IS("keep-alive") ? PXF_HOP : PXF_OTHER;
-    case 16:
-        return PXF_IS("proxy-connection") ? PXF_HOP : PXF_OTHER;
-    case 17:
-        return PXF_IS("transfer-encoding") ? PXF_HOP : PXF_OTHER;
-    default:
-        return PXF_OTHER;
-    }
-#undef PXF_IS
-}
-
-/* Whether a Connection value names a field beyond close and keep-alive. */
-static bool names_fields(const sws_msg *m, uint32_t i) {
-    const char *v = m->buf + m->f[i].val_off, *end = v + m->f[i].val_len;
-    while (v < end) {
-        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
-            v++;
-        const char *t = v;
-        while (v < end && *v != ',' && *v != ' ' && *v != '\t')
-            v++;
-        size_t n = (size_t)(v - t);
-        if (n && !(n == 5 && strncasecmp(t, "close", 5) == 0) &&
-            !(n == 10 && strncasecmp(t, "keep-alive", 10) == 0))
-            return true;
-    }
-    return false;
-}
-
-/* The kinds of m's fields into kind[]; fields named by Connection are
- * hop-by-hop too (RFC 9110 7.6.1), found by a second pass only when a
- * Connection value names one. */
-static void field_kinds(const sws_msg *m, uint8_t *kind) {
-    bool named = false;
-    for (uint32_t i = 0; i < m->nf; i++) {
-        kind[i] = (uint8_t)field_kind(m, i);
-        if (kind[i] == PXF_CONNECTION)
-            named = named || names_fields(m, i);
-    }
-    if (!named)
-        return;
-    for (uint32_t i = 0; i < m->nf; i++) {
-        char name[64];
-        uint32_t nl = m->f[i].name_len;
-        if (kind[i] == PXF_HOP || kind[i] == PXF_CONNECTION || nl >= sizeof(name))
-            continue;
-        memcpy(name, m->buf + m->f[i].name_off, nl);
-        name[nl] = '\0';
-        for (uint32_t j = 0; j < m->nf; j++)
-            if (kind[j] == PXF_CONNECTION && sws_msg_value_has(m, j, name)) {
-                kind[i] = PXF_HOP;
-                break;
-            }
-    }
-}
-
-static bool is_hop(uint8_t kind) {
-    return kind == PXF_HOP || kind == PXF_CONNECTION;
-}
-
-static void wr_field(wbuf *b, const sws_msg *m, uint32_t i) {
-    wr(b, m->buf + m->f[i].name_off, m->f[i].name_len);
-    wr(b, ": ", 2);
-    wr(b, m->buf + m->f[i].val_off, m->f[i].val_len);
-    wr(b, "\r\n", 2);
 }
 
 /* The one place an upstream is chosen: by [proxy] balance among those health
@@ -382,66 +251,20 @@ static int put_up(px_x *x, const char *d, size_t n) {
 
 /* ---- request callbacks (the exchange's own reader of the request) ----------- */
 
-/* The head that goes upstream: hop-by-hop fields removed, X-Forwarded-For and
- * Via added, Host for a request without one. The one place it is built. */
+/* The head that goes upstream (proxy_head.c), into the exchange's output. */
 static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_conn *u) {
-    const llhttp_t *p = &m->p;
     char head[SWS_MSG_HEAD_MAX + 512];
-    uint32_t hl = 0;
-    wbuf b = {head, &hl, sizeof(head), false};
-    wrs(&b, llhttp_method_name((llhttp_method_t)p->method));
-    wr(&b, " ", 1);
-    const sws_route *r = px->sc->route;
-    if (r && r->cfg.strip_prefix) { /* the route's prefix off: "/api/x" goes up as "/x" */
-        sws_route_view v = sws_route_target(r, m->buf + m->start_off, m->start_len);
-        if (v.lead_slash)
-            wr(&b, "/", 1);
-        wr(&b, v.path, v.len);
-    } else {
-        wr(&b, m->buf + m->start_off, m->start_len);
-    }
-    wrs(&b, " HTTP/1.1\r\n");
-    const sws_proxy_config *cfg = px->pc;
-    bool host = false;
-    uint8_t kind[SWS_MSG_FIELDS_MAX];
-    field_kinds(m, kind);
-    for (uint32_t i = 0; i < m->nf; i++) {
-        if (is_hop(kind[i]) || sws_forwarded_owns(cfg, m, i))
-            continue;
-        if (kind[i] == PXF_HOST) {
-            host = cfg->host_mode == SWS_HOST_CLIENT;
-            if (!host)
-                continue; /* host = upstream or a value: replaced below */
-        }
-        if (kind[i] == PXF_EXPECT)
-            continue; /* answered by the connection: the upstream sees the body at once */
-        wr_field(&b, m, i);
-    }
-    const char *peer = peer_of(px, x->c);
-    size_t fl = hl;
-    if (sws_forwarded_build(cfg, m, peer[0] ? peer : "-", px->w->cfg->listen_tls, head,
-                            sizeof(head), &fl) < 0)
-        b.over = true;
-    hl = (uint32_t)fl;
-    wrs(&b, "Via: 1.1 scalwsd\r\n");
-    x->head_names_up = false;
-    if (cfg->host_mode == SWS_HOST_FIXED) {
-        wrs(&b, "Host: ");
-        wrs(&b, cfg->host);
-        wrs(&b, "\r\n");
-    } else if (!host) {
-        /* host = upstream, or an HTTP/1.0 request without Host: what goes
-         * upstream is HTTP/1.1, which requires one (RFC 9112 3.2), the
-         * upstream's own name, as nginx's default $proxy_host. */
-        wrs(&b, "Host: ");
-        wrs(&b, cfg->up[u->upstream].text);
-        wrs(&b, "\r\n");
-        x->head_names_up = true;
-    }
-    if (x->req_chunked)
-        wrs(&b, "Transfer-Encoding: chunked\r\n");
-    wr(&b, "\r\n", 2);
-    return !b.over && put_up(x, head, hl) == 0;
+    const sws_px_request in = {
+        .m = m,
+        .cfg = px->pc,
+        .route = px->sc->route,
+        .peer = peer_of(px, x->c),
+        .upstream = px->pc->up[u->upstream].text,
+        .client_tls = px->w->cfg->listen_tls,
+        .chunked = x->req_chunked,
+    };
+    size_t hl = sws_px_request_head(&in, head, sizeof(head), &x->head_names_up);
+    return hl && put_up(x, head, hl) == 0;
 }
 
 static int req_head(void *user, sws_msg *m) {
@@ -489,7 +312,7 @@ static int req_body(void *user, const char *d, size_t n) {
     px_x *x = user;
     if (x->req_chunked) {
         char hdr[24];
-        size_t k = chunk_line(hdr, n);
+        size_t k = sws_chunk_line(hdr, n);
         if (put_up(x, hdr, k) < 0 || put_up(x, d, n) < 0 || put_up(x, "\r\n", 2) < 0)
             return -1;
         return 0;
@@ -510,9 +333,9 @@ static const sws_msg_cb req_cb = {req_head, req_body, req_done};
 
 /* ---- response callbacks: into the client connection's output ------------------ */
 
-static wbuf out_of(px_x *x) {
+static sws_wbuf out_of(px_x *x) {
     sws_conn *c = x->c;
-    return (wbuf){c->out, &c->olen, x->px->w->out_cap, false};
+    return (sws_wbuf){c->out, &c->olen, x->px->w->out_cap, false};
 }
 
 static int resp_head(void *user, sws_msg *m) {
@@ -531,37 +354,33 @@ static int resp_head(void *user, sws_msg *m) {
     bool chunked = (p->flags & F_CHUNKED) != 0;
     bool eofbody = !nobody && !chunked && !(p->flags & F_CONTENT_LENGTH);
     bool ka = x->ka && !px->w->draining && c->phase == SWS_PH_OPEN;
-    wbuf b = out_of(x);
+    sws_wbuf b = out_of(x);
     /* llhttp reads exactly three digits: 200..999 here. */
     char line[13] = "HTTP/1.1 000 ";
     line[9] = (char)('0' + status / 100);
     line[10] = (char)('0' + status / 10 % 10);
     line[11] = (char)('0' + status % 10);
-    wr(&b, line, sizeof(line));
-    wr(&b, m->buf + m->start_off, m->start_len);
-    wr(&b, "\r\n", 2);
-    uint8_t kind[SWS_MSG_FIELDS_MAX];
-    field_kinds(m, kind);
-    for (uint32_t i = 0; i < m->nf; i++)
-        if (!is_hop(kind[i]))
-            wr_field(&b, m, i);
-    wrs(&b, "Via: 1.1 scalwsd\r\n");
+    sws_wbuf_put(&b, line, sizeof(line));
+    sws_wbuf_put(&b, m->buf + m->start_off, m->start_len);
+    sws_wbuf_put(&b, "\r\n", 2);
+    sws_px_end_to_end_fields(&b, m);
+    sws_wbuf_puts(&b, "Via: 1.1 scalwsd\r\n");
     x->resp_chunked_out = false;
     if (!nobody && (chunked || eofbody)) {
         if (!x->req_http10) {
-            wrs(&b, "Transfer-Encoding: chunked\r\n");
+            sws_wbuf_puts(&b, "Transfer-Encoding: chunked\r\n");
             x->resp_chunked_out = true;
         } else {
             ka = false; /* an HTTP/1.0 client learns the end from the close */
         }
     }
     if (!ka) {
-        wrs(&b, "Connection: close\r\n");
+        sws_wbuf_puts(&b, "Connection: close\r\n");
         sws_conn_last(px->w, c);
     } else if (x->req_http10) {
-        wrs(&b, "Connection: keep-alive\r\n");
+        sws_wbuf_puts(&b, "Connection: keep-alive\r\n");
     }
-    wr(&b, "\r\n", 2);
+    sws_wbuf_put(&b, "\r\n", 2);
     if (b.over)
         return -1;
     x->resp_started = true;
@@ -574,12 +393,12 @@ static int resp_head(void *user, sws_msg *m) {
 
 static int resp_body(void *user, const char *d, size_t n) {
     px_x *x = user;
-    wbuf b = out_of(x);
+    sws_wbuf b = out_of(x);
     x->resp_bytes += n;
     if (x->resp_chunked_out)
-        wr_chunk(&b, d, n);
+        sws_wbuf_chunk(&b, d, n);
     else
-        wr(&b, d, n);
+        sws_wbuf_put(&b, d, n);
     return b.over ? -1 : 0;
 }
 
@@ -588,8 +407,8 @@ static int resp_done(void *user, sws_msg *m) {
     if (x->resp_info)
         return 0;
     if (x->resp_chunked_out) {
-        wbuf b = out_of(x);
-        wr(&b, "0\r\n\r\n", 5);
+        sws_wbuf b = out_of(x);
+        sws_wbuf_put(&b, "0\r\n\r\n", 5);
         if (b.over)
             return -1;
     }

@@ -1,0 +1,179 @@
+/* The heads the proxy writes (proxy_head.h). */
+#include "proxy_head.h"
+
+#include <strings.h>
+
+#include "forwarded.h"
+
+size_t sws_chunk_line(char *out, size_t n) {
+    char tmp[16];
+    size_t k = 0;
+    do {
+        tmp[k++] = "0123456789abcdef"[n & 15];
+        n >>= 4;
+    } while (n);
+    for (size_t i = 0; i < k; i++)
+        out[i] = tmp[k - 1 - i];
+    out[k] = '\r';
+    out[k + 1] = '\n';
+    return k + 2;
+}
+
+void sws_wbuf_chunk(sws_wbuf *b, const char *d, size_t n) {
+    char hdr[24];
+    sws_wbuf_put(b, hdr, sws_chunk_line(hdr, n));
+    sws_wbuf_put(b, d, n);
+    sws_wbuf_put(b, "\r\n", 2);
+}
+
+/* What a field is to the proxy, from its name: one length switch and at most
+ * two compares per field, instead of a compare against every name. The
+ * forwarding fields are forwarded.c's (sws_forwarded_owns). */
+enum px_field { PXF_OTHER, PXF_HOP, PXF_CONNECTION, PXF_HOST, PXF_EXPECT };
+
+static bool name_eq(const sws_msg *m, uint32_t i, const char *lit, size_t n) {
+    return m->f[i].name_len == n && strncasecmp(m->buf + m->f[i].name_off, lit, n) == 0;
+}
+
+static enum px_field field_kind(const sws_msg *m, uint32_t i) {
+#define PXF_IS(lit) name_eq(m, i, lit, sizeof(lit) - 1)
+    switch (m->f[i].name_len) {
+    case 2:
+        return PXF_IS("te") ? PXF_HOP : PXF_OTHER;
+    case 4:
+        return PXF_IS("host") ? PXF_HOST : PXF_OTHER;
+    case 6:
+        return PXF_IS("expect") ? PXF_EXPECT : PXF_OTHER;
+    case 7:
+        return PXF_IS("trailer") || PXF_IS("upgrade") ? PXF_HOP : PXF_OTHER;
+    case 10:
+        return PXF_IS("connection") ? PXF_CONNECTION : PXF_IS("keep-alive") ? PXF_HOP : PXF_OTHER;
+    case 16:
+        return PXF_IS("proxy-connection") ? PXF_HOP : PXF_OTHER;
+    case 17:
+        return PXF_IS("transfer-encoding") ? PXF_HOP : PXF_OTHER;
+    default:
+        return PXF_OTHER;
+    }
+#undef PXF_IS
+}
+
+/* Whether a Connection value names a field beyond close and keep-alive. */
+static bool names_fields(const sws_msg *m, uint32_t i) {
+    const char *v = m->buf + m->f[i].val_off, *end = v + m->f[i].val_len;
+    while (v < end) {
+        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
+            v++;
+        const char *t = v;
+        while (v < end && *v != ',' && *v != ' ' && *v != '\t')
+            v++;
+        size_t n = (size_t)(v - t);
+        if (n && !(n == 5 && strncasecmp(t, "close", 5) == 0) &&
+            !(n == 10 && strncasecmp(t, "keep-alive", 10) == 0))
+            return true;
+    }
+    return false;
+}
+
+/* The kinds of m's fields into kind[]; fields named by Connection are
+ * hop-by-hop too (RFC 9110 7.6.1), found by a second pass only when a
+ * Connection value names one. */
+static void field_kinds(const sws_msg *m, uint8_t *kind) {
+    bool named = false;
+    for (uint32_t i = 0; i < m->nf; i++) {
+        kind[i] = (uint8_t)field_kind(m, i);
+        if (kind[i] == PXF_CONNECTION)
+            named = named || names_fields(m, i);
+    }
+    if (!named)
+        return;
+    for (uint32_t i = 0; i < m->nf; i++) {
+        char name[64];
+        uint32_t nl = m->f[i].name_len;
+        if (kind[i] == PXF_HOP || kind[i] == PXF_CONNECTION || nl >= sizeof(name))
+            continue;
+        memcpy(name, m->buf + m->f[i].name_off, nl);
+        name[nl] = '\0';
+        for (uint32_t j = 0; j < m->nf; j++)
+            if (kind[j] == PXF_CONNECTION && sws_msg_value_has(m, j, name)) {
+                kind[i] = PXF_HOP;
+                break;
+            }
+    }
+}
+
+static bool is_hop(uint8_t kind) {
+    return kind == PXF_HOP || kind == PXF_CONNECTION;
+}
+
+static void put_field(sws_wbuf *b, const sws_msg *m, uint32_t i) {
+    sws_wbuf_put(b, m->buf + m->f[i].name_off, m->f[i].name_len);
+    sws_wbuf_put(b, ": ", 2);
+    sws_wbuf_put(b, m->buf + m->f[i].val_off, m->f[i].val_len);
+    sws_wbuf_put(b, "\r\n", 2);
+}
+
+void sws_px_end_to_end_fields(sws_wbuf *b, const sws_msg *m) {
+    uint8_t kind[SWS_MSG_FIELDS_MAX];
+    field_kinds(m, kind);
+    for (uint32_t i = 0; i < m->nf; i++)
+        if (!is_hop(kind[i]))
+            put_field(b, m, i);
+}
+
+size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool *names_up) {
+    const sws_msg *m = in->m;
+    const sws_proxy_config *cfg = in->cfg;
+    uint32_t hl = 0;
+    sws_wbuf b = {out, &hl, cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap, false};
+    sws_wbuf_puts(&b, llhttp_method_name((llhttp_method_t)m->p.method));
+    sws_wbuf_put(&b, " ", 1);
+    if (in->route && in->route->cfg.strip_prefix) { /* "/api/x" goes up as "/x" */
+        sws_route_view v = sws_route_target(in->route, m->buf + m->start_off, m->start_len);
+        if (v.lead_slash)
+            sws_wbuf_put(&b, "/", 1);
+        sws_wbuf_put(&b, v.path, v.len);
+    } else {
+        sws_wbuf_put(&b, m->buf + m->start_off, m->start_len);
+    }
+    sws_wbuf_puts(&b, " HTTP/1.1\r\n");
+    bool host = false;
+    uint8_t kind[SWS_MSG_FIELDS_MAX];
+    field_kinds(m, kind);
+    for (uint32_t i = 0; i < m->nf; i++) {
+        if (is_hop(kind[i]) || sws_forwarded_owns(cfg, m, i))
+            continue;
+        if (kind[i] == PXF_HOST) {
+            host = cfg->host_mode == SWS_HOST_CLIENT;
+            if (!host)
+                continue; /* host = upstream or a value: replaced below */
+        }
+        if (kind[i] == PXF_EXPECT)
+            continue; /* answered by the connection: the upstream sees the body at once */
+        put_field(&b, m, i);
+    }
+    size_t fl = hl;
+    if (!b.over && sws_forwarded_build(cfg, m, in->peer[0] ? in->peer : "-", in->client_tls, out,
+                                       b.cap, &fl) < 0)
+        b.over = true;
+    hl = (uint32_t)fl;
+    sws_wbuf_puts(&b, "Via: 1.1 scalwsd\r\n");
+    *names_up = false;
+    if (cfg->host_mode == SWS_HOST_FIXED) {
+        sws_wbuf_puts(&b, "Host: ");
+        sws_wbuf_puts(&b, cfg->host);
+        sws_wbuf_puts(&b, "\r\n");
+    } else if (!host) {
+        /* host = upstream, or an HTTP/1.0 request without Host: what goes
+         * upstream is HTTP/1.1, which requires one (RFC 9112 3.2), the
+         * upstream's own name, as nginx's default $proxy_host. */
+        sws_wbuf_puts(&b, "Host: ");
+        sws_wbuf_puts(&b, in->upstream);
+        sws_wbuf_puts(&b, "\r\n");
+        *names_up = true;
+    }
+    if (in->chunked)
+        sws_wbuf_puts(&b, "Transfer-Encoding: chunked\r\n");
+    sws_wbuf_put(&b, "\r\n", 2);
+    return b.over ? 0 : hl;
+}

@@ -1,0 +1,183 @@
+/* proxy_head.c: the request head the proxy sends upstream and the answer's
+ * fields it sends back. Heads are parsed by sws_msg as the proxy parses them,
+ * and the whole written head is compared, so a field that appears, moves or
+ * goes is seen. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proxy_head.h"
+
+static int on_head(void *u, sws_msg *m) {
+    (void)u;
+    (void)m;
+    return 0;
+}
+static int on_body(void *u, const char *d, size_t n) {
+    (void)u;
+    (void)d;
+    (void)n;
+    return 0;
+}
+static int on_done(void *u, sws_msg *m) {
+    (void)u;
+    (void)m;
+    return 0;
+}
+static const sws_msg_cb cb = {on_head, on_body, on_done};
+
+static sws_msg msg;
+
+static const sws_msg *parse(llhttp_type_t type, const char *head) {
+    sws_msg_init(&msg, type, &cb, NULL);
+    size_t used;
+    int rc = sws_msg_feed(&msg, head, strlen(head), &used);
+    assert_true(rc >= 0); /* a chunked message waits for its body: the head is in */
+    return &msg;
+}
+
+static sws_proxy_config cfg(int host_mode, const char *host, int forwarded) {
+    sws_proxy_config p;
+    memset(&p, 0, sizeof p);
+    p.host_mode = (uint8_t)host_mode;
+    p.forwarded = (uint8_t)forwarded;
+    snprintf(p.host, sizeof p.host, "%s", host);
+    return p;
+}
+
+/* The head for request `head` as a string; names_up in *up. */
+static const char *request(const sws_proxy_config *p, const sws_route *r, const char *head,
+                           bool chunked, bool *up) {
+    static char out[4096];
+    sws_px_request in = {.m = parse(HTTP_REQUEST, head),
+                         .cfg = p,
+                         .route = r,
+                         .peer = "192.0.2.7",
+                         .upstream = "backend.internal:8080",
+                         .client_tls = false,
+                         .chunked = chunked};
+    size_t n = sws_px_request_head(&in, out, sizeof out - 1, up);
+    assert_true(n > 0);
+    out[n] = '\0';
+    return out;
+}
+
+static void hop_by_hop_fields_never_go_upstream(void **st) {
+    (void)st;
+    sws_proxy_config p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_OFF);
+    bool up;
+    assert_string_equal(request(&p, NULL,
+                                "GET /a?b=1 HTTP/1.1\r\nHost: example.com\r\n"
+                                "Connection: keep-alive, X-Secret\r\nKeep-Alive: timeout=5\r\n"
+                                "TE: trailers\r\nUpgrade: h2c\r\nProxy-Connection: keep-alive\r\n"
+                                "X-Secret: named by Connection\r\nX-Kept: 1\r\n"
+                                "Expect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+                                false, &up),
+                        "GET /a?b=1 HTTP/1.1\r\nHost: example.com\r\nX-Kept: 1\r\n"
+                        "Content-Length: 0\r\nVia: 1.1 scalwsd\r\n\r\n");
+    assert_false(up);
+}
+
+static void host_as_configured(void **st) {
+    (void)st;
+    bool up;
+    sws_proxy_config p = cfg(SWS_HOST_UPSTREAM, "", SWS_FWD_OFF);
+    assert_string_equal(
+        request(&p, NULL, "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", false, &up),
+        "GET / HTTP/1.1\r\nVia: 1.1 scalwsd\r\nHost: backend.internal:8080\r\n\r\n");
+    assert_true(up); /* its Host names this upstream: no retry on another */
+    p = cfg(SWS_HOST_FIXED, "app.example", SWS_FWD_OFF);
+    assert_string_equal(
+        request(&p, NULL, "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", false, &up),
+        "GET / HTTP/1.1\r\nVia: 1.1 scalwsd\r\nHost: app.example\r\n\r\n");
+    assert_false(up);
+    /* HTTP/1.0 without Host goes up as HTTP/1.1, which needs one. */
+    p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_OFF);
+    assert_string_equal(
+        request(&p, NULL, "GET /old HTTP/1.0\r\n\r\n", false, &up),
+        "GET /old HTTP/1.1\r\nVia: 1.1 scalwsd\r\nHost: backend.internal:8080\r\n\r\n");
+    assert_true(up);
+}
+
+static void forwarding_fields_and_chunked_body(void **st) {
+    (void)st;
+    bool up;
+    sws_proxy_config p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_X_FORWARDED);
+    assert_string_equal(
+        request(&p, NULL,
+                "POST /f HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 6.6.6.6\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n",
+                true, &up),
+        "POST /f HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n"
+        "X-Forwarded-Host: h\r\nVia: 1.1 scalwsd\r\nTransfer-Encoding: chunked\r\n\r\n");
+}
+
+static void strip_prefix_takes_the_route_off(void **st) {
+    (void)st;
+    static sws_route r;
+    memset(&r, 0, sizeof r);
+    strcpy(r.path, "/api/");
+    r.path_len = 5;
+    r.cfg.strip_prefix = true;
+    bool up;
+    sws_proxy_config p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_OFF);
+    assert_string_equal(request(&p, &r, "GET /api/x?q=1 HTTP/1.1\r\nHost: h\r\n\r\n", false, &up),
+                        "GET /x?q=1 HTTP/1.1\r\nHost: h\r\nVia: 1.1 scalwsd\r\n\r\n");
+    r.cfg.strip_prefix = false;
+    assert_string_equal(request(&p, &r, "GET /api/x HTTP/1.1\r\nHost: h\r\n\r\n", false, &up),
+                        "GET /api/x HTTP/1.1\r\nHost: h\r\nVia: 1.1 scalwsd\r\n\r\n");
+}
+
+static void a_head_that_does_not_fit_is_refused(void **st) {
+    (void)st;
+    sws_proxy_config p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_X_FORWARDED);
+    char out[64];
+    bool up;
+    sws_px_request in = {
+        .m = parse(HTTP_REQUEST, "GET /a-long-enough-path HTTP/1.1\r\nHost: example.com\r\n\r\n"),
+        .cfg = &p,
+        .peer = "",
+        .upstream = "u:1"};
+    assert_int_equal(sws_px_request_head(&in, out, sizeof out, &up), 0);
+}
+
+static void answer_fields_and_chunks(void **st) {
+    (void)st;
+    const sws_msg *m = parse(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+                                            "Transfer-Encoding: chunked\r\nX-A: 1\r\n"
+                                            "Set-Cookie: s=1\r\n\r\n");
+    char out[256];
+    uint32_t len = 0;
+    sws_wbuf b = {out, &len, sizeof out - 1, false};
+    sws_px_end_to_end_fields(&b, m);
+    sws_wbuf_chunk(&b, "hello", 5);
+    sws_wbuf_chunk(&b, "", 0);
+    assert_false(b.over);
+    out[len] = '\0';
+    assert_string_equal(out, "X-A: 1\r\nSet-Cookie: s=1\r\n5\r\nhello\r\n0\r\n\r\n");
+    char line[24];
+    assert_int_equal(sws_chunk_line(line, 0x1ff0a), 7);
+    assert_memory_equal(line, "1ff0a\r\n", 7);
+    /* What does not fit is not written, and says so. */
+    uint32_t small = 0;
+    sws_wbuf t = {out, &small, 4, false};
+    sws_wbuf_puts(&t, "hello");
+    assert_true(t.over);
+    assert_int_equal(small, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hop_by_hop_fields_never_go_upstream),
+        cmocka_unit_test(host_as_configured),
+        cmocka_unit_test(forwarding_fields_and_chunked_body),
+        cmocka_unit_test(strip_prefix_takes_the_route_off),
+        cmocka_unit_test(a_head_that_does_not_fit_is_refused),
+        cmocka_unit_test(answer_fields_and_chunks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
