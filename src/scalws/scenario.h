@@ -151,6 +151,8 @@ uint32_t sws_scenarios_extra_handles(const sws_config *cfg);
 
 extern const sws_scenario_ops sws_respond_ops; /* respond.c */
 extern const sws_scenario_ops sws_proxy_ops;   /* proxy.c */
-extern const sws_scenario_ops sws_static_ops;  /* static/scenario.c */
+/* The proxy's `metrics` hook (proxy_metrics.c). */
+void sws_proxy_metrics(const struct sws_server *s, FILE *f);
+extern const sws_scenario_ops sws_static_ops; /* static/scenario.c */
 
 #endif
