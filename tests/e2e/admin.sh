@@ -6,14 +6,14 @@ start_sws '\nevent_loops = 2'
 for i in $(seq 1 10); do curl -s -o /dev/null "http://127.0.0.1:$PORT/"; done
 m=$(curl -s -D "$T/h" "http://127.0.0.1:$ADMIN_PORT/metrics")
 grep -qi "^Content-Type: text/plain; version=0.0.4" "$T/h" || fail "metrics content type"
-echo "$m" | grep -q '^# TYPE scalwsd_requests_total counter' || fail "TYPE line"
+grep -q '^# TYPE scalwsd_requests_total counter' <<<"$m" || fail "TYPE line"
 total=$(echo "$m" | awk '/^scalwsd_requests_total\{/ {s += $2} END {print s+0}')
 [ "$total" -ge 10 ] || fail "requests_total $total < 10"
-echo "$m" | grep -q '^scalwsd_connections_active{loop="1"}' || fail "per-loop gauge"
-echo "$m" | grep -q '^scalwsd_draining 0' || fail "drain state"
+grep -q '^scalwsd_connections_active{loop="1"}' <<<"$m" || fail "per-loop gauge"
+grep -q '^scalwsd_draining 0' <<<"$m" || fail "drain state"
 # CPU per loop: a counter in seconds per loop, and cpu_seconds in /status; it
 # grows with load (a bounded burst of requests on one keep-alive connection).
-echo "$m" | grep -q '^# TYPE scalwsd_loop_cpu_seconds_total counter' || fail "cpu TYPE line"
+grep -q '^# TYPE scalwsd_loop_cpu_seconds_total counter' <<<"$m" || fail "cpu TYPE line"
 [ "$(echo "$m" | grep -cE '^scalwsd_loop_cpu_seconds_total\{loop="[01]"\} [0-9]+\.[0-9]+$')" = 2 ] ||
     fail "cpu per loop: $(echo "$m" | grep cpu_seconds)"
 cpu0=$(curl -s "http://127.0.0.1:$ADMIN_PORT/status" | jq '[.loops[].cpu_seconds] | add')

@@ -18,7 +18,7 @@ for be in epoll uring; do
     fi
     grep -q "backend $be" "$T/log" || fail "$be: log says $(cat "$T/log")"
     v=$(curl -sv "http://127.0.0.1:$PORT/a" "http://127.0.0.1:$PORT/b" 2>&1 >/dev/null)
-    echo "$v" | grep -q "Re-using existing connection" || fail "$be: keep-alive"
+    grep -q "Re-using existing connection" <<<"$v" || fail "$be: keep-alive"
     req=""
     for i in $(seq 1 31); do req="${req}GET /$i HTTP/1.1\r\nHost: a\r\n\r\n"; done
     req="${req}GET /32 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
@@ -34,7 +34,7 @@ for be in epoll uring; do
       wait ) >"$T/flood" 2>&1
     [ "$(grep -c '^HTTP/1.1 200' "$T/flood" || true)" = 5000 ] || fail "$be: slow reader"
     r=$(raw "GET / HTTP/1.1\r\nHost: a\r\nBad Line\r\n\r\n")
-    echo "$r" | grep -q "^HTTP/1.1 400" || fail "$be: malformed: $r"
+    grep -q "^HTTP/1.1 400" <<<"$r" || fail "$be: malformed: $r"
     stop_sws
     [ "$SWS_STATUS" = 0 ] || fail "$be: exit $SWS_STATUS"
     grep -qE '^127\.0\.0\.1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} \+0000\] "GET /32 HTTP/1\.1" 200 [0-9]+ "[^"]*" "[^"]*" default$' \

@@ -63,7 +63,7 @@ for p in scalwsd libturnloop0 libturnloop-dev; do
     dpkg -x "$(deb "$p")" "$root"
 done
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-has() { dpkg-deb -c "$(deb "$1")" | awk '{print $6}' | grep -qx "./$2" || fail "$1 lacks /$2"; }
+has() { grep -qx "./$2" <<<"$(dpkg-deb -c "$(deb "$1")" | awk '{print $6}')" || fail "$1 lacks /$2"; }
 
 # scalwsd: the server, the units, the conffile, the man page.
 has scalwsd usr/sbin/scalwsd
@@ -100,7 +100,7 @@ lib=usr/lib/$ma
 has libturnloop0 "$lib/libturnloop.so.0.1.0"
 [ "$(readlink "$root/$lib/libturnloop.so.0")" = libturnloop.so.0.1.0 ] || fail "libturnloop.so.0 link"
 [ "$(readlink "$root/$lib/libturnloop.so")" = libturnloop.so.0 ] || fail "libturnloop.so link"
-dpkg-deb -c "$(deb libturnloop-dev)" | grep -q "libturnloop.so.0.1.0$" &&
+grep -q "libturnloop.so.0.1.0$" <<<"$(dpkg-deb -c "$(deb libturnloop-dev)")" &&
     fail "libturnloop-dev holds the shared object itself"
 dpkg-deb -e "$(deb libturnloop0)" "$T/libctl"
 [ -f "$T/libctl/symbols" ] || fail "libturnloop0 has no symbols file"
@@ -117,7 +117,7 @@ pc() { PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_LIBDIR=$root/$lib/pkgconfig pkg-c
 # shellcheck disable=SC2046 # pkg-config's words are the compiler's arguments
 cc "$ROOT/examples/echo.c" $(pc --cflags --libs) -o "$T/echo" 2>"$T/cc.log" ||
     fail "echo.c against libturnloop-dev: $(cat "$T/cc.log")"
-readelf -d "$T/echo" | grep -q 'NEEDED.*libturnloop\.so\.0' || fail "echo is not linked to libturnloop.so.0"
+grep -q 'NEEDED.*libturnloop\.so\.0' <<<"$(readelf -d "$T/echo")" || fail "echo is not linked to libturnloop.so.0"
 LD_LIBRARY_PATH=$root/$lib "$T/echo" 0 >"$T/echo.log" 2>&1 &
 echo_pid=$!
 for _ in $(seq 100); do

@@ -26,12 +26,12 @@ path=/$(head -c $((8000 - 14)) /dev/zero | tr '\0' p) # "GET " + path + " HTTP/1
 line="GET $path HTTP/1.1"
 [ "${#line}" = 8000 ] || fail "test bug: line is ${#line} octets"
 r=$(raw "$line\r\nHost: a\r\nConnection: close\r\n\r\n")
-echo "$r" | grep -q "^HTTP/1.1 200" || fail "8000-octet request line: $(echo "$r" | head -1)"
+grep -q "^HTTP/1.1 200" <<<"$r" || fail "8000-octet request line: $(echo "$r" | head -1)"
 
 r=$(raw 'GET * HTTP/1.1\r\nHost: a\r\n\r\n')
-echo "$r" | grep -q "^HTTP/1.1 400" || fail "GET *: $(echo "$r" | head -1)"
+grep -q "^HTTP/1.1 400" <<<"$r" || fail "GET *: $(echo "$r" | head -1)"
 r=$(raw 'OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
-echo "$r" | grep -q "^HTTP/1.1 200" || fail "OPTIONS *: $(echo "$r" | head -1)"
+grep -q "^HTTP/1.1 200" <<<"$r" || fail "OPTIONS *: $(echo "$r" | head -1)"
 
 C='POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n'
 r=$(raw "${C}3;a=1;b=2;c=3\r\nabc\r\n0\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
@@ -41,15 +41,15 @@ r=$(raw "${C}3;name=\"va\\\\\"lue\";x=\"a b\"\r\nabc\r\n0\r\n\r\nGET /next HTTP/
 
 ext=$(head -c 20480 /dev/zero | tr '\0' v)
 r=$(raw "${C}1;x=$ext\r\na\r\n0\r\n\r\n")
-echo "$r" | grep -q "^HTTP/1.1 400" || fail "20 KiB of extensions: $(echo "$r" | head -1)"
-echo "$r" | grep -qi "^Connection: close" || fail "400 must close"
+grep -q "^HTTP/1.1 400" <<<"$r" || fail "20 KiB of extensions: $(echo "$r" | head -1)"
+grep -qi "^Connection: close" <<<"$r" || fail "400 must close"
 
 # Refused: every path names its status ("/refused-414-..."); after each the
 # next request on a new connection is served.
 refused() { # STATUS REQUEST
     local r
     r=$(raw "$2")
-    echo "$r" | grep -q "^HTTP/1.1 $1 " || fail "want $1 for ${2:0:60}...: $(echo "$r" | head -1)"
+    grep -q "^HTTP/1.1 $1 " <<<"$r" || fail "want $1 for ${2:0:60}...: $(echo "$r" | head -1)"
 }
 refused 414 "GET /refused-414-$(head -c 9000 /dev/zero | tr '\0' p) HTTP/1.1\r\nHost: a\r\n\r\n"
 refused 431 "GET /refused-431 HTTP/1.1\r\nHost: a\r\nX-Big: $(head -c 17000 /dev/zero | tr '\0' h)\r\n\r\n"
@@ -62,7 +62,7 @@ if [ "$MODE" = proxy ]; then
     refused 501 'CONNECT refused.example:443 HTTP/1.1\r\nHost: refused.example:443\r\n\r\n'
     # A request after the refusals reaches it: the log is complete up to here.
     r=$(raw 'GET /last HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
-    echo "$r" | grep -q "^HTTP/1.1 200" || fail "/last: $(echo "$r" | head -1)"
+    grep -q "^HTTP/1.1 200" <<<"$r" || fail "/last: $(echo "$r" | head -1)"
     for _ in $(seq 1 50); do grep -q '^GET /last$' "$T/rec.requests" 2>/dev/null && break; sleep 0.1; done
     grep -q '^GET /last$' "$T/rec.requests" || fail "the upstream's log lacks /last"
     grep -q '^GET /ppp' "$T/rec.requests" || fail "the 8000-octet request did not reach the upstream"

@@ -50,7 +50,7 @@ code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Host: example.test' "$URL
 [ "$code" = 200 ] || fail "example.test is not under *.example.test: $code"
 # HTTP/1.0 without Host: only routes without a host.
 r=$(raw 'GET /healthz HTTP/1.0\r\n\r\n')
-echo "$r" | grep -q '^ok1' || fail "HTTP/1.0 without Host: $r"
+grep -q '^ok1' <<<"$r" || fail "HTTP/1.0 without Host: $r"
 # Keep-alive across routes on one connection.
 out=$(curl -s -m 5 "$URL/healthz" "$URL/a.txt" "$URL/assets/app.js" "$URL/healthz")
 [ "$out" = "$(printf 'ok1hello\nasset\nok1')" ] || fail "one connection, several routes: $out"

@@ -50,10 +50,10 @@ reuses=$(echo "$m" | awk '$1 ~ /^scalwsd_upstream_reuses_total[{].*route="api"/ 
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$URL/api/badstatus")
 [ "$code" = 502 ] || fail "/api/badstatus: $code"
 m=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics")
-echo "$m" | grep -q '^scalwsd_route_requests_total{route="api"} 7$' || fail "api metrics: $(echo "$m" | grep route_requests)"
-echo "$m" | grep -q '^scalwsd_route_errors_total{route="api",class="5xx"} 1$' ||
+grep -q '^scalwsd_route_requests_total{route="api"} 7$' <<<"$m" || fail "api metrics: $(echo "$m" | grep route_requests)"
+grep -q '^scalwsd_route_errors_total{route="api",class="5xx"} 1$' <<<"$m" ||
     fail "api 5xx: $(echo "$m" | grep route_errors)"
-echo "$m" | grep -q '^scalwsd_route_errors_total{route="api",class="4xx"} 0$' ||
+grep -q '^scalwsd_route_errors_total{route="api",class="4xx"} 0$' <<<"$m" ||
     fail "api 4xx: $(echo "$m" | grep route_errors)"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
@@ -143,7 +143,7 @@ codes=$(for i in $(seq 1 20); do curl -s -m 5 -o /dev/null -w '%{http_code}\n' "
 echo "$st" | jq -e '[.upstreams[] | select(.route == "default")] | length == 1' >/dev/null ||
     fail "status: the default's upstream: $(echo "$st" | jq -c .upstreams)"
 m=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics")
-echo "$m" | grep -q "^scalwsd_upstream_up{route=\"b\",upstream=\"127.0.0.1:$UP2\"" || fail "metrics: route b's health"
+grep -q "^scalwsd_upstream_up{route=\"b\",upstream=\"127.0.0.1:$UP2\"" <<<"$m" || fail "metrics: route b's health"
 b_connects=$(echo "$m" | awk '$1 ~ /^scalwsd_upstream_connects_total\{.*route="b"/ { s += $2 } END { print s + 0 }')
 [ "$b_connects" -ge 1 ] || fail "metrics: route b's connects: $(echo "$m" | grep connects_total)"
 

@@ -7,29 +7,29 @@ start_sws '[limits]\nheader_bytes = 1k\nheader_count = 10\nuri_length = 64\nbody
 
 big=$(head -c 2000 /dev/zero | tr '\0' a)
 r=$(raw "GET / HTTP/1.1\r\nHost: a\r\nX-Big: $big\r\n\r\n")
-echo "$r" | grep -q "^HTTP/1.1 431" || fail "header bytes: $r"
-echo "$r" | grep -qi "Connection: close" || fail "431 must close"
+grep -q "^HTTP/1.1 431" <<<"$r" || fail "header bytes: $r"
+grep -qi "Connection: close" <<<"$r" || fail "431 must close"
 
 hs=""
 for i in $(seq 1 11); do hs="${hs}X-$i: v\r\n"; done
 r=$(raw "GET / HTTP/1.1\r\nHost: a\r\n${hs}\r\n")
-echo "$r" | grep -q "^HTTP/1.1 431" || fail "header count: $r"
+grep -q "^HTTP/1.1 431" <<<"$r" || fail "header count: $r"
 
 r=$(raw "GET /$(head -c 100 /dev/zero | tr '\0' u) HTTP/1.1\r\nHost: a\r\n\r\n")
-echo "$r" | grep -q "^HTTP/1.1 414" || fail "uri: $r"
+grep -q "^HTTP/1.1 414" <<<"$r" || fail "uri: $r"
 
 r=$(raw "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n")
-echo "$r" | grep -q "^HTTP/1.1 413" || fail "body length: $r"
+grep -q "^HTTP/1.1 413" <<<"$r" || fail "body length: $r"
 r=$(raw "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n$(head -c 100 /dev/zero | tr '\0' b)\r\n1\r\nb\r\n0\r\n\r\n")
-echo "$r" | grep -q "^HTTP/1.1 413" || fail "chunked body: $r"
+grep -q "^HTTP/1.1 413" <<<"$r" || fail "chunked body: $r"
 
 r=$(raw "GET / HTTP/1.1\r\nHost: a\r\nBad Header Line\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n")
-echo "$r" | grep -q "^HTTP/1.1 400" || fail "malformed: $r"
+grep -q "^HTTP/1.1 400" <<<"$r" || fail "malformed: $r"
 [ "$(echo "$r" | count '^HTTP/1.1')" = 1 ] || fail "400 must close before the next request"
 
 # Header timeout: half a request, then silence -> 408 and close (bounded at 4 s).
 r=$(raw "GET / HTTP/1.1\r\nHost: a\r\n" 4)
-echo "$r" | grep -q "^HTTP/1.1 408" || fail "header timeout: $r"
+grep -q "^HTTP/1.1 408" <<<"$r" || fail "header timeout: $r"
 
 # Idle keep-alive connection: closed without an answer after the timeout.
 start=$(date +%s)

@@ -58,9 +58,9 @@ foreign=$(sum scalwsd_upstream_foreign_loop_uses_total)
 [ "$reuses" -gt 50 ] || fail "reuses $reuses (connects $connects)"
 [ "$connects" -ge 1 ] && [ "$connects" -le 16 ] || fail "connects $connects (pool 8 per loop)"
 [ "$foreign" = 0 ] || fail "foreign-loop uses $foreign"
-echo "$m" | grep -q '^scalwsd_upstream_pool_idle{loop="1",route="default"}' || fail "no per-loop pool gauge"
-echo "$m" | grep -q '^scalwsd_upstream_latency_seconds_count [1-9]' || fail "no latency histogram"
-echo "$m" | grep -q '^scalwsd_upstream_errors_total{loop="0",route="default",kind="refused"} 0' ||
+grep -q '^scalwsd_upstream_pool_idle{loop="1",route="default"}' <<<"$m" || fail "no per-loop pool gauge"
+grep -q '^scalwsd_upstream_latency_seconds_count [1-9]' <<<"$m" || fail "no latency histogram"
+grep -q '^scalwsd_upstream_errors_total{loop="0",route="default",kind="refused"} 0' <<<"$m" ||
     fail "errors by kind"
 
 stop_sws
@@ -84,7 +84,7 @@ handovers=$(sum scalwsd_upstream_handovers_total)
 [ "$s_connects" -le 16 ] || fail "shared: connects $s_connects"
 [ "$handovers" -ge 1 ] || fail "shared: no connection changed loops"
 [ "$(sum scalwsd_upstream_foreign_loop_uses_total)" = 0 ] || fail "shared: foreign-loop uses"
-echo "$m" | grep -q '^scalwsd_upstream_shared_pool_idle [1-9]' || fail "shared: no idle gauge"
+grep -q '^scalwsd_upstream_shared_pool_idle [1-9]' <<<"$m" || fail "shared: no idle gauge"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "shared: exit $SWS_STATUS"
 echo "ok (connects $connects, reuses $reuses, foreign $foreign; shared: connects $s_connects, reuses $s_reuses, handovers $handovers)"

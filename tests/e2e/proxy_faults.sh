@@ -149,8 +149,8 @@ URL="http://127.0.0.1:$PORT"
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/")
 [ "$code" = 502 ] || fail "refused upstream: $code, want 502"
 m=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics")
-echo "$m" | grep -q 'kind="refused"} [1-9]' || fail "refused not counted"
-echo "$m" | grep -q '^scalwsd_errors_total{loop="[0-9]*",status="502"} [1-9]' ||
+grep -q 'kind="refused"} [1-9]' <<<"$m" || fail "refused not counted"
+grep -q '^scalwsd_errors_total{loop="[0-9]*",status="502"} [1-9]' <<<"$m" ||
     fail "502 not in errors_total: $(echo "$m" | grep errors_total)"
 stop_sws
 

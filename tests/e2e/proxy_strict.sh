@@ -24,7 +24,7 @@ recorded() { stat -c %s "$T/rec"; }
 # Recording works: a good request reaches the upstream.
 before=$(recorded)
 r=$(raw 'GET /good HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
-echo "$r" | grep -q '^HTTP/1.1 200' || fail "good request: $r"
+grep -q '^HTTP/1.1 200' <<<"$r" || fail "good request: $r"
 [ "$(recorded)" -gt "$before" ] || fail "the upstream recorded nothing of a good request"
 
 big=$(head -c 2000 /dev/zero | tr '\0' a)
@@ -189,7 +189,7 @@ n=$(grep -c . "$T/cases")
 before=$(recorded)
 r=$(raw "GET /first HTTP/1.1\r\nHost: a\r\n\r\n${P}Content-Length: 3\r\nContent-Length: 4\r\n\r\nabcd")
 [ "$(echo "$r" | grep -c '^HTTP/1.1 ')" = 2 ] || fail "pipelined good+bad: $r"
-echo "$r" | grep -q '^HTTP/1.1 400' || fail "pipelined bad not refused: $r"
+grep -q '^HTTP/1.1 400' <<<"$r" || fail "pipelined bad not refused: $r"
 sleep 0.3
 got=$(tail -c +$((before + 1)) "$T/rec")
 case $got in *first*) ;; *) fail "the good pipelined request was not forwarded: $got" ;; esac
