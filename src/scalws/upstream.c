@@ -346,8 +346,12 @@ void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep) {
     int up = u->upstream;
     if ((u->state == SWS_UP_BUSY || u->state == SWS_UP_CONNECTING) && p->inflight[up])
         p->inflight[up]--; /* every exchange ends here, whatever ended it */
-    /* A receive being cancelled for back-pressure cannot become the watch. */
-    bool quiet = u->state == SWS_UP_BUSY && !u->write_inflight && !u->recv_paused;
+    /* A receive being cancelled for back-pressure cannot become the watch
+     * (its -ECANCELED would read as the idle connection's end); once the
+     * cancel has completed nothing is armed and the watch starts afresh, so
+     * an answer that was paused on the way keeps its connection. */
+    bool quiet =
+        u->state == SWS_UP_BUSY && !u->write_inflight && !(u->recv_paused && u->read_armed);
     u->sess = SWS_NIL;
     if (keep && !p->draining && quiet && shared(p)) {
         int rc = shared_put(p, u);

@@ -46,11 +46,23 @@ grep -q "^POST /echo/big2$" "$T/rec.requests" || fail "upstream saw: $(cat "$T/r
 m=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics")
 reuses=$(echo "$m" | awk '$1 ~ /^scalwsd_upstream_reuses_total[{].*route="api"/ { s += $2 } END { print s + 0 }')
 [ "$reuses" -ge 2 ] || fail "api upstream reuses $reuses: $(echo "$m" | grep upstream_reuses)"
+# Answers larger than the client takes at once pause the upstream's receive
+# (back-pressure); the connection still goes back to the pool afterwards.
+up_sum() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
+    awk -v n="$1" '$1 ~ "^"n"[{].*route=\"api\"" { s += $2 } END { print s + 0 }'; }
+c0=$(up_sum scalwsd_upstream_connects_total) r0=$(up_sum scalwsd_upstream_reuses_total)
+w='%{http_code}:%{size_download} '
+out=$(curl -s -m 30 --limit-rate 20M -w "$w" -o /dev/null "$URL/api/big/8" \
+    -w "$w" -o /dev/null "$URL/api/big/8" -w "$w" -o /dev/null "$URL/api/echo/5")
+[ "$out" = "200:8388608 200:8388608 200:0 " ] || fail "large answers through the api route: $out"
+c1=$(up_sum scalwsd_upstream_connects_total) r1=$(up_sum scalwsd_upstream_reuses_total)
+[ "$c1" = "$c0" ] && [ "$r1" -ge $((r0 + 3)) ] ||
+    fail "paused answers lost their upstream connection: connects $c0 -> $c1, reuses $r0 -> $r1"
 # An upstream's bad answer is the proxy's 502, the api route's 5xx.
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$URL/api/badstatus")
 [ "$code" = 502 ] || fail "/api/badstatus: $code"
 m=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics")
-grep -q '^scalwsd_route_requests_total{route="api"} 7$' <<<"$m" || fail "api metrics: $(echo "$m" | grep route_requests)"
+grep -q '^scalwsd_route_requests_total{route="api"} 10$' <<<"$m" || fail "api metrics: $(echo "$m" | grep route_requests)"
 grep -q '^scalwsd_route_errors_total{route="api",class="5xx"} 1$' <<<"$m" ||
     fail "api 5xx: $(echo "$m" | grep route_errors)"
 grep -q '^scalwsd_route_errors_total{route="api",class="4xx"} 0$' <<<"$m" ||
