@@ -86,13 +86,14 @@ ini2() { # the file for a reload (not through %b): $1 is the extra route text
 }
 # Route b's second upstream is a port nothing listens on (the first test
 # upstream's port once it is free is not certain to stay so: port 1 is never
-# served here): its own health checks take it out.
+# served here): its own health checks take it out. A probe may take the whole
+# interval: 1 s, so that the live (python) upstream passes on a loaded machine.
 ROUTE_B="[route b]
 path_prefix = /b/
 scenario = proxy
 upstream = 127.0.0.1:$UP2, 127.0.0.1:1
 health_check = /echo
-health_interval = 200ms
+health_interval = 1s
 health_fall = 2
 strip_prefix = on"
 start_sws "event_loops = 2\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:$UP
@@ -139,7 +140,7 @@ PY
 # Route b's health is its own: its dead upstream goes down by its checks,
 # the default's single upstream is never checked, and b's requests all go to
 # the live one (a refused connect goes to the other upstream at once).
-for _ in $(seq 1 100); do
+for _ in $(seq 1 200); do
     st=$(curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/status")
     echo "$st" | jq -e '.upstreams[] | select(.route == "b" and .address == "127.0.0.1:1") | .up == false' >/dev/null && break
     sleep 0.1

@@ -152,6 +152,11 @@ start_nginx() {
     NGINX_PORT=$FREE_PORT
     trap 'kill -TERM $NGINX_PID 2>/dev/null || true; cleanup' EXIT
 }
+# nginx_preamble: the lines every test's nginx.conf begins with (one worker in
+# the foreground, its files in $T/nginx).
+nginx_preamble() {
+    printf 'worker_processes 1;\ndaemon off;\npid %s/nginx/nginx.pid;\nerror_log %s/nginx/error.log warn;\n' "$T" "$T"
+}
 nginx_try() { # PORT CONF_FN PROBE: 0 serving, 98 port taken, 1 other failure
     mkdir -p "$T/nginx"
     "$2" "$1" >"$T/nginx/nginx.conf"

@@ -13,11 +13,8 @@ chmod -R a+rX "$T"
 # As a person would set nginx up for a directory, plus if_modified_since
 # before (RFC 9110's rule; nginx's default "exact" answers 200 to a later date).
 nginx_conf() { # PORT
+    nginx_preamble
     cat <<CONF
-    worker_processes 1;
-    daemon off;
-    pid $T/nginx/nginx.pid;
-    error_log $T/nginx/error.log warn;
     events { worker_connections 64; }
     http {
         access_log off;

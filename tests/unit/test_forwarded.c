@@ -11,33 +11,10 @@
 #include <errno.h>
 
 #include "forwarded.h"
-
-static int on_head(void *u, sws_msg *m) {
-    (void)u;
-    (void)m;
-    return 0;
-}
-static int on_body(void *u, const char *d, size_t n) {
-    (void)u;
-    (void)d;
-    (void)n;
-    return 0;
-}
-static int on_done(void *u, sws_msg *m) {
-    (void)u;
-    (void)m;
-    return 0;
-}
-static const sws_msg_cb cb = {on_head, on_body, on_done};
-
-static sws_msg msg;
+#include "msg_parse.h"
 
 static const sws_msg *parse(const char *head) {
-    sws_msg_init(&msg, HTTP_REQUEST, &cb, NULL);
-    size_t used;
-    int rc = sws_msg_feed(&msg, head, strlen(head), &used);
-    assert_int_equal(rc, SWS_MSG_DONE);
-    return &msg;
+    return test_parse(HTTP_REQUEST, head);
 }
 
 /* The fields built, as one string. */

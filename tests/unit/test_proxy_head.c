@@ -10,35 +10,8 @@
 
 #include <cmocka.h>
 
+#include "msg_parse.h"
 #include "proxy_head.h"
-
-static int on_head(void *u, sws_msg *m) {
-    (void)u;
-    (void)m;
-    return 0;
-}
-static int on_body(void *u, const char *d, size_t n) {
-    (void)u;
-    (void)d;
-    (void)n;
-    return 0;
-}
-static int on_done(void *u, sws_msg *m) {
-    (void)u;
-    (void)m;
-    return 0;
-}
-static const sws_msg_cb cb = {on_head, on_body, on_done};
-
-static sws_msg msg;
-
-static const sws_msg *parse(llhttp_type_t type, const char *head) {
-    sws_msg_init(&msg, type, &cb, NULL);
-    size_t used;
-    int rc = sws_msg_feed(&msg, head, strlen(head), &used);
-    assert_true(rc >= 0); /* a chunked message waits for its body: the head is in */
-    return &msg;
-}
 
 static sws_proxy_config cfg(int host_mode, const char *host, int forwarded) {
     sws_proxy_config p;
@@ -53,7 +26,7 @@ static sws_proxy_config cfg(int host_mode, const char *host, int forwarded) {
 static const char *request(const sws_proxy_config *p, const sws_route *r, const char *head,
                            bool chunked, bool *up) {
     static char out[4096];
-    sws_px_request in = {.m = parse(HTTP_REQUEST, head),
+    sws_px_request in = {.m = test_parse(HTTP_REQUEST, head),
                          .cfg = p,
                          .route = r,
                          .peer = "192.0.2.7",
@@ -138,7 +111,8 @@ static void a_head_that_does_not_fit_is_refused(void **st) {
     char out[64];
     bool up;
     sws_px_request in = {
-        .m = parse(HTTP_REQUEST, "GET /a-long-enough-path HTTP/1.1\r\nHost: example.com\r\n\r\n"),
+        .m = test_parse(HTTP_REQUEST,
+                        "GET /a-long-enough-path HTTP/1.1\r\nHost: example.com\r\n\r\n"),
         .cfg = &p,
         .peer = "",
         .upstream = "u:1"};
@@ -147,9 +121,9 @@ static void a_head_that_does_not_fit_is_refused(void **st) {
 
 static void answer_fields_and_chunks(void **st) {
     (void)st;
-    const sws_msg *m = parse(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nConnection: close\r\n"
-                                            "Transfer-Encoding: chunked\r\nX-A: 1\r\n"
-                                            "Set-Cookie: s=1\r\n\r\n");
+    const sws_msg *m = test_parse(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+                                                 "Transfer-Encoding: chunked\r\nX-A: 1\r\n"
+                                                 "Set-Cookie: s=1\r\n\r\n");
     char out[256];
     uint32_t len = 0;
     sws_wbuf b = {out, &len, sizeof out - 1, false};
