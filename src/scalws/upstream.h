@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lend.h"
 #include "proxy_config.h"
 #include "token.h"
 #include "turnloop.h"
@@ -26,6 +27,7 @@ enum sws_up_err {
     SWS_UPE_BAD_RESPONSE,
     SWS_UPE_OTHER,
     SWS_UPE_NONE_USABLE, /* every upstream down (health checks or max_fails) */
+    SWS_UPE_TLS,         /* tls = on: handshake or verify failure, a TLS error mid-response */
     SWS_UPE_N
 };
 
@@ -81,7 +83,8 @@ typedef struct sws_up_conn {
     tl_loop *owner; /* the loop that opened it: the only loop that may use it */
     uint32_t sess;  /* the client connection's slot, or UINT32_MAX */
     uint64_t idle_since;
-    uint32_t wlen; /* bytes of the write in flight */
+    uint32_t wlen;          /* bytes of the write in flight (plaintext, with TLS) */
+    struct sws_up_tls *tls; /* tls = on: its engine (upstream_tls.h), from its connect */
 } sws_up_conn;
 
 typedef struct sws_pool {
@@ -104,6 +107,12 @@ typedef struct sws_pool {
      * thread (the route's instance may be replaced by a reload, its counters
      * go on). */
     sws_up_stats *st;
+    /* tls = on (upstream_tls.h): the route's client context, the decrypt
+     * scratch and the wire buffers lent while a write is in flight. */
+    const struct sws_tls_client *tls;
+    char *tls_plain;
+    sws_lend tls_wire;
+    bool tls_wire_init;
 } sws_pool;
 
 /* nslots: the most connections it holds at once. inst: the instance whose

@@ -31,6 +31,14 @@ sws_tls_client *sws_tls_client_new(const char *ca_file, bool verify, char *err, 
         return NULL;
     }
     ERR_clear_error();
+    FILE *f = ca_file && ca_file[0] ? fopen(ca_file, "r") : NULL;
+    if (ca_file && ca_file[0] && !f) {
+        snprintf(err, errlen, "tls_ca %s: cannot open: %s", ca_file, strerror(errno));
+        sws_tls_client_free(c);
+        return NULL;
+    }
+    if (f)
+        fclose(f);
     SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(c->ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
     SSL_CTX_set_mode(c->ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |

@@ -154,7 +154,7 @@ static void passive_health_is_nginx_max_fails(void **st) {
     sws_proxy_config p = cfg_of(THREE, 0);
     p.max_fails = 2;
     p.fail_timeout_ms = 1000;
-    sws_up_health *h = sws_health_start(&p, err, sizeof err);
+    sws_up_health *h = sws_health_start(&p, NULL, err, sizeof err);
     assert_non_null(h);
     uint64_t t = 5000;
     assert_int_equal(sws_health_usable(h, &p, t), 7u);
@@ -181,7 +181,7 @@ static void passive_health_is_nginx_max_fails(void **st) {
     sws_proxy_config one = cfg_of("127.0.0.1:1", 0);
     one.max_fails = 1;
     one.fail_timeout_ms = 1000;
-    h = sws_health_start(&one, err, sizeof err);
+    h = sws_health_start(&one, NULL, err, sizeof err);
     sws_health_failed(h, &one, 0, t);
     assert_int_equal(sws_health_usable(h, &one, t), 1u);
     sws_health_stop(h);
