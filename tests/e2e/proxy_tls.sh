@@ -51,7 +51,15 @@ out=$(curl -s -m 10 "http://127.0.0.1:$PORT/a" "http://127.0.0.1:$PORT/b" "http:
 [ "$out" = "$(printf 'ok\nok\nok')" ] || fail "three GETs over TLS: '$out'"
 out=$(curl -s -m 10 -d 'hello over tls' "http://127.0.0.1:$PORT/echo")
 [ "$out" = "hello over tls" ] || fail "POST echo over TLS: '$out'"
-# 200 KB up and 2 MiB down: many records and writes each way.
+# One loop, small requests one after the other (start_sws's GET / first):
+# one handshake, the rest on the pooled connection.
+connects=$(sum_metric scalwsd_upstream_connects_total 'route="default"')
+reuses=$(sum_metric scalwsd_upstream_reuses_total 'route="default"')
+[ "$connects" = 1 ] && [ "$reuses" -ge 4 ] ||
+    fail "keep-alive over TLS: $connects connects, $reuses reuses"
+# 200 KB up and 2 MiB down: many records and writes each way. (A response
+# that fills the client's output pauses the upstream's receive; one that ends
+# paused is not pooled, so connections are not counted past here.)
 head -c 200000 /dev/urandom | base64 -w0 >"$T/body"
 curl -s -m 20 --data-binary @"$T/body" "http://127.0.0.1:$PORT/echo" -o "$T/echoed"
 cmp -s "$T/body" "$T/echoed" || fail "a 200 KB POST echoed over TLS differs ($(wc -c <"$T/echoed") bytes)"
@@ -59,11 +67,7 @@ n=$(curl -s -m 30 -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/big
 [ "$n" = $((2 << 20)) ] || fail "/big/2 over TLS: $n bytes"
 out=$(curl -s -m 10 "http://127.0.0.1:$PORT/chunked" | wc -c)
 [ "$out" = 35000 ] || fail "chunked over TLS: $out bytes"
-# One loop, requests one after the other: one handshake, the rest reused.
 connects=$(sum_metric scalwsd_upstream_connects_total 'route="default"')
-reuses=$(sum_metric scalwsd_upstream_reuses_total 'route="default"')
-[ "$connects" -le 2 ] && [ "$reuses" -ge 5 ] ||
-    fail "keep-alive over TLS: $connects connects, $reuses reuses"
 [ "$(cat "$T/rec.conns")" = "$connects" ] || fail "the upstream saw $(cat "$T/rec.conns") connections, scalwsd $connects"
 grep -qx upstream.test "$T/rec.sni" || fail "SNI: $(cat "$T/rec.sni")"
 [ "$(sum_metric scalwsd_upstream_errors_total "$TLS_ERRS")" = 0 ] || fail "tls errors counted"
