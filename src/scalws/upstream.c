@@ -29,6 +29,8 @@ const char *const sws_up_err_names[SWS_UPE_N] = {
  * holds no buffer, so its slot is all of it (and its index in an idle stack). */
 static_assert(sizeof(sws_up_conn) + sizeof(sws_up_conn *) + sizeof(uint32_t) <= 1024,
               "an idle pooled upstream connection must stay within 1 KiB");
+static_assert(sizeof(sws_up_conn) <= 64,
+              "an upstream connection is one cache line (doc/internals.md)");
 
 /* The shared pool: detached transports, a LIFO per upstream. Each loop's pool
  * adds pool_per_loop entries of room, so both modes keep as many idle
