@@ -101,15 +101,17 @@ int sws_up_tls_read(sws_pool *p, sws_up_conn *u, void *buf, size_t cap) {
 }
 
 size_t sws_up_tls_backlog(const sws_up_conn *u) {
-    return u->tls && u->tls->eng.in ? BIO_ctrl_pending(u->tls->eng.in) : 0;
+    if (!u->tls || !u->tls->eng.ssl)
+        return 0;
+    /* Ciphertext not read yet, and plaintext of a record read in part. */
+    return BIO_ctrl_pending(u->tls->eng.in) + (size_t)SSL_pending(u->tls->eng.ssl);
 }
 
 bool sws_up_tls_clean(const sws_up_conn *u) {
     if (!u->tls)
         return true;
     const sws_tls_conn *t = &u->tls->eng;
-    return !t->failed && !t->peer_closed && sws_up_tls_backlog(u) == 0 &&
-           SSL_pending(t->ssl) == 0 && sws_tls_pending(t) == 0;
+    return !t->failed && !t->peer_closed && sws_up_tls_backlog(u) == 0 && sws_tls_pending(t) == 0;
 }
 
 int sws_up_tls_send(sws_pool *p, sws_up_conn *u, const char *plain, uint32_t len) {

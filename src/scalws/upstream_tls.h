@@ -53,7 +53,8 @@ int sws_up_tls_feed(sws_up_conn *u, const void *data, size_t len);
  * to decrypt), SWS_TLS_EOF (the upstream's close_notify) or -EPROTO. */
 int sws_up_tls_read(sws_pool *p, sws_up_conn *u, void *buf, size_t cap);
 
-/* Ciphertext fed and not decrypted yet (pauses the receive when large), and
+/* Bytes fed and not read yet: ciphertext, and the plaintext left of a record
+ * read in part (pauses the receive when large), and
  * whether nothing at all is left in the engine (a connection kept for reuse
  * must be clean). */
 size_t sws_up_tls_backlog(const sws_up_conn *u);
