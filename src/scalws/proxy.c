@@ -782,6 +782,7 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
     if (!sws_up_tls_established(u)) {
         int rc = sws_up_tls_handshake(&px->pool, u);
         if (rc < 0) {
+            sws_up_tls_log_failure(&px->pool, u, px->sc->route->name);
             up_fail(px, x, SWS_UPE_TLS, 502);
             return -1;
         }

@@ -115,6 +115,8 @@ typedef struct sws_pool {
     char *tls_plain;
     sws_lend tls_wire;
     bool tls_wire_init;
+    bool tls_logged;        /* a handshake failure was logged, at tls_logged_ms */
+    uint64_t tls_logged_ms; /* (upstream_tls.c: one line per 10 s) */
 } sws_pool;
 
 /* nslots: the most connections it holds at once. inst: the instance whose

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <openssl/bio.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,22 @@ int sws_up_tls_handshake(sws_pool *p, sws_up_conn *u) {
 
 bool sws_up_tls_established(const sws_up_conn *u) {
     return u->tls && u->tls->eng.established;
+}
+
+void sws_up_tls_log_failure(sws_pool *p, const sws_up_conn *u, const char *route) {
+    uint64_t now = tl_loop_now(p->loop);
+    if (!u->tls || (p->tls_logged && now < p->tls_logged_ms + 10000))
+        return;
+    p->tls_logged = true;
+    p->tls_logged_ms = now;
+    const sws_tls_conn *t = &u->tls->eng;
+    char name[256];
+    sws_up_tls_name(p->cfg, u->upstream, name, sizeof(name));
+    long v = SSL_get_verify_result(t->ssl);
+    fprintf(stderr, "scalwsd: route %s: TLS to upstream %s (%s) failed: %s%s%s\n", route,
+            p->cfg->up[u->upstream].text, name, sws_tls_fail_name((sws_tls_fail)t->fail),
+            v != X509_V_OK ? ", certificate refused: " : "",
+            v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
 }
 
 int sws_up_tls_feed(sws_up_conn *u, const void *data, size_t len) {

@@ -45,6 +45,10 @@ void sws_up_tls_name(const sws_proxy_config *cfg, int up, char *out, size_t cap)
  * (a verify failure, an alert, not TLS at all). */
 int sws_up_tls_handshake(sws_pool *p, sws_up_conn *u);
 bool sws_up_tls_established(const sws_up_conn *u);
+/* A handshake failed: one line on stderr saying why (the certificate check's
+ * reason when it refused), at most every 10 s per pool, so that a 502 storm
+ * from a wrong CA writes a line, not a flood. route names the section. */
+void sws_up_tls_log_failure(sws_pool *p, const sws_up_conn *u, const char *route);
 
 /* Ciphertext received from the upstream. 0 or -ENOMEM. */
 int sws_up_tls_feed(sws_up_conn *u, const void *data, size_t len);

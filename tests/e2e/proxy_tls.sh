@@ -90,6 +90,10 @@ code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -d body "http://127.0.0.1:$P
 [ "$code" = 502 ] || fail "another CA, POST: $code"
 [ "$(sum_metric scalwsd_upstream_errors_total "$TLS_ERRS")" -ge 2 ] ||
     fail "another CA not counted as tls: $(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep errors_total)"
+# One line says why (and only one: at most every 10 s).
+wait_log "route default: TLS to upstream 127.0.0.1:$UP (upstream.test) failed: .*certificate refused: unable to get local issuer certificate" ||
+    fail "no log line for the refused certificate"
+[ "$(grep -c 'TLS to upstream' "$T/log")" = 1 ] || fail "the failure was logged $(grep -c 'TLS to upstream' "$T/log") times"
 stop_sws
 start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\ntls = on\ntls_ca = $T/other.pem\ntls_verify = off\ntls_name = wrong.test"
 out=$(curl -s -m 10 -d 'unverified' "http://127.0.0.1:$PORT/echo")
@@ -102,6 +106,7 @@ code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/x")
 [ "$code" = 502 ] || fail "tls_name mismatch: $code"
 [ "$(sum_metric scalwsd_upstream_errors_total "$TLS_ERRS")" -ge 1 ] || fail "mismatch not counted as tls"
 [ "$(sum_metric scalwsd_upstream_errors_total 'kind="reset"')" = 0 ] || fail "a tls failure counted as reset"
+wait_log "certificate refused: hostname mismatch" || fail "no log line for the wrong name"
 stop_sws
 
 # ---- a routed proxy: its own pool, its own instance's completions ---------
