@@ -125,6 +125,12 @@ static sws_up_conn *up_of(px_x *x) {
     return x->up == SWS_NIL ? NULL : x->px->pool.slots[x->up];
 }
 
+/* tls = on and the handshake not done: its deadline is connect_timeout from
+ * the connect, which nothing else moves. */
+static bool handshaking(const sws_up_conn *u) {
+    return u && u->tls && !sws_up_tls_established(u);
+}
+
 static px_slot *slot_of(const sws_proxy *px, const sws_conn *c) {
     return &px->sh->s[c->index];
 }
@@ -931,7 +937,7 @@ static int proxy_request_bytes(sws_worker *w, sws_scenario *sc, sws_conn *c, con
         x_give(px, x, false);
         return 400;
     }
-    if (x->up != SWS_NIL && !x->req_done)
+    if (x->up != SWS_NIL && !x->req_done && !handshaking(up_of(x)))
         /* Held while the client sends: that wait is not the upstream's. */
         x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
     flush_up(px, x);
@@ -1036,7 +1042,8 @@ static void on_up_write(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     u->wlen = 0;
     if (x->replay_over && x->wpos == x->olen)
         x->olen = x->wpos = 0; /* no copy is kept: the room comes back at once */
-    x->up_deadline = tl_loop_now(px->w->loop) + px->pc->read_timeout_ms;
+    if (!handshaking(u))       /* a handshake has connect_timeout from the connect, writes or not */
+        x->up_deadline = tl_loop_now(px->w->loop) + px->pc->read_timeout_ms;
     flush_up(px, x);
     if (!x->req_done) {
         /* The client was held for the upstream's sake: not its timeout. */

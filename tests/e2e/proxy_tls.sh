@@ -109,6 +109,30 @@ code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/x")
 wait_log "certificate refused: hostname mismatch" || fail "no log line for the wrong name"
 stop_sws
 
+# ---- an upstream that speaks no TLS: 502; one that never answers: 504 -----
+# A plain HTTP upstream answers a ClientHello at once (scalwsd: 400, close).
+"$SWS" --listen 127.0.0.1:0 --worker-threads 1 --ready-file "$T/plain.ready" 2>"$T/plain.log" &
+PIDS+=($!)
+wait_ready "$T/plain.ready" "$SWS_START_SECS" "${PIDS[-1]}" || fail "the plain upstream did not start"
+ready_port "$T/plain.ready" >"$T/plain.port"
+# A listener that never accepts: the kernel completes the connect, nobody speaks.
+rm -f "$T/mute.port"
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+import os; os.replace(sys.argv[1] + ".tmp", sys.argv[1]); time.sleep(60)' "$T/mute.port" &
+PIDS+=($!)
+wait_ready "$T/mute.port" "$SWS_START_SECS" "${PIDS[-1]}" || fail "the mute listener did not start"
+start_sws "scenario = respond\n[route plain]\npath = /plain\nscenario = proxy\nupstream = 127.0.0.1:$(cat "$T/plain.port")\ntls = on\ntls_verify = off\n[route mute]\npath = /mute\nscenario = proxy\nupstream = 127.0.0.1:$(cat "$T/mute.port")\ntls = on\ntls_verify = off\nconnect_timeout = 500ms"
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/plain")
+[ "$code" = 502 ] || fail "an upstream speaking plain HTTP to tls = on: $code"
+[ "$(sum_metric scalwsd_upstream_errors_total 'route="plain",kind="tls"')" = 1 ] || fail "plain: not counted as tls"
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/mute")
+[ "$code" = 504 ] || fail "a handshake that never ends: $code"
+[ "$(sum_metric scalwsd_upstream_errors_total 'route="mute",kind="tls"')" = 1 ] || fail "mute: not counted as tls"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
+
 # ---- a routed proxy: its own pool, its own instance's completions ---------
 start_sws "scenario = respond\nevent_loops = 2\n[route api]\npath_prefix = /api/\nstrip_prefix = on\nscenario = proxy\nupstream = 127.0.0.1:$UP\ntls = on\ntls_ca = $T/ca.pem\ntls_name = upstream.test"
 for i in $(seq 1 20); do
