@@ -67,6 +67,22 @@ n=$(curl -s -m 30 -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/big
 [ "$n" = $((2 << 20)) ] || fail "/big/2 over TLS: $n bytes"
 out=$(curl -s -m 10 "http://127.0.0.1:$PORT/chunked" | wc -c)
 [ "$out" = 35000 ] || fail "chunked over TLS: $out bytes"
+# Close-delimited: the upstream's close (without close_notify) ends the body.
+out=$(curl -s -m 10 "http://127.0.0.1:$PORT/eof" | wc -c)
+[ "$out" = 30000 ] || fail "close-delimited over TLS: $out bytes"
+# Eight clients at once, 20 keep-alive POSTs each: every answer its own body.
+clients=()
+for c in $(seq 1 8); do
+    args=()
+    for i in $(seq 1 20); do args+=(-d "c${c}r$i" "http://127.0.0.1:$PORT/echo" --next); done
+    curl -s -m 30 "${args[@]}" -o /dev/null "http://127.0.0.1:$PORT/x" >"$T/par.$c" &
+    clients+=($!)
+done
+for p in "${clients[@]}"; do wait "$p" || true; done # each bounded by curl -m 30
+for c in $(seq 1 8); do
+    want=$(for i in $(seq 1 20); do printf 'c%dr%d' "$c" "$i"; done)
+    [ "$(cat "$T/par.$c")" = "$want" ] || fail "client $c of 8 got '$(cat "$T/par.$c")'"
+done
 connects=$(sum_metric scalwsd_upstream_connects_total 'route="default"')
 [ "$(cat "$T/rec.conns")" = "$connects" ] || fail "the upstream saw $(cat "$T/rec.conns") connections, scalwsd $connects"
 grep -qx upstream.test "$T/rec.sni" || fail "SNI: $(cat "$T/rec.sni")"
