@@ -96,6 +96,11 @@ start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\
 out=$(curl -s -m 10 "http://127.0.0.1:$PORT/x")
 [ "$out" = ok ] || fail "verified by address: '$out'"
 grep -qx -- - "$T/rec.sni" || fail "an address must not go as SNI: $(cat "$T/rec.sni")"
+# [proxy] tls_verify is a restart key: SIGHUP with it changed is refused.
+sed -i 's/^tls = on$/tls = on\ntls_verify = off/' "$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "reload refused.*\[proxy\] tls_verify changed (on -> off); that needs a restart" ||
+    fail "a changed tls_verify was not refused on reload"
 stop_sws
 
 # ---- another CA: 502, kind="tls"; verify off accepts it ---------------------
