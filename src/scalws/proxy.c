@@ -803,8 +803,10 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
         size_t room = w->out_cap - c->olen - PX_SLACK;
         int n = sws_up_tls_read(&px->pool, u, px->pool.tls_plain,
                                 room < SWS_UP_TLS_PLAIN ? room : SWS_UP_TLS_PLAIN);
-        if (n == SWS_TLS_WANT)
+        if (n == SWS_TLS_WANT) {
+            flush_up(px, x); /* what reading queued: a KeyUpdate's answer, say */
             return 1;
+        }
         if (n == SWS_TLS_EOF) { /* close_notify: as the end of the stream */
             x->has_end = true;
             x->up_end = 0;
@@ -814,6 +816,7 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
             up_fail(px, x, SWS_UPE_TLS, 502);
             return -1;
         }
+        u->got_bytes = true; /* a response byte: no retry past here */
         int rc = up_feed(x, px->pool.tls_plain, (size_t)n);
         if (rc < 0) {
             up_fail(px, x, SWS_UPE_BAD_RESPONSE, 502);
@@ -1078,9 +1081,9 @@ static void on_up_recv(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     if (u->owner != w->loop)
         SWS_ADD(px->pool.st->foreign_loop_uses, 1);
     if (has_buf && e->res > 0 && u->tls) {
-        /* Ciphertext waits in the engine, not in the loop's buffer. The
-         * handshake's bytes are not the response's yet. */
-        u->got_bytes = u->got_bytes || sws_up_tls_established(u);
+        /* Ciphertext waits in the engine, not in the loop's buffer; a
+         * response byte is counted once decrypted (a close_notify on a pooled
+         * connection is no answer: the request is retried as after a FIN). */
         if (sws_up_tls_established(u))
             x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
         int rc = sws_up_tls_feed(u, e->u.buf.data, (size_t)e->res);
