@@ -13,6 +13,7 @@
 
 #include "upstream_health.h"
 #include "upstream_pick.h"
+#include "upstream_tls.h"
 
 static sws_proxy_config cfg_of(const char *list, int balance) {
     sws_proxy_config p;
@@ -188,6 +189,28 @@ static void passive_health_is_nginx_max_fails(void **st) {
     assert_int_equal(sws_health_usable(NULL, &p, t), 7u);
 }
 
+/* Upstream TLS verifies (and sends as SNI) the host as written, never the
+ * address it resolved to; tls_name replaces it for every upstream. */
+static void tls_name_is_the_host_as_written(void **st) {
+    (void)st;
+    sws_proxy_config p = cfg_of("localhost:9443, [::1]:9444, 127.0.0.1:9445", 0);
+    char name[256];
+    for (int i = 0; i < p.nupstreams; i++) {
+        sws_up_tls_name(&p, i, name, sizeof name);
+        if (strncmp(p.up[i].text, "localhost:", 10) == 0)
+            assert_string_equal(name, "localhost");
+        else if (p.up[i].text[0] == '[')
+            assert_string_equal(name, "::1");
+        else
+            assert_string_equal(name, "127.0.0.1");
+    }
+    snprintf(p.tls_name, sizeof p.tls_name, "backend.internal");
+    for (int i = 0; i < p.nupstreams; i++) {
+        sws_up_tls_name(&p, i, name, sizeof name);
+        assert_string_equal(name, "backend.internal");
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_robin_spreads_by_weight),
@@ -196,6 +219,7 @@ int main(void) {
         cmocka_unit_test(p2c_avoids_the_loaded_and_draws_by_weight),
         cmocka_unit_test(upstream_list_syntax_and_names),
         cmocka_unit_test(passive_health_is_nginx_max_fails),
+        cmocka_unit_test(tls_name_is_the_host_as_written),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
