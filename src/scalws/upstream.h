@@ -115,6 +115,9 @@ typedef struct sws_pool {
     char *tls_plain;
     sws_lend tls_wire;
     bool tls_wire_init;
+    /* The newest session of each upstream (its tickets), offered by the next
+     * connection to it, so a new connection resumes instead of a full handshake. */
+    struct ssl_session_st *tls_sess[SWS_UPSTREAMS_MAX];
     bool tls_logged;        /* a handshake failure was logged, at tls_logged_ms */
     uint64_t tls_logged_ms; /* (upstream_tls.c: one line per 10 s) */
 } sws_pool;

@@ -34,6 +34,8 @@ void sws_up_tls_pool_free(sws_pool *p) {
     for (uint32_t i = 0; i < p->nslots && p->slots; i++)
         if (p->slots[i] && p->slots[i]->tls)
             sws_up_tls_free(p, p->slots[i]);
+    for (int i = 0; i < SWS_UPSTREAMS_MAX; i++)
+        sws_tls_client_slot_free(&p->tls_sess[i]);
     free(p->tls_plain);
     p->tls_plain = NULL;
     if (p->tls_wire_init)
@@ -73,7 +75,7 @@ int sws_up_tls_start(sws_pool *p, sws_up_conn *u) {
         return -ENOMEM;
     char name[256];
     sws_up_tls_name(p->cfg, u->upstream, name, sizeof(name));
-    int rc = sws_tls_conn_init_client(&u->tls->eng, p->tls, name);
+    int rc = sws_tls_conn_init_client(&u->tls->eng, p->tls, name, &p->tls_sess[u->upstream]);
     if (rc < 0) {
         free(u->tls);
         u->tls = NULL;

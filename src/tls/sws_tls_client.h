@@ -15,6 +15,7 @@
 #include "sws_tls.h"
 
 typedef struct sws_tls_client sws_tls_client;
+typedef struct ssl_session_st SSL_SESSION;
 
 /* ca_file: PEM roots to trust ("" or NULL: the system's default paths).
  * verify false: any certificate is accepted (the name is still sent as SNI).
@@ -30,8 +31,17 @@ int sws_tls_client_name(SSL *ssl, const char *name);
 
 /* A client engine on c's context for the server called name, ready for
  * sws_tls_handshake (its first call queues the ClientHello). 0, -ENOMEM or
- * -EINVAL (a name OpenSSL refuses). */
-int sws_tls_conn_init_client(sws_tls_conn *t, const sws_tls_client *c, const char *name);
+ * -EINVAL (a name OpenSSL refuses).
+ *
+ * slot (NULL: none) is where sessions for this server are kept, by the
+ * caller, for as long as the engine lives: the engine offers the session in
+ * it to resume, and each new one the server gives (a TLS 1.3 ticket, after
+ * the handshake) replaces it. A slot belongs to one thread (a loop's pool)
+ * and one server name, so a session is only offered where it was verified. */
+int sws_tls_conn_init_client(sws_tls_conn *t, const sws_tls_client *c, const char *name,
+                             SSL_SESSION **slot);
+/* Frees what a slot holds. */
+void sws_tls_client_slot_free(SSL_SESSION **slot);
 
 /* Why the peer's certificate was refused ("certificate has expired", "ok"),
  * for logs. */

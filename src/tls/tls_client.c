@@ -19,6 +19,17 @@ struct sws_tls_client {
 
 static const unsigned char alpn_http11[] = "\x08http/1.1";
 
+/* A session the server gave (after the handshake, or a TLS 1.3 ticket read
+ * later): into the engine's slot, if it has one. 1: we keep the reference. */
+static int new_session(SSL *ssl, SSL_SESSION *sess) {
+    SSL_SESSION **slot = SSL_get_app_data(ssl);
+    if (!slot)
+        return 0;
+    SSL_SESSION_free(*slot);
+    *slot = sess;
+    return 1;
+}
+
 sws_tls_client *sws_tls_client_new(const char *ca_file, bool verify, char *err, size_t errlen) {
     char r[256];
     sws_tls_client *c = calloc(1, sizeof(*c));
@@ -61,6 +72,11 @@ sws_tls_client *sws_tls_client_new(const char *ca_file, bool verify, char *err, 
         return NULL;
     }
     SSL_CTX_set_verify(c->ctx, verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
+    /* Sessions are kept by the caller's slot (per loop and upstream), never
+     * in the context's cache, which every loop would share under its lock. */
+    SSL_CTX_set_session_cache_mode(c->ctx,
+                                   SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(c->ctx, new_session);
     return c;
 }
 
@@ -95,7 +111,8 @@ int sws_tls_client_name(SSL *ssl, const char *name) {
     return ok == 1 ? 0 : -EINVAL;
 }
 
-int sws_tls_conn_init_client(sws_tls_conn *t, const sws_tls_client *c, const char *name) {
+int sws_tls_conn_init_client(sws_tls_conn *t, const sws_tls_client *c, const char *name,
+                             SSL_SESSION **slot) {
     int rc = sws_tls_conn_wrap(t, c->ctx);
     if (rc < 0)
         return rc;
@@ -104,7 +121,20 @@ int sws_tls_conn_init_client(sws_tls_conn *t, const sws_tls_client *c, const cha
         sws_tls_conn_free(t);
         return -EINVAL;
     }
+    if (slot) {
+        SSL_set_app_data(t->ssl, slot);
+        /* A session that cannot be resumed any more is not offered. */
+        if (*slot && !SSL_SESSION_is_resumable(*slot))
+            sws_tls_client_slot_free(slot);
+        if (*slot && SSL_set_session(t->ssl, *slot) != 1)
+            ERR_clear_error(); /* a full handshake, then */
+    }
     return 0;
+}
+
+void sws_tls_client_slot_free(SSL_SESSION **slot) {
+    SSL_SESSION_free(*slot);
+    *slot = NULL;
 }
 
 const char *sws_tls_verify_error(const sws_tls_conn *t) {

@@ -97,11 +97,14 @@ out=$(curl -s -m 10 "http://127.0.0.1:$PORT/x")
 [ "$out" = ok ] || fail "verified by address: '$out'"
 grep -qx -- - "$T/rec.sni" || fail "an address must not go as SNI: $(cat "$T/rec.sni")"
 # A pooled TLS connection the upstream drops at the next request (/die): the
-# GET is retried on a fresh connection, with a new handshake.
+# GET is retried on a fresh connection, whose handshake resumes the session
+# the first connection was given (its ticket).
+: >"$T/rec.resumed"
 [ "$(curl -s -m 10 "http://127.0.0.1:$PORT/die")" = die ] || fail "/die"
 out=$(curl -s -m 10 "http://127.0.0.1:$PORT/after-die")
 [ "$out" = ok ] || fail "the request after a dropped pooled TLS connection: '$out'"
 [ "$(sum_metric scalwsd_upstream_retries_total 'route="default"')" -ge 1 ] || fail "no retry counted"
+[ "$(cat "$T/rec.resumed")" = 1 ] || fail "the retry's handshake did not resume: $(cat "$T/rec.resumed")"
 # [proxy] tls_verify is a restart key: SIGHUP with it changed is refused.
 sed -i 's/^tls = on$/tls = on\ntls_verify = off/' "$T/sws.ini"
 kill -HUP "$SWS_PID"

@@ -10,8 +10,9 @@ argv[4], its answers to any path it has no behaviour for say that name.
 
 With UP_TLS_CERT and UP_TLS_KEY in the environment it speaks TLS (Python's
 ssl, OpenSSL underneath) on every connection; with argv[3] the name each
-client sent as SNI is one line of argv[3].sni ("-" for none), and
-argv[3].tls_fail counts handshakes that failed."""
+client sent as SNI is one line of argv[3].sni ("-" for none), each handshake
+one line of argv[3].resumed (1: it resumed a session), and argv[3].tls_fail
+counts handshakes that failed."""
 import os
 import socket
 import ssl
@@ -189,6 +190,9 @@ def serve_tls(conn):
         conn.settimeout(10)
         tconn = TLS.wrap_socket(conn, server_side=True)
         tconn.settimeout(None)
+        if RECORD:
+            with LOCK, open(RECORD + ".resumed", "a") as rf:
+                rf.write("1\n" if tconn.session_reused else "0\n")
     except (ssl.SSLError, OSError):
         if RECORD:
             with LOCK, open(RECORD + ".tls_fail", "a") as ff:

@@ -114,11 +114,13 @@ static void pump(side *c, side *s) {
     fail_msg("the pump did not settle");
 }
 
+static SSL_SESSION **use_slot; /* the session slot connect_to gives the client, or NULL */
+
 /* A client of cl for name against the upstream, pumped through the handshake. */
 static void connect_to(sws_tls_client *cl, const char *name, sws_tls_server *up, side *c, side *s) {
     memset(c, 0, sizeof(*c));
     memset(s, 0, sizeof(*s));
-    assert_int_equal(sws_tls_conn_init_client(&c->e, cl, name), 0);
+    assert_int_equal(sws_tls_conn_init_client(&c->e, cl, name, use_slot), 0);
     assert_int_equal(sws_tls_conn_init(&s->e, sws_tls_server_ctx(up, 0)), 0);
     pump(c, s);
 }
@@ -227,6 +229,38 @@ static void sni_sent_for_a_name_not_an_address(void **state) {
     sws_tls_server_free(up);
 }
 
+/* A second connection offers the session the first was given (a TLS 1.3
+ * ticket, read after the handshake) and resumes; a slot is per server name,
+ * and without one nothing is offered. */
+static void second_connection_resumes_from_its_slot(void **state) {
+    (void)state;
+    sws_tls_server *up = upstream();
+    sws_tls_client *cl = client(cert, true);
+    SSL_SESSION *slot = NULL;
+    side c, s;
+    use_slot = &slot;
+    connect_to(cl, "localhost", up, &c, &s);
+    assert_true(c.e.established);
+    assert_false(sws_tls_resumed(&c.e));
+    assert_non_null(slot); /* the ticket came with the pump's reads */
+    done(&c, &s);
+    connect_to(cl, "localhost", up, &c, &s);
+    assert_true(c.e.established);
+    assert_true(sws_tls_resumed(&c.e));
+    assert_true(sws_tls_resumed(&s.e));
+    assert_string_equal(sws_tls_verify_error(&c.e), "ok");
+    done(&c, &s);
+    use_slot = NULL;
+    connect_to(cl, "localhost", up, &c, &s);
+    assert_true(c.e.established);
+    assert_false(sws_tls_resumed(&c.e));
+    done(&c, &s);
+    sws_tls_client_slot_free(&slot);
+    assert_null(slot);
+    sws_tls_client_free(cl);
+    sws_tls_server_free(up);
+}
+
 static void unreadable_ca_file_refused(void **state) {
     (void)state;
     char err[256] = "", missing[160];
@@ -250,6 +284,7 @@ int main(void) {
         cmocka_unit_test(wrong_name_refused),
         cmocka_unit_test(verify_off_accepts_any_certificate),
         cmocka_unit_test(sni_sent_for_a_name_not_an_address),
+        cmocka_unit_test(second_connection_resumes_from_its_slot),
         cmocka_unit_test(unreadable_ca_file_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
