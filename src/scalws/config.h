@@ -72,6 +72,9 @@ typedef struct sws_scenario_cfg {
     char content_type[128];
     sws_static_config stat;
     sws_proxy_config proxy;
+    /* proxy with tls = on: the client context its upstream connections and
+     * health checks use, owned (built and freed with the route table). */
+    struct sws_tls_client *up_tls;
 } sws_scenario_cfg;
 
 #define SWS_ROUTE_HOST_MAX 256

@@ -30,6 +30,7 @@
 #include "upstream.h"
 #include "upstream_health.h"
 #include "upstream_pick.h"
+#include "upstream_tls.h"
 
 #define PX_TICK_MS 100
 /* What goes upstream: the rewritten head and the body. Bytes written stay
@@ -122,6 +123,12 @@ static uint64_t now_us(void) {
 
 static sws_up_conn *up_of(px_x *x) {
     return x->up == SWS_NIL ? NULL : x->px->pool.slots[x->up];
+}
+
+/* tls = on and the handshake not done: its deadline is connect_timeout from
+ * the connect, which nothing else moves. */
+static bool handshaking(const sws_up_conn *u) {
+    return u && u->tls && !sws_up_tls_established(u);
 }
 
 static px_slot *slot_of(const sws_proxy *px, const sws_conn *c) {
@@ -444,8 +451,25 @@ static int up_feed(px_x *x, const char *d, size_t len) {
 
 /* ---- the exchange's life -------------------------------------------------- */
 
+/* With TLS the engine's own records (the handshake) go out even while the
+ * request is held, and plaintext is sealed once the handshake is done. */
+static void flush_up_tls(sws_proxy *px, px_x *x, sws_up_conn *u) {
+    uint32_t n = x->olen - x->wpos;
+    if (!x->req_done && n <= PX_UP_HOLD)
+        n = 0;
+    int sealed = sws_up_tls_send(&px->pool, u, x->obuf + x->wpos, n);
+    if (sealed < 0)
+        x->wfail = true;
+    else if (sealed > 0)
+        u->sent = true;
+}
+
 static void flush_up(sws_proxy *px, px_x *x) {
     sws_up_conn *u = up_of(x);
+    if (u && u->tls && u->state == SWS_UP_BUSY && !u->write_inflight) {
+        flush_up_tls(px, x, u);
+        return;
+    }
     if (!u || u->state != SWS_UP_BUSY || u->write_inflight || x->olen == x->wpos)
         return;
     if (!x->req_done && x->olen - x->wpos <= PX_UP_HOLD)
@@ -474,7 +498,7 @@ static void exchange_end(sws_proxy *px, px_x *x) {
     sws_conn *c = x->c;
     sws_up_conn *u = up_of(x);
     bool keep = x->resp_up_ka && x->req_done && u && x->olen == x->wpos && !u->write_inflight &&
-                x->hcount == 0 && !x->has_end;
+                x->hcount == 0 && !x->has_end && sws_up_tls_clean(u);
     if (u)
         sws_health_passed(px->health, u->upstream);
     if (w->access_log)
@@ -573,6 +597,58 @@ static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     conn_kick(px, c);
 }
 
+/* TLS: moves the handshake on (then sends the request), and decrypts what
+ * came into the client's output while it has room. -1: the exchange is over
+ * (x is gone); 0: plaintext waits for room (or for the answer to begin);
+ * 1: nothing more can be decrypted now. */
+static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
+    sws_worker *w = px->w;
+    sws_conn *c = x->c;
+    if (!sws_up_tls_established(u)) {
+        int rc = sws_up_tls_handshake(&px->pool, u);
+        if (rc < 0) {
+            sws_up_tls_log_failure(&px->pool, u, px->sc->route->name);
+            up_fail(px, x, SWS_UPE_TLS, 502);
+            return -1;
+        }
+        flush_up(px, x); /* the handshake's records, then the request once done */
+        if (rc == 0)
+            return 1;
+        x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
+    }
+    while (x->answering) {
+        if (!c->out || c->olen + PX_SLACK >= w->out_cap)
+            return 0; /* the client has not taken what it has: `more` comes back */
+        size_t room = w->out_cap - c->olen - PX_SLACK;
+        int n = sws_up_tls_read(&px->pool, u, px->pool.tls_plain,
+                                room < SWS_UP_TLS_PLAIN ? room : SWS_UP_TLS_PLAIN);
+        if (n == SWS_TLS_WANT) {
+            flush_up(px, x); /* what reading queued: a KeyUpdate's answer, say */
+            return 1;
+        }
+        if (n == SWS_TLS_EOF) { /* close_notify: as the end of the stream */
+            x->has_end = true;
+            x->up_end = 0;
+            return 1;
+        }
+        if (n < 0) {
+            up_fail(px, x, SWS_UPE_TLS, 502);
+            return -1;
+        }
+        u->got_bytes = true; /* a response byte: no retry past here */
+        int rc = up_feed(x, px->pool.tls_plain, (size_t)n);
+        if (rc < 0) {
+            up_fail(px, x, SWS_UPE_BAD_RESPONSE, 502);
+            return -1;
+        }
+        if (rc == 1) {
+            exchange_end(px, x);
+            return -1;
+        }
+    }
+    return sws_up_tls_backlog(u) ? 0 : 1;
+}
+
 /* Moves what the upstream sent into the client's output while it has room,
  * then what ended the upstream's receive, then receives again. true when
  * the exchange is over (x is gone). */
@@ -580,6 +656,20 @@ static bool x_progress(sws_proxy *px, px_x *x) {
     sws_worker *w = px->w;
     sws_conn *c = x->c;
     sws_up_conn *u = up_of(x);
+    if (u && u->tls) {
+        int r = tls_progress(px, x, u);
+        if (r < 0)
+            return true;
+        if (r == 0) {
+            /* Back-pressure: what waits in the engine is bounded as held buffers are. */
+            if (sws_up_tls_backlog(u) >= PX_HELD_MAX * SWS_UP_TLS_PLAIN && u->read_armed &&
+                !u->recv_paused) {
+                u->recv_paused = true;
+                tl_cancel(w->loop, u->read_op);
+            }
+            return false;
+        }
+    }
     while (x->answering && x->hcount) {
         uint32_t i = x->hhead;
         sws_held *h = &w->hpool[i];
@@ -622,7 +712,12 @@ static bool x_progress(sws_proxy *px, px_x *x) {
             exchange_end(px, x);
             return true;
         }
-        up_fail(px, x, x->resp_started ? SWS_UPE_TRUNCATED : SWS_UPE_RESET, 502);
+        /* Closed during the handshake: the upstream refused our TLS. */
+        up_fail(px, x,
+                u->tls && !sws_up_tls_established(u) ? SWS_UPE_TLS
+                : x->resp_started                    ? SWS_UPE_TRUNCATED
+                                                     : SWS_UPE_RESET,
+                502);
         return true;
     }
     if (u->state == SWS_UP_BUSY && !u->read_armed && (u->recv_paused || u->starved))
@@ -664,7 +759,7 @@ static int proxy_request_bytes(sws_worker *w, sws_scenario *sc, sws_conn *c, con
         x_give(px, x, false);
         return 400;
     }
-    if (x->up != SWS_NIL && !x->req_done)
+    if (x->up != SWS_NIL && !x->req_done && !handshaking(up_of(x)))
         /* Held while the client sends: that wait is not the upstream's. */
         x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
     flush_up(px, x);
@@ -741,9 +836,15 @@ static void on_up_connect(sws_proxy *px, sws_up_conn *u, const tl_completion *e)
     int one = 1;
     if (fd >= 0)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    x->up_deadline = tl_loop_now(px->w->loop) + px->pc->read_timeout_ms;
+    /* With TLS the handshake is part of connecting: connect_timeout again. */
+    x->up_deadline = tl_loop_now(px->w->loop) +
+                     (px->pool.tls ? px->pc->connect_timeout_ms : px->pc->read_timeout_ms);
     if (sws_pool_recv(&px->pool, u) < 0) {
         up_fail(px, x, SWS_UPE_OTHER, 502);
+        return;
+    }
+    if (px->pool.tls && sws_up_tls_start(&px->pool, u) < 0) {
+        up_fail(px, x, SWS_UPE_TLS, 502);
         return;
     }
     flush_up(px, x);
@@ -751,6 +852,7 @@ static void on_up_connect(sws_proxy *px, sws_up_conn *u, const tl_completion *e)
 
 static void on_up_write(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     u->write_inflight = false;
+    sws_up_tls_written(&px->pool, u);
     px_x *x = x_of_up(px, u);
     if (u->state != SWS_UP_BUSY || !x)
         return;
@@ -762,7 +864,8 @@ static void on_up_write(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     u->wlen = 0;
     if (x->replay_over && x->wpos == x->olen)
         x->olen = x->wpos = 0; /* no copy is kept: the room comes back at once */
-    x->up_deadline = tl_loop_now(px->w->loop) + px->pc->read_timeout_ms;
+    if (!handshaking(u))       /* a handshake has connect_timeout from the connect, writes or not */
+        x->up_deadline = tl_loop_now(px->w->loop) + px->pc->read_timeout_ms;
     flush_up(px, x);
     if (!x->req_done) {
         /* The client was held for the upstream's sake: not its timeout. */
@@ -796,7 +899,20 @@ static void on_up_recv(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     }
     if (u->owner != w->loop)
         SWS_ADD(px->pool.st->foreign_loop_uses, 1);
-    if (has_buf && e->res > 0) {
+    if (has_buf && e->res > 0 && u->tls) {
+        /* Ciphertext waits in the engine, not in the loop's buffer; a
+         * response byte is counted once decrypted (a close_notify on a pooled
+         * connection is no answer: the request is retried as after a FIN). */
+        if (sws_up_tls_established(u))
+            x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
+        int rc = sws_up_tls_feed(u, e->u.buf.data, (size_t)e->res);
+        tl_buffer_release(w->loop, e->u.buf.id);
+        w->released++;
+        if (rc < 0) {
+            up_fail(px, x, SWS_UPE_OTHER, 502);
+            return;
+        }
+    } else if (has_buf && e->res > 0) {
         u->got_bytes = true;
         x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
         uint32_t i = w->hfree;
@@ -872,7 +988,9 @@ static void on_tick(sws_proxy *px) {
             up_fail(px, x, SWS_UPE_RESET, 502);
         } else if (now >= x->up_deadline) {
             up_fail(px, x,
-                    u->state == SWS_UP_CONNECTING ? SWS_UPE_CONNECT_TIMEOUT : SWS_UPE_READ_TIMEOUT,
+                    u->state == SWS_UP_CONNECTING          ? SWS_UPE_CONNECT_TIMEOUT
+                    : u->tls && !sws_up_tls_established(u) ? SWS_UPE_TLS
+                                                           : SWS_UPE_READ_TIMEOUT,
                     504);
         } else {
             if (x->answering && !x->c->write_inflight && x->c->deadline < now + 2 * PX_TICK_MS)
@@ -984,6 +1102,8 @@ static int proxy_init(sws_worker *w, sws_scenario *sc) {
     w->resp_max = PX_RESP_MAX;
     int rc = sws_pool_init(&px->pool, w->loop, px->pc,
                            w->cfg->max_connections * 2 + pool_handles(px->pc), sc->id, st);
+    if (rc == 0)
+        rc = sws_up_tls_pool_init(&px->pool, sc->cfg->up_tls);
     if (rc < 0)
         return rc;
     sws_pick_init(&px->pick, (uint64_t)now_us() * 2654435761u + (uint64_t)w->index + 1);
@@ -1042,6 +1162,9 @@ static void proxy_reload_commit(sws_worker *w, sws_scenario *sc) {
         return;
     px->pc = &sc->cfg->proxy;
     px->pool.cfg = px->pc;
+    /* The same tls keys (they need a restart): the new table's context. */
+    if (px->pool.tls && sc->cfg->up_tls)
+        px->pool.tls = sc->cfg->up_tls;
     px->health = route_health(w, sc);
 }
 

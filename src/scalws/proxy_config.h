@@ -62,6 +62,12 @@ typedef struct sws_proxy_config {
     uint32_t health_interval_ms;
     uint32_t health_rise;
     uint32_t health_fall;
+    /* Upstream TLS (upstream_tls.h): the route's client context is built from
+     * tls_ca and tls_verify when the configuration is checked (route.h). */
+    bool tls;
+    bool tls_verify;    /* on by default: the certificate must chain to tls_ca and name tls_name */
+    char tls_ca[256];   /* PEM roots; "" the system's */
+    char tls_name[256]; /* SNI and the name verified; "" each upstream's host as written */
 } sws_proxy_config;
 
 /* "host:port [weight=N][, host:port [weight=N]...]" into p->up, every address

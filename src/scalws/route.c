@@ -3,6 +3,7 @@
  * allocation, no copy of the request: the host and path are compared where
  * the parser keeps them. */
 #include "route.h"
+#include "sws_tls_client.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -158,8 +159,10 @@ void sws_routes_ref(sws_routes *t) {
 void sws_routes_unref(sws_routes *t) {
     if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
         return;
-    for (int i = 0; i < t->n; i++)
+    for (int i = 0; i < t->n; i++) {
         free(t->r[i].cfg.body);
+        sws_tls_client_free(t->r[i].cfg.up_tls); /* open engines keep their SSL_CTX */
+    }
     free(t);
 }
 

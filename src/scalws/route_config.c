@@ -8,6 +8,7 @@
  * route and a scenario section have (a [proxy] host, say) is reached in a
  * route as "proxy.host". */
 #include "route.h"
+#include "sws_tls_client.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -216,6 +217,33 @@ static int check_overlap(const sws_routes *t, char *err, size_t errlen) {
     return 0;
 }
 
+/* A proxy with tls = on: its client context, built now so that a CA file
+ * that cannot be read is refused by --check-config, at start and on reload
+ * alike. A TLS session cannot be detached into the shared pool. */
+static int upstream_tls(sws_route *r, bool is_default, char *err, size_t errlen) {
+    const sws_proxy_config *p = &r->cfg.proxy;
+    if (r->cfg.scenario != SWS_SCENARIO_PROXY || !p->tls)
+        return 0;
+    char where[400], why[400];
+    if (is_default)
+        snprintf(where, sizeof where, "[proxy]");
+    else
+        snprintf(where, sizeof where, "%s: [route %s]", r->origin, r->name);
+    if (p->pool_mode == SWS_POOL_SHARED) {
+        snprintf(err, errlen,
+                 "%s tls = on needs pool = per_loop (a TLS session lives in the loop that "
+                 "made it; pool = shared detaches connections across loops)",
+                 where);
+        return -EINVAL;
+    }
+    r->cfg.up_tls = sws_tls_client_new(p->tls_ca, p->tls_verify, why, sizeof why);
+    if (!r->cfg.up_tls) {
+        snprintf(err, errlen, "%s %s", where, why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static const char not_found[] = "Not Found\n";
 
 int sws_routes_build(sws_config *c, char *err, size_t errlen) {
@@ -279,6 +307,8 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
     }
     if (rc == 0)
         rc = check_overlap(t, err, errlen);
+    for (int i = 0; rc == 0 && i < t->n; i++)
+        rc = upstream_tls(&t->r[i], i == 0, err, errlen);
     if (rc < 0) {
         sws_routes_unref(t);
         return rc;

@@ -61,12 +61,12 @@ int sws_route_health_build(sws_server *s, const sws_routes *t, char *err, size_t
         sws_up_health **h = &s->health[r->stat_slot];
         if (*h && !sws_health_fits(*h, &r->cfg.proxy)) {
             snprintf(err, errlen,
-                     "[route %s]: upstream or health_* changed (or resolves to other "
+                     "[route %s]: upstream, health_* or tls* changed (or resolves to other "
                      "addresses); that needs a restart",
                      r->name);
             return -EINVAL;
         }
-        if (!*h && !(*h = sws_health_start(&r->cfg.proxy, err, errlen)))
+        if (!*h && !(*h = sws_health_start(&r->cfg.proxy, r->cfg.up_tls, err, errlen)))
             return -ENOMEM;
     }
     return 0;

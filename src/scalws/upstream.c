@@ -15,12 +15,13 @@
 #include <unistd.h>
 
 #include "sws.h"
+#include "upstream_tls.h"
 
 const uint32_t sws_up_lat_bounds_us[SWS_UP_LAT_BUCKETS] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
-const char *const sws_up_err_names[SWS_UPE_N] = {"refused",      "unreachable", "connect_timeout",
-                                                 "read_timeout", "reset",       "truncated",
-                                                 "bad_response", "other",       "none_usable"};
+const char *const sws_up_err_names[SWS_UPE_N] = {
+    "refused",   "unreachable",  "connect_timeout", "read_timeout", "reset",
+    "truncated", "bad_response", "other",           "none_usable",  "tls"};
 
 #define UP_TOKEN(i, tag) sws_token_of(p->inst, i, tag)
 
@@ -28,6 +29,8 @@ const char *const sws_up_err_names[SWS_UPE_N] = {"refused",      "unreachable", 
  * holds no buffer, so its slot is all of it (and its index in an idle stack). */
 static_assert(sizeof(sws_up_conn) + sizeof(sws_up_conn *) + sizeof(uint32_t) <= 1024,
               "an idle pooled upstream connection must stay within 1 KiB");
+static_assert(sizeof(sws_up_conn) <= 64,
+              "an upstream connection is one cache line (doc/internals.md)");
 
 /* The shared pool: detached transports, a LIFO per upstream. Each loop's pool
  * adds pool_per_loop entries of room, so both modes keep as many idle
@@ -198,6 +201,7 @@ int sws_pool_init(sws_pool *p, tl_loop *loop, const sws_proxy_config *cfg, uint3
 }
 
 void sws_pool_free(sws_pool *p) {
+    sws_up_tls_pool_free(p);
     for (uint32_t i = 0; i < p->nslots && p->slots; i++)
         free(p->slots[i]);
     free(p->slots);
@@ -215,6 +219,7 @@ sws_up_conn *sws_pool_conn(sws_pool *p, uint32_t index) {
 }
 
 static void free_slot(sws_pool *p, sws_up_conn *u) {
+    sws_up_tls_free(p, u); /* after the close: a write in flight held its wire */
     u->state = SWS_UP_FREE;
     p->free_idx[p->nfree++] = u->index;
     p->live--;
@@ -225,6 +230,7 @@ static void close_conn(sws_pool *p, sws_up_conn *u) {
         return;
     u->state = SWS_UP_CLOSING;
     u->sess = SWS_NIL;
+    sws_up_tls_close(p, u);
     if (tl_close(p->loop, u->h, UP_TOKEN(u->index, SWS_T_UP_CLOSE)) < 0)
         free_slot(p, u); /* unknown to turnloop: nothing will complete */
 }
@@ -415,6 +421,7 @@ void sws_pool_expire(sws_pool *p, uint64_t now) {
         }
         p->nidle[up] = k;
     }
+    sws_up_tls_pool_trim(p);
 }
 
 void sws_up_observe_latency(sws_pool *p, uint64_t us) {

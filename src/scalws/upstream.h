@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lend.h"
 #include "proxy_config.h"
 #include "token.h"
 #include "turnloop.h"
@@ -26,6 +27,7 @@ enum sws_up_err {
     SWS_UPE_BAD_RESPONSE,
     SWS_UPE_OTHER,
     SWS_UPE_NONE_USABLE, /* every upstream down (health checks or max_fails) */
+    SWS_UPE_TLS,         /* tls = on: handshake or verify failure, a TLS error mid-response */
     SWS_UPE_N
 };
 
@@ -79,9 +81,12 @@ typedef struct sws_up_conn {
     tl_handle h;
     tl_op read_op;
     tl_loop *owner; /* the loop that opened it: the only loop that may use it */
-    uint32_t sess;  /* the client connection's slot, or UINT32_MAX */
     uint64_t idle_since;
-    uint32_t wlen; /* bytes of the write in flight */
+    struct sws_up_tls *tls; /* tls = on: its engine (upstream_tls.h), from its connect */
+    /* The two 32-bit fields side by side: the pointer above costs no padding
+     * and the struct stays 64 bytes (one cache line). */
+    uint32_t sess; /* the client connection's slot, or UINT32_MAX */
+    uint32_t wlen; /* bytes of the write in flight (plaintext, with TLS) */
 } sws_up_conn;
 
 typedef struct sws_pool {
@@ -104,6 +109,17 @@ typedef struct sws_pool {
      * thread (the route's instance may be replaced by a reload, its counters
      * go on). */
     sws_up_stats *st;
+    /* tls = on (upstream_tls.h): the route's client context, the decrypt
+     * scratch and the wire buffers lent while a write is in flight. */
+    const struct sws_tls_client *tls;
+    char *tls_plain;
+    sws_lend tls_wire;
+    bool tls_wire_init;
+    /* The newest session of each upstream (its tickets), offered by the next
+     * connection to it, so a new connection resumes instead of a full handshake. */
+    struct ssl_session_st *tls_sess[SWS_UPSTREAMS_MAX];
+    bool tls_logged;        /* a handshake failure was logged, at tls_logged_ms */
+    uint64_t tls_logged_ms; /* (upstream_tls.c: one line per 10 s) */
 } sws_pool;
 
 /* nslots: the most connections it holds at once. inst: the instance whose

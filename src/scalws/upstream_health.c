@@ -6,6 +6,11 @@
  * thread's probes are non-blocking and polled together, so one dead upstream
  * never delays the verdict on the others. */
 #include "upstream_health.h"
+#include "sws_tls_client.h"
+#include "upstream_tls.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -36,6 +41,7 @@ typedef struct health_ent {
 struct sws_up_health {
     sws_proxy_config cfg; /* the section it started with: addresses, health_* */
     health_ent e[SWS_UPSTREAMS_MAX];
+    SSL_CTX *tls; /* tls = on: the probes' context (a reference of our own) */
     pthread_t thread;
     bool running;
     int wake_fd; /* eventfd: stop */
@@ -108,6 +114,9 @@ void sws_health_passed(sws_up_health *h, int up) {
 
 typedef struct probe {
     int fd;
+    SSL *ssl; /* tls = on: on the socket itself (this thread may block nobody) */
+    short events;
+    bool connected;
     bool sent;
     bool done, ok;
     char got[16];
@@ -117,34 +126,104 @@ typedef struct probe {
 static void probe_open(const sws_up_health *h, int i, probe *p) {
     memset(p, 0, sizeof *p);
     const sws_upstream_addr *a = &h->cfg.up[i];
+    p->events = POLLOUT;
     p->fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (p->fd < 0 ||
         (connect(p->fd, (const struct sockaddr *)&a->ss, a->len) < 0 && errno != EINPROGRESS))
         p->done = true;
 }
 
-/* One step on readiness: send the request once connected, then read the
- * status line; "HTTP/1.x 2xx" or "3xx" passes. */
+/* A TLS call that did not finish: wait for what it wants, or give up (a
+ * handshake or verify failure fails the check, as it fails the proxy's). */
+static void probe_tls_wait(probe *p, int rc) {
+    switch (SSL_get_error(p->ssl, rc)) {
+    case SSL_ERROR_WANT_READ:
+        p->events = POLLIN;
+        break;
+    case SSL_ERROR_WANT_WRITE:
+        p->events = POLLOUT;
+        break;
+    default:
+        p->done = true;
+    }
+    ERR_clear_error();
+}
+
+/* Connected: with TLS, the handshake on the socket. false while it is not done. */
+static bool probe_tls(const sws_up_health *h, int i, probe *p) {
+    if (!h->tls)
+        return true;
+    if (!p->ssl) {
+        char name[256];
+        sws_up_tls_name(&h->cfg, i, name, sizeof name);
+        p->ssl = SSL_new(h->tls);
+        if (!p->ssl || sws_tls_client_name(p->ssl, name) < 0 || SSL_set_fd(p->ssl, p->fd) != 1) {
+            ERR_clear_error();
+            p->done = true;
+            return false;
+        }
+        SSL_set_connect_state(p->ssl);
+    }
+    if (SSL_is_init_finished(p->ssl))
+        return true;
+    int rc = SSL_do_handshake(p->ssl);
+    if (rc == 1)
+        return true;
+    probe_tls_wait(p, rc);
+    return false;
+}
+
+/* One step on readiness: send the request once connected (and, with TLS,
+ * the handshake done), then read the status line; "HTTP/1.x 2xx" or "3xx"
+ * passes. */
 static void probe_step(const sws_up_health *h, int i, probe *p) {
-    if (!p->sent) {
+    if (!p->connected) {
         int soerr = 0;
         socklen_t sl = sizeof soerr;
         if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
             p->done = true;
             return;
         }
+        p->connected = true;
+    }
+    if (!probe_tls(h, i, p))
+        return;
+    if (!p->sent) {
         char req[512];
         int n = snprintf(req, sizeof req,
                          "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: scalwsd-health-check\r\n"
                          "Connection: close\r\n\r\n",
                          h->cfg.health_check, h->cfg.up[i].text);
-        p->sent = true;
-        if (n <= 0 || (size_t)n >= sizeof req ||
-            send(p->fd, req, (size_t)n, MSG_NOSIGNAL) != (ssize_t)n)
+        if (n <= 0 || (size_t)n >= sizeof req) {
             p->done = true;
+            return;
+        }
+        if (p->ssl) {
+            int w = SSL_write(p->ssl, req, n);
+            if (w <= 0) {
+                probe_tls_wait(p, w); /* retried with the same bytes, as SSL_write wants */
+                return;
+            }
+            p->done = w != n;
+        } else if (send(p->fd, req, (size_t)n, MSG_NOSIGNAL) != (ssize_t)n) {
+            p->done = true;
+        }
+        p->sent = true;
+        p->events = POLLIN;
         return;
     }
-    ssize_t r = recv(p->fd, p->got + p->ngot, sizeof(p->got) - 1 - p->ngot, 0);
+    ssize_t r;
+    if (p->ssl) {
+        int got = SSL_read(p->ssl, p->got + p->ngot, (int)(sizeof(p->got) - 1 - p->ngot));
+        if (got <= 0) {
+            probe_tls_wait(p, got);
+            if (!p->done)
+                return;
+        }
+        r = got;
+    } else {
+        r = recv(p->fd, p->got + p->ngot, sizeof(p->got) - 1 - p->ngot, 0);
+    }
     if (r < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (r <= 0) {
@@ -195,7 +274,7 @@ static bool check_round(sws_up_health *h, uint64_t deadline) {
         for (int i = 0; i < n; i++) {
             if (pr[i].done)
                 continue;
-            pf[np] = (struct pollfd){.fd = pr[i].fd, .events = pr[i].sent ? POLLIN : POLLOUT};
+            pf[np] = (struct pollfd){.fd = pr[i].fd, .events = pr[i].events};
             map[np++] = i;
         }
         uint64_t now = sws_health_now();
@@ -213,6 +292,7 @@ static bool check_round(sws_up_health *h, uint64_t deadline) {
                 probe_step(h, map[k], &pr[map[k]]);
     }
     for (int i = 0; i < n; i++) {
+        SSL_free(pr[i].ssl); /* no close_notify: the probe's answer is all it wanted */
         if (pr[i].fd >= 0)
             close(pr[i].fd);
         if (!stop)
@@ -240,7 +320,8 @@ static void *health_main(void *arg) {
     }
 }
 
-sws_up_health *sws_health_start(const sws_proxy_config *cfg, char *err, size_t errlen) {
+sws_up_health *sws_health_start(const sws_proxy_config *cfg, const struct sws_tls_client *tls,
+                                char *err, size_t errlen) {
     sws_up_health *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, errlen, "upstream health: out of memory");
@@ -248,6 +329,8 @@ sws_up_health *sws_health_start(const sws_proxy_config *cfg, char *err, size_t e
     }
     h->cfg = *cfg;
     h->wake_fd = -1;
+    if (tls && SSL_CTX_up_ref(sws_tls_client_ctx(tls)) == 1)
+        h->tls = sws_tls_client_ctx(tls);
     if (!cfg->health_check[0])
         return h;
     h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -256,6 +339,7 @@ sws_up_health *sws_health_start(const sws_proxy_config *cfg, char *err, size_t e
         snprintf(err, errlen, "upstream health checks: cannot start: %s", strerror(rc));
         if (h->wake_fd >= 0)
             close(h->wake_fd);
+        SSL_CTX_free(h->tls);
         free(h);
         return NULL;
     }
@@ -274,6 +358,7 @@ void sws_health_stop(sws_up_health *h) {
     }
     if (h->wake_fd >= 0)
         close(h->wake_fd);
+    SSL_CTX_free(h->tls);
     free(h);
 }
 
@@ -288,6 +373,8 @@ static bool skipped(const sws_up_health *h, int i, uint64_t now) {
 bool sws_health_fits(const sws_up_health *h, const sws_proxy_config *c) {
     const sws_proxy_config *a = &h->cfg;
     return !sws_proxy_upstreams_differ(a, c) && strcmp(a->health_check, c->health_check) == 0 &&
+           a->tls == c->tls && a->tls_verify == c->tls_verify &&
+           strcmp(a->tls_ca, c->tls_ca) == 0 && strcmp(a->tls_name, c->tls_name) == 0 &&
            a->health_interval_ms == c->health_interval_ms && a->health_rise == c->health_rise &&
            a->health_fall == c->health_fall;
 }

@@ -20,9 +20,15 @@
 
 typedef struct sws_up_health sws_up_health;
 
+struct sws_tls_client;
+
 /* Makes the records and, with health_check set, starts the probing thread.
- * NULL with a reason in err. Called once, before the loops start. */
-sws_up_health *sws_health_start(const sws_proxy_config *cfg, char *err, size_t errlen);
+ * tls: the route's client context with tls = on (the probes speak TLS too,
+ * verified as the proxy's connections are; the record keeps its own
+ * reference), else NULL. NULL with a reason in err. Called once, before the
+ * loops start. */
+sws_up_health *sws_health_start(const sws_proxy_config *cfg, const struct sws_tls_client *tls,
+                                char *err, size_t errlen);
 /* Stops the thread and frees. NULL is fine. */
 void sws_health_stop(sws_up_health *h);
 

@@ -103,6 +103,11 @@ typedef struct sws_tls_conn {
 int sws_tls_conn_init(sws_tls_conn *t, SSL_CTX *ctx);
 void sws_tls_conn_free(sws_tls_conn *t);
 
+/* Moves the handshake on with what was fed: 1 once it is done, SWS_TLS_WANT
+ * (send the output, feed more), or -EPROTO as sws_tls_read. A client calls it
+ * until 1 before it writes; sws_tls_read calls it too. */
+int sws_tls_handshake(sws_tls_conn *t);
+
 /* Gives ciphertext received from the peer (all of it is taken). 0 or -ENOMEM. */
 int sws_tls_feed(sws_tls_conn *t, const void *data, size_t len);
 

@@ -17,7 +17,8 @@ const char *sws_tls_fail_name(sws_tls_fail f) {
     return (unsigned)f < SWS_TLS_FAIL_N ? fail_names[f] : "unknown";
 }
 
-int sws_tls_conn_init(sws_tls_conn *t, SSL_CTX *ctx) {
+/* The SSL on its two memory BIOs, either side (tls_internal.h). */
+int sws_tls_conn_wrap(sws_tls_conn *t, SSL_CTX *ctx) {
     memset(t, 0, sizeof(*t));
     t->ssl = SSL_new(ctx);
     t->in = BIO_new(BIO_s_mem());
@@ -35,8 +36,14 @@ int sws_tls_conn_init(sws_tls_conn *t, SSL_CTX *ctx) {
     BIO_set_mem_eof_return(t->in, -1);
     BIO_set_mem_eof_return(t->out, -1);
     SSL_set_bio(t->ssl, t->in, t->out); /* the SSL owns both from here */
-    SSL_set_accept_state(t->ssl);
     return 0;
+}
+
+int sws_tls_conn_init(sws_tls_conn *t, SSL_CTX *ctx) {
+    int rc = sws_tls_conn_wrap(t, ctx);
+    if (rc == 0)
+        SSL_set_accept_state(t->ssl);
+    return rc;
 }
 
 void sws_tls_conn_free(sws_tls_conn *t) {
@@ -121,7 +128,9 @@ static int after(sws_tls_conn *t, int rc) {
     }
 }
 
-static int handshake(sws_tls_conn *t) {
+int sws_tls_handshake(sws_tls_conn *t) {
+    if (t->failed)
+        return -EPROTO;
     if (t->established)
         return 1;
     ERR_clear_error();
@@ -138,7 +147,7 @@ int sws_tls_read(sws_tls_conn *t, void *buf, size_t cap) {
         return -EPROTO;
     if (t->peer_closed)
         return SWS_TLS_EOF;
-    int rc = handshake(t);
+    int rc = sws_tls_handshake(t);
     if (rc <= 0)
         return rc;
     size_t n = 0;

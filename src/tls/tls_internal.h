@@ -16,6 +16,9 @@ typedef struct sws_tls_ctxdata {
 } sws_tls_ctxdata;
 
 int sws_tls_ctx_index(void);
+/* t's SSL on ctx between two fresh memory BIOs, neither side chosen yet (the
+ * server and client inits choose). 0 or -ENOMEM. */
+int sws_tls_conn_wrap(sws_tls_conn *t, SSL_CTX *ctx);
 int sws_tls_ticket_cb(SSL *ssl, unsigned char name[16], unsigned char *iv, EVP_CIPHER_CTX *cctx,
                       EVP_MAC_CTX *hctx, int enc);
 

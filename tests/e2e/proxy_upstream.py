@@ -6,9 +6,16 @@ its port to argv[1] and stops by itself after argv[2] seconds. With argv[3],
 every byte it receives is appended to that file (to prove what a proxy never
 forwarded), the number of connections it accepted is kept in argv[3].conns and
 every request it read is one line "METHOD TARGET" of argv[3].requests. With
-argv[4], its answers to any path it has no behaviour for say that name."""
+argv[4], its answers to any path it has no behaviour for say that name.
+
+With UP_TLS_CERT and UP_TLS_KEY in the environment it speaks TLS (Python's
+ssl, OpenSSL underneath) on every connection; with argv[3] the name each
+client sent as SNI is one line of argv[3].sni ("-" for none), each handshake
+one line of argv[3].resumed (1: it resumed a session), and argv[3].tls_fail
+counts handshakes that failed."""
 import os
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -159,6 +166,42 @@ class RecSocket(socket.socket):
         return n
 
 
+def tls_context():
+    cert, key = os.environ.get("UP_TLS_CERT"), os.environ.get("UP_TLS_KEY")
+    if not cert or not key:
+        return None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+
+    def note_sni(sock, name, _ctx):
+        if RECORD:
+            with LOCK, open(RECORD + ".sni", "a") as sf:
+                sf.write((name or "-") + "\n")
+
+    ctx.sni_callback = note_sni
+    return ctx
+
+
+TLS = tls_context()
+
+
+def serve_tls(conn):
+    try:
+        conn.settimeout(10)
+        tconn = TLS.wrap_socket(conn, server_side=True)
+        tconn.settimeout(None)
+        if RECORD:
+            with LOCK, open(RECORD + ".resumed", "a") as rf:
+                rf.write("1\n" if tconn.session_reused else "0\n")
+    except (ssl.SSLError, OSError):
+        if RECORD:
+            with LOCK, open(RECORD + ".tls_fail", "a") as ff:
+                ff.write("x\n")
+        conn.close()
+        return
+    serve(tconn)
+
+
 def main():
     s = RecSocket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -182,7 +225,7 @@ def main():
                 conns = conns_seen[0] = conns_seen[0] + 1
                 with open(RECORD + ".conns", "w") as cf:
                     cf.write(str(conns))
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
+        threading.Thread(target=serve_tls if TLS else serve, args=(c,), daemon=True).start()
 
 
 main()

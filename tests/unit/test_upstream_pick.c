@@ -13,6 +13,7 @@
 
 #include "upstream_health.h"
 #include "upstream_pick.h"
+#include "upstream_tls.h"
 
 static sws_proxy_config cfg_of(const char *list, int balance) {
     sws_proxy_config p;
@@ -154,7 +155,7 @@ static void passive_health_is_nginx_max_fails(void **st) {
     sws_proxy_config p = cfg_of(THREE, 0);
     p.max_fails = 2;
     p.fail_timeout_ms = 1000;
-    sws_up_health *h = sws_health_start(&p, err, sizeof err);
+    sws_up_health *h = sws_health_start(&p, NULL, err, sizeof err);
     assert_non_null(h);
     uint64_t t = 5000;
     assert_int_equal(sws_health_usable(h, &p, t), 7u);
@@ -181,11 +182,33 @@ static void passive_health_is_nginx_max_fails(void **st) {
     sws_proxy_config one = cfg_of("127.0.0.1:1", 0);
     one.max_fails = 1;
     one.fail_timeout_ms = 1000;
-    h = sws_health_start(&one, err, sizeof err);
+    h = sws_health_start(&one, NULL, err, sizeof err);
     sws_health_failed(h, &one, 0, t);
     assert_int_equal(sws_health_usable(h, &one, t), 1u);
     sws_health_stop(h);
     assert_int_equal(sws_health_usable(NULL, &p, t), 7u);
+}
+
+/* Upstream TLS verifies (and sends as SNI) the host as written, never the
+ * address it resolved to; tls_name replaces it for every upstream. */
+static void tls_name_is_the_host_as_written(void **st) {
+    (void)st;
+    sws_proxy_config p = cfg_of("localhost:9443, [::1]:9444, 127.0.0.1:9445", 0);
+    char name[256];
+    for (int i = 0; i < p.nupstreams; i++) {
+        sws_up_tls_name(&p, i, name, sizeof name);
+        if (strncmp(p.up[i].text, "localhost:", 10) == 0)
+            assert_string_equal(name, "localhost");
+        else if (p.up[i].text[0] == '[')
+            assert_string_equal(name, "::1");
+        else
+            assert_string_equal(name, "127.0.0.1");
+    }
+    snprintf(p.tls_name, sizeof p.tls_name, "backend.internal");
+    for (int i = 0; i < p.nupstreams; i++) {
+        sws_up_tls_name(&p, i, name, sizeof name);
+        assert_string_equal(name, "backend.internal");
+    }
 }
 
 int main(void) {
@@ -196,6 +219,7 @@ int main(void) {
         cmocka_unit_test(p2c_avoids_the_loaded_and_draws_by_weight),
         cmocka_unit_test(upstream_list_syntax_and_names),
         cmocka_unit_test(passive_health_is_nginx_max_fails),
+        cmocka_unit_test(tls_name_is_the_host_as_written),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
