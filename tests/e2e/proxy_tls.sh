@@ -57,14 +57,21 @@ connects=$(sum_metric scalwsd_upstream_connects_total 'route="default"')
 reuses=$(sum_metric scalwsd_upstream_reuses_total 'route="default"')
 [ "$connects" = 1 ] && [ "$reuses" -ge 4 ] ||
     fail "keep-alive over TLS: $connects connects, $reuses reuses"
-# 200 KB up and 2 MiB down: many records and writes each way. (A response
-# that fills the client's output pauses the upstream's receive; one that ends
-# paused is not pooled, so connections are not counted past here.)
+# 200 KB up and 2 MiB down: many records and writes each way. A response
+# that fills the client's output pauses the upstream's receive; the
+# connection still goes back to the pool once it ends (rate-limited here so
+# that it does pause).
 head -c 200000 /dev/urandom | base64 -w0 >"$T/body"
 curl -s -m 20 --data-binary @"$T/body" "http://127.0.0.1:$PORT/echo" -o "$T/echoed"
 cmp -s "$T/body" "$T/echoed" || fail "a 200 KB POST echoed over TLS differs ($(wc -c <"$T/echoed") bytes)"
-n=$(curl -s -m 30 -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/big/2")
+n=$(curl -s -m 30 --limit-rate 10M -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/big/2")
 [ "$n" = $((2 << 20)) ] || fail "/big/2 over TLS: $n bytes"
+n=$(curl -s -m 30 -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/big/2")
+[ "$n" = $((2 << 20)) ] || fail "/big/2 over TLS, again: $n bytes"
+# (One more connect is allowed: an answer that ends while its receive's
+# cancel is still in flight is not pooled. Before the fix both were lost.)
+connects=$(sum_metric scalwsd_upstream_connects_total 'route="default"')
+[ "$connects" -le 2 ] || fail "large answers over TLS lost their pooled connection: $connects connects"
 out=$(curl -s -m 10 "http://127.0.0.1:$PORT/chunked" | wc -c)
 [ "$out" = 35000 ] || fail "chunked over TLS: $out bytes"
 # Close-delimited: the upstream's close (without close_notify) ends the body.
