@@ -7,6 +7,7 @@
 #include "acme_store.h"
 #include "reexec.h"
 #include "reload.h"
+#include "route.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -184,6 +185,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    sws_routes_notes(stderr, &cfg);
     if (check) {
         printf("scalwsd: configuration ok (%s)\n", config ? config : "defaults");
         return 0;

@@ -85,6 +85,10 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen);
 /* --print-config: the [route NAME] sections, each with the scenario keys it
  * sets to other than the key table's defaults. */
 void sws_routes_print(FILE *f, const sws_config *c);
+/* Lines for what is valid but likely not meant: a proxy route whose `host`
+ * (what it matches) is one of [proxy] host's words (client, upstream), as
+ * if it set the Host sent upstream (that is proxy.host in a route). */
+void sws_routes_notes(FILE *f, const sws_config *c);
 /* Drops what the loader collected (a failed load). */
 void sws_route_load_free(sws_config *c);
 

@@ -339,6 +339,21 @@ static void print_kv(FILE *f, const char *k, const char *v) {
     fputc('\n', f);
 }
 
+void sws_routes_notes(FILE *f, const sws_config *c) {
+    const sws_routes *t = c->routes;
+    for (int i = 1; t && i < t->n; i++) {
+        const sws_route *r = &t->r[i];
+        bool proxy_word =
+            !r->wildcard && ((r->host_len == 6 && memcmp(r->host, "client", 6) == 0) ||
+                             (r->host_len == 8 && memcmp(r->host, "upstream", 8) == 0));
+        if (r->cfg.scenario == SWS_SCENARIO_PROXY && proxy_word)
+            fprintf(f,
+                    "scalwsd: note: %s: [route %s] host = %.*s is the Host this route matches; "
+                    "the Host sent upstream is proxy.host (doc/routes.md)\n",
+                    r->origin, r->name, (int)r->host_len, r->host);
+    }
+}
+
 void sws_routes_print(FILE *f, const sws_config *c) {
     const sws_routes *t = c->routes;
     if (!t || !t->listed)

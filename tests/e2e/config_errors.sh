@@ -23,6 +23,15 @@ grep -q "bad2.ini:2: \[limits\] body_size: bad size 'lots'" "$T/err" || fail "me
 
 printf '[server]\nevent_loops = 2\n[respond]\nstatus = 204\n' >"$T/good.ini"
 "$SWS" --check-config --config "$T/good.ini" >/dev/null || fail "--check-config on a good file"
+# Valid but likely not meant: a proxy route's `host` (what it matches) set to
+# a word of [proxy] host. A note on stderr, and the file is still good.
+printf '[route api]\npath_prefix = /api/\nscenario = proxy\nupstream = 127.0.0.1:9\nhost = upstream\n' >"$T/note.ini"
+"$SWS" --check-config --config "$T/note.ini" >/dev/null 2>"$T/err" || fail "a noted file refused: $(cat "$T/err")"
+grep -q "note.ini:1: \[route api\] host = upstream is the Host this route matches; the Host sent upstream is proxy.host" "$T/err" ||
+    fail "no note: $(cat "$T/err")"
+printf '[route api]\npath_prefix = /api/\nscenario = proxy\nupstream = 127.0.0.1:9\nproxy.host = upstream\n' >"$T/note.ini"
+"$SWS" --check-config --config "$T/note.ini" >/dev/null 2>"$T/err" || fail "proxy.host refused: $(cat "$T/err")"
+[ ! -s "$T/err" ] || fail "a note for proxy.host: $(cat "$T/err")"
 st=0; "$SWS" --listen nowhere:xx --check-config 2>"$T/err" || st=$?
 [ "$st" = 2 ] || fail "--listen bad exit $st"
 grep -q -- "--listen" "$T/err" || fail "message: $(cat "$T/err")"
