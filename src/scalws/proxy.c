@@ -889,7 +889,7 @@ static void on_up_recv(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
             tl_buffer_release(w->loop, e->u.buf.id);
             w->released++;
         }
-        if (u->state == SWS_UP_IDLE)
+        if (u->state == SWS_UP_IDLE && !sws_pool_idle_cancelled(&px->pool, u, e))
             sws_pool_idle_event(&px->pool, u); /* closed or spoke while idle */
         else if (u->state == SWS_UP_PARKING && final)
             sws_pool_park(&px->pool, u);

@@ -352,14 +352,15 @@ void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep) {
     int up = u->upstream;
     if ((u->state == SWS_UP_BUSY || u->state == SWS_UP_CONNECTING) && p->inflight[up])
         p->inflight[up]--; /* every exchange ends here, whatever ended it */
-    /* A receive being cancelled for back-pressure cannot become the watch
-     * (its -ECANCELED would read as the idle connection's end); once the
-     * cancel has completed nothing is armed and the watch starts afresh, so
-     * an answer that was paused on the way keeps its connection. */
-    bool quiet =
-        u->state == SWS_UP_BUSY && !u->write_inflight && !(u->recv_paused && u->read_armed);
+    bool quiet = u->state == SWS_UP_BUSY && !u->write_inflight;
+    /* An answer paused on the way (back-pressure) keeps its connection. If
+     * the receive's cancel is still in flight, its -ECANCELED arrives once
+     * the connection is idle and re-arms the watch there
+     * (sws_pool_idle_cancelled); such a connection cannot go to another
+     * loop. */
+    bool cancelling = u->recv_paused && u->read_armed;
     u->sess = SWS_NIL;
-    if (keep && !p->draining && quiet && shared(p)) {
+    if (keep && !p->draining && quiet && !cancelling && shared(p)) {
         int rc = shared_put(p, u);
         if (rc == 0) {
             free_slot(p, u);
@@ -370,7 +371,8 @@ void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep) {
             p->nparking++;
             return;
         }
-    } else if (keep && !p->draining && quiet && p->nidle[up] < p->cfg->pool_per_loop) {
+    } else if (keep && !p->draining && quiet && !shared(p) &&
+               p->nidle[up] < p->cfg->pool_per_loop) {
         /* The watch: end of stream, an error or stray bytes while idle drop
          * the connection at once (sws_pool_idle_event), so a reuse rarely
          * meets a dead one. Armed already unless the last one ended. */
@@ -383,6 +385,11 @@ void sws_pool_release(sws_pool *p, sws_up_conn *u, bool keep) {
         }
     }
     close_conn(p, u);
+}
+
+bool sws_pool_idle_cancelled(sws_pool *p, sws_up_conn *u, const tl_completion *e) {
+    bool final = (e->flags & TL_CQE_FINAL) != 0, has_buf = (e->flags & TL_CQE_BUFFER) != 0;
+    return final && !has_buf && e->res == -ECANCELED && u->recv_paused && sws_pool_recv(p, u) == 0;
 }
 
 void sws_pool_idle_event(sws_pool *p, sws_up_conn *u) {

@@ -146,6 +146,10 @@ int sws_pool_recv(sws_pool *p, sws_up_conn *u);
  * shared pool once it is quiet. */
 void sws_pool_park(sws_pool *p, sws_up_conn *u);
 
+/* An idle connection's receive completed with the -ECANCELED of a
+ * back-pressure pause from its last answer: the watch is armed again and
+ * true returned; false for anything else (then sws_pool_idle_event). */
+bool sws_pool_idle_cancelled(sws_pool *p, sws_up_conn *u, const tl_completion *e);
 /* The watch read of an idle connection completed (end of stream, an error or
  * bytes nobody asked for): it leaves the pool and is closed at once. */
 void sws_pool_idle_event(sws_pool *p, sws_up_conn *u);

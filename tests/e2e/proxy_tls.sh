@@ -68,10 +68,8 @@ n=$(curl -s -m 30 --limit-rate 10M -o /dev/null -w '%{size_download}' "http://12
 [ "$n" = $((2 << 20)) ] || fail "/big/2 over TLS: $n bytes"
 n=$(curl -s -m 30 -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PORT/big/2")
 [ "$n" = $((2 << 20)) ] || fail "/big/2 over TLS, again: $n bytes"
-# (One more connect is allowed: an answer that ends while its receive's
-# cancel is still in flight is not pooled. Before the fix both were lost.)
 connects=$(sum_metric scalwsd_upstream_connects_total 'route="default"')
-[ "$connects" -le 2 ] || fail "large answers over TLS lost their pooled connection: $connects connects"
+[ "$connects" = 1 ] || fail "large answers over TLS lost their pooled connection: $connects connects"
 out=$(curl -s -m 10 "http://127.0.0.1:$PORT/chunked" | wc -c)
 [ "$out" = 35000 ] || fail "chunked over TLS: $out bytes"
 # Close-delimited: the upstream's close (without close_notify) ends the body.
