@@ -605,7 +605,7 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
     sws_worker *w = px->w;
     sws_conn *c = x->c;
     if (!sws_up_tls_established(u)) {
-        int rc = sws_up_tls_handshake(&px->pool, u);
+        int rc = sws_up_tls_handshake(u);
         if (rc < 0) {
             sws_up_tls_log_failure(&px->pool, u, px->sc->route->name);
             up_fail(px, x, SWS_UPE_TLS, 502);
@@ -620,7 +620,7 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
         if (!c->out || c->olen + PX_SLACK >= w->out_cap)
             return 0; /* the client has not taken what it has: `more` comes back */
         size_t room = w->out_cap - c->olen - PX_SLACK;
-        int n = sws_up_tls_read(&px->pool, u, px->pool.tls_plain,
+        int n = sws_up_tls_read(u, px->pool.tls_plain,
                                 room < SWS_UP_TLS_PLAIN ? room : SWS_UP_TLS_PLAIN);
         if (n == SWS_TLS_WANT) {
             flush_up(px, x); /* what reading queued: a KeyUpdate's answer, say */
@@ -714,9 +714,9 @@ static bool x_progress(sws_proxy *px, px_x *x) {
         }
         /* Closed during the handshake: the upstream refused our TLS. */
         up_fail(px, x,
-                u->tls && !sws_up_tls_established(u) ? SWS_UPE_TLS
-                : x->resp_started                    ? SWS_UPE_TRUNCATED
-                                                     : SWS_UPE_RESET,
+                handshaking(u)    ? SWS_UPE_TLS
+                : x->resp_started ? SWS_UPE_TRUNCATED
+                                  : SWS_UPE_RESET,
                 502);
         return true;
     }
@@ -988,9 +988,9 @@ static void on_tick(sws_proxy *px) {
             up_fail(px, x, SWS_UPE_RESET, 502);
         } else if (now >= x->up_deadline) {
             up_fail(px, x,
-                    u->state == SWS_UP_CONNECTING          ? SWS_UPE_CONNECT_TIMEOUT
-                    : u->tls && !sws_up_tls_established(u) ? SWS_UPE_TLS
-                                                           : SWS_UPE_READ_TIMEOUT,
+                    u->state == SWS_UP_CONNECTING ? SWS_UPE_CONNECT_TIMEOUT
+                    : handshaking(u)              ? SWS_UPE_TLS
+                                                  : SWS_UPE_READ_TIMEOUT,
                     504);
         } else {
             if (x->answering && !x->c->write_inflight && x->c->deadline < now + 2 * PX_TICK_MS)

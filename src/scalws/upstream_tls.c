@@ -81,11 +81,10 @@ int sws_up_tls_start(sws_pool *p, sws_up_conn *u) {
         u->tls = NULL;
         return rc;
     }
-    return sws_up_tls_handshake(p, u) < 0 ? -EPROTO : 0;
+    return sws_up_tls_handshake(u) < 0 ? -EPROTO : 0;
 }
 
-int sws_up_tls_handshake(sws_pool *p, sws_up_conn *u) {
-    (void)p;
+int sws_up_tls_handshake(sws_up_conn *u) {
     int rc = sws_tls_handshake(&u->tls->eng);
     return rc == SWS_TLS_WANT ? 0 : rc;
 }
@@ -103,19 +102,17 @@ void sws_up_tls_log_failure(sws_pool *p, const sws_up_conn *u, const char *route
     const sws_tls_conn *t = &u->tls->eng;
     char name[256];
     sws_up_tls_name(p->cfg, u->upstream, name, sizeof(name));
-    long v = SSL_get_verify_result(t->ssl);
+    bool refused = SSL_get_verify_result(t->ssl) != X509_V_OK;
     fprintf(stderr, "scalwsd: route %s: TLS to upstream %s (%s) failed: %s%s%s\n", route,
             p->cfg->up[u->upstream].text, name, sws_tls_fail_name((sws_tls_fail)t->fail),
-            v != X509_V_OK ? ", certificate refused: " : "",
-            v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
+            refused ? ", certificate refused: " : "", refused ? sws_tls_verify_error(t) : "");
 }
 
 int sws_up_tls_feed(sws_up_conn *u, const void *data, size_t len) {
     return sws_tls_feed(&u->tls->eng, data, len);
 }
 
-int sws_up_tls_read(sws_pool *p, sws_up_conn *u, void *buf, size_t cap) {
-    (void)p;
+int sws_up_tls_read(sws_up_conn *u, void *buf, size_t cap) {
     return sws_tls_read(&u->tls->eng, buf, cap);
 }
 
@@ -184,8 +181,8 @@ void sws_up_tls_close(sws_pool *p, sws_up_conn *u) {
         return;
     size_t n = sws_tls_take(&u->tls->eng, rec, sizeof(rec));
     int fd = tl_handle_fd(p->loop, u->h);
-    if (n && fd >= 0 && send(fd, rec, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-        return; /* best effort: the close follows anyway */
+    if (n && fd >= 0)
+        (void)send(fd, rec, n, MSG_DONTWAIT | MSG_NOSIGNAL); /* best effort: the close follows */
 }
 
 void sws_up_tls_free(sws_pool *p, sws_up_conn *u) {

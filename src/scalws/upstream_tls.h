@@ -43,7 +43,7 @@ void sws_up_tls_name(const sws_proxy_config *cfg, int up, char *out, size_t cap)
 
 /* Moves the handshake on: 1 done, 0 waiting for the upstream, -EPROTO failed
  * (a verify failure, an alert, not TLS at all). */
-int sws_up_tls_handshake(sws_pool *p, sws_up_conn *u);
+int sws_up_tls_handshake(sws_up_conn *u);
 bool sws_up_tls_established(const sws_up_conn *u);
 /* A handshake failed: one line on stderr saying why (the certificate check's
  * reason when it refused), at most every 10 s per pool, so that a 502 storm
@@ -55,13 +55,13 @@ int sws_up_tls_feed(sws_up_conn *u, const void *data, size_t len);
 
 /* Plaintext of the response into buf: > 0 bytes, SWS_TLS_WANT (nothing whole
  * to decrypt), SWS_TLS_EOF (the upstream's close_notify) or -EPROTO. */
-int sws_up_tls_read(sws_pool *p, sws_up_conn *u, void *buf, size_t cap);
+int sws_up_tls_read(sws_up_conn *u, void *buf, size_t cap);
 
 /* Bytes fed and not read yet: ciphertext, and the plaintext left of a record
- * read in part (pauses the receive when large), and
- * whether nothing at all is left in the engine (a connection kept for reuse
- * must be clean). */
+ * read in part (the receive pauses when it is large). */
 size_t sws_up_tls_backlog(const sws_up_conn *u);
+/* Nothing at all is left in the engine, nor failed: a connection kept for
+ * reuse must be clean. True without TLS. */
 bool sws_up_tls_clean(const sws_up_conn *u);
 
 /* Starts one write (SWS_T_UP_WRITE) unless one is in flight: what the engine
