@@ -222,6 +222,8 @@ int main(int argc, char **argv) {
     }
 
     static sws_server srv;
+    srv.ninherited = sws_inherited_http(&srv.inherited_fds);
+    srv.reload_apply = sws_reload_apply;
     int rc = sws_server_start(&srv, &cfg, err, sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "scalwsd: %s\n", err);

@@ -5,7 +5,6 @@
 #include "route.h"
 #include "sws.h"
 
-#include "reexec.h"
 #include "upstream_health.h"
 
 #include <errno.h>
@@ -66,7 +65,14 @@ typedef struct inherited {
 
 /* Step 1: the server's own resources: CPUs, the done eventfd. */
 static int init_server(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
+    /* What main set for the server stays: the inherited sockets, the reload hook. */
+    const int *inherited_fds = s->inherited_fds;
+    int ninherited = s->ninherited;
+    void (*reload_apply)(sws_worker *, uint64_t) = s->reload_apply;
     memset(s, 0, sizeof(*s));
+    s->inherited_fds = inherited_fds;
+    s->ninherited = ninherited;
+    s->reload_apply = reload_apply;
     s->cfg = cfg;
     s->sc_ops = sws_scenario_ops_of(cfg->routes->r[0].cfg.scenario);
     for (int i = 0; i < cfg->routes->n; i++)
@@ -106,7 +112,8 @@ static void plan_loops(sws_server *s, const sws_config *cfg) {
  * would be lost when the parent closes its copy. */
 static void plan_route(sws_server *s, const sws_config *cfg, inherited *inh) {
     sws_accept_route route = s->shared ? SWS_ACCEPT_ACCEPTOR : cfg->accept;
-    inh->n = sws_inherited_http(&inh->fds);
+    inh->n = s->ninherited;
+    inh->fds = s->inherited_fds;
     inh->activated = inh->n > 0 ? inh->fds[0] : -1;
     if (inh->n > 1 && !s->shared) {
         if (s->nloops < inh->n)

@@ -12,15 +12,7 @@
 
 #include "proxy_config.h"
 #include "sws_msg.h"
-
-/* "CIDR[, CIDR...]" ("10.0.0.0/8, ::1, 2001:db8::/32"; a bare address is a
- * /32 or /128; "" or "off" none) into p->trusted. 0 or -EINVAL with a reason. */
-int sws_trusted_parse(sws_proxy_config *p, const char *value, char *err, size_t errlen);
-void sws_trusted_format(const sws_proxy_config *p, char *out, size_t len);
-
-/* Whether the numeric address text (as sws_peer_name writes it) is in the
- * list. An IPv4-mapped IPv6 address matches the IPv4 entries. */
-bool sws_trusted_has(const sws_proxy_config *p, const char *peer);
+#include "trusted.h"
 
 /* Whether request field i is one the builder writes (or drops): the head
  * rewrite leaves those fields to sws_forwarded_build. */

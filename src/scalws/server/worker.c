@@ -3,7 +3,6 @@
  * completion that is not its own goes to its scenario (scenario.h), by the
  * token's tag (token.h). */
 #include "conn.h"
-#include "reload.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -95,7 +94,7 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
         break;
     case SWS_T_POST:
         if (sws_token_index(e->token) == SWS_POST_RELOAD)
-            sws_reload_apply(w, e->u.msg.value);
+            w->srv->reload_apply(w, e->u.msg.value);
         else if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
             sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
         break;
@@ -240,4 +239,29 @@ void sws_worker_free(sws_worker *w) {
     sws_conn_table_free(w);
     if (w->access_log)
         fclose(w->access_log);
+}
+
+/* Draining, on the loop: the listener closes, every instance drains (the
+ * default's first: it owns the connections). */
+void sws_worker_drain(sws_worker *w, bool force) {
+    uint64_t now = tl_loop_now(w->loop);
+    if (!w->draining) {
+        w->draining = true;
+        w->drain_at = now;
+    }
+    if (force)
+        w->forced = true;
+    if (w->listener && !w->listener_closing) {
+        /* Closing the listener makes the kernel refuse new connections. */
+        if (tl_close(w->loop, w->listener, sws_token(0, SWS_T_LISTENER_CLOSE)) == 0)
+            w->listener_closing = true;
+        else
+            w->listener = 0;
+    }
+    sws_insts_drain(w, force); /* the default's first: it owns the connections */
+}
+
+bool sws_worker_finished(sws_worker *w) {
+    return w->draining && !w->listener && !w->listener_closing && w->sc.ops->finished(w, &w->sc) &&
+           sws_insts_finished(w);
 }

@@ -248,6 +248,13 @@ typedef struct sws_server {
      * the loops start, or before a reload is posted), freed after the loops
      * stopped. */
     struct sws_up_health *health[SWS_ROUTE_SLOTS];
+    /* Set by main before sws_server_start, so that the server names nothing
+     * of the control thread's: the inherited HTTP listeners (socket
+     * activation, or the process a SIGUSR2 replaced; reexec.c), and what a
+     * loop does with a posted reload (reload.c, on the loop's thread). */
+    const int *inherited_fds;
+    int ninherited;
+    void (*reload_apply)(sws_worker *w, uint64_t value);
 } sws_server;
 
 /* server.c: main thread */
@@ -317,7 +324,7 @@ int sws_sockname_text(int fd, char *out, size_t cap);
  * through a temp file and rename. */
 int sws_ready_write(const char *path, const sws_server *s);
 
-/* drain.c: loop side */
+/* worker.c: draining, loop side */
 void sws_worker_drain(sws_worker *w, bool force);
 /* Until when, in a drain, an idle keep-alive connection may still send a
  * request that is answered (drain_idle_grace, never past keepalive_timeout). */
@@ -331,7 +338,7 @@ bool sws_worker_finished(sws_worker *w);
 /* drain.c: control side */
 void sws_drain_begin(sws_server *s);
 void sws_drain_force(sws_server *s);
-/* The control thread's loop: signals, admin, the drain timer. Returns the exit
+/* control.c: the control thread's loop: signals, admin, the drain timer. Returns the exit
  * status once every worker has finished. */
 int sws_control_run(sws_server *s, int sigfd, int admin_fd);
 

@@ -443,3 +443,13 @@ void sws_up_observe_latency(sws_pool *p, uint64_t us) {
 void sws_up_error(sws_pool *p, enum sws_up_err kind) {
     SWS_ADD(p->st->errors[kind], 1);
 }
+
+/* The proxy route's upstream counters on this loop (slot k), made on first use. */
+sws_up_stats *sws_worker_upstats(sws_worker *w, uint32_t k) {
+    if (k >= SWS_ROUTE_SLOTS)
+        return NULL;
+    sws_up_stats *st = atomic_load_explicit(&w->upstats[k], memory_order_relaxed);
+    if (!st && (st = calloc(1, sizeof(*st))) != NULL)
+        atomic_store_explicit(&w->upstats[k], st, memory_order_release);
+    return st;
+}

@@ -1,9 +1,7 @@
-/* Graceful drain, begun by SIGTERM/SIGINT or by the new process of a SIGUSR2
- * restart saying it serves. The control thread posts DRAIN to every loop (the
- * only cross-thread calls are tl_loop_post/tl_acceptor_stop); each loop closes
- * its listener, answers the next request of every connection with Connection:
- * close and closes what stays idle after drain_idle_grace (conn.c). After
- * drain_timeout FORCE closes the rest. */
+/* The control thread's loop (main.c runs it once the loops serve): signals,
+ * the admin listener, the ACME thread's wake-ups, reload and re-exec, and the
+ * drain timer. It owns everything slow or shared; the loops only ever get
+ * messages from it (tl_loop_post). */
 #include "sws.h"
 
 #include "acme_run.h"
@@ -18,55 +16,6 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
-
-void sws_worker_drain(sws_worker *w, bool force) {
-    uint64_t now = tl_loop_now(w->loop);
-    if (!w->draining) {
-        w->draining = true;
-        w->drain_at = now;
-    }
-    if (force)
-        w->forced = true;
-    if (w->listener && !w->listener_closing) {
-        /* Closing the listener makes the kernel refuse new connections. */
-        if (tl_close(w->loop, w->listener, sws_token(0, SWS_T_LISTENER_CLOSE)) == 0)
-            w->listener_closing = true;
-        else
-            w->listener = 0;
-    }
-    sws_insts_drain(w, force); /* the default's first: it owns the connections */
-}
-
-bool sws_worker_finished(sws_worker *w) {
-    return w->draining && !w->listener && !w->listener_closing && w->sc.ops->finished(w, &w->sc) &&
-           sws_insts_finished(w);
-}
-
-static void post_all(sws_server *s, uint64_t value) {
-    tl_message m = {.value = value};
-    for (int i = 0; i < s->nloops; i++)
-        if (tl_loop_post(s->loops[i], sws_token(SWS_POST_CONTROL, SWS_T_POST), &m) < 0)
-            fprintf(stderr, "scalwsd: cannot post to loop %d\n", i);
-}
-
-void sws_drain_begin(sws_server *s) {
-    atomic_store(&s->drain, 1);
-    if (s->acceptor) {
-        tl_acceptor_stop(s->acceptor);
-        s->acceptor = NULL;
-    }
-    post_all(s, SWS_MSG_DRAIN);
-    if (s->shared_fd >= 0) {
-        /* The loops close their duplicates when the message arrives. */
-        close(s->shared_fd);
-        s->shared_fd = -1;
-    }
-}
-
-void sws_drain_force(sws_server *s) {
-    atomic_store(&s->drain, 2);
-    post_all(s, SWS_MSG_FORCE);
-}
 
 static uint64_t sum(sws_server *s, size_t off) {
     uint64_t t = 0;

@@ -4,7 +4,7 @@
  * A key is added here and nowhere else; the man page and the example file are
  * checked against this table by tests/e2e/man_page.sh and example_config.sh. */
 #include "config.h"
-#include "forwarded.h"
+#include "trusted.h"
 
 #include <errno.h>
 #include <stddef.h>
