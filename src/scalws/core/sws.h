@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "cpu.h"
+#include "exchange.h"
 #include "lend.h"
 #include "scenario.h"
 #include "sws_http.h"
@@ -203,6 +204,8 @@ typedef struct sws_worker {
      * kept until the worker is freed, read by the control thread. */
     _Atomic(struct sws_up_stats *) upstats[SWS_ROUTE_SLOTS];
     char *tls_plain; /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
+    /* The protocol of its connections (transport/conn.h): HTTP/1.1. */
+    const struct sws_conn_proto *conn_proto;
 } sws_worker;
 
 typedef struct sws_server {

@@ -1,30 +1,10 @@
-/* The heads the proxy writes (proxy_head.h). */
-#include "proxy_head.h"
+/* The heads the proxy writes (client_head.h). */
+#include "client_head.h"
 
+#include <stdio.h>
 #include <strings.h>
 
 #include "forwarded.h"
-
-size_t sws_chunk_line(char *out, size_t n) {
-    char tmp[16];
-    size_t k = 0;
-    do {
-        tmp[k++] = "0123456789abcdef"[n & 15];
-        n >>= 4;
-    } while (n);
-    for (size_t i = 0; i < k; i++)
-        out[i] = tmp[k - 1 - i];
-    out[k] = '\r';
-    out[k + 1] = '\n';
-    return k + 2;
-}
-
-void sws_wbuf_chunk(sws_wbuf *b, const char *d, size_t n) {
-    char hdr[24];
-    sws_wbuf_put(b, hdr, sws_chunk_line(hdr, n));
-    sws_wbuf_put(b, d, n);
-    sws_wbuf_put(b, "\r\n", 2);
-}
 
 /* What a field is to the proxy, from its name: one length switch and at most
  * two compares per field, instead of a compare against every name. The
@@ -113,12 +93,17 @@ static void put_field(sws_wbuf *b, const sws_msg *m, uint32_t i) {
     sws_wbuf_put(b, "\r\n", 2);
 }
 
-void sws_px_end_to_end_fields(sws_wbuf *b, const sws_msg *m) {
+uint32_t sws_px_end_to_end_fields(const sws_msg *m, sws_field *out, uint32_t cap) {
     uint8_t kind[SWS_MSG_FIELDS_MAX];
     field_kinds(m, kind);
-    for (uint32_t i = 0; i < m->nf; i++)
-        if (!is_hop(kind[i]))
-            put_field(b, m, i);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->nf && n < cap; i++) {
+        if (is_hop(kind[i]) || name_eq(m, i, "content-length", 14))
+            continue;
+        out[n++] = sws_field_str(m->buf + m->f[i].name_off, m->f[i].name_len,
+                                 m->buf + m->f[i].val_off, m->f[i].val_len);
+    }
+    return n;
 }
 
 size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool *names_up) {
@@ -172,8 +157,62 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
         sws_wbuf_puts(&b, "\r\n");
         *names_up = true;
     }
-    if (in->chunked)
+    if (in->streams)
         sws_wbuf_puts(&b, "Transfer-Encoding: chunked\r\n");
     sws_wbuf_put(&b, "\r\n", 2);
     return b.over ? 0 : hl;
+}
+
+int sws_h1c_body(bool streams, int (*put)(void *u, const char *d, size_t n), void *u, const char *d,
+                 size_t n) {
+    if (!streams)
+        return put(u, d, n);
+    if (n == 0)
+        return 0; /* an empty chunk would be the last */
+    char hdr[24];
+    size_t k = sws_chunk_line(hdr, n);
+    if (put(u, hdr, k) < 0 || put(u, d, n) < 0 || put(u, "\r\n", 2) < 0)
+        return -1;
+    return 0;
+}
+
+int sws_h1c_body_end(bool streams, int (*put)(void *u, const char *d, size_t n), void *u) {
+    return streams ? put(u, "0\r\n\r\n", 5) : 0;
+}
+
+bool sws_h1c_request_streams(const sws_msg *m) {
+    return (m->p.flags & F_CHUNKED) != 0;
+}
+
+sws_h1c_framing sws_h1c_response_framing(const sws_msg *m, bool req_head) {
+    const llhttp_t *p = &m->p;
+    int status = p->status_code;
+    sws_h1c_framing f = {.no_body = req_head || status == 204 || status == 304};
+    bool chunked = (p->flags & F_CHUNKED) != 0;
+    f.has_length = !chunked && (p->flags & F_CONTENT_LENGTH);
+    f.length = f.has_length ? p->content_length : 0;
+    f.to_close = !f.no_body && !chunked && !f.has_length;
+    return f;
+}
+
+int sws_h1c_probe_head(char *out, size_t cap, const char *path, const char *host) {
+    int n = snprintf(out, cap,
+                     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: scalwsd-health-check\r\n"
+                     "Connection: close\r\n\r\n",
+                     path, host);
+    return n <= 0 || (size_t)n >= cap ? -1 : n;
+}
+
+int sws_h1c_status(const char *got, size_t n) {
+    if (n < 12)
+        return 0;
+    if (strncmp(got, "HTTP/1.", 7) != 0 || got[8] != ' ')
+        return -1;
+    int st = 0;
+    for (int k = 9; k < 12; k++) {
+        if (got[k] < '0' || got[k] > '9')
+            return -1;
+        st = st * 10 + (got[k] - '0');
+    }
+    return st;
 }

@@ -1,0 +1,31 @@
+/* The exchange's functions that are the same for every protocol (exchange.h). */
+#include "exchange.h"
+
+#include <errno.h>
+#include <string.h>
+
+void sws_fixed_init(sws_fixed *f, int status, const char *content_type, const char *body,
+                    uint32_t body_len) {
+    *f = (sws_fixed){.status = status, .content_type = content_type, .body = body,
+                     .body_len = body_len};
+}
+
+void sws_fixed_free(sws_fixed *f) {
+    for (int i = 0; i < SWS_FIXED_PROTOS; i++) {
+        if (f->framed[i] && f->framed_free[i])
+            f->framed_free[i](f->framed[i]);
+        f->framed[i] = NULL;
+    }
+}
+
+int sws_ex_body(struct sws_worker *w, sws_exchange *x, const void *data, size_t len) {
+    size_t room;
+    char *p = sws_ex_room(w, x, &room);
+    if (len > room)
+        return -ENOSPC;
+    if (len) {
+        memcpy(p, data, len);
+        sws_ex_commit(w, x, len);
+    }
+    return 0;
+}
