@@ -26,7 +26,7 @@ static sws_proxy_config cfg(int host_mode, const char *host, int forwarded) {
 static const char *request(const sws_proxy_config *p, const sws_route *r, const char *head,
                            bool chunked, bool *up) {
     static char out[4096];
-    sws_px_request in = {.m = test_parse(HTTP_REQUEST, head),
+    sws_px_request in = {.m = test_head(test_parse(HTTP_REQUEST, head)),
                          .cfg = p,
                          .route = r,
                          .peer = "192.0.2.7",
@@ -111,8 +111,8 @@ static void a_head_that_does_not_fit_is_refused(void **st) {
     char out[64];
     bool up;
     sws_px_request in = {
-        .m = test_parse(HTTP_REQUEST,
-                        "GET /a-long-enough-path HTTP/1.1\r\nHost: example.com\r\n\r\n"),
+        .m = test_head(test_parse(HTTP_REQUEST,
+                                  "GET /a-long-enough-path HTTP/1.1\r\nHost: example.com\r\n\r\n")),
         .cfg = &p,
         .peer = "",
         .upstream = "u:1"};
@@ -121,9 +121,10 @@ static void a_head_that_does_not_fit_is_refused(void **st) {
 
 static void answer_fields_and_chunks(void **st) {
     (void)st;
-    const sws_msg *m = test_parse(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nConnection: close\r\n"
-                                                 "Transfer-Encoding: chunked\r\nX-A: 1\r\n"
-                                                 "Set-Cookie: s=1\r\n\r\n");
+    const sws_head *m =
+        test_head(test_parse(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+                                            "Transfer-Encoding: chunked\r\nX-A: 1\r\n"
+                                            "Set-Cookie: s=1\r\n\r\n"));
     sws_field f[8];
     uint32_t nf = sws_px_end_to_end_fields(m, f, 8);
     assert_int_equal(nf, 2);
@@ -152,8 +153,9 @@ static void answer_fields_and_chunks(void **st) {
     assert_int_equal(small, 0);
     /* Content-Length frames the answer (the protocol writes it from the
      * answer's length): it is not among the fields. */
-    const sws_msg *cl = test_parse(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
-                                                  "X-B: 2\r\n\r\n");
+    const sws_head *cl =
+        test_head(test_parse(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                                            "X-B: 2\r\n\r\n"));
     sws_field g[8];
     assert_int_equal(sws_px_end_to_end_fields(cl, g, 8), 1);
     assert_memory_equal(g[0].name, "X-B", 3);

@@ -40,6 +40,23 @@ typedef struct sws_field {
     uint32_t value_len;
 } sws_field;
 
+/* A message's head as its protocol read it, every field in order: for a
+ * request also its target and method. What a scenario that forwards the
+ * request (the proxy) reads: valid from its request_head hook until its
+ * answer has ended. */
+typedef struct sws_head {
+    const sws_field *f;
+    uint32_t nf;
+    const char *target; /* the request-target as it came */
+    uint32_t target_len;
+    uint8_t method; /* llhttp_method_t */
+    uint8_t http_major, http_minor;
+    bool streams; /* the body's length is not known before its end */
+} sws_head;
+
+/* Whether the comma-separated list in f's value has token (case-insensitive). */
+bool sws_field_has(const sws_field *f, const char *token);
+
 /* sws_answer.length: the body's size is not known in advance; it is fed
  * and then ended (HTTP/1.1 frames it chunked, or by the close for an
  * HTTP/1.0 client). */
@@ -99,9 +116,10 @@ typedef struct sws_ex_mark {
 /* What a protocol implements for its exchanges (http1/ fills one). Every
  * function runs on the exchange's loop thread. */
 typedef struct sws_proto {
-    const char *name;  /* as the access log writes it: "HTTP/1.1" */
+    const char *name; /* as the access log writes it: "HTTP/1.1" */
     const sws_http_request *(*request)(const sws_exchange *x);
     uint32_t (*id)(const sws_exchange *x);
+    const sws_head *(*request_head)(const sws_exchange *x);
     sws_ex_mark (*mark)(const sws_exchange *x);
     bool (*marked)(const sws_exchange *x, sws_ex_mark m);
     bool (*secure)(const sws_exchange *x);
@@ -133,6 +151,12 @@ struct sws_exchange {
 /* The request, complete as far as its head (the body streams separately). */
 static inline const sws_http_request *sws_ex_request(const sws_exchange *x) {
     return x->proto->request(x);
+}
+/* The request's head with every field (sws_head), for a scenario that
+ * takes the request (its request_head hook and after, until the answer
+ * ends); NULL before. */
+static inline const sws_head *sws_ex_request_head(const sws_exchange *x) {
+    return x->proto->request_head(x);
 }
 /* A number for this exchange, unique on its loop among those under way
  * (below the loop's max_connections + 1): for a scenario's per-exchange
@@ -220,8 +244,7 @@ static inline void sws_ex_abort(struct sws_worker *w, sws_exchange *x) {
 }
 /* The access log's line for this exchange (w->access_log must be open), the
  * peer's address looked up now. */
-static inline void sws_ex_log(struct sws_worker *w, sws_exchange *x, int status,
-                              uint64_t bytes) {
+static inline void sws_ex_log(struct sws_worker *w, sws_exchange *x, int status, uint64_t bytes) {
     x->proto->log(w, x, NULL, status, bytes);
 }
 /* The same with the peer's address given (its socket may be closed). */
@@ -230,8 +253,7 @@ static inline void sws_ex_log_peer(struct sws_worker *w, sws_exchange *x, const 
     x->proto->log(w, x, peer, status, bytes);
 }
 /* The client's address as numeric text into buf: 0 or a negative errno. */
-static inline int sws_ex_peer(struct sws_worker *w, const sws_exchange *x, char *buf,
-                              size_t len) {
+static inline int sws_ex_peer(struct sws_worker *w, const sws_exchange *x, char *buf, size_t len) {
     return x->proto->peer(w, x, buf, len);
 }
 /* The protocol refused the request itself (and logged it): a malformed

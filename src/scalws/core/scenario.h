@@ -8,7 +8,7 @@
  *    bytes in and out; http1.h: parser, limits, keep-alive; exchange.h: what
  *    a scenario sees of a request and gives of its answer) use sws_conn_open
  *    and friends for the connection hooks and fill `answer` (respond, static,
- *    proxy; the proxy also takes request bodies: request_room/request_bytes);
+ *    proxy; the proxy also takes the request's fields and body: request_head...);
  *  - one that owned its connections whole would fill the connection hooks
  *    itself and leave `answer` NULL (none does now).
  *
@@ -74,18 +74,22 @@ typedef struct sws_scenario_ops {
      * call sws_ex_more later; sws_ex_end when the answer is complete.
      * Optional (only for scenarios that return PENDING). */
     void (*more)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
-    /* Request bodies, for a scenario that forwards them (proxy); both NULL for
-     * those that ignore bodies (respond, static: the connection reads and
-     * drops them). request_room: how many more raw request bytes it takes
-     * now; 0 stops reading the client (back-pressure) until the scenario
-     * calls sws_ex_more. request_bytes: raw bytes of the request being read
-     * (head and body, as on the wire) that the strict parser has passed, in
-     * order, before `answer` is called for it; never bytes of the next
-     * request. Returns 0, or an error status to answer with: the connection
-     * ends after it. Optional (both or neither). */
+    /* The request as a whole, for a scenario that forwards it (the proxy);
+     * all NULL for those that answer from the head alone (respond, static:
+     * the protocol reads and drops a body). Before `answer`, in order:
+     * request_head once its head is complete (sws_ex_request_head: every
+     * field), request_body with its body's bytes as they come (decoded:
+     * no chunk framing), request_end once it is complete (trailers are
+     * dropped). Each returns 0, or an error status to answer with: the
+     * connection ends after it. request_room: how many more request bytes it
+     * takes now (as they come on the wire, an upper bound of the body bytes
+     * they carry); 0 stops reading the client (back-pressure) until the
+     * scenario calls sws_ex_more. Optional (all four or none). */
+    int (*request_head)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
+    int (*request_body)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x, const char *data,
+                        size_t len);
+    int (*request_end)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
     size_t (*request_room)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
-    int (*request_bytes)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x, const char *data,
-                         size_t len);
     /* The HTTP connection's slot is freed (its close completed): drop what the
      * scenario holds for it (a file being sent). Optional. */
     void (*conn_end)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);

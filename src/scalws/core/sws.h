@@ -167,6 +167,7 @@ typedef struct sws_worker {
      * connection costs neither (see out_take and parser_take in conn.c). */
     sws_lend outbuf;
     sws_lend parsers;
+    sws_lend reqs;     /* http1/: requests read whole, for a scenario that takes them */
     sws_conn *active;  /* list head */
     uint32_t nstarved; /* connections waiting for a loop buffer */
     sws_held *hpool;   /* recv_buffers nodes */

@@ -11,11 +11,11 @@
  * forwarding fields are forwarded.c's (sws_forwarded_owns). */
 enum px_field { PXF_OTHER, PXF_HOP, PXF_CONNECTION, PXF_HOST, PXF_EXPECT };
 
-static bool name_eq(const sws_msg *m, uint32_t i, const char *lit, size_t n) {
-    return m->f[i].name_len == n && strncasecmp(m->buf + m->f[i].name_off, lit, n) == 0;
+static bool name_eq(const sws_head *m, uint32_t i, const char *lit, size_t n) {
+    return m->f[i].name_len == n && strncasecmp(m->f[i].name, lit, n) == 0;
 }
 
-static enum px_field field_kind(const sws_msg *m, uint32_t i) {
+static enum px_field field_kind(const sws_head *m, uint32_t i) {
 #define PXF_IS(lit) name_eq(m, i, lit, sizeof(lit) - 1)
     switch (m->f[i].name_len) {
     case 2:
@@ -39,8 +39,8 @@ static enum px_field field_kind(const sws_msg *m, uint32_t i) {
 }
 
 /* Whether a Connection value names a field beyond close and keep-alive. */
-static bool names_fields(const sws_msg *m, uint32_t i) {
-    const char *v = m->buf + m->f[i].val_off, *end = v + m->f[i].val_len;
+static bool names_fields(const sws_head *m, uint32_t i) {
+    const char *v = m->f[i].value, *end = v + m->f[i].value_len;
     while (v < end) {
         while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
             v++;
@@ -58,7 +58,7 @@ static bool names_fields(const sws_msg *m, uint32_t i) {
 /* The kinds of m's fields into kind[]; fields named by Connection are
  * hop-by-hop too (RFC 9110 7.6.1), found by a second pass only when a
  * Connection value names one. */
-static void field_kinds(const sws_msg *m, uint8_t *kind) {
+static void field_kinds(const sws_head *m, uint8_t *kind) {
     bool named = false;
     for (uint32_t i = 0; i < m->nf; i++) {
         kind[i] = (uint8_t)field_kind(m, i);
@@ -72,10 +72,10 @@ static void field_kinds(const sws_msg *m, uint8_t *kind) {
         uint32_t nl = m->f[i].name_len;
         if (kind[i] == PXF_HOP || kind[i] == PXF_CONNECTION || nl >= sizeof(name))
             continue;
-        memcpy(name, m->buf + m->f[i].name_off, nl);
+        memcpy(name, m->f[i].name, nl);
         name[nl] = '\0';
         for (uint32_t j = 0; j < m->nf; j++)
-            if (kind[j] == PXF_CONNECTION && sws_msg_value_has(m, j, name)) {
+            if (kind[j] == PXF_CONNECTION && sws_field_has(&m->f[j], name)) {
                 kind[i] = PXF_HOP;
                 break;
             }
@@ -86,40 +86,39 @@ static bool is_hop(uint8_t kind) {
     return kind == PXF_HOP || kind == PXF_CONNECTION;
 }
 
-static void put_field(sws_wbuf *b, const sws_msg *m, uint32_t i) {
-    sws_wbuf_put(b, m->buf + m->f[i].name_off, m->f[i].name_len);
+static void put_field(sws_wbuf *b, const sws_head *m, uint32_t i) {
+    sws_wbuf_put(b, m->f[i].name, m->f[i].name_len);
     sws_wbuf_put(b, ": ", 2);
-    sws_wbuf_put(b, m->buf + m->f[i].val_off, m->f[i].val_len);
+    sws_wbuf_put(b, m->f[i].value, m->f[i].value_len);
     sws_wbuf_put(b, "\r\n", 2);
 }
 
-uint32_t sws_px_end_to_end_fields(const sws_msg *m, sws_field *out, uint32_t cap) {
+uint32_t sws_px_end_to_end_fields(const sws_head *m, sws_field *out, uint32_t cap) {
     uint8_t kind[SWS_MSG_FIELDS_MAX];
     field_kinds(m, kind);
     uint32_t n = 0;
     for (uint32_t i = 0; i < m->nf && n < cap; i++) {
         if (is_hop(kind[i]) || name_eq(m, i, "content-length", 14))
             continue;
-        out[n++] = sws_field_str(m->buf + m->f[i].name_off, m->f[i].name_len,
-                                 m->buf + m->f[i].val_off, m->f[i].val_len);
+        out[n++] = sws_field_str(m->f[i].name, m->f[i].name_len, m->f[i].value, m->f[i].value_len);
     }
     return n;
 }
 
 size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool *names_up) {
-    const sws_msg *m = in->m;
+    const sws_head *m = in->m;
     const sws_proxy_config *cfg = in->cfg;
     uint32_t hl = 0;
     sws_wbuf b = {out, &hl, cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap, false};
-    sws_wbuf_puts(&b, llhttp_method_name((llhttp_method_t)m->p.method));
+    sws_wbuf_puts(&b, llhttp_method_name((llhttp_method_t)m->method));
     sws_wbuf_put(&b, " ", 1);
     if (in->route && in->route->cfg.strip_prefix) { /* "/api/x" goes up as "/x" */
-        sws_route_view v = sws_route_target(in->route, m->buf + m->start_off, m->start_len);
+        sws_route_view v = sws_route_target(in->route, m->target, m->target_len);
         if (v.lead_slash)
             sws_wbuf_put(&b, "/", 1);
         sws_wbuf_put(&b, v.path, v.len);
     } else {
-        sws_wbuf_put(&b, m->buf + m->start_off, m->start_len);
+        sws_wbuf_put(&b, m->target, m->target_len);
     }
     sws_wbuf_puts(&b, " HTTP/1.1\r\n");
     bool host = false;
@@ -180,8 +179,19 @@ int sws_h1c_body_end(bool streams, int (*put)(void *u, const char *d, size_t n),
     return streams ? put(u, "0\r\n\r\n", 5) : 0;
 }
 
-bool sws_h1c_request_streams(const sws_msg *m) {
-    return (m->p.flags & F_CHUNKED) != 0;
+void sws_h1_msg_head(const sws_msg *m, sws_field *f, uint32_t cap, sws_head *out) {
+    uint32_t n = m->nf < cap ? m->nf : cap;
+    for (uint32_t i = 0; i < n; i++)
+        f[i] = sws_field_str(m->buf + m->f[i].name_off, m->f[i].name_len, m->buf + m->f[i].val_off,
+                             m->f[i].val_len);
+    *out = (sws_head){.f = f,
+                      .nf = n,
+                      .target = m->buf + m->start_off,
+                      .target_len = m->start_len,
+                      .method = (uint8_t)m->p.method,
+                      .http_major = m->p.http_major,
+                      .http_minor = m->p.http_minor,
+                      .streams = (m->p.flags & F_CHUNKED) != 0};
 }
 
 sws_h1c_framing sws_h1c_response_framing(const sws_msg *m, bool req_head) {

@@ -2,7 +2,7 @@
  * that goes upstream (the client's, rewritten) and the end-to-end fields of an answer's head that
  * go back to the client. Hop-by-hop fields (RFC 9110 7.6.1: Connection, those it names, Keep-Alive,
  * TE, Trailer, Transfer-Encoding, Upgrade, Proxy-Connection) never cross. Pure functions over a
- * parsed sws_msg: no I/O, no state, unit-tested in tests/unit/test_proxy_head.c. */
+ * message head (sws_head): no I/O, no state, unit-tested in tests/unit/test_proxy_head.c. */
 #ifndef SWS_PROXY_HEAD_H
 #define SWS_PROXY_HEAD_H
 
@@ -19,12 +19,12 @@
 
 /* Every end-to-end field of m, as it came, into out[0..cap): the answer's
  * fields, but Content-Length, which frames it (the answer's length). Returns
- * how many. The fields point into m. */
-uint32_t sws_px_end_to_end_fields(const sws_msg *m, sws_field *out, uint32_t cap);
+ * how many. The fields point where m's do; out may be m->f itself. */
+uint32_t sws_px_end_to_end_fields(const sws_head *m, sws_field *out, uint32_t cap);
 
 /* What the request head going upstream is made of. */
 typedef struct sws_px_request {
-    const sws_msg *m;            /* the client's request, parsed */
+    const sws_head *m;           /* the client's request, parsed */
     const sws_proxy_config *cfg; /* the route's [proxy] keys */
     const sws_route *route;      /* its strip_prefix; NULL: none */
     const char *peer;            /* the client's address text, "" when unknown */
@@ -58,9 +58,10 @@ int sws_h1c_probe_head(char *out, size_t cap, const char *path, const char *host
  * status line's code is in, -1 when it is not an HTTP/1.x status line. */
 int sws_h1c_status(const char *got, size_t n);
 
-/* Whether a request's body streams (its length is not known before its
- * end: chunked on the client's side). */
-bool sws_h1c_request_streams(const sws_msg *m);
+/* The head of a message an HTTP/1.1 reader parsed (a request, or an
+ * upstream's answer), as the protocol-neutral view: out->f points at f,
+ * which gets up to cap fields pointing into m. */
+void sws_h1_msg_head(const sws_msg *m, sws_field *f, uint32_t cap, sws_head *out);
 
 /* How the upstream's answer m is framed, for the answer given to the
  * client. req_head: the request was HEAD (no body follows whatever m says). */

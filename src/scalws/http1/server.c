@@ -12,9 +12,11 @@
 
 #include "access_log.h"
 #include "acme_tokens.h"
+#include "client_head.h"
 #include "conn.h"
 #include "h1_write.h"
 #include "route.h"
+#include "sws_msg.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -52,7 +54,24 @@ static const sws_conn *cconn_ofx(const sws_exchange *x) {
 typedef struct route_stash {
     char *buf;
     uint32_t len;
+    struct h1_req *req; /* the request as a whole, for a scenario that takes it */
 } route_stash;
+
+/* The request read whole, for a scenario that takes it (request_head): a
+ * reader of every field and of the body's framing, fed the request's bytes
+ * as the strict parser passed them, calling the scenario's hooks. Lent from
+ * w->reqs while such a request is under way. */
+typedef struct h1_req {
+    sws_worker *w;
+    sws_conn *c;
+    int status; /* a hook's refusal */
+    bool done;
+    sws_head head;
+    sws_field f[SWS_MSG_FIELDS_MAX];
+    sws_msg msg;
+} h1_req;
+
+#define SWS_REQ_CACHE 4
 
 static route_stash *stash_of(const sws_conn *c) {
     return (route_stash *)((char *)c->parser + SWS_PARSER_STASH_AT);
@@ -76,14 +95,23 @@ static bool parser_take(sws_worker *w, sws_conn *c) {
     if (w->lend_sf)
         p->req.sf_fields = (char *)p + SWS_PARSER_SF_AT;
     c->parser = p;
-    *stash_of(c) = (route_stash){NULL, 0};
+    *stash_of(c) = (route_stash){NULL, 0, NULL};
     return true;
 }
 
 static void stash_give(sws_worker *w, sws_conn *c) {
     route_stash *st = stash_of(c);
     sws_lend_give(&w->outbuf, st->buf);
-    *st = (route_stash){NULL, 0};
+    st->buf = NULL;
+    st->len = 0;
+}
+
+static void req_give(sws_worker *w, sws_conn *c) {
+    route_stash *st = stash_of(c);
+    if (st->req) {
+        sws_lend_give(&w->reqs, st->req);
+        st->req = NULL;
+    }
 }
 
 static void parser_give(sws_worker *w, sws_conn *c) {
@@ -91,6 +119,7 @@ static void parser_give(sws_worker *w, sws_conn *c) {
         return;
     if (stash_of(c)->buf)
         stash_give(w, c);
+    req_give(w, c);
     sws_lend_give(&w->parsers, c->parser);
     c->parser = NULL;
 }
@@ -150,6 +179,8 @@ static void answer_done(sws_worker *w, sws_conn *c);
  * six hex digits and CRLF), and after them for its CRLF. */
 #define H1_CHUNK_PRE 8
 #define H1_CHUNK_POST 2
+
+static const sws_head *h1_request_head(const sws_exchange *x);
 
 static const sws_http_request *h1_request(const sws_exchange *x) {
     return &cconn_ofx(x)->parser->req;
@@ -409,8 +440,7 @@ static void h1_close(sws_worker *w, sws_exchange *x) {
     sws_conn_close(w, conn_ofx(x));
 }
 
-static void h1_log(sws_worker *w, sws_exchange *x, const char *peer, int status,
-                   uint64_t bytes) {
+static void h1_log(sws_worker *w, sws_exchange *x, const char *peer, int status, uint64_t bytes) {
     sws_conn *c = conn_ofx(x);
     if (!peer) {
         conn_log(w, c, status, bytes);
@@ -456,7 +486,7 @@ static void error_answer(sws_worker *w, sws_conn *c, int status) {
     if (w->access_log)
         conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
     size_t n = sws_conn_out_take(w, c) ? sws_http_error(c->out + c->olen, w->out_cap - c->olen,
-                                                         status, w->date.str, head)
+                                                        status, w->date.str, head)
                                        : 0;
     if (n == 0) {
         sws_conn_close(w, c);
@@ -496,6 +526,7 @@ static const sws_proto h1_proto = {
     .name = "HTTP/1.1",
     .request = h1_request,
     .id = h1_id,
+    .request_head = h1_request_head,
     .mark = h1_mark,
     .marked = h1_marked,
     .secure = h1_secure,
@@ -543,6 +574,8 @@ static bool acme_challenge(sws_worker *w, sws_conn *c) {
 static void answer_done(sws_worker *w, sws_conn *c) {
     sws_route_count(w, c->sc, c->status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
     route_clear(w, c);
+    if (c->parser)
+        req_give(w, c);
 }
 
 /* A complete request: the scenario answers it (room for resp_max bytes was
@@ -645,6 +678,81 @@ static void answer_continue(sws_worker *w, sws_conn *c) {
     c->olen += (uint32_t)(sizeof(cont) - 1);
 }
 
+/* ---- the request read whole, for a scenario that takes it ------------------ */
+
+static int req_on_head(void *user, sws_msg *m) {
+    h1_req *r = user;
+    sws_h1_msg_head(m, r->f, SWS_MSG_FIELDS_MAX, &r->head);
+    int st = r->c->sc->ops->request_head(r->w, r->c->sc, &r->c->ex);
+    if (st > 0) {
+        r->status = st;
+        return -1;
+    }
+    return 0;
+}
+
+static int req_on_body(void *user, const char *d, size_t n) {
+    h1_req *r = user;
+    int st = r->c->sc->ops->request_body(r->w, r->c->sc, &r->c->ex, d, n);
+    if (st > 0) {
+        r->status = st;
+        return -1;
+    }
+    return 0;
+}
+
+static int req_on_done(void *user, sws_msg *m) {
+    (void)m;
+    h1_req *r = user;
+    r->done = true;
+    int st = r->c->sc->ops->request_end(r->w, r->c->sc, &r->c->ex);
+    if (st > 0) {
+        r->status = st;
+        return -1;
+    }
+    return 0;
+}
+
+static const sws_msg_cb req_cb = {req_on_head, req_on_body, req_on_done};
+
+/* Feeds the request's bytes, from its first, to its reader. 0, or the
+ * status to refuse it with: what a hook chose, 431 for a head past the
+ * reader's room, 400 for one the two readers frame differently. */
+static int req_feed(sws_worker *w, sws_conn *c, const char *d, size_t n) {
+    route_stash *st = stash_of(c);
+    h1_req *r = st->req;
+    if (!r) {
+        if (!(r = sws_lend_take(&w->reqs)))
+            return 503;
+        r->w = w;
+        r->c = c;
+        r->status = 0;
+        r->done = false;
+        r->head = (sws_head){0};
+        sws_msg_init(&r->msg, HTTP_REQUEST, &req_cb, r);
+        st->req = r;
+    }
+    size_t off = 0;
+    while (off < n && !r->done) {
+        size_t used;
+        int rc = sws_msg_feed(&r->msg, d + off, n - off, &used);
+        if (rc < 0)
+            return r->status ? r->status : rc == -E2BIG ? 431 : 400;
+        off += used;
+    }
+    if (off < n)
+        return 400; /* the two readers disagree on where the request ends */
+    return 0;
+}
+
+static const sws_head *h1_request_head(const sws_exchange *x) {
+    const sws_conn *c = cconn_ofx(x);
+    if (!c->parser)
+        return NULL;
+    const h1_req *r = stash_of(c)->req;
+    return r && r->head.f ? &r->head : NULL;
+}
+
 /* Bytes the strict parser passed (rc: what sws_http_feed said of them): once
  * a request's head is complete its route is chosen, and a scenario that takes
  * request bytes gets them all from the request's first, those kept in the
@@ -653,7 +761,7 @@ static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t 
     const sws_http_parser *p = c->parser;
     if (c->routed || !w->routes_on) {
         /* Routed already, or no routes: c->sc is the default from the start. */
-        return c->sc->ops->request_bytes ? c->sc->ops->request_bytes(w, c->sc, &c->ex, d, n) : 0;
+        return c->sc->ops->request_head ? req_feed(w, c, d, n) : 0;
     }
     bool head_done = rc == SWS_HTTP_REQUEST || (p->in_message && p->headers_done);
     route_stash *st = stash_of(c);
@@ -669,14 +777,14 @@ static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t 
     route_set(w, c, sws_route_pick(w, &p->req));
     const sws_scenario_ops *ops = c->sc->ops;
     int bad = 0;
-    if (!ops->request_bytes) {
+    if (!ops->request_head) {
         /* nothing kept is needed */
     } else if (!st->len) {
-        bad = ops->request_bytes(w, c->sc, &c->ex, d, n); /* the head came whole: no copy */
+        bad = req_feed(w, c, d, n); /* the head came whole: no copy */
     } else {
         memcpy(st->buf + st->len, d, n);
         st->len += (uint32_t)n;
-        bad = ops->request_bytes(w, c->sc, &c->ex, st->buf, st->len);
+        bad = req_feed(w, c, st->buf, st->len);
     }
     stash_give(w, c);
     return bad;
@@ -713,7 +821,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             }
             if (n > room)
                 n = room;
-        } else if (ops->request_bytes) {
+        } else if (ops->request_head) {
             /* The parser sees no byte the scenario cannot take now: what it
              * passed is handed over at once, in the order it came. */
             size_t room = ops->request_room(w, c->sc, &c->ex);
@@ -732,7 +840,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             used = n;
         /* Bytes go on only where someone takes them, or a route is to be
          * chosen: without routes a respond request never calls out. */
-        if (rc >= 0 && used && (ops->request_bytes || (!c->routed && w->routes_on))) {
+        if (rc >= 0 && used && (ops->request_head || (!c->routed && w->routes_on))) {
             int bad = pass_bytes(w, c, rc, data + *off, used);
             if (bad > 0 || sws_phase_gone(c->phase)) {
                 if (bad > 0 && c->phase == SWS_PH_OPEN)
@@ -748,7 +856,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             if (c->dl_kind == SWS_DL_IDLE && conn_partial(c)) {
                 c->dl_kind = SWS_DL_HEADER;
                 c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
-            } else if (ops->request_bytes && c->parser->headers_done) {
+            } else if (ops->request_head && c->parser->headers_done) {
                 /* A body streamed to the scenario: header_timeout runs
                  * between reads, not over the whole body. */
                 c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
@@ -808,23 +916,30 @@ static void h1_reload(sws_worker *w, sws_conn *c) {
 }
 
 static int h1_table_init(sws_worker *w) {
-    return sws_lend_init(&w->parsers, SWS_PARSER_BLOCK, w->nslots) < 0 ? -ENOMEM : 0;
+    if (sws_lend_init(&w->parsers, SWS_PARSER_BLOCK, w->nslots) < 0 ||
+        sws_lend_init(&w->reqs, sizeof(h1_req), w->nslots) < 0)
+        return -ENOMEM;
+    return 0;
 }
 
 /* After the loop is freed: the parsers connections still held, and the pool. */
 static void h1_table_free(sws_worker *w) {
     for (uint32_t k = 0; k < w->nslots && w->slots; k++) {
         sws_conn *c = &w->slots[k];
-        if (c->parser)
+        if (c->parser) {
             free(stash_of(c)->buf);
+            free(stash_of(c)->req);
+        }
         free(c->parser);
         c->parser = NULL;
     }
     sws_lend_fini(&w->parsers);
+    sws_lend_fini(&w->reqs);
 }
 
 static void h1_trim(sws_worker *w) {
     sws_lend_trim(&w->parsers, SWS_PARSER_CACHE);
+    sws_lend_trim(&w->reqs, SWS_REQ_CACHE);
 }
 
 static void h1_settle(sws_worker *w, sws_conn *c) {

@@ -74,11 +74,11 @@ typedef struct px_x {
     bool req_done, answering, req_head, req_streams, req_http10, idem;
     bool resp_started, resp_info, resp_up_ka, retried, replay_over;
     bool head_names_up;    /* the head sent names its upstream (Host): no retry elsewhere */
-    int bad_status;        /* chosen by a callback that refused the request */
+    bool head_seen;        /* the request's head was complete */
     uint32_t hhead, htail; /* upstream input not yet fed (w->hpool), oldest first */
     uint32_t hcount;
     uint32_t olen, wpos; /* obuf: filled, and written (the retry copy is [0, olen)) */
-    sws_msg req, resp;
+    sws_msg resp;
     char obuf[PX_OBUF];
 } px_x;
 
@@ -152,7 +152,7 @@ static int pick_upstream(sws_proxy *px, uint32_t exclude) {
 
 /* ---- exchanges ------------------------------------------------------------ */
 
-static const sws_msg_cb req_cb, resp_cb;
+static const sws_msg_cb resp_cb;
 
 static px_x *x_take(sws_proxy *px, sws_exchange *c) {
     px_x *x = px->free;
@@ -162,13 +162,12 @@ static px_x *x_take(sws_proxy *px, sws_exchange *c) {
     } else if (!(x = malloc(sizeof(*x)))) {
         return NULL;
     }
-    memset(x, 0, offsetof(px_x, req));
+    memset(x, 0, offsetof(px_x, resp));
     x->px = px;
     x->c = c;
     x->up = SWS_NIL;
     x->hhead = x->htail = SWS_NIL;
     x->t0_us = now_us();
-    sws_msg_init(&x->req, HTTP_REQUEST, &req_cb, x);
     sws_msg_init(&x->resp, HTTP_RESPONSE, &resp_cb, x);
     x->next = px->live;
     if (px->live)
@@ -259,7 +258,7 @@ static int put_up(px_x *x, const char *d, size_t n) {
 /* ---- request callbacks (the exchange's own reader of the request) ----------- */
 
 /* The head that goes upstream (http1/client_head.c), into the exchange's output. */
-static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_conn *u) {
+static bool rewrite_head(sws_proxy *px, px_x *x, const sws_head *m, const sws_up_conn *u) {
     char head[SWS_MSG_HEAD_MAX + 512];
     const sws_px_request in = {
         .m = m,
@@ -274,19 +273,18 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_
     return hl && put_up(x, head, hl) == 0;
 }
 
-static int req_head(void *user, sws_msg *m) {
-    px_x *x = user;
+/* The request's head is complete: an upstream is chosen and the head that
+ * goes to it written. 0, or the status to refuse the request with. */
+static int req_head(px_x *x, const sws_head *m) {
     sws_proxy *px = x->px;
-    llhttp_t *p = &m->p;
-    if (p->method == HTTP_CONNECT) {
-        x->bad_status = 501;
-        return -1;
-    }
-    x->req_head = p->method == HTTP_HEAD;
-    x->idem = p->method == HTTP_GET || p->method == HTTP_HEAD || p->method == HTTP_OPTIONS ||
-              p->method == HTTP_PUT || p->method == HTTP_DELETE;
-    x->req_http10 = p->http_major == 1 && p->http_minor == 0;
-    x->req_streams = sws_h1c_request_streams(m);
+    if (m->method == HTTP_CONNECT)
+        return 501;
+    x->head_seen = true;
+    x->req_head = m->method == HTTP_HEAD;
+    x->idem = m->method == HTTP_GET || m->method == HTTP_HEAD || m->method == HTTP_OPTIONS ||
+              m->method == HTTP_PUT || m->method == HTTP_DELETE;
+    x->req_http10 = m->http_major == 1 && m->http_minor == 0;
+    x->req_streams = m->streams;
     px_slot *sl = slot_of(px, x->c);
     uint64_t conn = sws_ex_mark_of(x->c).conn;
     if (sl->h != conn || !sl->peer[0]) { /* once per connection: X-Forwarded-For */
@@ -298,8 +296,7 @@ static int req_head(void *user, sws_msg *m) {
     int rc = pick < 0 ? -EHOSTUNREACH : sws_pool_acquire(&px->pool, sws_ex_id(x->c), false, pick);
     if (rc < 0) {
         sws_up_error(&px->pool, pick < 0 ? SWS_UPE_NONE_USABLE : SWS_UPE_OTHER);
-        x->bad_status = 502;
-        return -1;
+        return 502;
     }
     x->up = (uint32_t)rc;
     sws_up_conn *u = px->pool.slots[rc];
@@ -309,32 +306,14 @@ static int req_head(void *user, sws_msg *m) {
     x->up_deadline =
         tl_loop_now(px->w->loop) +
         (u->state == SWS_UP_CONNECTING ? px->pc->connect_timeout_ms : px->pc->read_timeout_ms);
-    if (!rewrite_head(px, x, m, u)) {
-        x->bad_status = 431;
-        return -1;
-    }
+    if (!rewrite_head(px, x, m, u))
+        return 431;
     return 0;
 }
 
 static int put_up_cb(void *user, const char *d, size_t n) {
     return put_up(user, d, n);
 }
-
-static int req_body(void *user, const char *d, size_t n) {
-    px_x *x = user;
-    return sws_h1c_body(x->req_streams, put_up_cb, x, d, n);
-}
-
-static int req_done(void *user, sws_msg *m) {
-    (void)m;
-    px_x *x = user;
-    if (sws_h1c_body_end(x->req_streams, put_up_cb, x) < 0)
-        return -1;
-    x->req_done = true;
-    return 0;
-}
-
-static const sws_msg_cb req_cb = {req_head, req_body, req_done};
 
 /* ---- response callbacks: into the client's exchange ------------------------ */
 
@@ -351,7 +330,9 @@ static int resp_head(void *user, sws_msg *m) {
     }
     sws_h1c_framing fr = sws_h1c_response_framing(m, x->req_head);
     sws_field fields[SWS_MSG_FIELDS_MAX + 1];
-    uint32_t nf = sws_px_end_to_end_fields(m, fields, SWS_MSG_FIELDS_MAX);
+    sws_head h;
+    sws_h1_msg_head(m, fields, SWS_MSG_FIELDS_MAX, &h);
+    uint32_t nf = sws_px_end_to_end_fields(&h, fields, SWS_MSG_FIELDS_MAX); /* in place */
     fields[nf++] = SWS_FIELD_LIT("Via", "1.1 scalwsd");
     /* The length the upstream gave is the answer's (a HEAD's or a 304's
      * too); without one the body streams until the upstream's end. */
@@ -685,30 +666,49 @@ static size_t proxy_request_room(sws_worker *w, sws_scenario *sc, sws_exchange *
     return taken + PX_SLACK >= PX_OBUF ? 0 : PX_OBUF - PX_SLACK - taken;
 }
 
-static int proxy_request_bytes(sws_worker *w, sws_scenario *sc, sws_exchange *c, const char *d,
-                               size_t len) {
+static int proxy_request_head(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
+    (void)w;
     sws_proxy *px = sc->state;
     px_x *x = slot_of(px, c)->x;
     if (!x && !(x = x_take(px, c)))
         return 502;
-    size_t off = 0;
-    while (off < len && !x->req_done) {
-        size_t used;
-        int rc = sws_msg_feed(&x->req, d + off, len - off, &used);
-        if (rc < 0) {
-            int st = x->bad_status ? x->bad_status : rc == -E2BIG ? 431 : 400;
-            x_give(px, x, false);
-            return st;
-        }
-        off += used;
+    int st = req_head(x, sws_ex_request_head(c));
+    if (st > 0) {
+        x_give(px, x, false);
+        return st;
     }
-    if (off < len) { /* the two readers disagree on where the request ends */
+    flush_up(px, x);
+    return 0;
+}
+
+static int proxy_request_body(sws_worker *w, sws_scenario *sc, sws_exchange *c, const char *d,
+                              size_t len) {
+    sws_proxy *px = sc->state;
+    px_x *x = slot_of(px, c)->x;
+    if (!x)
+        return 502;
+    if (sws_h1c_body(x->req_streams, put_up_cb, x, d, len) < 0) {
         x_give(px, x, false);
         return 400;
     }
-    if (x->up != SWS_NIL && !x->req_done && !handshaking(up_of(x)))
+    if (x->up != SWS_NIL && !handshaking(up_of(x)))
         /* Held while the client sends: that wait is not the upstream's. */
         x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
+    flush_up(px, x);
+    return 0;
+}
+
+static int proxy_request_end(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
+    (void)w;
+    sws_proxy *px = sc->state;
+    px_x *x = slot_of(px, c)->x;
+    if (!x)
+        return 502;
+    if (sws_h1c_body_end(x->req_streams, put_up_cb, x) < 0) {
+        x_give(px, x, false);
+        return 400;
+    }
+    x->req_done = true;
     flush_up(px, x);
     return 0;
 }
@@ -751,7 +751,7 @@ static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
     /* A request the connection refused (a strict-parser fault mid-body) has
      * its line already. The socket is closed by now: the peer is the one
      * looked up for X-Forwarded-For. */
-    if (x && w->access_log && x->req.headers_done && !sws_ex_refused(c))
+    if (x && w->access_log && x->head_seen && !sws_ex_refused(c))
         sws_ex_log_peer(w, c, peer[0] ? peer : "-", x->resp_started ? x->resp_status : 499,
                         x->resp_bytes);
     if (!x || x->px != px)
@@ -1121,7 +1121,9 @@ const sws_scenario_ops sws_proxy_ops = {
     .answer = proxy_answer,
     .more = proxy_more,
     .request_room = proxy_request_room,
-    .request_bytes = proxy_request_bytes,
+    .request_head = proxy_request_head,
+    .request_body = proxy_request_body,
+    .request_end = proxy_request_end,
     .conn_end = proxy_conn_end,
     .turn_done = sws_conn_turn_done,
     .sweep = sws_conn_sweep,
