@@ -19,18 +19,6 @@ void sws_fixed_free(sws_fixed *f) {
     }
 }
 
-int sws_ex_body(struct sws_worker *w, sws_exchange *x, const void *data, size_t len) {
-    size_t room;
-    char *p = sws_ex_room(w, x, &room);
-    if (len > room)
-        return -ENOSPC;
-    if (len) {
-        memcpy(p, data, len);
-        sws_ex_commit(w, x, len);
-    }
-    return 0;
-}
-
 bool sws_field_has(const sws_field *f, const char *token) {
     const char *v = f->value, *end = v + f->value_len;
     size_t tl = strlen(token);

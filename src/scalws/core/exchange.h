@@ -127,6 +127,7 @@ typedef struct sws_proto {
     int (*head)(struct sws_worker *w, sws_exchange *x, const sws_answer *a);
     char *(*room)(struct sws_worker *w, sws_exchange *x, size_t *len);
     void (*commit)(struct sws_worker *w, sws_exchange *x, size_t n);
+    int (*body)(struct sws_worker *w, sws_exchange *x, const void *data, size_t len);
     int (*sendfile)(struct sws_worker *w, sws_exchange *x, int fd, uint64_t *off, size_t len);
     int (*fixed)(struct sws_worker *w, sws_exchange *x, sws_fixed *f);
     int (*error)(struct sws_worker *w, sws_exchange *x, int status);
@@ -200,7 +201,9 @@ static inline void sws_ex_commit(struct sws_worker *w, sws_exchange *x, size_t n
     x->proto->commit(w, x, n);
 }
 /* Copies body bytes: 0, or -ENOSPC when they do not fit now (ask room first). */
-int sws_ex_body(struct sws_worker *w, sws_exchange *x, const void *data, size_t len);
+static inline int sws_ex_body(struct sws_worker *w, sws_exchange *x, const void *data, size_t len) {
+    return x->proto->body(w, x, data, len);
+}
 /* Sends up to len bytes of the file fd from *off without copying them,
  * where the protocol can (plaintext HTTP/1.1 with nothing queued before
  * them): the bytes sent (*off moved on), -EAGAIN when the socket is full

@@ -15,7 +15,7 @@ static bool name_eq(const sws_head *m, uint32_t i, const char *lit, size_t n) {
     return m->f[i].name_len == n && strncasecmp(m->f[i].name, lit, n) == 0;
 }
 
-static enum px_field field_kind(const sws_head *m, uint32_t i) {
+static inline enum px_field field_kind(const sws_head *m, uint32_t i) {
 #define PXF_IS(lit) name_eq(m, i, lit, sizeof(lit) - 1)
     switch (m->f[i].name_len) {
     case 2:
@@ -39,7 +39,7 @@ static enum px_field field_kind(const sws_head *m, uint32_t i) {
 }
 
 /* Whether a Connection value names a field beyond close and keep-alive. */
-static bool names_fields(const sws_head *m, uint32_t i) {
+static inline bool names_fields(const sws_head *m, uint32_t i) {
     const char *v = m->f[i].value, *end = v + m->f[i].value_len;
     while (v < end) {
         while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
@@ -58,6 +58,8 @@ static bool names_fields(const sws_head *m, uint32_t i) {
 /* The kinds of m's fields into kind[]; fields named by Connection are
  * hop-by-hop too (RFC 9110 7.6.1), found by a second pass only when a
  * Connection value names one. */
+static void field_kinds_named(const sws_head *m, uint8_t *kind);
+
 static void field_kinds(const sws_head *m, uint8_t *kind) {
     bool named = false;
     for (uint32_t i = 0; i < m->nf; i++) {
@@ -65,8 +67,12 @@ static void field_kinds(const sws_head *m, uint8_t *kind) {
         if (kind[i] == PXF_CONNECTION)
             named = named || names_fields(m, i);
     }
-    if (!named)
-        return;
+    if (named)
+        field_kinds_named(m, kind);
+}
+
+/* The second pass: the fields a Connection value names are hop-by-hop. */
+static void field_kinds_named(const sws_head *m, uint8_t *kind) {
     for (uint32_t i = 0; i < m->nf; i++) {
         char name[64];
         uint32_t nl = m->f[i].name_len;
@@ -177,6 +183,31 @@ int sws_h1c_body(bool streams, int (*put)(void *u, const char *d, size_t n), voi
 
 int sws_h1c_body_end(bool streams, int (*put)(void *u, const char *d, size_t n), void *u) {
     return streams ? put(u, "0\r\n\r\n", 5) : 0;
+}
+
+uint32_t sws_h1c_answer_fields(const sws_msg *m, sws_field *out, uint32_t cap) {
+    /* One pass converts and judges each field; a second drops the
+     * hop-by-hop ones (and, rarely, those a Connection value names). */
+    uint32_t n = m->nf < cap ? m->nf : cap;
+    sws_head h = {.f = out, .nf = n};
+    uint8_t kind[SWS_MSG_FIELDS_MAX];
+    bool named = false;
+    for (uint32_t i = 0; i < n; i++) {
+        out[i] = sws_field_str(m->buf + m->f[i].name_off, m->f[i].name_len,
+                               m->buf + m->f[i].val_off, m->f[i].val_len);
+        kind[i] = (uint8_t)field_kind(&h, i);
+        if (kind[i] == PXF_CONNECTION)
+            named = named || names_fields(&h, i);
+    }
+    if (named)
+        field_kinds_named(&h, kind);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (is_hop(kind[i]) || name_eq(&h, i, "content-length", 14))
+            continue;
+        out[k++] = out[i];
+    }
+    return k;
 }
 
 void sws_h1_msg_head(const sws_msg *m, sws_field *f, uint32_t cap, sws_head *out) {

@@ -58,6 +58,10 @@ int sws_h1c_probe_head(char *out, size_t cap, const char *path, const char *host
  * status line's code is in, -1 when it is not an HTTP/1.x status line. */
 int sws_h1c_status(const char *got, size_t n);
 
+/* sws_h1_msg_head and then sws_px_end_to_end_fields of an upstream's answer
+ * m in one pass: its end-to-end fields but Content-Length, pointing into m. */
+uint32_t sws_h1c_answer_fields(const sws_msg *m, sws_field *out, uint32_t cap);
+
 /* The head of a message an HTTP/1.1 reader parsed (a request, or an
  * upstream's answer), as the protocol-neutral view: out->f points at f,
  * which gets up to cap fields pointing into m. */

@@ -208,12 +208,33 @@ static int h1_fd(sws_worker *w, const sws_exchange *x) {
     return tl_handle_fd(w->loop, cconn_ofx(x)->h);
 }
 
-static void put_status(sws_wbuf *b, int status) {
-    char line[13] = "HTTP/1.1 000 ";
-    line[9] = (char)('0' + status / 100 % 10);
-    line[10] = (char)('0' + status / 10 % 10);
-    line[11] = (char)('0' + status % 10);
-    sws_wbuf_put(b, line, sizeof(line));
+/* What ends a head at most: "Content-Length: " and 20 digits, or
+ * Transfer-Encoding; "Connection: keep-alive"; CRLFs. */
+#define H1_HEAD_TAIL 80
+#define H1_PUT(p, s, n) (memcpy((p), (s), (n)), (p) += (n))
+
+/* The status lines of the answers given most, prebuilt; NULL for others. */
+static const char *status_line(int st, size_t *len) {
+#define H1_LINE(text)                                                                              \
+    do {                                                                                           \
+        *len = sizeof("HTTP/1.1 " text "\r\n") - 1;                                                \
+        return "HTTP/1.1 " text "\r\n";                                                            \
+    } while (0)
+    switch (st) {
+    case 200:
+        H1_LINE("200 OK");
+    case 206:
+        H1_LINE("206 Partial Content");
+    case 301:
+        H1_LINE("301 Moved Permanently");
+    case 304:
+        H1_LINE("304 Not Modified");
+    case 404:
+        H1_LINE("404 Not Found");
+    default:
+        return NULL;
+    }
+#undef H1_LINE
 }
 
 /* The head of the answer: the body's framing follows from its length, the
@@ -235,53 +256,77 @@ static int h1_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
     if (stream && http10 && !nobody)
         sws_conn_last(w, c, false); /* an HTTP/1.0 client learns the end from the close */
     bool ka = c->phase == SWS_PH_OPEN;
-    uint32_t len = c->olen;
-    sws_wbuf b = {c->out, &len, w->out_cap, false};
-    put_status(&b, st);
-    if (a->reason)
-        sws_wbuf_put(&b, a->reason, a->reason_len);
-    else
-        sws_wbuf_puts(&b, sws_http_reason(st));
-    sws_wbuf_put(&b, "\r\n", 2);
+    /* Written with one check for the parts of bounded length and one per
+     * field: this is every answer's path (static's, the proxy's). */
+    char *p = c->out + c->olen, *end = c->out + w->out_cap;
+    size_t sl;
+    const char *line = a->reason ? NULL : status_line(st, &sl);
+    const char *reason = a->reason ? a->reason : line ? NULL : sws_http_reason(st);
+    size_t rl = a->reason ? a->reason_len : line ? sl : strlen(reason);
+    size_t tl = a->content_type ? strlen(a->content_type) : 0;
+    static const char server[] = "Server: " SWS_HTTP_SERVER "\r\nDate: ";
+    /* Status line, Server and Date, Content-Type; then what ends the head:
+     * a length or chunked, Connection, the blank line (H1_HEAD_TAIL). */
+    size_t fixed = 13 + rl + 2 + sizeof(server) - 1 + SWS_DATE_LEN + 2 + 16 + tl + 2;
+    if ((size_t)(end - p) < fixed + H1_HEAD_TAIL)
+        return -ENOSPC;
+    if (line) {
+        H1_PUT(p, line, sl); /* the whole line, prebuilt */
+    } else {
+        memcpy(p, "HTTP/1.1 000 ", 13);
+        p[9] = (char)('0' + st / 100 % 10);
+        p[10] = (char)('0' + st / 10 % 10);
+        p[11] = (char)('0' + st % 10);
+        p += 13;
+        H1_PUT(p, reason, rl);
+        H1_PUT(p, "\r\n", 2);
+    }
     if (!a->relayed) {
-        sws_wbuf_puts(&b, "Server: " SWS_HTTP_SERVER "\r\nDate: ");
-        sws_wbuf_puts(&b, w->date.str);
-        sws_wbuf_put(&b, "\r\n", 2);
+        H1_PUT(p, server, sizeof(server) - 1);
+        H1_PUT(p, w->date.str, SWS_DATE_LEN);
+        H1_PUT(p, "\r\n", 2);
     }
     if (a->content_type) {
-        sws_wbuf_puts(&b, "Content-Type: ");
-        sws_wbuf_puts(&b, a->content_type);
-        sws_wbuf_put(&b, "\r\n", 2);
+        H1_PUT(p, "Content-Type: ", 14);
+        H1_PUT(p, a->content_type, tl);
+        H1_PUT(p, "\r\n", 2);
     }
     for (uint32_t i = 0; i < a->nfields; i++) {
         const sws_field *f = &a->fields[i];
-        sws_wbuf_put(&b, f->name, f->name_len);
-        sws_wbuf_put(&b, ": ", 2);
-        sws_wbuf_put(&b, f->value, f->value_len);
-        sws_wbuf_put(&b, "\r\n", 2);
+        if ((size_t)(end - p) < (size_t)f->name_len + f->value_len + 4 + H1_HEAD_TAIL)
+            return -ENOSPC;
+        H1_PUT(p, f->name, f->name_len);
+        H1_PUT(p, ": ", 2);
+        H1_PUT(p, f->value, f->value_len);
+        H1_PUT(p, "\r\n", 2);
     }
     bool chunked = false;
     if (stream) {
         /* The length is not known: chunked for HTTP/1.1, the close for 1.0.
          * A bodyless answer says nothing of a body it does not have. */
         if (!nobody && !http10) {
-            sws_wbuf_puts(&b, "Transfer-Encoding: chunked\r\n");
-            chunked = !nobody;
+            H1_PUT(p, "Transfer-Encoding: chunked\r\n", 28);
+            chunked = true;
         }
     } else if (!(st < 200 || st == 204) && !(st == 304 && a->length == 0) && !a->no_length) {
         /* HEAD gets the length a GET would have (RFC 9110 8.6). */
-        sws_wbuf_puts(&b, "Content-Length: ");
-        sws_wbuf_u64(&b, a->length);
-        sws_wbuf_put(&b, "\r\n", 2);
+        H1_PUT(p, "Content-Length: ", 16);
+        char t[24];
+        int i = sizeof(t);
+        uint64_t v = a->length;
+        do {
+            t[--i] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        H1_PUT(p, t + i, sizeof(t) - (size_t)i);
+        H1_PUT(p, "\r\n", 2);
     }
     if (!ka)
-        sws_wbuf_puts(&b, "Connection: close\r\n");
+        H1_PUT(p, "Connection: close\r\n", 19);
     else if (http10)
-        sws_wbuf_puts(&b, "Connection: keep-alive\r\n");
-    sws_wbuf_put(&b, "\r\n", 2);
-    if (b.over)
-        return -ENOSPC;
-    c->olen = len;
+        H1_PUT(p, "Connection: keep-alive\r\n", 24);
+    H1_PUT(p, "\r\n", 2);
+    c->olen = (uint32_t)(p - c->out);
     c->status = (uint16_t)st;
     c->h1_head = true;
     c->h1_chunked = chunked;
@@ -319,6 +364,27 @@ static void h1_commit(sws_worker *w, sws_exchange *x, size_t n) {
     memcpy(at, line, k);
     memcpy(at + k + n, "\r\n", 2);
     c->olen += (uint32_t)(k + n + 2);
+}
+
+/* Body bytes copied in, framed as a chunk when the body is chunked (its
+ * size line written first: no move, as commit needs). */
+static int h1_body(sws_worker *w, sws_exchange *x, const void *data, size_t n) {
+    sws_conn *c = conn_ofx(x);
+    if (!c->out || c->olen + n + (c->h1_chunked ? H1_CHUNK_PRE + H1_CHUNK_POST : 0) > w->out_cap)
+        return -ENOSPC;
+    if (c->h1_nobody || n == 0)
+        return 0;
+    char *at = c->out + c->olen;
+    if (c->h1_chunked) {
+        at += sws_chunk_line(at, n);
+        memcpy(at, data, n);
+        memcpy(at + n, "\r\n", 2);
+        c->olen = (uint32_t)(at + n + 2 - c->out);
+        return 0;
+    }
+    memcpy(at, data, n);
+    c->olen += (uint32_t)n;
+    return 0;
 }
 
 /* Writes a chunked body's last chunk (a fixed-length body needs nothing). */
@@ -534,6 +600,7 @@ static const sws_proto h1_proto = {
     .head = h1_head,
     .room = h1_room,
     .commit = h1_commit,
+    .body = h1_body,
     .sendfile = h1_sendfile,
     .fixed = h1_fixed,
     .error = h1_error,
@@ -623,7 +690,8 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
         c->answer_pending = true;
         c->deadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
     } else {
-        body_end(w, c);
+        if (c->h1_chunked)
+            body_end(w, c);
         answer_done(w, c);
     }
 }
@@ -632,7 +700,7 @@ static void answer_end(sws_worker *w, sws_conn *c) {
     c->answer_pending = false;
     body_end(w, c);
     answer_done(w, c);
-    sws_conn_idle_deadline(w, c);
+    sws_conn_idle_deadline(w, c, conn_partial(c));
 }
 
 /* An error answer ends the connection: nothing after a bad request can be
@@ -868,7 +936,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             /* Held input counts the buffer being fed (pump) as one. */
             answer(w, c, *off < len || c->hcount > 1);
             if (!c->answer_pending)
-                sws_conn_idle_deadline(w, c);
+                sws_conn_idle_deadline(w, c, conn_partial(c));
             continue;
         }
         answer_error(w, c, st);

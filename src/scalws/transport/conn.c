@@ -211,9 +211,9 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
 
 /* Draining: an idle connection is closed at the grace's end, not at its
  * keep-alive timeout (the sweep, idle_close_begin). */
-void sws_conn_idle_deadline(sws_worker *w, sws_conn *c) {
+void sws_conn_idle_deadline(sws_worker *w, sws_conn *c, bool partial) {
     const sws_config *cfg = w->cfg;
-    if (w->conn_proto->partial(c)) {
+    if (partial) {
         c->dl_kind = SWS_DL_HEADER;
         c->deadline = tl_loop_now(w->loop) + cfg->header_timeout_ms;
     } else {

@@ -152,9 +152,9 @@ void sws_conn_last(sws_worker *w, sws_conn *c, bool linger);
 /* Stops receiving now (nothing more will be read), or the loop reads the
  * peer's FIN or the rest of a pipeline before the close lands. */
 void sws_conn_stop_reading(sws_worker *w, sws_conn *c);
-/* The deadline of a connection with nothing under way: keepalive_timeout,
- * or the drain's grace; header_timeout for a request begun. */
-void sws_conn_idle_deadline(sws_worker *w, sws_conn *c);
+/* The deadline after an answer: keepalive_timeout, or the drain's grace;
+ * header_timeout when a request has begun (partial: the protocol says). */
+void sws_conn_idle_deadline(sws_worker *w, sws_conn *c, bool partial);
 /* Draining: an idle connection's deadline is no later than the grace's end. */
 void sws_conn_drain_clamp(sws_worker *w, sws_conn *c);
 /* The output pool's blocks (out_cap bytes), for a protocol's own buffers. */

@@ -330,9 +330,7 @@ static int resp_head(void *user, sws_msg *m) {
     }
     sws_h1c_framing fr = sws_h1c_response_framing(m, x->req_head);
     sws_field fields[SWS_MSG_FIELDS_MAX + 1];
-    sws_head h;
-    sws_h1_msg_head(m, fields, SWS_MSG_FIELDS_MAX, &h);
-    uint32_t nf = sws_px_end_to_end_fields(&h, fields, SWS_MSG_FIELDS_MAX); /* in place */
+    uint32_t nf = sws_h1c_answer_fields(m, fields, SWS_MSG_FIELDS_MAX);
     fields[nf++] = SWS_FIELD_LIT("Via", "1.1 scalwsd");
     /* The length the upstream gave is the answer's (a HEAD's or a 304's
      * too); without one the body streams until the upstream's end. */
