@@ -675,12 +675,12 @@ static int proxy_request_head(sws_worker *w, sws_scenario *sc, sws_exchange *c) 
         x_give(px, x, false);
         return st;
     }
-    flush_up(px, x);
     return 0;
 }
 
 static int proxy_request_body(sws_worker *w, sws_scenario *sc, sws_exchange *c, const char *d,
                               size_t len) {
+    (void)w;
     sws_proxy *px = sc->state;
     px_x *x = slot_of(px, c)->x;
     if (!x)
@@ -689,11 +689,20 @@ static int proxy_request_body(sws_worker *w, sws_scenario *sc, sws_exchange *c, 
         x_give(px, x, false);
         return 400;
     }
+    return 0;
+}
+
+/* The bytes of one read are in: they go up now (not between request_body
+ * calls, whose room request_room promised without a write in flight). */
+static void proxy_request_flush(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
+    sws_proxy *px = sc->state;
+    px_x *x = slot_of(px, c)->x;
+    if (!x)
+        return;
     if (x->up != SWS_NIL && !handshaking(up_of(x)))
         /* Held while the client sends: that wait is not the upstream's. */
         x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
     flush_up(px, x);
-    return 0;
 }
 
 static int proxy_request_end(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
@@ -707,7 +716,6 @@ static int proxy_request_end(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
         return 400;
     }
     x->req_done = true;
-    flush_up(px, x);
     return 0;
 }
 
@@ -1122,6 +1130,7 @@ const sws_scenario_ops sws_proxy_ops = {
     .request_head = proxy_request_head,
     .request_body = proxy_request_body,
     .request_end = proxy_request_end,
+    .request_flush = proxy_request_flush,
     .conn_end = proxy_conn_end,
     .turn_done = sws_conn_turn_done,
     .sweep = sws_conn_sweep,
