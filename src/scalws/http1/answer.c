@@ -450,4 +450,3 @@ const sws_proto sws_h1_proto = {
     .refused = h1_refused,
     .wait = h1_wait,
 };
-
