@@ -360,7 +360,7 @@ static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t 
 
 /* Parses from data[*off..len). Returns false when output is full (or the
  * scenario takes no more of a request body) and the rest must be held until a
- * write completes (or sws_conn_more). */
+ * write completes (or sws_ex_more). */
 static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
     while (*off < len) {
         if (c->phase != SWS_PH_OPEN) {

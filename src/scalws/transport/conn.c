@@ -261,7 +261,7 @@ static void flush(sws_worker *w, sws_conn *c) {
             return;
         }
         if (c->olen == 0)
-            return; /* the scenario waits for its data; sws_conn_more follows */
+            return; /* the scenario waits for its data; sws_ex_more follows */
     }
     if (c->tls) {
         if (tls_flush(w, c))

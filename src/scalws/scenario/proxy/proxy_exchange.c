@@ -13,7 +13,7 @@
 
 /* c's peer as looked up for it, or "" (a slot's text may be an earlier
  * connection's: the handle tells). */
-const char * px_peer_of(const sws_proxy *px, const sws_exchange *c) {
+const char *px_peer_of(const sws_proxy *px, const sws_exchange *c) {
     const px_slot *sl = slot_of(px, c);
     return sl->h == sws_ex_mark_of(c).conn ? sl->peer : "";
 }
@@ -30,7 +30,7 @@ static int pick_upstream(sws_proxy *px, uint32_t exclude) {
 
 static const sws_msg_cb resp_cb;
 
-px_x * px_x_take(sws_proxy *px, sws_exchange *c) {
+px_x *px_x_take(sws_proxy *px, sws_exchange *c) {
     px_x *x = px->free;
     if (x) {
         px->free = x->next;
@@ -103,7 +103,7 @@ void px_x_trim(sws_proxy *px) {
     px->peak = px->used;
 }
 
-px_x * px_x_of_up(sws_proxy *px, const sws_up_conn *u) {
+px_x *px_x_of_up(sws_proxy *px, const sws_up_conn *u) {
     if (u->sess >= px->sh->nslots)
         return NULL;
     px_x *x = px->sh->s[u->sess].x;
@@ -516,14 +516,13 @@ bool px_x_progress(sws_proxy *px, px_x *x) {
         }
         /* Closed during the handshake: the upstream refused our TLS. */
         px_up_fail(px, x,
-                handshaking(u)    ? SWS_UPE_TLS
-                : x->resp_started ? SWS_UPE_TRUNCATED
-                                  : SWS_UPE_RESET,
-                502);
+                   handshaking(u)    ? SWS_UPE_TLS
+                   : x->resp_started ? SWS_UPE_TRUNCATED
+                                     : SWS_UPE_RESET,
+                   502);
         return true;
     }
     if (u->state == SWS_UP_BUSY && !u->read_armed && (u->recv_paused || u->starved))
         sws_pool_recv(&px->pool, u); /* on failure the tick tries again */
     return false;
 }
-

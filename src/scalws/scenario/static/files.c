@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 /* ---- the helper ------------------------------------------------------------ */
 
 static void *helper_main(void *arg) {
@@ -84,7 +83,6 @@ int sf_submit(sws_worker *w, sws_static *st, sws_exchange *x, uint32_t len) {
     return 0;
 }
 
-
 static void entry_drop(fentry *e) {
     if (e->fd >= 0)
         close(e->fd);
@@ -149,7 +147,7 @@ static void entry_open(sws_worker *w, sws_static *st, fentry *e, const char *rel
 /* The entry for rel: from the cache when it was checked within
  * open_file_cache_valid, else opened now. A path too long to cache uses
  * st->tmp, which the caller closes (release) after the answer. */
-fentry * sf_lookup(sws_worker *w, sws_static *st, const char *rel, size_t len) {
+fentry *sf_lookup(sws_worker *w, sws_static *st, const char *rel, size_t len) {
     uint64_t now = tl_loop_now(w->loop);
     if (!st->cache || len >= CACHE_PATH) {
         SWS_ADD(w->ctr.file_cache_misses, 1);
@@ -189,4 +187,3 @@ void sf_release(sws_static *st, fentry *e) {
         e->fd = -1;
     }
 }
-
