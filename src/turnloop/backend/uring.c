@@ -156,6 +156,7 @@ static void setup_buf_ring(tl_loop *loop, uring_state *s) {
         io_uring_buf_ring_add(s->br, tl__buffer_data(loop, i), loop->buf_size, (unsigned short)i,
                               (int)s->br_mask, (int)i);
     io_uring_buf_ring_advance(s->br, (int)loop->buf_count);
+    s->br_avail = loop->buf_count;
     loop->buf_free_len = 0; /* the kernel holds every free buffer now */
 }
 
@@ -163,6 +164,7 @@ static void buf_ring_give(uring_state *s, tl_loop *loop, uint32_t id) {
     io_uring_buf_ring_add(s->br, tl__buffer_data(loop, id), loop->buf_size, (unsigned short)id,
                           (int)s->br_mask, 0);
     io_uring_buf_ring_advance(s->br, 1);
+    s->br_avail++;
 }
 
 static int ur_init(tl_loop *loop) {
@@ -407,6 +409,7 @@ static void on_read(tl_loop *loop, uint32_t oi, int32_t res) {
 
 static void deliver_buffer(tl_loop *loop, uint32_t oi, uint32_t id, int32_t n) {
     uint32_t hi = loop->o[oi].handle;
+    loop->o[oi].was_starved = 0;
     loop->buf_owner[id] = handle_id(loop, hi);
     tl_completion extra = {.flags = TL_CQE_BUFFER,
                            .u.buf = {.data = tl__buffer_data(loop, id), .id = id}};
@@ -439,9 +442,13 @@ static void on_recv_ring(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags
         tl__ur_want_arm(loop, oi);
         return;
     }
-    if (res == -ENOBUFS) { /* every buffer is with the host: end, as on epoll */
+    if (res == -ENOBUFS) { /* the ring ran dry: wait in line for a buffer */
+        if (o->cancelling) {
+            tl__ur_finish(loop, oi, -ECANCELED, NULL);
+            return;
+        }
         loop->stats.recv_buffer_starved++;
-        tl__ur_finish(loop, oi, -ENOBUFS, NULL);
+        tl__starve_push(loop, oi, o->was_starved);
         return;
     }
     if (retry(o, res))
@@ -466,7 +473,7 @@ static void on_recv_poll(tl_loop *loop, uint32_t oi, int32_t res) {
     uint32_t hi = o->handle, id;
     if (tl__buffer_take(loop, hi, &id) < 0) {
         loop->stats.recv_buffer_starved++;
-        tl__ur_finish(loop, oi, -ENOBUFS, NULL);
+        tl__starve_push(loop, oi, o->was_starved);
         return;
     }
     ssize_t n = read(loop->h[hi].fd, tl__buffer_data(loop, id), loop->buf_size);
@@ -612,10 +619,27 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
     }
 }
 
+/* Receives that found no buffer go in again, oldest first and no more of them
+ * than there are buffers to take, ahead of this turn's other SQEs: with
+ * thousands of connections on a few hundred buffers, the kernel serves in SQE
+ * order, so this order is the order of service. */
+static void rearm_starved(tl_loop *loop) {
+    uring_state *s = state(loop);
+    uint32_t avail = s->br ? s->br_avail : loop->buf_free_len;
+    while (avail > 0 && loop->starve_len > 0 && !s->sq_starved) {
+        uint32_t oi = tl__starve_pop(loop);
+        if (oi == TL_NIL)
+            break;
+        arm_one(loop, oi);
+        avail--;
+    }
+}
+
 /* Prepares every SQE of this turn; ops that become heads meanwhile go in too. */
 static void arm_phase(tl_loop *loop) {
     uring_state *s = state(loop);
     s->sq_starved = false;
+    rearm_starved(loop);
     if (!s->wake_armed) {
         struct io_uring_sqe *sqe = get_sqe(loop);
         if (sqe) {
@@ -655,6 +679,8 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
     }
     if (ud == UD_IGNORE || ud == LIBURING_UDATA_TIMEOUT)
         return;
+    if ((flags & IORING_CQE_F_BUFFER) && s->br)
+        s->br_avail--;
     uint32_t oi;
     if (tl__op_lookup(loop, ud, &oi) < 0 || loop->o[oi].state != TL_SLOT_LIVE ||
         !(bits(&loop->o[oi]) & OP_ARMED)) {

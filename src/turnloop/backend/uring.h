@@ -54,6 +54,7 @@ typedef struct uring_state {
     struct io_uring_buf_ring *br;
     size_t br_bytes;
     unsigned br_mask;
+    uint32_t br_avail; /* buffers in the ring: given minus taken by CQEs */
     /* ops waiting for the arm phase (ids: a slot reused meanwhile is stale) */
     uint64_t *pend, *pend_spare;
     uint32_t pend_len, pend_cap, pend_spare_cap;
