@@ -229,13 +229,14 @@ static void run_reads(tl_loop *loop, uint32_t hi) {
             continue;
         }
         /* TL_OP_RECV: multishot into a loop buffer. One waiting for a buffer
-         * runs when its turn in the queue comes (ep_wait), not before: a
-         * connection that happens to be ready when a buffer is free must not
+         * runs when its turn in the queue comes (ep_wait), not before, and
+         * while any wait, one that was not waiting joins the end of the line:
+         * a connection that happens to be ready when a buffer is free must not
          * overtake those that were there first. */
         if (o->starved)
             return;
         uint32_t id;
-        if (tl__buffer_take(loop, hi, &id) < 0) {
+        if ((loop->starve_len > 0 && !o->was_starved) || tl__buffer_take(loop, hi, &id) < 0) {
             loop->stats.recv_buffer_starved++;
             tl__starve_push(loop, oi, o->was_starved); /* IN stays: the bytes wait */
             return;

@@ -139,6 +139,9 @@ static void setup_buf_ring(tl_loop *loop, uring_state *s) {
     while (entries < loop->buf_count)
         entries <<= 1; /* the ring must be a power of two; it may hold fewer buffers */
     size_t bytes = (size_t)entries * sizeof(struct io_uring_buf);
+    s->reserve = malloc((size_t)loop->buf_count * sizeof *s->reserve);
+    if (!s->reserve)
+        return;
     void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
     if (mem == MAP_FAILED)
         return;
@@ -237,6 +240,7 @@ static void ur_fini(tl_loop *loop) {
             if (loop->buf_owner[i] == 0)
                 loop->buf_free[loop->buf_free_len++] = i;
     }
+    free(s->reserve);
     free(s->pend);
     free(s->pend_spare);
     free(s->paused);
@@ -471,7 +475,9 @@ static void on_recv_poll(tl_loop *loop, uint32_t oi, int32_t res) {
         return;
     }
     uint32_t hi = o->handle, id;
-    if (tl__buffer_take(loop, hi, &id) < 0) {
+    /* Receives waiting for a buffer go first; one that was not waiting joins
+     * the end of the line rather than take a buffer past them. */
+    if ((loop->starve_len > 0 && !o->was_starved) || tl__buffer_take(loop, hi, &id) < 0) {
         loop->stats.recv_buffer_starved++;
         tl__starve_push(loop, oi, o->was_starved);
         return;
@@ -560,10 +566,12 @@ static void ur_cancel(tl_loop *loop, uint32_t oi) {
 
 static void ur_buffer_released(tl_loop *loop, uint32_t id) {
     uring_state *s = state(loop);
-    if (s->br)
-        buf_ring_give(s, loop, id);
-    else
+    if (!s->br)
         tl__buffer_untake(loop, id);
+    else if (loop->starve_len > 0)
+        s->reserve[s->reserve_len++] = id; /* for the waiting receives: see rearm_starved */
+    else
+        buf_ring_give(s, loop, id);
 }
 
 /* ---- the turn's one wait ----------------------------------------------------- */
@@ -625,6 +633,11 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
  * order, so this order is the order of service. */
 static void rearm_starved(tl_loop *loop) {
     uring_state *s = state(loop);
+    /* Released buffers go into the ring only now: the submit issues these SQEs
+     * before any armed receive's task work runs, so the waiting take them. */
+    for (uint32_t i = 0; i < s->reserve_len; i++)
+        buf_ring_give(s, loop, s->reserve[i]);
+    s->reserve_len = 0;
     uint32_t avail = s->br ? s->br_avail : loop->buf_free_len;
     while (avail > 0 && loop->starve_len > 0 && !s->sq_starved) {
         uint32_t oi = tl__starve_pop(loop);

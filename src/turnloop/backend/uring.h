@@ -55,6 +55,11 @@ typedef struct uring_state {
     size_t br_bytes;
     unsigned br_mask;
     uint32_t br_avail; /* buffers in the ring: given minus taken by CQEs */
+    /* Buffers released while receives wait for one: kept out of the ring until
+     * the arm phase, so that an armed receive of another connection cannot
+     * take them in the kernel ahead of the ones waiting (buf_count entries). */
+    uint32_t *reserve;
+    uint32_t reserve_len;
     /* ops waiting for the arm phase (ids: a slot reused meanwhile is stale) */
     uint64_t *pend, *pend_spare;
     uint32_t pend_len, pend_cap, pend_spare_cap;
