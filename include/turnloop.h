@@ -148,7 +148,11 @@ typedef struct tl_loop_stats {
     uint64_t accept_pauses;       /* times accepting paused at the handle ceiling */
     uint64_t accept_errors;       /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
     uint64_t recv_buffer_starved; /* TL_OP_RECV found no loop buffer free and waited */
-    uint64_t reserved[8];         /* zero today; counters of later versions */
+    /* io_uring: idle receives parked on a poll (kernel memory of an idle
+     * connection: the request alone, not its async-poll record too) */
+    uint64_t recv_parked;
+    uint64_t min_waits;   /* io_uring: waits made with a min-wait (6.12) batch */
+    uint64_t reserved[6]; /* zero today; counters of later versions */
 } tl_loop_stats;
 
 /* ---- loops ------------------------------------------------------------- */

@@ -666,6 +666,64 @@ static void receives_wait_for_buffers_in_turn(void **state) {
     tl_loop_free(loop);
 }
 
+/* An idle receive (parked by io_uring on a poll after TURNLOOP_URING_PARK_MS)
+ * still delivers what comes, again after each idle spell, then the end of the
+ * stream; a parked receive cancels exactly once. On epoll nothing parks and
+ * the same must hold. */
+static void idle_receive_parks_and_wakes(void **state) {
+    (void)state;
+    setenv("TURNLOOP_URING_PARK_MS", "5", 1); /* this process only: ctest runs one test each */
+    tl_loop *loop = test_loop(0, 0, 0);
+    unsetenv("TURNLOOP_URING_PARK_MS");
+    int peer;
+    tl_handle h = stream_pair(loop, &peer);
+    tl_completion c[8];
+    tl_op op;
+    assert_int_equal(tl_recv(loop, h, 7, &op), 0);
+    for (int round = 0; round < 3; round++) {
+        for (int t = 0; t < 10; t++) /* 50 ms idle: parked after 5 to 10 */
+            assert_int_equal(tl_loop_turn(loop, 5, c, 8), 0);
+        char msg[2] = {'a', (char)('0' + round)};
+        assert_int_equal(write(peer, msg, 2), 2);
+        assert_int_equal(turn_until(loop, c, 8, 1), 1);
+        assert_int_equal(c[0].res, 2);
+        assert_true(c[0].flags & TL_CQE_BUFFER);
+        assert_false(c[0].flags & TL_CQE_FINAL);
+        assert_memory_equal(c[0].u.buf.data, msg, 2);
+        tl_buffer_release(loop, c[0].u.buf.id);
+    }
+    tl_loop_stats st;
+    tl_loop_get_stats(loop, &st);
+    const char *off = getenv("TURNLOOP_URING_DISABLE");
+    bool parks = strcmp(tl_loop_backend(loop), "uring") == 0 &&
+                 !(off && (strstr(off, "all") || strstr(off, "park") || strstr(off, "buf_ring")));
+    if (parks)
+        assert_true(st.recv_parked >= 3); /* parked in every idle spell */
+    else
+        assert_int_equal(st.recv_parked, 0);
+    /* parked again, then cancelled: one final -ECANCELED */
+    for (int t = 0; t < 10; t++)
+        assert_int_equal(tl_loop_turn(loop, 5, c, 8), 0);
+    assert_int_equal(tl_cancel(loop, op), 0);
+    assert_int_equal(turn_until(loop, c, 8, 1), 1);
+    assert_int_equal(c[0].res, -ECANCELED);
+    assert_true(c[0].flags & TL_CQE_FINAL);
+    /* a new receive, parked, then the peer's last bytes and its end */
+    assert_int_equal(tl_recv(loop, h, 8, NULL), 0);
+    for (int t = 0; t < 10; t++)
+        assert_int_equal(tl_loop_turn(loop, 5, c, 8), 0);
+    assert_int_equal(write(peer, "end", 3), 3);
+    close(peer);
+    assert_int_equal(turn_until(loop, c, 8, 2), 2);
+    assert_int_equal(c[0].res, 3);
+    tl_buffer_release(loop, c[0].u.buf.id);
+    assert_int_equal(c[1].res, 0);
+    assert_true(c[1].flags & TL_CQE_FINAL);
+    tl_close(loop, h, 0);
+    assert_int_equal(drain_loop(loop), 0);
+    tl_loop_free(loop);
+}
+
 static const struct CMUnitTest contract_tests[] = {
     cmocka_unit_test(exactly_once_completions_under_cancel),
     cmocka_unit_test(exactly_once_completions_under_close),
@@ -684,6 +742,7 @@ static const struct CMUnitTest contract_tests[] = {
     cmocka_unit_test(connect_reports_refused_and_success),
     cmocka_unit_test(data_then_end_of_stream_in_one_edge),
     cmocka_unit_test(receives_wait_for_buffers_in_turn),
+    cmocka_unit_test(idle_receive_parks_and_wakes),
 };
 const size_t contract_test_count = sizeof contract_tests / sizeof contract_tests[0];
 const struct CMUnitTest *const contract_tests_p = contract_tests;

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +193,11 @@ static int ur_init(tl_loop *loop) {
      * all when the submit returns (stable submission, and no SQE left behind). */
     s->stable_submit = submit_all && (s->ring.features & IORING_FEAT_SUBMIT_STABLE) != 0;
     s->ms_accept = s->ms_recv = true; /* tried; -EINVAL turns each off */
+    s->min_wait = (s->ring.features & IORING_FEAT_MIN_TIMEOUT) && on && strstr(on, "min_wait");
+    s->park_ms = PARK_MS;
+    const char *pm = getenv("TURNLOOP_URING_PARK_MS"); /* tests park at once, and often */
+    if (pm && *pm)
+        s->park_ms = (uint32_t)strtoul(pm, NULL, 10);
     /* Tests run the fallbacks on a kernel that has every feature. */
     bool no_buf_ring = false;
     if (off) {
@@ -199,6 +205,9 @@ static int ur_init(tl_loop *loop) {
         s->ms_accept = s->ms_accept && !all && !strstr(off, "multishot_accept");
         s->ms_recv = s->ms_recv && !all && !strstr(off, "multishot_recv");
         s->stable_submit = s->stable_submit && !all && !strstr(off, "sendmsg");
+        s->min_wait = s->min_wait && !all && !strstr(off, "min_wait");
+        if (all || strstr(off, "park"))
+            s->park_ms = 0;
         no_buf_ring = all || strstr(off, "buf_ring");
     }
     s->msg_cap = s->ring.sq.ring_entries;
@@ -336,10 +345,11 @@ static void arm_recv(tl_loop *loop, uint32_t oi) {
     struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
     if (!sqe)
         return;
-    if (!s->br) {
-        io_uring_prep_poll_add(sqe, fd, POLLIN); /* no buffer ring: poll, then read */
+    if (!s->br || (bits(o) & OP_PARKED)) {
+        io_uring_prep_poll_add(sqe, fd, POLLIN); /* no buffer ring, or parked: poll first */
         return;
     }
+    set_bits(o, bits(o) | OP_ACTIVE); /* a fresh receive is not idle yet */
     if (s->ms_recv) {
         io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
         set_bits(o, bits(o) | OP_MS_SQE);
@@ -414,6 +424,7 @@ static void on_read(tl_loop *loop, uint32_t oi, int32_t res) {
 static void deliver_buffer(tl_loop *loop, uint32_t oi, uint32_t id, int32_t n) {
     uint32_t hi = loop->o[oi].handle;
     loop->o[oi].was_starved = 0;
+    set_bits(&loop->o[oi], bits(&loop->o[oi]) | OP_ACTIVE);
     loop->buf_owner[id] = handle_id(loop, hi);
     tl_completion extra = {.flags = TL_CQE_BUFFER,
                            .u.buf = {.data = tl__buffer_data(loop, id), .id = id}};
@@ -455,10 +466,55 @@ static void on_recv_ring(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags
         tl__starve_push(loop, oi, o->was_starved);
         return;
     }
+    if (res == -ECANCELED && (was & OP_PARK) && !(was & OP_ACTIVE) && !o->cancelling) {
+        set_bits(o, bits(o) | OP_PARKED); /* the sweep's cancel, and still idle: park */
+        loop->stats.recv_parked++;
+        tl__ur_want_arm(loop, oi);
+        return;
+    }
     if (retry(o, res))
         tl__ur_want_arm(loop, oi);
     else
         tl__ur_finish(loop, oi, res, NULL); /* 0: end of stream; or the error, or -ECANCELED */
+}
+
+/* A parked receive's poll fired (readable, end of stream or an error): it is a
+ * receive again, which reports whichever it was. */
+static void on_park_poll(tl_loop *loop, uint32_t oi) {
+    tl_oslot *o = &loop->o[oi];
+    disarm(o); /* PARKED goes with it */
+    if (o->cancelling) {
+        tl__ur_finish(loop, oi, -ECANCELED, NULL);
+        return;
+    }
+    tl__ur_want_arm(loop, oi);
+}
+
+/* Once every park_ms: receives armed and fed nothing since the last sweep are
+ * cancelled, to be parked on a poll (on_recv_ring). The walk covers the op
+ * slots used so far, a few nanoseconds each, once a second. */
+static void park_sweep(tl_loop *loop) {
+    uring_state *s = state(loop);
+    if (loop->now_ms < s->park_next)
+        return;
+    s->park_next = loop->now_ms + s->park_ms;
+    for (uint32_t oi = 0; oi < loop->o_fresh; oi++) {
+        tl_oslot *o = &loop->o[oi];
+        if (o->state != TL_SLOT_LIVE || o->kind != TL_OP_RECV || o->cancelling)
+            continue;
+        uintptr_t b = bits(o);
+        if (!(b & OP_ARMED) || (b & (OP_STOP | OP_PARKED)))
+            continue;
+        if (b & OP_ACTIVE) {
+            set_bits(o, b & ~(uintptr_t)OP_ACTIVE);
+            continue;
+        }
+        tl_hslot *h = &loop->h[o->handle];
+        if (h->closing || h->detaching)
+            continue;
+        set_bits(o, b | OP_PARK | OP_STOP);
+        tl__ur_want_arm(loop, oi); /* the arm phase sends the cancel */
+    }
 }
 
 /* Without a buffer ring: the poll said readable; read into a loop buffer now, so
@@ -593,6 +649,8 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
         }
         return;
     }
+    if (o->starved)
+        return; /* waits for a buffer: rearm_starved arms it in its turn */
     if (o->cancelling) { /* a retry (-EAGAIN) that raced the host's cancel */
         tl__ur_finish(loop, oi, -ECANCELED, NULL);
         return;
@@ -714,7 +772,9 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
         on_read(loop, oi, res);
         return;
     case TL_OP_RECV:
-        if (s->br)
+        if (bits(&loop->o[oi]) & OP_PARKED)
+            on_park_poll(loop, oi);
+        else if (s->br)
             on_recv_ring(loop, oi, res, flags);
         else
             on_recv_poll(loop, oi, res);
@@ -762,6 +822,35 @@ static void ur_ring_fd(uring_state *s) {
     s->reg_ok = io_uring_register_ring_fd(&s->ring) == 1;
 }
 
+/* Submits what is queued and waits in one io_uring_enter, with a min-wait:
+ * liburing 2.3 has no helper for it (io_uring_submit_and_wait_min_timeout is
+ * 2.8), so the SQ tail is published here as its __io_uring_flush_sq does (2.3
+ * set the SQ index array up once, identity) and io_uring_enter2 gets the
+ * EXT_ARG with min_wait_usec in what 2.3's header calls pad. */
+static int enter_min_wait(tl_loop *loop, uring_state *s, int timeout_ms) {
+    struct io_uring *ring = &s->ring;
+    unsigned tail = ring->sq.sqe_tail;
+    if (ring->sq.sqe_head != tail) {
+        ring->sq.sqe_head = tail;
+        io_uring_smp_store_release(ring->sq.ktail, tail);
+    }
+    unsigned submit = tail - io_uring_smp_load_acquire(ring->sq.khead);
+    struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
+                                   .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
+    struct io_uring_getevents_arg arg = {.sigmask = 0,
+                                         .sigmask_sz = _NSIG / 8,
+                                         .pad = MIN_WAIT_USEC,
+                                         .ts = timeout_ms < 0 ? 0 : (uint64_t)(uintptr_t)&ts};
+    unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
+    int fd = ring->ring_fd;
+    if (ring->int_flags & URING_INT_FLAG_REG_RING) {
+        flags |= IORING_ENTER_REGISTERED_RING;
+        fd = ring->enter_ring_fd;
+    }
+    loop->stats.min_waits++;
+    return io_uring_enter2((unsigned)fd, submit, MIN_WAIT_NR, flags, (sigset_t *)&arg, sizeof arg);
+}
+
 static int ur_wait(tl_loop *loop, int timeout_ms) {
     uring_state *s = state(loop);
     if (s->single) {
@@ -778,6 +867,12 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
         s->resume = false;
         tl__ur_run_paused(loop);
     }
+    if (s->park_ms && s->br) {
+        park_sweep(loop);
+        /* An idle loop still wakes to park what went idle. */
+        if (loop->o_live > 0 && (timeout_ms < 0 || (uint32_t)timeout_ms > s->park_ms))
+            timeout_ms = (int)s->park_ms;
+    }
     arm_phase(loop);
     if (loop->cq.len != queued || s->pend_len > 0)
         timeout_ms = 0; /* work done before the wait: report it instead of sleeping */
@@ -787,11 +882,20 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
         /* DEFER_TASKRUN posts completions only when asked for (GETEVENTS). */
         r = s->single ? io_uring_submit_and_get_events(&s->ring) : io_uring_submit(&s->ring);
     } else {
-        struct io_uring_cqe *cqe;
-        struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
-                                       .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
-        /* One io_uring_enter: submit the batch and wait (EXT_ARG, 5.11+). */
-        r = io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, timeout_ms < 0 ? NULL : &ts, NULL);
+        r = -EINVAL;
+        if (s->min_wait && s->last_harvest >= MIN_WAIT_BUSY) {
+            r = enter_min_wait(loop, s, timeout_ms);
+            if (r == -EINVAL)
+                s->min_wait = false; /* refused after all: plain waits from now on */
+        }
+        if (r == -EINVAL) {
+            struct io_uring_cqe *cqe;
+            struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
+                                           .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
+            /* One io_uring_enter: submit the batch and wait (EXT_ARG, 5.11+). */
+            r = io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, timeout_ms < 0 ? NULL : &ts,
+                                                 NULL);
+        }
     }
     s->msg_used = 0;
     if (r < 0 && r != -ETIME && r != -EINTR && r != -EBUSY && r != -EAGAIN)
@@ -800,11 +904,14 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
 
     struct io_uring_cqe *cqes[CQE_BATCH];
     unsigned n;
+    uint32_t harvest = 0;
     while ((n = io_uring_peek_batch_cqe(&s->ring, cqes, CQE_BATCH)) > 0) {
         for (unsigned i = 0; i < n; i++)
             on_cqe(loop, cqes[i]->user_data, cqes[i]->res, cqes[i]->flags);
         io_uring_cq_advance(&s->ring, n);
+        harvest += n;
     }
+    s->last_harvest = harvest;
     return 0;
 }
 
