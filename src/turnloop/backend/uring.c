@@ -11,8 +11,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -650,7 +650,7 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
         return;
     }
     if (o->starved)
-        return; /* waits for a buffer: rearm_starved arms it in its turn */
+        return;          /* waits for a buffer: rearm_starved arms it in its turn */
     if (o->cancelling) { /* a retry (-EAGAIN) that raced the host's cancel */
         tl__ur_finish(loop, oi, -ECANCELED, NULL);
         return;
