@@ -201,6 +201,11 @@ typedef struct tl_backend_ops {
     /* Optional: size the backend's own lists for the loop's tables (h_cap,
      * o_cap), so that nothing it does inside a turn has to allocate. */
     int (*fit)(tl_loop *loop);
+    /* Optional: a closing stream's descriptor is closed by the backend (io_uring:
+     * IORING_OP_CLOSE in the turn's batch, no close(2) of its own); it calls
+     * tl__handle_closed once the descriptor is closed. Returns < 0 to have the
+     * core close it now. */
+    int (*close_fd)(tl_loop *loop, uint32_t hi);
 } tl_backend_ops;
 
 extern const tl_backend_ops tl__backend_epoll;
@@ -274,6 +279,8 @@ int tl__handle_new(tl_loop *loop, int fd, uint8_t type, unsigned shared_flags, u
 bool tl__handle_room(const tl_loop *loop);
 void tl__handle_release_slot(tl_loop *loop, uint32_t hi);
 void tl__handle_finish_close(tl_loop *loop, uint32_t hi);
+/* The descriptor of a closing handle is closed: queues the one TL_OP_CLOSE record. */
+void tl__handle_closed(tl_loop *loop, uint32_t hi);
 
 /* Grows the op table and its argument table together to ncap slots. */
 int tl__ops_grow(tl_loop *loop, uint32_t ncap);

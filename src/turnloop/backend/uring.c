@@ -54,6 +54,8 @@ static int ur_fit(tl_loop *loop) {
         err = grow_ids(&s->pend_spare, &s->pend_spare_cap, loop->o_cap, 0);
     if (err == 0)
         err = grow_ids(&s->paused, &s->paused_cap, loop->h_cap, s->paused_len);
+    if (err == 0)
+        err = grow_ids(&s->closes, &s->closes_cap, loop->h_cap, s->closes_len);
     return err;
 }
 
@@ -195,6 +197,7 @@ static int ur_init(tl_loop *loop) {
     s->ms_accept = s->ms_recv = true; /* tried; -EINVAL turns each off */
     s->min_wait = (s->ring.features & IORING_FEAT_MIN_TIMEOUT) && on && strstr(on, "min_wait");
     s->park_ms = PARK_MS;
+    s->ring_close = true; /* IORING_OP_CLOSE is 5.6, older than anything this backend runs on */
     const char *pm = getenv("TURNLOOP_URING_PARK_MS"); /* tests park at once, and often */
     if (pm && *pm)
         s->park_ms = (uint32_t)strtoul(pm, NULL, 10);
@@ -208,6 +211,7 @@ static int ur_init(tl_loop *loop) {
         s->min_wait = s->min_wait && !all && !strstr(off, "min_wait");
         if (all || strstr(off, "park"))
             s->park_ms = 0;
+        s->ring_close = !all && !strstr(off, "ring_close");
         no_buf_ring = all || strstr(off, "buf_ring");
     }
     s->msg_cap = s->ring.sq.ring_entries;
@@ -250,6 +254,7 @@ static void ur_fini(tl_loop *loop) {
                 loop->buf_free[loop->buf_free_len++] = i;
     }
     free(s->reserve);
+    free(s->closes);
     free(s->pend);
     free(s->pend_spare);
     free(s->paused);
@@ -706,6 +711,47 @@ static void rearm_starved(tl_loop *loop) {
     }
 }
 
+/* ---- closing in the ring --------------------------------------------------- */
+
+/* The close goes into the next turn's batch; the handle (and the loop's
+ * alive) stays until the kernel has closed it, so the TL_OP_CLOSE record still
+ * means "closed". A loop freed before that turn closes the descriptor itself. */
+static int ur_close_fd(tl_loop *loop, uint32_t hi) {
+    uring_state *s = state(loop);
+    if (!s->ring_close)
+        return -EOPNOTSUPP;
+    tl__ur_push_id(&s->closes, &s->closes_len, &s->closes_cap, handle_id(loop, hi));
+    return 0;
+}
+
+/* The closes go into this turn's batch: no close(2) per connection. */
+static void arm_closes(tl_loop *loop) {
+    uring_state *s = state(loop);
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < s->closes_len; i++) {
+        uint32_t hi;
+        if (tl__handle_lookup(loop, s->closes[i], &hi) < 0 || loop->h[hi].fd < 0)
+            continue;
+        struct io_uring_sqe *sqe = s->sq_starved ? NULL : get_sqe(loop);
+        if (!sqe) {
+            s->closes[keep++] = s->closes[i]; /* next turn */
+            continue;
+        }
+        io_uring_prep_close(sqe, loop->h[hi].fd);
+        io_uring_sqe_set_data64(sqe, UD_CLOSE | ((uint64_t)(loop->h[hi].gen & 0xffff) << 24) | hi);
+        loop->h[hi].fd = -1; /* the kernel's from here */
+    }
+    s->closes_len = keep;
+}
+
+static void on_close_cqe(tl_loop *loop, uint64_t ud) {
+    uint32_t hi = (uint32_t)(ud & 0xffffff), gen = (uint32_t)(ud >> 24) & 0xffff;
+    if (hi >= loop->h_cap || loop->h[hi].state != TL_SLOT_LIVE ||
+        (loop->h[hi].gen & 0xffff) != gen || !loop->h[hi].closing)
+        return;                  /* cannot happen: the slot waits for this CQE */
+    tl__handle_closed(loop, hi); /* whatever close said, the descriptor is gone */
+}
+
 /* Prepares every SQE of this turn; ops that become heads meanwhile go in too. */
 static void arm_phase(tl_loop *loop) {
     uring_state *s = state(loop);
@@ -719,6 +765,8 @@ static void arm_phase(tl_loop *loop) {
             s->wake_armed = true;
         }
     }
+    if (s->closes_len > 0)
+        arm_closes(loop);
     while (s->pend_len > 0 && !s->sq_starved) {
         uint64_t *list = s->pend;
         uint32_t len = s->pend_len, cap = s->pend_cap;
@@ -750,6 +798,10 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
     }
     if (ud == UD_IGNORE || ud == LIBURING_UDATA_TIMEOUT)
         return;
+    if ((ud >> 48) == 0 && (ud & UD_CLOSE)) {
+        on_close_cqe(loop, ud);
+        return;
+    }
     if ((flags & IORING_CQE_F_BUFFER) && s->br)
         s->br_avail--;
     uint32_t oi;
@@ -874,7 +926,7 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
             timeout_ms = (int)s->park_ms;
     }
     arm_phase(loop);
-    if (loop->cq.len != queued || s->pend_len > 0)
+    if (loop->cq.len != queued || s->pend_len > 0 || s->closes_len > 0)
         timeout_ms = 0; /* work done before the wait: report it instead of sleeping */
 
     int r;
@@ -927,4 +979,5 @@ const tl_backend_ops tl__backend_uring = {
     .resume_accepts = tl__ur_resume_accepts,
     .buffer_released = ur_buffer_released,
     .fit = ur_fit,
+    .close_fd = ur_close_fd,
 };

@@ -32,6 +32,10 @@
 /* user_data values that are never op ids (an op id carries a non-zero loop tag). */
 #define UD_WAKE 0u   /* the poll on loop->wake_fd */
 #define UD_IGNORE 1u /* async cancel requests: the target's own CQE is what counts */
+/* IORING_OP_CLOSE of a handle: this bit, the low 16 bits of its generation (at
+ * bit 24) and its slot (24 bits); the top 16 bits are 0, which no op id has
+ * (its loop tag is never 0). */
+#define UD_CLOSE (1ull << 47)
 
 /* Per-op backend state, kept in tl_oslot.backend_data as bits. */
 #define OP_ARMED 0x1u   /* an SQE of this op is in the kernel: it ends on its own CQE */
@@ -92,6 +96,11 @@ typedef struct uring_state {
     uint32_t paused_len, paused_cap;
     parked_fd *parked;
     uint32_t parked_len, parked_cap;
+    /* streams whose descriptor the ring closes (handle ids, for the arm phase;
+     * until it their fd stays in the slot, so that tl_loop_free closes it) */
+    bool ring_close;
+    uint64_t *closes;
+    uint32_t closes_len, closes_cap;
     /* sendmsg headers, stable until the submit that carries them */
     struct msghdr *msgs;
     uint32_t msg_used, msg_cap;
