@@ -500,10 +500,10 @@ static void on_park_poll(tl_loop *loop, uint32_t oi) {
  * slots used so far, a few nanoseconds each, once a second. */
 static void park_sweep(tl_loop *loop) {
     uring_state *s = state(loop);
-    if (loop->now_ms < s->park_next)
+    if (s->park_cursor == 0 && loop->now_ms < s->park_next)
         return;
-    s->park_next = loop->now_ms + s->park_ms;
-    for (uint32_t oi = 0; oi < loop->o_fresh; oi++) {
+    uint32_t oi = s->park_cursor, parked = 0;
+    for (; oi < loop->o_fresh && parked < PARK_BATCH; oi++) {
         tl_oslot *o = &loop->o[oi];
         if (o->state != TL_SLOT_LIVE || o->kind != TL_OP_RECV || o->cancelling)
             continue;
@@ -519,6 +519,13 @@ static void park_sweep(tl_loop *loop) {
             continue;
         set_bits(o, b | OP_PARK | OP_STOP);
         tl__ur_want_arm(loop, oi); /* the arm phase sends the cancel */
+        parked++;
+    }
+    if (oi < loop->o_fresh) {
+        s->park_cursor = oi; /* the rest in the next turns */
+    } else {
+        s->park_cursor = 0;
+        s->park_next = loop->now_ms + s->park_ms;
     }
 }
 
@@ -921,8 +928,11 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
     }
     if (s->park_ms && s->br) {
         park_sweep(loop);
-        /* An idle loop still wakes to park what went idle. */
-        if (loop->o_live > 0 && (timeout_ms < 0 || (uint32_t)timeout_ms > s->park_ms))
+        /* An idle loop still wakes to park what went idle, at once while a
+         * sweep is under way. */
+        if (s->park_cursor)
+            timeout_ms = 0;
+        else if (loop->o_live > 0 && (timeout_ms < 0 || (uint32_t)timeout_ms > s->park_ms))
             timeout_ms = (int)s->park_ms;
     }
     arm_phase(loop);
