@@ -545,7 +545,8 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             }
             conn_last(w, c, false);
         } else if (e->res == -ENOBUFS) {
-            SWS_ADD(w->ctr.recv_starved, 1);
+            /* turnloop now queues a receive that finds no buffer instead of
+             * ending it; kept for a backend that still ends it so. */
             if (!c->starved) {
                 c->starved = true;
                 w->nstarved++;
