@@ -545,8 +545,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             }
             conn_last(w, c, false);
         } else if (e->res == -ENOBUFS) {
-            /* turnloop now queues a receive that finds no buffer instead of
-             * ending it; kept for a backend that still ends it so. */
+            SWS_ADD(w->ctr.recv_starved, 1);
             if (!c->starved) {
                 c->starved = true;
                 w->nstarved++;
