@@ -108,9 +108,8 @@ static int pe_url(llhttp_t *lp, const char *at, size_t len) {
 static int pe_field(llhttp_t *lp, const char *at, size_t len) {
     peer *x = lp->data;
     /* Names come whole here: llhttp_execute is given the whole stream. */
-    x->in_host = !x->host_done && !(lp->flags & F_TRAILING) && len == 4 &&
-                 (at[0] | 0x20) == 'h' && (at[1] | 0x20) == 'o' && (at[2] | 0x20) == 's' &&
-                 (at[3] | 0x20) == 't';
+    x->in_host = !x->host_done && !(lp->flags & F_TRAILING) && len == 4 && (at[0] | 0x20) == 'h' &&
+                 (at[1] | 0x20) == 'o' && (at[2] | 0x20) == 's' && (at[3] | 0x20) == 't';
     return 0;
 }
 
@@ -127,8 +126,8 @@ static int pe_value_complete(llhttp_t *lp) {
     peer *x = lp->data;
     if (x->in_host) {
         /* llhttp hands over trailing OWS; a Host value ends before it. */
-        while (x->cur.host_len &&
-               (x->cur.host[x->cur.host_len - 1] == ' ' || x->cur.host[x->cur.host_len - 1] == '\t'))
+        while (x->cur.host_len && (x->cur.host[x->cur.host_len - 1] == ' ' ||
+                                   x->cur.host[x->cur.host_len - 1] == '\t'))
             x->cur.host_len--;
         x->host_done = true;
         x->in_host = false;

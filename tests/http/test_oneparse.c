@@ -341,7 +341,8 @@ static void test_after_close_as_llhttp(void **state) {
         {"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", -EBADMSG, 400},
     };
     static const char *const heads[] = {
-        "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", "GET / HTTP/1.0\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        "GET / HTTP/1.0\r\n\r\n",
         "POST / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
         "0\r\n\r\n", /* the reference path's own */
         /* Connection: close in the trailer section ends the connection as in
