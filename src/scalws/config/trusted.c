@@ -114,4 +114,3 @@ bool sws_trusted_has(const sws_proxy_config *p, const char *peer) {
             return true;
     return false;
 }
-
