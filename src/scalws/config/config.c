@@ -665,6 +665,25 @@ void sws_config_print(FILE *f, const sws_config *c, const sws_cli *cli) {
             fprintf(f, ";%s =\n", k->name);
             continue;
         }
+        /* Values that mean something else once a file sets them, shown
+         * commented out so that the print reads back to this configuration:
+         * with routes, an unset scenario makes the default route a 404 (set,
+         * even to respond, it answers); with ACME, cert and key are its own
+         * files, which a set cert and key would replace. */
+        bool routes_404 = c->routes && c->routes->listed && c->origin[i] == SWS_FROM_DEFAULT &&
+                          strcmp(k->section, "server") == 0 && strcmp(k->name, "scenario") == 0;
+        bool acme_pair = c->tls_from_acme && c->origin[i] == SWS_FROM_DEFAULT &&
+                         strcmp(k->section, "tls") == 0 &&
+                         (strcmp(k->name, "cert") == 0 || strcmp(k->name, "key") == 0);
+        if (routes_404) {
+            fprintf(f, ";%s = %s ; default: unset, what no route matches is 404\n", k->name, v);
+            continue;
+        }
+        if (acme_pair) {
+            fprintf(f, ";%s = %s ; [acme] state_dir's, while [tls] cert and key are unset\n",
+                    k->name, v);
+            continue;
+        }
         fprintf(f, "%s = ", k->name);
         print_value(f, v);
         switch (c->origin[i]) {

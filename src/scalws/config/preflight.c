@@ -133,8 +133,9 @@ int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what,
             loops = sws_cpus_probe(&cpus) == 0 ? cpus.available : c->acceptors;
         if (c->acceptors > loops) {
             where(c, cli, "server", "acceptors", NULL, at, sizeof(at));
-            snprintf(err, errlen, "%s = %d: more than the %d loop%s (each acceptor feeds one at least)",
-                     at, c->acceptors, loops, loops == 1 ? "" : "s");
+            snprintf(err, errlen,
+                     "%s = %d: more than the %d loop%s (each acceptor feeds one at least)", at,
+                     c->acceptors, loops, loops == 1 ? "" : "s");
             return -EINVAL;
         }
     }
@@ -194,10 +195,17 @@ void sws_config_preflight_notes(FILE *f, const sws_config *c, const sws_cli *cli
     /* [tls] is read for a tls listener only: set without one, it is likely a
      * listen line that lost its "tls". */
     uint32_t first = 0;
-    for (int i = 0; i < sws_config_nkeys; i++)
-        if (strcmp(sws_config_keys[i].section, "tls") == 0 && c->origin[i] == SWS_FROM_FILE &&
-            (!first || c->origin_line[i] < first))
+    for (int i = 0; i < sws_config_nkeys; i++) {
+        const sws_key *k = &sws_config_keys[i];
+        if (strcmp(k->section, "tls") != 0 || c->origin[i] != SWS_FROM_FILE)
+            continue;
+        /* A default written out (as --print-config writes every key) is no
+         * sign of a lost "tls". */
+        char v[512];
+        sws_config_format(c, k, v, sizeof(v));
+        if (strcmp(v, k->def ? k->def : "") != 0 && (!first || c->origin_line[i] < first))
             first = c->origin_line[i];
+    }
     if (first)
         fprintf(f,
                 "scalwsd: warning: %s:%" PRIu32 ": [tls] is not used: no listener is tls "

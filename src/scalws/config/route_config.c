@@ -369,6 +369,24 @@ static void unfill(sws_config *x, const sws_scenario_cfg *s) {
     x->proxy = s->proxy;
 }
 
+/* How a route's section writes a scenario key so that set_route_key reads it
+ * back as the same key: "section.key" when the bare name would be taken
+ * first by a route key (a proxy's host is not the route's host) or by an
+ * earlier scenario section. */
+static void route_key_name(const sws_key *key, char *out, size_t len) {
+    bool taken = false;
+    for (int i = 0; !taken && i < sws_route_nkeys; i++)
+        taken = strcmp(sws_route_key_table[i].name, key->name) == 0;
+    for (size_t j = 0; !taken && j < sizeof(scenario_sections) / sizeof(scenario_sections[0]) &&
+                       strcmp(scenario_sections[j], key->section) != 0;
+         j++)
+        taken = sws_config_key_index(scenario_sections[j], key->name) >= 0;
+    if (taken)
+        snprintf(out, len, "%s.%s", key->section, key->name);
+    else
+        snprintf(out, len, "%s", key->name);
+}
+
 /* The value as a file line (';' escaped, as sws_config_print does). */
 static void print_kv(FILE *f, const char *k, const char *v) {
     fprintf(f, "%s = ", k);
@@ -429,8 +447,11 @@ void sws_routes_print(FILE *f, const sws_config *c) {
                 continue;
             sws_config_format(x, key, v, SWS_BODY_MAX * 2 + 1);
             sws_config_format(d, key, dv, SWS_BODY_MAX * 2 + 1);
-            if (strcmp(v, dv) != 0)
-                print_kv(f, key->name, v);
+            if (strcmp(v, dv) != 0) {
+                char name[80];
+                route_key_name(key, name, sizeof(name));
+                print_kv(f, name, v);
+            }
         }
     }
 out:
