@@ -85,6 +85,28 @@ refused_at_t_and_start "pre.ini:3: [server] access_log $T/nodir/a.log: cannot cr
 refused_at_t_and_start "pre.ini:3: [server] access_log $T/plainfile/a.log: Not a directory" \
     "$L"'access_log = '"$T/plainfile/a.log"'\n'
 refused_at_t_and_start "pre.ini:3: [server] access_log $T/www: is a directory" "$L"'access_log = '"$T/www"'\n'
+# A directory the server's user cannot write to (root writes anywhere: the
+# check is then made as nobody, as a unit's DynamicUser would run it).
+mkdir -p "$T/ro"
+chmod 0555 "$T/ro"
+chmod 0755 "$T"
+as_user=()
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+    as_user=(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups)
+fi
+if [ "$(id -u)" != 0 ] || [ ${#as_user[@]} -gt 0 ]; then
+    printf '%b' "$L"'access_log = '"$T/ro/a.log"'\n' >"$T/ro.ini"
+    chmod 0644 "$T/ro.ini"
+    st=0; "${as_user[@]}" "$SWS" --check-config --config "$T/ro.ini" 2>"$T/err" || st=$?
+    [ "$st" = 2 ] || fail "unwritable access log directory: exit $st ($(cat "$T/err"))"
+    grep -qF "ro.ini:3: [server] access_log $T/ro/a.log: cannot create it in $T/ro: Permission denied" "$T/err" ||
+        fail "unwritable access log directory: $(cat "$T/err")"
+    st=0; "${as_user[@]}" timeout 10 "$SWS" --config "$T/ro.ini" 2>"$T/err" || st=$?
+    [ "$st" = 2 ] && grep -qF "cannot create it in $T/ro: Permission denied" "$T/err" ||
+        fail "unwritable access log directory at start: exit $st ($(cat "$T/err"))"
+else
+    echo "note: root without setpriv: the unwritable-directory case is not checked"
+fi
 refused_at_t_and_start "pre.ini:5: [static] root $T/nowww: No such file or directory" \
     "$L"'scenario = static\n[static]\nroot = '"$T/nowww"'\n'
 refused_at_t_and_start "pre.ini:5: [static] root $T/plainfile: Not a directory" \
