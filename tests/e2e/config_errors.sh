@@ -126,6 +126,9 @@ refused_at_t_and_start "pre.ini:11: [tls] cert $T/k.key: no PEM certificate" \
     "$https"'cert = '"$T/k.key"'\nkey = '"$T/k.key"'\n'
 refused_at_t_and_start "pre.ini:5: [server] acceptors = 3: more than the 2 loops" \
     "$L"'event_loops = 2\naccept = handoff\nacceptors = 3\n'
+cpus=$(nproc)
+refused_at_t_and_start "pre.ini:3: [server] accept = reuse-port-cpu needs one CPU per loop: event_loops = $((cpus + 1))" \
+    "$L"'accept = reuse-port-cpu\nevent_loops = '"$((cpus + 1))"'\n'
 # Refused by the loader: the message says what is wrong as the reader wrote it.
 refused_at_t_and_start "pre.ini:4: [proxy] health_interval: '10ms' is too short: at least 100ms" \
     "$L"'[proxy]\nhealth_interval = 10ms\n'

@@ -123,10 +123,21 @@ void sws_config_blame_tls(const sws_config *c, const sws_cli *cli, char *err, si
 int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what, char *err,
                          size_t errlen) {
     char at[400], at2[400], why[400];
+    sws_cpus cpus;
+    if ((what & SWS_PRE_LOOPS) && c->accept == SWS_ACCEPT_REUSE_PORT_CPU && c->event_loops > 0 &&
+        sws_cpus_probe(&cpus) == 0 && c->event_loops > cpus.in_mask) {
+        /* balance.c maps a CPU to the loop pinned there: one CPU per loop
+         * (inherited sockets aside, which turn the route into exclusive). */
+        where(c, cli, "server", "accept", NULL, at, sizeof(at));
+        snprintf(err, errlen,
+                 "%s = reuse-port-cpu needs one CPU per loop: event_loops = %d, %d CPU%s in the "
+                 "affinity mask",
+                 at, c->event_loops, cpus.in_mask, cpus.in_mask == 1 ? "" : "s");
+        return -EINVAL;
+    }
     if ((what & SWS_PRE_LOOPS) && c->accept == SWS_ACCEPT_HANDOFF && c->acceptors > 1) {
         /* The loops as server.c plans them (inherited sockets aside). */
         int loops = c->event_loops;
-        sws_cpus cpus;
         if (loops == 0)
             loops = 1;
         else if (loops < 0)
