@@ -192,6 +192,7 @@ typedef struct sws_date_cache {
     uint32_t version; /* bumped when str changes, so dependants can rebuild */
     char str[32];     /* IMF-fixdate, NUL-terminated, 29 bytes */
 } sws_date_cache;
+#define SWS_DATE_LEN 29 /* strlen of an IMF-fixdate */
 
 void sws_date_init(sws_date_cache *c);
 /* Returns true when the string changed. Cheap: one coarse clock read. */

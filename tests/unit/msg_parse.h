@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "client_head.h"
 #include "sws_msg.h"
 
 static int test_on_head(void *u, sws_msg *m) {
@@ -33,6 +34,15 @@ static inline const sws_msg *test_parse(llhttp_type_t type, const char *head) {
     size_t used;
     assert_true(sws_msg_feed(&msg, head, strlen(head), &used) >= 0);
     return &msg;
+}
+
+/* m's head as the protocol-neutral view (client_head.h), in static storage
+ * (the previous one is gone). */
+static inline const sws_head *test_head(const sws_msg *m) {
+    static sws_field f[SWS_MSG_FIELDS_MAX];
+    static sws_head h;
+    sws_h1_msg_head(m, f, SWS_MSG_FIELDS_MAX, &h);
+    return &h;
 }
 
 #endif

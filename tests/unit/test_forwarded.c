@@ -13,8 +13,8 @@
 #include "forwarded.h"
 #include "msg_parse.h"
 
-static const sws_msg *parse(const char *head) {
-    return test_parse(HTTP_REQUEST, head);
+static const sws_head *parse(const char *head) {
+    return test_head(test_parse(HTTP_REQUEST, head));
 }
 
 /* The fields built, as one string. */
@@ -45,7 +45,7 @@ static void untrusted_client_is_replaced_never_appended(void **st) {
                         "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n"
                         "X-Forwarded-Host: example.com\r\n");
     /* Every forwarding field of the client is the builder's, to drop. */
-    const sws_msg *m = parse(SPOOF);
+    const sws_head *m = parse(SPOOF);
     int owned = 0;
     for (uint32_t i = 0; i < m->nf; i++)
         owned += sws_forwarded_owns(&p, m, i);
@@ -100,7 +100,7 @@ static void off_adds_nothing_and_owns_nothing(void **st) {
     sws_proxy_config p;
     config(&p, SWS_FWD_OFF, "");
     assert_string_equal(build(&p, SPOOF, "192.0.2.1", false), "");
-    const sws_msg *m = parse(SPOOF);
+    const sws_head *m = parse(SPOOF);
     for (uint32_t i = 0; i < m->nf; i++)
         assert_false(sws_forwarded_owns(&p, m, i));
 }

@@ -5,9 +5,10 @@
  *
  * Two kinds of scenario fill it:
  *  - those that answer HTTP requests on the worker's HTTP connection (conn.h:
- *    parser, limits, keep-alive, output buffer, access log) use sws_conn_open
+ *    bytes in and out; http1.h: parser, limits, keep-alive; exchange.h: what
+ *    a scenario sees of a request and gives of its answer) use sws_conn_open
  *    and friends for the connection hooks and fill `answer` (respond, static,
- *    proxy; the proxy also takes request bodies: request_room/request_bytes);
+ *    proxy; the proxy also takes the request's fields and body: request_head...);
  *  - one that owned its connections whole would fill the connection hooks
  *    itself and leave `answer` NULL (none does now).
  *
@@ -21,6 +22,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "exchange.h"
 #include "token.h"
 #include "turnloop.h"
 
@@ -31,11 +33,12 @@ typedef struct sws_scenario sws_scenario;
 
 /* What `answer` returns. */
 enum {
-    /* The whole answer is in c->out. */
+    /* The whole answer has been given. */
     SWS_ANSWER_DONE = 0,
-    /* Its head is in c->out and more follows (a file body): the connection
-     * reads no further request until the scenario calls sws_conn_answer_end.
-     * Meanwhile `more` is called each time c->out has been written out. */
+    /* Its head has been given and more follows (a file body): the
+     * connection reads no further request until the scenario calls
+     * sws_ex_end. Meanwhile `more` is called each time what was queued has
+     * been written out. */
     SWS_ANSWER_PENDING = 1,
 };
 
@@ -59,33 +62,37 @@ typedef struct sws_scenario_ops {
     /* A completion whose tag is not the worker's (>= SWS_T_SCENARIO_FIRST). */
     void (*dispatch)(struct sws_worker *w, sws_scenario *sc, const tl_completion *e);
 
-    /* HTTP connection scenarios: c->parser.req is a complete request. Append
-     * the answer (at most w->resp_max bytes, for which there is room) at
-     * c->out + c->olen; keep_alive says whether it may keep the connection
-     * (its Connection header). The connection has counted the request.
-     * Returns SWS_ANSWER_DONE, SWS_ANSWER_PENDING, or a negative errno that
-     * closes the connection. NULL for scenarios that own their connections. */
-    int (*answer)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c, bool keep_alive);
-    /* After SWS_ANSWER_PENDING: c->out is empty again. Append the next part
-     * (up to w->out_cap - c->olen bytes) or, with nothing at hand yet, append
-     * nothing and call sws_conn_more later; sws_conn_answer_end when the
-     * answer is complete. Optional (only for scenarios that return PENDING). */
-    void (*more)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c);
-    /* Request bodies, for a scenario that forwards them (proxy); both NULL for
-     * those that ignore bodies (respond, static: the connection reads and
-     * drops them). request_room: how many more raw request bytes it takes
-     * now; 0 stops reading the client (back-pressure) until the scenario
-     * calls sws_conn_more. request_bytes: raw bytes of the request being read
-     * (head and body, as on the wire) that the strict parser has passed, in
-     * order, before `answer` is called for it; never bytes of the next
-     * request. Returns 0, or an error status to answer with: the connection
-     * ends after it. Optional (both or neither). */
-    size_t (*request_room)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c);
-    int (*request_bytes)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c,
-                         const char *data, size_t len);
+    /* sws_ex_request(x) is a complete request head: answer it through the
+     * exchange (exchange.h), at most w->resp_max bytes of head and body at
+     * once, for which there is room. The protocol has counted the request.
+     * Returns SWS_ANSWER_DONE (the answer is complete), SWS_ANSWER_PENDING
+     * (more follows: `more`, then sws_ex_end), or a negative errno that
+     * closes the connection. */
+    int (*answer)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
+    /* After SWS_ANSWER_PENDING: what was queued has been written. Add the
+     * next part (sws_ex_room) or, with nothing at hand yet, add nothing and
+     * call sws_ex_more later; sws_ex_end when the answer is complete.
+     * Optional (only for scenarios that return PENDING). */
+    void (*more)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
+    /* The request as a whole, for a scenario that forwards it (the proxy);
+     * all NULL for those that answer from the head alone (respond, static:
+     * the protocol reads and drops a body). Before `answer`, in order:
+     * request_head once its head is complete (sws_ex_request_head: every
+     * field), request_body with its body's bytes as they come (decoded:
+     * no chunk framing), request_end once it is complete (trailers are
+     * dropped). Each returns 0, or an error status to answer with: the
+     * connection ends after it. request_room: how many more request bytes it
+     * takes now (as they come on the wire, an upper bound of the body bytes
+     * they carry); 0 stops reading the client (back-pressure) until the
+     * scenario calls sws_ex_more. Optional (all four or none). */
+    int (*request_head)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
+    int (*request_body)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x, const char *data,
+                        size_t len);
+    int (*request_end)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
+    size_t (*request_room)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
     /* The HTTP connection's slot is freed (its close completed): drop what the
      * scenario holds for it (a file being sent). Optional. */
-    void (*conn_end)(struct sws_worker *w, sws_scenario *sc, struct sws_conn *c);
+    void (*conn_end)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
 
     /* The loop's rhythm. All optional. date_changed: once a second at most,
      * before the turn's completions are dispatched (a prebuilt Date header).

@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "cpu.h"
+#include "exchange.h"
 #include "lend.h"
 #include "scenario.h"
 #include "sws_http.h"
@@ -166,6 +167,7 @@ typedef struct sws_worker {
      * connection costs neither (see out_take and parser_take in conn.c). */
     sws_lend outbuf;
     sws_lend parsers;
+    sws_lend reqs;     /* http1/: requests read whole, for a scenario that takes them */
     sws_conn *active;  /* list head */
     uint32_t nstarved; /* connections waiting for a loop buffer */
     sws_held *hpool;   /* recv_buffers nodes */
@@ -203,6 +205,8 @@ typedef struct sws_worker {
      * kept until the worker is freed, read by the control thread. */
     _Atomic(struct sws_up_stats *) upstats[SWS_ROUTE_SLOTS];
     char *tls_plain; /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
+    /* The protocol of its connections (transport/conn.h): HTTP/1.1. */
+    const struct sws_conn_proto *conn_proto;
 } sws_worker;
 
 typedef struct sws_server {

@@ -80,7 +80,7 @@ static void stash_settle(sws_worker *w) {
     w->routes_on = t->n > 1;
     w->stash_heads = false;
     for (int i = 0; t->n > 1 && i < t->n; i++)
-        if (w->by_route[i]->ops->request_bytes)
+        if (w->by_route[i]->ops->request_head)
             w->stash_heads = true;
 }
 

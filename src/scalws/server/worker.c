@@ -3,6 +3,7 @@
  * completion that is not its own goes to its scenario (scenario.h), by the
  * token's tag (token.h). */
 #include "conn.h"
+#include "http1.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -189,6 +190,7 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, 
     w->cfg = cfg;
     w->limits = cfg->limits;
     w->cpu = -1;
+    w->conn_proto = &sws_http1_conn;
     int rc = sws_conn_table_init(w);
     if (rc < 0) {
         snprintf(err, errlen, "loop %d: connection table: %s", index, strerror(-rc));

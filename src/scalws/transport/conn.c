@@ -72,10 +72,8 @@ static void held_release_all(sws_worker *w, sws_conn *c) {
  * holds none. The pools are trimmed by the sweep (sws_lend_trim), so a steady
  * load reuses blocks without allocating while a burst's are freed within two
  * sweeps. */
-#define SWS_OUT_CACHE 64
-#define SWS_PARSER_CACHE 16
 
-static bool out_take(sws_worker *w, sws_conn *c) {
+bool sws_conn_out_take(sws_worker *w, sws_conn *c) {
     if (!c->out)
         c->out = sws_lend_take(&w->outbuf);
     return c->out != NULL;
@@ -106,114 +104,6 @@ static void tls_release(sws_worker *w, sws_conn *c) {
     c->tls = NULL;
 }
 
-/* A parser block: the parser, then the access log's field storage, then the
- * static scenario's, then the route stash. The storages are always there, so
- * that a reload that turns the access log on finds room in the parsers
- * already lent. */
-#define SWS_PARSER_LOG_AT sizeof(sws_http_parser)
-#define SWS_PARSER_SF_AT (SWS_PARSER_LOG_AT + SWS_HTTP_LOG_STORAGE)
-#define SWS_PARSER_STASH_AT                                                                        \
-    ((SWS_PARSER_SF_AT + SWS_HTTP_SF_STORAGE + _Alignof(route_stash) - 1) /                        \
-     _Alignof(route_stash) * _Alignof(route_stash))
-#define SWS_PARSER_BLOCK (SWS_PARSER_STASH_AT + sizeof(route_stash))
-
-/* The raw bytes of a request head read before its route is known, for a
- * route whose scenario takes request bytes (the proxy): a route is chosen on
- * the complete head, and such a scenario reads the request from its first
- * byte. buf is an output-pool block, taken only when a head spans reads (a
- * head that comes whole is handed over from the loop buffer). It lives in
- * the parser's block: only a request under way can have one. */
-typedef struct route_stash {
-    char *buf;
-    uint32_t len;
-} route_stash;
-
-static route_stash *stash_of(const sws_conn *c) {
-    return (route_stash *)((char *)c->parser + SWS_PARSER_STASH_AT);
-}
-
-/* Where c's parser keeps Referer and User-Agent: NULL while the access log is
- * off (nothing is kept). */
-static char *parser_log_fields(const sws_worker *w, sws_http_parser *p) {
-    return w->access_log ? (char *)p + SWS_PARSER_LOG_AT : NULL;
-}
-
-/* A fresh parser for the request whose first bytes have come. Between
- * requests a parser holds nothing the next one needs, so a new one per
- * request parses as one kept for the connection's life would. */
-static bool parser_take(sws_worker *w, sws_conn *c) {
-    sws_http_parser *p = sws_lend_take(&w->parsers);
-    if (!p)
-        return false;
-    sws_http_parser_init(p, &w->limits);
-    p->req.log_fields = parser_log_fields(w, p);
-    if (w->lend_sf)
-        p->req.sf_fields = (char *)p + SWS_PARSER_SF_AT;
-    c->parser = p;
-    *stash_of(c) = (route_stash){NULL, 0};
-    return true;
-}
-
-static void stash_give(sws_worker *w, sws_conn *c) {
-    route_stash *st = stash_of(c);
-    sws_lend_give(&w->outbuf, st->buf);
-    *st = (route_stash){NULL, 0};
-}
-
-static void parser_give(sws_worker *w, sws_conn *c) {
-    if (!c->parser)
-        return;
-    if (stash_of(c)->buf)
-        stash_give(w, c);
-    sws_lend_give(&w->parsers, c->parser);
-    c->parser = NULL;
-}
-
-/* The request's route is known (its head is complete): its instance holds
- * the connection until the answer ends (route_clear), and counts it in
- * `pending`, so that a retired instance is not freed under a request. */
-static void route_set(sws_worker *w, sws_conn *c, sws_scenario *sc) {
-    c->sc = sc;
-    c->routed = true;
-    if (sc != &w->sc)
-        sc->pending++;
-}
-
-/* The connection is the default instance's again. */
-static void route_clear(sws_worker *w, sws_conn *c) {
-    if (!c->routed)
-        return; /* no routes: it never left the default */
-    if (c->sc != &w->sc)
-        c->sc->pending--;
-    c->sc = &w->sc;
-    c->routed = false;
-}
-
-static bool conn_partial(const sws_conn *c) {
-    return c->parser && sws_http_partial(c->parser);
-}
-
-/* The parser goes back once its request is answered and nothing waits to be
- * parsed: no request begun, no held input, no stash, no answer pending (the
- * scenario reads the request until it ends). */
-static void parser_settle(sws_worker *w, sws_conn *c) {
-    if (c->parser && !c->answer_pending && c->hcount == 0 && !(c->tls && c->tls->stash) &&
-        !sws_http_partial(c->parser))
-        parser_give(w, c);
-}
-
-void sws_conn_log(sws_worker *w, sws_conn *c, int status, uint64_t bytes) {
-    char peer[INET6_ADDRSTRLEN];
-    sws_peer_name(w->loop, c->h, peer, sizeof(peer));
-    /* The route's name, also for an answer that ends outside `answer` (a
-     * proxied one, when the upstream's last byte came). */
-    const char *keep = w->log_route;
-    if (c->routed || (!w->routes_on && c->answer_pending))
-        w->log_route = c->sc->route->name;
-    sws_access_log_parsed(w, peer, c->parser, status, bytes);
-    w->log_route = keep;
-}
-
 /* The one place a connection's phase changes; entering CLOSING closes the
  * handle, entering FREE gives the slot back. */
 static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
@@ -227,15 +117,11 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
     } else if (to == SWS_PH_FREE) {
         if (c->starved)
             w->nstarved--;
-        if (c->sc->ops->conn_end)
-            c->sc->ops->conn_end(w, c->sc, c);
-        c->answer_pending = false;
-        route_clear(w, c); /* its instance holds it no more (a retired one may go) */
+        w->conn_proto->freed(w, c); /* the scenario's conn_end, the parser, the route */
         /* Every completion of the handle came before its close's: no write
          * can still be reading the buffer. */
         out_give(w, c);
         tls_release(w, c);
-        parser_give(w, c);
         list_del(w, c);
         w->free_idx[w->nfree++] = c->index;
         SWS_ADD(w->ctr.active, (uint64_t)-1);
@@ -253,8 +139,13 @@ static void conn_last(sws_worker *w, sws_conn *c, bool linger) {
         conn_phase(w, c, SWS_PH_LAST_LINGER);
 }
 
-void sws_conn_last(sws_worker *w, sws_conn *c) {
-    conn_last(w, c, false);
+void sws_conn_last(sws_worker *w, sws_conn *c, bool linger) {
+    conn_last(w, c, linger);
+    if (!linger)
+        sws_conn_stop_reading(w, c);
+}
+
+void sws_conn_stop_reading(sws_worker *w, sws_conn *c) {
     if (c->recv_armed && !c->recv_paused) {
         /* As answer(): stop receiving now, or the loop reads the peer's FIN
          * (or the rest of a pipeline) before our close lands. */
@@ -289,7 +180,12 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     /* Slots are one array, its pages touched as slots are first used: no
      * allocation (or allocator header) per connection. */
     sws_conn *c = &w->slots[i];
-    *c = (sws_conn){.index = i, .h = h, .sc = sc, .hhead = SWS_NIL, .htail = SWS_NIL};
+    *c = (sws_conn){.ex = {w->conn_proto->ex},
+                    .index = i,
+                    .h = h,
+                    .sc = sc,
+                    .hhead = SWS_NIL,
+                    .htail = SWS_NIL};
     conn_phase(w, c, SWS_PH_OPEN);
     c->dl_kind = SWS_DL_FRESH;
     c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
@@ -315,288 +211,24 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
 
 /* Draining: an idle connection is closed at the grace's end, not at its
  * keep-alive timeout (the sweep, idle_close_begin). */
-static void drain_clamp(sws_worker *w, sws_conn *c) {
-    if (w->draining && c->dl_kind != SWS_DL_HEADER) {
-        uint64_t end = sws_drain_grace_end(w);
-        if (c->deadline > end)
-            c->deadline = end;
-    }
-}
-
-static void set_idle_deadline(sws_worker *w, sws_conn *c) {
+void sws_conn_idle_deadline(sws_worker *w, sws_conn *c, bool partial) {
     const sws_config *cfg = w->cfg;
-    if (conn_partial(c)) {
+    if (partial) {
         c->dl_kind = SWS_DL_HEADER;
         c->deadline = tl_loop_now(w->loop) + cfg->header_timeout_ms;
     } else {
         c->dl_kind = SWS_DL_IDLE;
         c->deadline = tl_loop_now(w->loop) + cfg->keepalive_timeout_ms;
-        drain_clamp(w, c);
+        sws_conn_drain_clamp(w, c);
     }
 }
 
-/* HTTP-01 (RFC 8555 8.3), before any scenario: a plaintext GET of
- * /.well-known/acme-challenge/TOKEN for a token the ACME thread published.
- * The path test is one atomic load while no challenge is in flight; a token
- * it does not know goes to the scenario as any other path. */
-static bool acme_challenge(sws_worker *w, sws_conn *c, bool ka) {
-    const sws_http_request *r = &c->parser->req;
-    if (c->tls || !sws_acme_challenge_path(r->path, r->path_len) ||
-        (r->method != HTTP_GET && r->method != HTTP_HEAD))
-        return false;
-    char keyauth[SWS_ACME_KEYAUTH_MAX];
-    size_t n = sws_acme_token_answer(r->path, r->path_len, keyauth, sizeof(keyauth));
-    if (!n)
-        return false;
-    char *o = c->out + c->olen;
-    size_t h = sws_http_head(o, w->resp_max, 200, w->date.str, "application/octet-stream", n, ka);
-    if (!h || h + n > w->resp_max)
-        return false;
-    if (!r->head)
-        memcpy(o + h, keyauth, n);
-    c->olen += (uint32_t)(h + (r->head ? 0 : n));
-    if (w->access_log)
-        sws_conn_log(w, c, 200, r->head ? 0 : n);
-    return true;
-}
-
-/* The status of the answer the scenario appended at c->out + at (its head
- * comes first: "HTTP/1.1 200"), 0 when there is none. */
-static int answer_status(const sws_conn *c, uint32_t at) {
-    const char *h = c->out + at;
-    if (!c->out || c->olen < at + 12 || memcmp(h, "HTTP/1.", 7) != 0)
-        return 0;
-    return (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
-}
-
-/* The answer has ended: its route counts it, and the connection is the
- * default instance's again. */
-static void answer_done(sws_worker *w, sws_conn *c) {
-    sws_route_count(w, c->sc, c->status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
-    route_clear(w, c);
-}
-
-/* A complete request: the scenario appends its answer (room for resp_max
- * bytes was checked before feeding). more: further input is already here
- * (a pipeline). Draining, the answer says Connection: close unless more of a
- * pipeline is here within the grace: then the last of what the client sent
- * carries it, and no request it already sent goes unanswered. */
-static void answer(sws_worker *w, sws_conn *c, bool more) {
-    const sws_http_request *r = &c->parser->req;
-    bool ka =
-        r->keep_alive && (!w->draining || (more && tl_loop_now(w->loop) < sws_drain_grace_end(w)));
-    if (!ka)
-        conn_last(w, c, false);
-    if (!out_take(w, c)) {
-        /* Out of memory: this connection ends, the others keep their buffers. */
-        sws_conn_close(w, c);
-        return;
+void sws_conn_drain_clamp(sws_worker *w, sws_conn *c) {
+    if (w->draining && c->dl_kind != SWS_DL_HEADER) {
+        uint64_t end = sws_drain_grace_end(w);
+        if (c->deadline > end)
+            c->deadline = end;
     }
-    if (c->phase != SWS_PH_OPEN && c->recv_armed && !c->recv_paused) {
-        /* Nothing more will be read: stop receiving now, or the loop reads the
-         * peer's FIN (or the rest of a pipeline) before our close lands. */
-        c->recv_paused = true;
-        tl_cancel(w->loop, c->recv_op);
-    }
-    c->served++;
-    SWS_ADD(w->ctr.requests, 1);
-    if (acme_challenge(w, c, ka))
-        return;
-    /* The route's instance answers this request (route_inst.c, chosen when
-     * its head was complete); the connection goes back to the default one
-     * once the answer has ended. */
-    if (!c->routed && w->routes_on)
-        route_set(w, c, sws_route_pick(w, r));
-    sws_scenario *sc = c->sc;
-    uint32_t at = c->olen;
-    w->log_route = sc->route->name;
-    int rc = sc->ops->answer(w, sc, c, ka);
-    w->log_route = NULL;
-    c->status = (uint16_t)answer_status(c, at);
-    if (rc < 0) {
-        route_clear(w, c); /* the instance holds nothing of it */
-        sws_conn_close(w, c);
-    } else if (rc == SWS_ANSWER_PENDING) {
-        /* The scenario must make progress within send_timeout (the sweep). */
-        c->answer_pending = true;
-        c->deadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
-    } else {
-        answer_done(w, c);
-    }
-}
-
-void sws_conn_answer_end(sws_worker *w, sws_conn *c) {
-    c->answer_pending = false;
-    answer_done(w, c);
-    set_idle_deadline(w, c);
-}
-
-/* An error answer ends the connection: nothing after a bad request can be
- * trusted to be framed right. head: the answer to HEAD, without its body. */
-static void answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
-    SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
-    /* A request refused after its route was chosen (413 in the body, the
-     * proxy's 502) is that route's error; one refused earlier is no route's. */
-    if (c->routed)
-        sws_route_count(w, c->sc, status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
-    if (w->access_log)
-        sws_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
-    if (!out_take(w, c)) {
-        sws_conn_close(w, c);
-        return;
-    }
-    size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, head);
-    /* The rest of a refused request may still be on the wire: closing with
-     * unread input would send a reset that destroys the answer (nginx's
-     * lingering close). */
-    conn_last(w, c, true);
-    if (n == 0) {
-        sws_conn_close(w, c);
-        return;
-    }
-    c->olen += (uint32_t)n;
-}
-
-static void answer_error(sws_worker *w, sws_conn *c, int status) {
-    answer_error_head(w, c, status, false);
-}
-
-/* Expect: 100-continue with the body still to come: the interim answer goes
- * out with this turn's flush, so the client sends the body now instead of
- * after its own timeout. Room: consume() feeds only with resp_max bytes free. */
-static void answer_continue(sws_worker *w, sws_conn *c) {
-    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-    if (!out_take(w, c)) {
-        sws_conn_close(w, c);
-        return;
-    }
-    memcpy(c->out + c->olen, cont, sizeof(cont) - 1);
-    c->olen += (uint32_t)(sizeof(cont) - 1);
-}
-
-/* Bytes the strict parser passed (rc: what sws_http_feed said of them): once
- * a request's head is complete its route is chosen, and a scenario that takes
- * request bytes gets them all from the request's first, those kept in the
- * stash first. Returns 0, or an error status from the scenario. */
-static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t n) {
-    const sws_http_parser *p = c->parser;
-    if (c->routed || !w->routes_on) {
-        /* Routed already, or no routes: c->sc is the default from the start. */
-        return c->sc->ops->request_bytes ? c->sc->ops->request_bytes(w, c->sc, c, d, n) : 0;
-    }
-    bool head_done = rc == SWS_HTTP_REQUEST || (p->in_message && p->headers_done);
-    route_stash *st = stash_of(c);
-    if (!head_done) {
-        if (!w->stash_heads)
-            return 0;
-        if (!st->buf && !(st->buf = sws_lend_take(&w->outbuf)))
-            return 503;
-        memcpy(st->buf + st->len, d, n); /* consume() kept n within SWS_ROUTE_STASH */
-        st->len += (uint32_t)n;
-        return 0;
-    }
-    route_set(w, c, sws_route_pick(w, &p->req));
-    const sws_scenario_ops *ops = c->sc->ops;
-    int bad = 0;
-    if (!ops->request_bytes) {
-        /* nothing kept is needed */
-    } else if (!st->len) {
-        bad = ops->request_bytes(w, c->sc, c, d, n); /* the head came whole: no copy */
-    } else {
-        memcpy(st->buf + st->len, d, n);
-        st->len += (uint32_t)n;
-        bad = ops->request_bytes(w, c->sc, c, st->buf, st->len);
-    }
-    stash_give(w, c);
-    return bad;
-}
-
-/* Parses from data[*off..len). Returns false when output is full (or the
- * scenario takes no more of a request body) and the rest must be held until a
- * write completes (or sws_conn_more). */
-static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
-    while (*off < len) {
-        if (c->phase != SWS_PH_OPEN) {
-            conn_last(w, c, true); /* pipelined input after a close: see answer_error */
-            *off = len;
-            break;
-        }
-        if (c->answer_pending || c->olen + w->resp_max > w->out_cap)
-            return false;
-        if (!c->parser && !parser_take(w, c)) {
-            sws_conn_close(w, c); /* out of memory: this connection ends */
-            *off = len;
-            break;
-        }
-        /* Before the route is known, bytes are kept for a route whose
-         * scenario takes them (w->stash_heads), at most SWS_ROUTE_STASH. */
-        bool stashing = w->stash_heads && !c->routed;
-        const sws_scenario_ops *ops = c->sc->ops;
-        size_t n = len - *off;
-        if (stashing) {
-            size_t room = SWS_ROUTE_STASH - stash_of(c)->len;
-            if (room == 0) { /* a head this long cannot be routed to such a scenario */
-                answer_error(w, c, 431);
-                *off = len;
-                break;
-            }
-            if (n > room)
-                n = room;
-        } else if (ops->request_bytes) {
-            /* The parser sees no byte the scenario cannot take now: what it
-             * passed is handed over at once, in the order it came. */
-            size_t room = ops->request_room(w, c->sc, c);
-            if (room == 0)
-                return false;
-            if (n > room)
-                n = room;
-        }
-        size_t used;
-        int st;
-        if (!sws_http_partial(c->parser))
-            c->req_start =
-                (uint32_t)tl_loop_now(w->loop); /* the route's latency counts from here */
-        int rc = sws_http_feed(c->parser, data + *off, n, &used, &st);
-        if (rc == SWS_HTTP_NEED_MORE)
-            used = n;
-        /* Bytes go on only where someone takes them, or a route is to be
-         * chosen: without routes a respond request never calls out. */
-        if (rc >= 0 && used && (ops->request_bytes || (!c->routed && w->routes_on))) {
-            int bad = pass_bytes(w, c, rc, data + *off, used);
-            if (bad > 0 || sws_phase_gone(c->phase)) {
-                if (bad > 0 && c->phase == SWS_PH_OPEN)
-                    answer_error(w, c, bad);
-                *off = len;
-                break;
-            }
-        }
-        if (rc == SWS_HTTP_NEED_MORE) {
-            *off += (uint32_t)n;
-            if (sws_http_continue_due(c->parser))
-                answer_continue(w, c);
-            if (c->dl_kind == SWS_DL_IDLE && conn_partial(c)) {
-                c->dl_kind = SWS_DL_HEADER;
-                c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
-            } else if (ops->request_bytes && c->parser->headers_done) {
-                /* A body streamed to the scenario: header_timeout runs
-                 * between reads, not over the whole body. */
-                c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
-            }
-            continue;
-        }
-        if (rc == SWS_HTTP_REQUEST) {
-            *off += (uint32_t)used;
-            /* Held input counts the buffer being fed (pump) as one. */
-            answer(w, c, *off < len || c->hcount > 1);
-            if (!c->answer_pending)
-                set_idle_deadline(w, c);
-            continue;
-        }
-        answer_error(w, c, st);
-        *off = len;
-        break;
-    }
-    return true;
 }
 
 #define SWS_LINGER_MS 2000
@@ -614,7 +246,6 @@ static void start_linger(sws_worker *w, sws_conn *c) {
     arm_recv(w, c);
 }
 
-static void pump(sws_worker *w, sws_conn *c);
 static bool tls_flush(sws_worker *w, sws_conn *c);
 
 static void flush(sws_worker *w, sws_conn *c) {
@@ -622,12 +253,11 @@ static void flush(sws_worker *w, sws_conn *c) {
         return;
     if (c->olen == 0 && c->answer_pending) {
         /* The last part was written: the scenario appends the next one. */
-        if (c->sc->ops->more)
-            c->sc->ops->more(w, c->sc, c);
+        w->conn_proto->drained(w, c);
         if (sws_phase_gone(c->phase))
             return;
         if (c->olen == 0 && !c->answer_pending) {
-            pump(w, c); /* it ended with nothing more: on to held requests */
+            sws_conn_pump(w, c); /* it ended with nothing more: on to held requests */
             return;
         }
         if (c->olen == 0)
@@ -660,8 +290,8 @@ static void flush(sws_worker *w, sws_conn *c) {
 
 /* Nothing in or out: no answer being written, no request begun, no held
  * input, and (tls) no decrypted input waiting in the stash. */
-static bool conn_idle(const sws_conn *c) {
-    return c->olen == 0 && !c->write_inflight && !conn_partial(c) && c->hcount == 0 &&
+static bool conn_idle(const sws_worker *w, const sws_conn *c) {
+    return c->olen == 0 && !c->write_inflight && !w->conn_proto->partial(c) && c->hcount == 0 &&
            !c->answer_pending && !(c->tls && c->tls->stash);
 }
 
@@ -689,8 +319,8 @@ static void idle_close_begin(sws_worker *w, sws_conn *c, uint64_t now) {
 static void idle_close_finish(sws_worker *w, sws_conn *c) {
     if (c->phase != SWS_PH_OPEN)
         return;
-    if (!conn_idle(c)) {
-        pump(w, c); /* a request came with the cancel: it is answered (close) */
+    if (!conn_idle(w, c)) {
+        sws_conn_pump(w, c); /* a request came with the cancel: it is answered (close) */
         return;
     }
     int fd = tl_handle_fd(w->loop, c->h), waiting = 0;
@@ -767,7 +397,7 @@ static void tls_pump(sws_worker *w, sws_conn *c) {
         }
         if (n > 0) {
             uint32_t off = 0;
-            if (!consume(w, c, w->tls_plain, (uint32_t)n, &off)) {
+            if (!w->conn_proto->input(w, c, w->tls_plain, (uint32_t)n, &off)) {
                 if (!(c->tls->stash = sws_lend_take(&w->outbuf))) {
                     sws_conn_close(w, c);
                     return;
@@ -803,7 +433,8 @@ static void tls_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len
 static void tls_resume(sws_worker *w, sws_conn *c) {
     if (c->tls->stash) {
         uint32_t off = c->tls->stash_off;
-        if (c->phase == SWS_PH_OPEN && !consume(w, c, c->tls->stash, c->tls->stash_len, &off)) {
+        if (c->phase == SWS_PH_OPEN &&
+            !w->conn_proto->input(w, c, c->tls->stash, c->tls->stash_len, &off)) {
             c->tls->stash_off = off;
             return;
         }
@@ -891,7 +522,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             release(w, e->u.buf.id);
         else if (c->hcount || c->recv_paused)
             hold(w, c, e->u.buf.id, data, 0, len);
-        else if (consume(w, c, data, len, &off))
+        else if (w->conn_proto->input(w, c, data, len, &off))
             release(w, e->u.buf.id);
         else
             hold(w, c, e->u.buf.id, data, off, len);
@@ -945,25 +576,25 @@ static void on_write(sws_worker *w, const tl_completion *e) {
     SWS_ADD(w->ctr.bytes_out, c->wlen);
     if (c->tls) {
         c->wlen = 0; /* wire is free again; out still holds unsealed plaintext */
-        pump(w, c);
+        sws_conn_pump(w, c);
         return;
     }
     if (c->olen > c->wlen)
         memmove(c->out, c->out + c->wlen, c->olen - c->wlen);
     c->olen -= c->wlen;
     c->wlen = 0;
-    pump(w, c);
+    sws_conn_pump(w, c);
 }
 
 /* After output moved: feeds held input (as far as there is room and no answer
  * is pending), resumes receiving once nothing is held, and writes. */
-static void pump(sws_worker *w, sws_conn *c) {
+void sws_conn_pump(sws_worker *w, sws_conn *c) {
     if (c->tls)
         tls_resume(w, c); /* a tls connection holds plaintext in its stash, not buffers */
     while (c->hcount && !sws_phase_gone(c->phase)) {
         sws_held *h = &w->hpool[c->hhead];
         uint32_t off = h->off;
-        if (c->phase == SWS_PH_OPEN && !consume(w, c, h->data, h->len, &off)) {
+        if (c->phase == SWS_PH_OPEN && !w->conn_proto->input(w, c, h->data, h->len, &off)) {
             h->off = off;
             break;
         }
@@ -983,26 +614,8 @@ static void pump(sws_worker *w, sws_conn *c) {
     if (!sws_phase_gone(c->phase) && !c->write_inflight && c->olen == 0 &&
         c->dl_kind == SWS_DL_IDLE && !c->answer_pending) {
         c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
-        drain_clamp(w, c);
+        sws_conn_drain_clamp(w, c);
     }
-}
-
-void sws_conn_more(sws_worker *w, sws_conn *c) {
-    if (!sws_phase_gone(c->phase))
-        pump(w, c);
-    parser_settle(w, c);
-}
-
-void sws_conn_error(sws_worker *w, sws_conn *c, int status) {
-    if (sws_phase_gone(c->phase))
-        return;
-    c->answer_pending = false;
-    answer_error_head(w, c, status, c->parser && c->parser->req.head);
-    if (c->recv_armed && !c->recv_paused) {
-        c->recv_paused = true; /* nothing more is read before the lingering close */
-        tl_cancel(w->loop, c->recv_op);
-    }
-    pump(w, c);
 }
 
 static void on_closed(sws_worker *w, const tl_completion *e) {
@@ -1047,12 +660,12 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
             sws_conn_close(w, c);
             continue;
         }
-        if (w->draining && c->phase == SWS_PH_OPEN && conn_idle(c)) {
+        if (w->draining && c->phase == SWS_PH_OPEN && conn_idle(w, c)) {
             idle_close_begin(w, c, now);
             continue;
         }
         if (c->tls && c->tls->eng.established && !c->tls->eng.failed && c->phase == SWS_PH_OPEN &&
-            conn_idle(c)) {
+            conn_idle(w, c)) {
             /* keepalive_timeout over TLS: close_notify before the FIN (as
              * nginx), so that the client sees a close, not a truncation. The
              * sweep closes it if that write does not finish by the deadline. */
@@ -1061,18 +674,16 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
             flush(w, c);
             continue;
         }
-        if (conn_partial(c) && c->phase == SWS_PH_OPEN && !c->answer_pending) {
-            if (c->olen + 512 <= w->out_cap) {
-                answer_error(w, c, 408);
-                flush(w, c);
-                continue;
-            }
+        if (w->conn_proto->partial(c) && c->phase == SWS_PH_OPEN && !c->answer_pending &&
+            w->conn_proto->timeout(w, c)) {
+            flush(w, c);
+            continue;
         }
         sws_conn_close(w, c);
     }
     rearm_starved(w);
     sws_lend_trim(&w->outbuf, SWS_OUT_CACHE);
-    sws_lend_trim(&w->parsers, SWS_PARSER_CACHE);
+    w->conn_proto->trim(w);
 }
 
 /* After a completion has been handled, never inside: code below on_recv and
@@ -1080,7 +691,7 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
 static void settle(sws_worker *w, uint64_t token) {
     sws_conn *c = conn_of(w, token);
     if (c)
-        parser_settle(w, c);
+        w->conn_proto->settle(w, c);
 }
 
 /* The HTTP connection's completions. */
@@ -1123,12 +734,12 @@ void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
         if (force) {
             SWS_ADD(w->ctr.forced, 1);
             sws_conn_close(w, c);
-        } else if (conn_idle(c) && c->phase == SWS_PH_OPEN) {
+        } else if (conn_idle(w, c) && c->phase == SWS_PH_OPEN) {
             /* Idle, or accepted but silent: its next request may be on the
              * wire. It may still come for drain_idle_grace and is answered
              * with Connection: close; then the sweep closes what stayed
              * idle, reading what is left first (idle_close_begin). */
-            drain_clamp(w, c);
+            sws_conn_drain_clamp(w, c);
             if (c->deadline <= now)
                 idle_close_begin(w, c, now);
         }
@@ -1157,9 +768,11 @@ int sws_conn_table_init(sws_worker *w) {
     /* The block size is out_cap, known once the scenario is (worker.c).
      * A tls connection may hold three buffers: out, wire and stash; any
      * connection one more while its request head waits for a route. */
-    if (sws_lend_init(&w->outbuf, 0, w->nslots * (w->cfg->listen_tls ? 4u : 2u)) < 0 ||
-        sws_lend_init(&w->parsers, SWS_PARSER_BLOCK, w->nslots) < 0)
+    if (sws_lend_init(&w->outbuf, 0, w->nslots * (w->cfg->listen_tls ? 4u : 2u)) < 0)
         return -ENOMEM;
+    int rc = w->conn_proto->table_init(w);
+    if (rc < 0)
+        return rc;
     if (w->cfg->listen_tls && !(w->tls_plain = malloc(SWS_TLS_PLAIN)))
         return -ENOMEM;
     w->hpool = malloc(SWS_RECV_BUFFERS * sizeof(*w->hpool));
@@ -1182,26 +795,20 @@ void sws_conn_table_free(sws_worker *w) {
             free(c->tls);
         }
         free(c->out);
-        if (c->parser)
-            free(stash_of(c)->buf);
-        free(c->parser);
     }
+    if (w->conn_proto)
+        w->conn_proto->table_free(w); /* the parsers the connections hold too */
     sws_lend_fini(&w->outbuf);
-    sws_lend_fini(&w->parsers);
     free(w->slots);
     free(w->free_idx);
     free(w->hpool);
     free(w->tls_plain);
 }
 
-/* A reload switched the access log on, off or to another file: open
- * connections keep Referer and User-Agent from now on, or stop; one opened
- * while the log was off learns its peer address now. */
+/* A reload committed: each open connection's protocol follows it. */
 void sws_conn_reload_commit(sws_worker *w, sws_scenario *sc) {
     if (sc != &w->sc)
         return; /* the connections are the default's */
-    for (sws_conn *c = w->active; c; c = c->next) {
-        if (c->parser)
-            c->parser->req.log_fields = parser_log_fields(w, c->parser);
-    }
+    for (sws_conn *c = w->active; c; c = c->next)
+        w->conn_proto->reload(w, c);
 }

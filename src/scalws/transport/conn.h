@@ -1,7 +1,10 @@
-/* The HTTP connection (conn.c): one client connection of a scenario that
- * answers HTTP requests (respond, static), with its parser, deadlines, held
- * input and output buffer. A connection and everything it points to belong to
- * its worker's loop thread. */
+/* The transport (conn.c): one client connection's bytes in and out, plain or
+ * TLS: receive into loop buffers (held while the protocol cannot take them),
+ * one output buffer written as one write (the back-pressure), the write and
+ * idle deadlines, the lingering close. What the bytes mean is its protocol's
+ * (sws_conn_proto: HTTP/1.1 today, http1/), reached only through that table.
+ * A connection and everything it points to belong to its worker's loop
+ * thread. */
 #ifndef SWS_CONN_H
 #define SWS_CONN_H
 
@@ -47,6 +50,9 @@ typedef struct sws_conn_tls {
  * needs while it is under way (parser, output, TLS scratch) is lent from the
  * worker's pools and given back when the request ends with nothing held. */
 struct sws_conn {
+    /* The exchange it carries (HTTP/1.1: one at a time): what a scenario is
+     * given; first, so that the protocol finds its connection from it. */
+    sws_exchange ex;
     uint32_t index;
     sws_phase phase; /* its life (sws.h); changed by conn_phase() only */
     tl_handle h;
@@ -64,6 +70,12 @@ struct sws_conn {
     bool idle_closing : 1;   /* drain: recv cancelled to see what is left before the FIN */
     bool answer_pending : 1; /* the scenario answers asynchronously (SWS_ANSWER_PENDING) */
     bool routed : 1;         /* the request's route is chosen: sc is its instance */
+    /* The HTTP/1.1 answer being given (http1/): its head is out, its body is
+     * chunked, it has no body on the wire (HEAD, 304). */
+    bool h1_head : 1;
+    bool h1_chunked : 1;
+    bool h1_nobody : 1;
+    bool h1_in_answer : 1; /* inside the scenario's `answer` */
     uint8_t dl_kind;
     uint16_t hcount; /* held input buffers: at most SWS_RECV_BUFFERS */
     uint32_t wlen;   /* bytes of out in flight */
@@ -84,6 +96,34 @@ struct sws_conn {
     sws_conn_tls *tls; /* NULL: plaintext */
 };
 
+/* What a connection's protocol does with its bytes (http1/ fills one); the
+ * transport calls nothing else of it. */
+typedef struct sws_conn_proto {
+    const sws_proto *ex; /* its exchanges' functions (exchange.h) */
+    /* Takes bytes from data[*off..len). false: it takes no more now (its
+     * output is full, or the scenario takes no more of a body), and the rest
+     * is held until pump. */
+    bool (*input)(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off);
+    /* A request has begun and is not complete. */
+    bool (*partial)(const sws_conn *c);
+    /* After a completion was handled: give back what an idle connection
+     * need not hold. */
+    void (*settle)(sws_worker *w, sws_conn *c);
+    /* The output is written and an answer is pending: the scenario adds. */
+    void (*drained)(sws_worker *w, sws_conn *c);
+    /* The header deadline passed with a request begun: its error answer
+     * (408); false when there is no room for it (the caller closes). */
+    bool (*timeout)(sws_worker *w, sws_conn *c);
+    /* The slot is being freed (the handle's close completed). */
+    void (*freed)(sws_worker *w, sws_conn *c);
+    /* A reload committed (the access log may have changed). */
+    void (*reload)(sws_worker *w, sws_conn *c);
+    /* Per-loop state: with the connection table, and after the loop. */
+    int (*table_init)(sws_worker *w);
+    void (*table_free)(sws_worker *w);
+    void (*trim)(sws_worker *w);
+} sws_conn_proto;
+
 /* The worker's table of connections (worker.c sizes the loop for it). */
 int sws_conn_table_init(sws_worker *w);
 void sws_conn_table_free(sws_worker *w);
@@ -98,23 +138,26 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now);
 void sws_conn_turn_done(sws_worker *w, sws_scenario *sc);
 void sws_conn_reload_commit(sws_worker *w, sws_scenario *sc);
 
-/* What `answer` and `more` may call. */
-/* A pending answer (SWS_ANSWER_PENDING) is complete; the connection goes on
- * with the next request once its output is written. */
-void sws_conn_answer_end(sws_worker *w, sws_conn *c);
-/* Outside a hook (a file read completed): the scenario appended to c->out or
- * ended its answer; write it, and go on with held input. */
-void sws_conn_more(sws_worker *w, sws_conn *c);
+/* What the protocol may call. */
+/* The output buffer, taken if c holds none: false when out of memory. */
+bool sws_conn_out_take(sws_worker *w, sws_conn *c);
+/* Output moved (or an answer ended): feed held input as far as there is
+ * room, resume receiving once nothing is held, and write. */
+void sws_conn_pump(sws_worker *w, sws_conn *c);
 void sws_conn_close(sws_worker *w, sws_conn *c);
-/* Outside a hook: the request being read or answered fails with an error
- * answer of ours (502, 504) that ends the connection; a pending answer is
- * over. Only before any byte of the scenario's answer was appended. */
-void sws_conn_error(sws_worker *w, sws_conn *c, int status);
-/* From `answer`: the answer being appended is the connection's last (a
- * refused request: 400, 414); nothing more is read, and it closes once written. */
-void sws_conn_last(sws_worker *w, sws_conn *c);
-/* One access log line for c's request (w->access_log must be open), the
- * peer's address looked up now: an idle connection keeps no text of it. */
-void sws_conn_log(sws_worker *w, sws_conn *c, int status, uint64_t bytes);
+/* Nothing more is read: the answer in output is the last, then the close.
+ * linger: the peer may still be sending (a refused request, pipelined
+ * input), so the close is a half-close and a drain. */
+void sws_conn_last(sws_worker *w, sws_conn *c, bool linger);
+/* Stops receiving now (nothing more will be read), or the loop reads the
+ * peer's FIN or the rest of a pipeline before the close lands. */
+void sws_conn_stop_reading(sws_worker *w, sws_conn *c);
+/* The deadline after an answer: keepalive_timeout, or the drain's grace;
+ * header_timeout when a request has begun (partial: the protocol says). */
+void sws_conn_idle_deadline(sws_worker *w, sws_conn *c, bool partial);
+/* Draining: an idle connection's deadline is no later than the grace's end. */
+void sws_conn_drain_clamp(sws_worker *w, sws_conn *c);
+/* The output pool's blocks (out_cap bytes), for a protocol's own buffers. */
+#define SWS_OUT_CACHE 64
 
 #endif

@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "proxy_head.h"
+#include "client_head.h"
 #include "route.h"
 #include "sws_msg.h"
 #include "upstream.h"
@@ -62,8 +62,8 @@ struct sws_proxy;
 typedef struct px_x {
     struct px_x *prev, *next; /* in flight (px->live), or the free list (next) */
     struct sws_proxy *px;
-    sws_conn *c;
-    uint32_t up; /* pool slot, or SWS_NIL */
+    sws_exchange *c; /* the client's exchange */
+    uint32_t up;     /* pool slot, or SWS_NIL */
     uint64_t up_deadline;
     uint64_t t0_us;
     int resp_status;     /* of the answer being streamed, for the access log */
@@ -71,14 +71,14 @@ typedef struct px_x {
     int up_end;          /* with has_end: the upstream's final receive result (0: EOF) */
     bool has_end;        /* ... waiting behind held buffers */
     bool wfail;          /* a write could not be started: failed at the next tick */
-    bool req_done, answering, ka, req_head, req_chunked, req_http10, idem;
-    bool resp_started, resp_info, resp_up_ka, resp_chunked_out, retried, replay_over;
+    bool req_done, answering, req_head, req_streams, req_http10, idem;
+    bool resp_started, resp_info, resp_up_ka, retried, replay_over;
     bool head_names_up;    /* the head sent names its upstream (Host): no retry elsewhere */
-    int bad_status;        /* chosen by a callback that refused the request */
+    bool head_seen;        /* the request's head was complete */
     uint32_t hhead, htail; /* upstream input not yet fed (w->hpool), oldest first */
     uint32_t hcount;
     uint32_t olen, wpos; /* obuf: filled, and written (the retry copy is [0, olen)) */
-    sws_msg req, resp;
+    sws_msg resp;
     char obuf[PX_OBUF];
 } px_x;
 
@@ -87,7 +87,7 @@ typedef struct px_x {
  * route serves it, and one peer. */
 typedef struct px_slot {
     px_x *x;       /* its exchange, or NULL */
-    tl_handle h;   /* the connection peer was looked up for: slots are reused */
+    uint64_t h;    /* the connection peer was looked up for (sws_ex_mark): slots are reused */
     char peer[48]; /* its address, for X-Forwarded-For; "" not looked up */
 } px_slot;
 
@@ -131,15 +131,15 @@ static bool handshaking(const sws_up_conn *u) {
     return u && u->tls && !sws_up_tls_established(u);
 }
 
-static px_slot *slot_of(const sws_proxy *px, const sws_conn *c) {
-    return &px->sh->s[c->index];
+static px_slot *slot_of(const sws_proxy *px, const sws_exchange *c) {
+    return &px->sh->s[sws_ex_id(c)];
 }
 
 /* c's peer as looked up for it, or "" (a slot's text may be an earlier
  * connection's: the handle tells). */
-static const char *peer_of(const sws_proxy *px, const sws_conn *c) {
+static const char *peer_of(const sws_proxy *px, const sws_exchange *c) {
     const px_slot *sl = slot_of(px, c);
-    return sl->h == c->h ? sl->peer : "";
+    return sl->h == sws_ex_mark_of(c).conn ? sl->peer : "";
 }
 
 /* The one place an upstream is chosen: by [proxy] balance among those health
@@ -152,9 +152,9 @@ static int pick_upstream(sws_proxy *px, uint32_t exclude) {
 
 /* ---- exchanges ------------------------------------------------------------ */
 
-static const sws_msg_cb req_cb, resp_cb;
+static const sws_msg_cb resp_cb;
 
-static px_x *x_take(sws_proxy *px, sws_conn *c) {
+static px_x *x_take(sws_proxy *px, sws_exchange *c) {
     px_x *x = px->free;
     if (x) {
         px->free = x->next;
@@ -162,13 +162,12 @@ static px_x *x_take(sws_proxy *px, sws_conn *c) {
     } else if (!(x = malloc(sizeof(*x)))) {
         return NULL;
     }
-    memset(x, 0, offsetof(px_x, req));
+    memset(x, 0, offsetof(px_x, resp));
     x->px = px;
     x->c = c;
     x->up = SWS_NIL;
     x->hhead = x->htail = SWS_NIL;
     x->t0_us = now_us();
-    sws_msg_init(&x->req, HTTP_REQUEST, &req_cb, x);
     sws_msg_init(&x->resp, HTTP_RESPONSE, &resp_cb, x);
     x->next = px->live;
     if (px->live)
@@ -258,8 +257,8 @@ static int put_up(px_x *x, const char *d, size_t n) {
 
 /* ---- request callbacks (the exchange's own reader of the request) ----------- */
 
-/* The head that goes upstream (proxy_head.c), into the exchange's output. */
-static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_conn *u) {
+/* The head that goes upstream (http1/client_head.c), into the exchange's output. */
+static bool rewrite_head(sws_proxy *px, px_x *x, const sws_head *m, const sws_up_conn *u) {
     char head[SWS_MSG_HEAD_MAX + 512];
     const sws_px_request in = {
         .m = m,
@@ -267,38 +266,37 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_msg *m, const sws_up_
         .route = px->sc->route,
         .peer = peer_of(px, x->c),
         .upstream = px->pc->up[u->upstream].text,
-        .client_tls = px->w->cfg->listen_tls,
-        .chunked = x->req_chunked,
+        .client_tls = sws_ex_secure(x->c),
+        .streams = x->req_streams,
     };
     size_t hl = sws_px_request_head(&in, head, sizeof(head), &x->head_names_up);
     return hl && put_up(x, head, hl) == 0;
 }
 
-static int req_head(void *user, sws_msg *m) {
-    px_x *x = user;
+/* The request's head is complete: an upstream is chosen and the head that
+ * goes to it written. 0, or the status to refuse the request with. */
+static int req_head(px_x *x, const sws_head *m) {
     sws_proxy *px = x->px;
-    llhttp_t *p = &m->p;
-    if (p->method == HTTP_CONNECT) {
-        x->bad_status = 501;
-        return -1;
-    }
-    x->req_head = p->method == HTTP_HEAD;
-    x->idem = p->method == HTTP_GET || p->method == HTTP_HEAD || p->method == HTTP_OPTIONS ||
-              p->method == HTTP_PUT || p->method == HTTP_DELETE;
-    x->req_http10 = p->http_major == 1 && p->http_minor == 0;
-    x->req_chunked = (p->flags & F_CHUNKED) != 0;
+    if (m->method == HTTP_CONNECT)
+        return 501;
+    x->head_seen = true;
+    x->req_head = m->method == HTTP_HEAD;
+    x->idem = m->method == HTTP_GET || m->method == HTTP_HEAD || m->method == HTTP_OPTIONS ||
+              m->method == HTTP_PUT || m->method == HTTP_DELETE;
+    x->req_http10 = m->http_major == 1 && m->http_minor == 0;
+    x->req_streams = m->streams;
     px_slot *sl = slot_of(px, x->c);
-    if (sl->h != x->c->h || !sl->peer[0]) { /* once per connection: X-Forwarded-For */
-        sws_peer_name(px->w->loop, x->c->h, sl->peer, sizeof(sl->peer));
-        sl->h = x->c->h;
+    uint64_t conn = sws_ex_mark_of(x->c).conn;
+    if (sl->h != conn || !sl->peer[0]) { /* once per connection: X-Forwarded-For */
+        sws_ex_peer(px->w, x->c, sl->peer, sizeof(sl->peer));
+        sl->h = conn;
     }
 
     int pick = pick_upstream(px, 0);
-    int rc = pick < 0 ? -EHOSTUNREACH : sws_pool_acquire(&px->pool, x->c->index, false, pick);
+    int rc = pick < 0 ? -EHOSTUNREACH : sws_pool_acquire(&px->pool, sws_ex_id(x->c), false, pick);
     if (rc < 0) {
         sws_up_error(&px->pool, pick < 0 ? SWS_UPE_NONE_USABLE : SWS_UPE_OTHER);
-        x->bad_status = 502;
-        return -1;
+        return 502;
     }
     x->up = (uint32_t)rc;
     sws_up_conn *u = px->pool.slots[rc];
@@ -308,47 +306,20 @@ static int req_head(void *user, sws_msg *m) {
     x->up_deadline =
         tl_loop_now(px->w->loop) +
         (u->state == SWS_UP_CONNECTING ? px->pc->connect_timeout_ms : px->pc->read_timeout_ms);
-    if (!rewrite_head(px, x, m, u)) {
-        x->bad_status = 431;
-        return -1;
-    }
+    if (!rewrite_head(px, x, m, u))
+        return 431;
     return 0;
 }
 
-static int req_body(void *user, const char *d, size_t n) {
-    px_x *x = user;
-    if (x->req_chunked) {
-        char hdr[24];
-        size_t k = sws_chunk_line(hdr, n);
-        if (put_up(x, hdr, k) < 0 || put_up(x, d, n) < 0 || put_up(x, "\r\n", 2) < 0)
-            return -1;
-        return 0;
-    }
-    return put_up(x, d, n);
+static int put_up_cb(void *user, const char *d, size_t n) {
+    return put_up(user, d, n);
 }
 
-static int req_done(void *user, sws_msg *m) {
-    (void)m;
-    px_x *x = user;
-    if (x->req_chunked && put_up(x, "0\r\n\r\n", 5) < 0)
-        return -1;
-    x->req_done = true;
-    return 0;
-}
-
-static const sws_msg_cb req_cb = {req_head, req_body, req_done};
-
-/* ---- response callbacks: into the client connection's output ------------------ */
-
-static sws_wbuf out_of(px_x *x) {
-    sws_conn *c = x->c;
-    return (sws_wbuf){c->out, &c->olen, x->px->w->out_cap, false};
-}
+/* ---- response callbacks: into the client's exchange ------------------------ */
 
 static int resp_head(void *user, sws_msg *m) {
     px_x *x = user;
     sws_proxy *px = x->px;
-    sws_conn *c = x->c;
     llhttp_t *p = &m->p;
     int status = p->status_code;
     if (status == 101)
@@ -357,68 +328,38 @@ static int resp_head(void *user, sws_msg *m) {
         x->resp_info = true; /* 100 Continue and friends: the client got the connection's */
         return 0;
     }
-    bool nobody = x->req_head || status == 204 || status == 304;
-    bool chunked = (p->flags & F_CHUNKED) != 0;
-    bool eofbody = !nobody && !chunked && !(p->flags & F_CONTENT_LENGTH);
-    bool ka = x->ka && !px->w->draining && c->phase == SWS_PH_OPEN;
-    sws_wbuf b = out_of(x);
-    /* llhttp reads exactly three digits: 200..999 here. */
-    char line[13] = "HTTP/1.1 000 ";
-    line[9] = (char)('0' + status / 100);
-    line[10] = (char)('0' + status / 10 % 10);
-    line[11] = (char)('0' + status % 10);
-    sws_wbuf_put(&b, line, sizeof(line));
-    sws_wbuf_put(&b, m->buf + m->start_off, m->start_len);
-    sws_wbuf_put(&b, "\r\n", 2);
-    sws_px_end_to_end_fields(&b, m);
-    sws_wbuf_puts(&b, "Via: 1.1 scalwsd\r\n");
-    x->resp_chunked_out = false;
-    if (!nobody && (chunked || eofbody)) {
-        if (!x->req_http10) {
-            sws_wbuf_puts(&b, "Transfer-Encoding: chunked\r\n");
-            x->resp_chunked_out = true;
-        } else {
-            ka = false; /* an HTTP/1.0 client learns the end from the close */
-        }
-    }
-    if (!ka) {
-        sws_wbuf_puts(&b, "Connection: close\r\n");
-        sws_conn_last(px->w, c);
-    } else if (x->req_http10) {
-        sws_wbuf_puts(&b, "Connection: keep-alive\r\n");
-    }
-    sws_wbuf_put(&b, "\r\n", 2);
-    if (b.over)
+    sws_h1c_framing fr = sws_h1c_response_framing(m, x->req_head);
+    sws_field fields[SWS_MSG_FIELDS_MAX + 1];
+    uint32_t nf = sws_h1c_answer_fields(m, fields, SWS_MSG_FIELDS_MAX);
+    fields[nf++] = SWS_FIELD_LIT("Via", "1.1 scalwsd");
+    /* The length the upstream gave is the answer's (a HEAD's or a 304's
+     * too); without one the body streams until the upstream's end. */
+    sws_answer a = {.status = status,
+                    .length = fr.has_length ? fr.length : SWS_BODY_STREAM,
+                    .relayed = true,
+                    .reason = m->buf + m->start_off,
+                    .reason_len = m->start_len,
+                    .fields = fields,
+                    .nfields = nf};
+    if (sws_ex_head(px->w, x->c, &a) < 0)
         return -1;
     x->resp_started = true;
     x->resp_status = status;
-    c->status = (uint16_t)status; /* the route's 4xx/5xx count (answer_status saw no head) */
-    x->resp_up_ka = !eofbody;
+    x->resp_up_ka = !fr.to_close;
     sws_up_observe_latency(&px->pool, now_us() - x->t0_us);
-    return nobody ? 1 : 0;
+    return fr.no_body ? 1 : 0;
 }
 
 static int resp_body(void *user, const char *d, size_t n) {
     px_x *x = user;
-    sws_wbuf b = out_of(x);
     x->resp_bytes += n;
-    if (x->resp_chunked_out)
-        sws_wbuf_chunk(&b, d, n);
-    else
-        sws_wbuf_put(&b, d, n);
-    return b.over ? -1 : 0;
+    return sws_ex_body(x->px->w, x->c, d, n) < 0 ? -1 : 0;
 }
 
 static int resp_done(void *user, sws_msg *m) {
     px_x *x = user;
     if (x->resp_info)
         return 0;
-    if (x->resp_chunked_out) {
-        sws_wbuf b = out_of(x);
-        sws_wbuf_put(&b, "0\r\n\r\n", 5);
-        if (b.over)
-            return -1;
-    }
     x->resp_up_ka = x->resp_up_ka && llhttp_should_keep_alive(&m->p);
     return 0;
 }
@@ -488,54 +429,36 @@ static void flush_up(sws_proxy *px, px_x *x) {
 
 /* After a part of the exchange moved: the connection writes what was
  * appended and reads what it held back. Inside `more` it does so itself. */
-static void conn_kick(sws_proxy *px, sws_conn *c) {
+static void conn_kick(sws_proxy *px, sws_exchange *c) {
     if (!px->in_more)
-        sws_conn_more(px->w, c);
+        sws_ex_more(px->w, c);
 }
 
 static void exchange_end(sws_proxy *px, px_x *x) {
     sws_worker *w = px->w;
-    sws_conn *c = x->c;
+    sws_exchange *c = x->c;
     sws_up_conn *u = up_of(x);
     bool keep = x->resp_up_ka && x->req_done && u && x->olen == x->wpos && !u->write_inflight &&
                 x->hcount == 0 && !x->has_end && sws_up_tls_clean(u);
     if (u)
         sws_health_passed(px->health, u->upstream);
     if (w->access_log)
-        sws_conn_log(w, c, x->resp_status, x->resp_bytes);
+        sws_ex_log(w, c, x->resp_status, x->resp_bytes);
     x_give(px, x, keep);
-    sws_conn_answer_end(w, c);
+    sws_ex_end(w, c);
     conn_kick(px, c);
 }
 
 /* An answer of our own (502, 504) before any byte of the upstream's: the
  * connection ends after it. Before the request was read whole, the
- * connection answers (and lingers); once answering, it is appended here. */
+ * connection answers (and lingers); once answering, it ends the answer. */
 static void x_error(sws_proxy *px, px_x *x, int status) {
-    sws_worker *w = px->w;
-    sws_conn *c = x->c;
-    bool answering = x->answering, head = x->req_head;
+    sws_exchange *c = x->c;
+    bool answering = x->answering;
     x_give(px, x, false);
-    if (!answering) {
-        if (c->phase == SWS_PH_OPEN)
-            sws_conn_error(w, c, status); /* else it is ending already */
-        return;
-    }
-    SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
-    c->status = (uint16_t)status;
-    if (w->access_log)
-        sws_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
-    size_t n =
-        c->out ? sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, head)
-               : 0;
-    if (n == 0) {
-        sws_conn_close(w, c);
-        return;
-    }
-    c->olen += (uint32_t)n;
-    sws_conn_last(w, c);
-    sws_conn_answer_end(w, c);
-    conn_kick(px, c);
+    sws_ex_error(px->w, c, status);
+    if (answering)
+        conn_kick(px, c);
 }
 
 /* The upstream failed. Retries once, on a fresh connection, a request sent on
@@ -567,7 +490,7 @@ static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     sws_pool_release(&px->pool, u, false);
     x->up = SWS_NIL;
     if (retry) {
-        int rc = sws_pool_acquire(&px->pool, x->c->index, true, upstream);
+        int rc = sws_pool_acquire(&px->pool, sws_ex_id(x->c), true, upstream);
         if (rc >= 0) {
             SWS_ADD(px->pool.st->retries, 1);
             x->up = (uint32_t)rc;
@@ -588,12 +511,11 @@ static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     /* Cut mid-answer: what came is written, then the connection closes
      * without the answer's end (no last chunk, Content-Length unmet), so the
      * client cannot take it for complete. */
-    sws_conn *c = x->c;
+    sws_exchange *c = x->c;
     if (px->w->access_log)
-        sws_conn_log(px->w, c, x->resp_status, x->resp_bytes);
+        sws_ex_log(px->w, c, x->resp_status, x->resp_bytes);
     x_give(px, x, false);
-    sws_conn_last(px->w, c);
-    sws_conn_answer_end(px->w, c);
+    sws_ex_abort(px->w, c);
     conn_kick(px, c);
 }
 
@@ -603,7 +525,7 @@ static void up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
  * 1: nothing more can be decrypted now. */
 static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
     sws_worker *w = px->w;
-    sws_conn *c = x->c;
+    sws_exchange *c = x->c;
     if (!sws_up_tls_established(u)) {
         int rc = sws_up_tls_handshake(u);
         if (rc < 0) {
@@ -617,9 +539,11 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
         x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
     }
     while (x->answering) {
-        if (!c->out || c->olen + PX_SLACK >= w->out_cap)
+        size_t room;
+        sws_ex_room(w, c, &room);
+        if (room <= PX_SLACK)
             return 0; /* the client has not taken what it has: `more` comes back */
-        size_t room = w->out_cap - c->olen - PX_SLACK;
+        room -= PX_SLACK;
         int n = sws_up_tls_read(u, px->pool.tls_plain,
                                 room < SWS_UP_TLS_PLAIN ? room : SWS_UP_TLS_PLAIN);
         if (n == SWS_TLS_WANT) {
@@ -654,7 +578,7 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
  * the exchange is over (x is gone). */
 static bool x_progress(sws_proxy *px, px_x *x) {
     sws_worker *w = px->w;
-    sws_conn *c = x->c;
+    sws_exchange *c = x->c;
     sws_up_conn *u = up_of(x);
     if (u && u->tls) {
         int r = tls_progress(px, x, u);
@@ -673,7 +597,9 @@ static bool x_progress(sws_proxy *px, px_x *x) {
     while (x->answering && x->hcount) {
         uint32_t i = x->hhead;
         sws_held *h = &w->hpool[i];
-        if (!c->out || c->olen + h->len + PX_SLACK > w->out_cap)
+        size_t room;
+        sws_ex_room(w, c, &room);
+        if (room < h->len + PX_SLACK)
             break; /* the client has not taken what it has: `more` comes back */
         int rc = up_feed(x, h->data + h->off, h->len);
         tl_buffer_release(w->loop, h->id);
@@ -727,7 +653,7 @@ static bool x_progress(sws_proxy *px, px_x *x) {
 
 /* ---- the HTTP connection's hooks ---------------------------------------------- */
 
-static size_t proxy_request_room(sws_worker *w, sws_scenario *sc, sws_conn *c) {
+static size_t proxy_request_room(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
     (void)w;
     sws_proxy *px = sc->state;
     const px_x *x = slot_of(px, c)->x;
@@ -738,54 +664,72 @@ static size_t proxy_request_room(sws_worker *w, sws_scenario *sc, sws_conn *c) {
     return taken + PX_SLACK >= PX_OBUF ? 0 : PX_OBUF - PX_SLACK - taken;
 }
 
-static int proxy_request_bytes(sws_worker *w, sws_scenario *sc, sws_conn *c, const char *d,
-                               size_t len) {
+static int proxy_request_head(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
+    (void)w;
     sws_proxy *px = sc->state;
     px_x *x = slot_of(px, c)->x;
     if (!x && !(x = x_take(px, c)))
         return 502;
-    size_t off = 0;
-    while (off < len && !x->req_done) {
-        size_t used;
-        int rc = sws_msg_feed(&x->req, d + off, len - off, &used);
-        if (rc < 0) {
-            int st = x->bad_status ? x->bad_status : rc == -E2BIG ? 431 : 400;
-            x_give(px, x, false);
-            return st;
-        }
-        off += used;
+    int st = req_head(x, sws_ex_request_head(c));
+    if (st > 0) {
+        x_give(px, x, false);
+        return st;
     }
-    if (off < len) { /* the two readers disagree on where the request ends */
+    flush_up(px, x);
+    return 0;
+}
+
+static int proxy_request_body(sws_worker *w, sws_scenario *sc, sws_exchange *c, const char *d,
+                              size_t len) {
+    sws_proxy *px = sc->state;
+    px_x *x = slot_of(px, c)->x;
+    if (!x)
+        return 502;
+    if (sws_h1c_body(x->req_streams, put_up_cb, x, d, len) < 0) {
         x_give(px, x, false);
         return 400;
     }
-    if (x->up != SWS_NIL && !x->req_done && !handshaking(up_of(x)))
+    if (x->up != SWS_NIL && !handshaking(up_of(x)))
         /* Held while the client sends: that wait is not the upstream's. */
         x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
     flush_up(px, x);
     return 0;
 }
 
-static int proxy_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep_alive) {
+static int proxy_request_end(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
+    (void)w;
+    sws_proxy *px = sc->state;
+    px_x *x = slot_of(px, c)->x;
+    if (!x)
+        return 502;
+    if (sws_h1c_body_end(x->req_streams, put_up_cb, x) < 0) {
+        x_give(px, x, false);
+        return 400;
+    }
+    x->req_done = true;
+    flush_up(px, x);
+    return 0;
+}
+
+static int proxy_answer(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
     (void)w;
     sws_proxy *px = sc->state;
     px_x *x = slot_of(px, c)->x;
     if (!x || !x->req_done || x->up == SWS_NIL)
         return -EPROTO;
     x->answering = true;
-    x->ka = keep_alive;
     flush_up(px, x);
     /* What the upstream sent already is fed from `more`, once the output
      * before it is written. */
     return SWS_ANSWER_PENDING;
 }
 
-static void proxy_more(sws_worker *w, sws_scenario *sc, sws_conn *c) {
+static void proxy_more(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
     (void)w;
     sws_proxy *px = sc->state;
     px_x *x = slot_of(px, c)->x;
     if (!x) {
-        sws_conn_answer_end(w, c); /* cannot happen: nothing is owed */
+        sws_ex_end(w, c); /* cannot happen: nothing is owed */
         return;
     }
     px->in_more = true;
@@ -796,7 +740,7 @@ static void proxy_more(sws_worker *w, sws_scenario *sc, sws_conn *c) {
 /* The client connection ended (its close completed). An exchange cut short
  * is logged with the status it had begun to answer, or nginx's 499 for a
  * client that left before the answer began. */
-static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_conn *c) {
+static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
     sws_proxy *px = sc->state;
     if (!px)
         return;
@@ -805,12 +749,9 @@ static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_conn *c) {
     /* A request the connection refused (a strict-parser fault mid-body) has
      * its line already. The socket is closed by now: the peer is the one
      * looked up for X-Forwarded-For. */
-    if (x && w->access_log && x->req.headers_done && c->parser && c->parser->status == 0) {
-        w->log_route = sc->route->name;
-        sws_access_log_parsed(w, peer[0] ? peer : "-", c->parser,
-                              x->resp_started ? x->resp_status : 499, x->resp_bytes);
-        w->log_route = NULL;
-    }
+    if (x && w->access_log && x->head_seen && !sws_ex_refused(c))
+        sws_ex_log_peer(w, c, peer[0] ? peer : "-", x->resp_started ? x->resp_status : 499,
+                        x->resp_bytes);
     if (!x || x->px != px)
         return;
     x_give(px, x, false);
@@ -869,8 +810,8 @@ static void on_up_write(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     flush_up(px, x);
     if (!x->req_done) {
         /* The client was held for the upstream's sake: not its timeout. */
-        x->c->deadline = tl_loop_now(px->w->loop) + px->w->cfg->header_timeout_ms;
-        sws_conn_more(px->w, x->c);
+        sws_ex_wait(px->w, x->c, tl_loop_now(px->w->loop) + px->w->cfg->header_timeout_ms);
+        sws_ex_more(px->w, x->c);
     }
 }
 
@@ -948,9 +889,9 @@ static void on_up_recv(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
         } else if (!u->recv_paused && sws_pool_recv(&px->pool, u) < 0)
             u->starved = true;
     }
-    sws_conn *c = x->c;
+    sws_exchange *c = x->c;
     if (!x_progress(px, x) && x->answering)
-        sws_conn_more(w, c);
+        sws_ex_more(w, c);
 }
 
 /* ---- the loop's rhythm ------------------------------------------------------ */
@@ -993,8 +934,8 @@ static void on_tick(sws_proxy *px) {
                                                   : SWS_UPE_READ_TIMEOUT,
                     504);
         } else {
-            if (x->answering && !x->c->write_inflight && x->c->deadline < now + 2 * PX_TICK_MS)
-                x->c->deadline = now + 2 * PX_TICK_MS;
+            if (x->answering)
+                sws_ex_wait(px->w, x->c, now + 2 * PX_TICK_MS);
             if (u->starved && !u->read_armed)
                 sws_pool_recv(&px->pool, u);
         }
@@ -1178,7 +1119,9 @@ const sws_scenario_ops sws_proxy_ops = {
     .answer = proxy_answer,
     .more = proxy_more,
     .request_room = proxy_request_room,
-    .request_bytes = proxy_request_bytes,
+    .request_head = proxy_request_head,
+    .request_body = proxy_request_body,
+    .request_end = proxy_request_end,
     .conn_end = proxy_conn_end,
     .turn_done = sws_conn_turn_done,
     .sweep = sws_conn_sweep,

@@ -6,6 +6,8 @@
  * thread's probes are non-blocking and polled together, so one dead upstream
  * never delays the verdict on the others. */
 #include "upstream_health.h"
+
+#include "client_head.h"
 #include "sws_tls_client.h"
 #include "upstream_tls.h"
 
@@ -190,11 +192,8 @@ static void probe_step(const sws_up_health *h, int i, probe *p) {
         return;
     if (!p->sent) {
         char req[512];
-        int n = snprintf(req, sizeof req,
-                         "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: scalwsd-health-check\r\n"
-                         "Connection: close\r\n\r\n",
-                         h->cfg.health_check, h->cfg.up[i].text);
-        if (n <= 0 || (size_t)n >= sizeof req) {
+        int n = sws_h1c_probe_head(req, sizeof req, h->cfg.health_check, h->cfg.up[i].text);
+        if (n <= 0) {
             p->done = true;
             return;
         }
@@ -231,10 +230,9 @@ static void probe_step(const sws_up_health *h, int i, probe *p) {
         return;
     }
     p->ngot += (size_t)r;
-    if (p->ngot >= 12) {
-        p->got[p->ngot] = '\0';
-        p->ok = strncmp(p->got, "HTTP/1.", 7) == 0 && p->got[8] == ' ' &&
-                (p->got[9] == '2' || p->got[9] == '3');
+    int status = sws_h1c_status(p->got, p->ngot);
+    if (status != 0) {
+        p->ok = status >= 200 && status < 400;
         p->done = true;
     }
 }

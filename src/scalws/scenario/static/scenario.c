@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "access_log.h"
 #include "conn.h"
+#include "exchange.h"
 #include "route.h"
 #include "scenario.h"
 #include "sws.h"
@@ -63,9 +63,9 @@ typedef struct sfile {
 typedef struct job {
     struct job *next;
     sws_worker *w;
-    uint32_t idx;
-    tl_handle h;
-    uint64_t served;
+    uint32_t idx;    /* the exchange's id: its sfile */
+    sws_exchange *x; /* valid for the loop's life; its request only while mark holds */
+    sws_ex_mark mark;
     int fd;
     uint64_t off;
     uint32_t len;
@@ -133,8 +133,8 @@ static void *helper_main(void *arg) {
     return NULL;
 }
 
-static int submit(sws_worker *w, sws_static *st, sws_conn *c, uint32_t len) {
-    sfile *f = &st->files[c->index];
+static int submit(sws_worker *w, sws_static *st, sws_exchange *x, uint32_t len) {
+    sfile *f = &st->files[sws_ex_id(x)];
     if (!st->helper_on) {
         /* Not on the loop's CPU (a thread inherits its creator's pinning):
          * anywhere the process may run, as the control thread. */
@@ -154,9 +154,9 @@ static int submit(sws_worker *w, sws_static *st, sws_conn *c, uint32_t len) {
     if (!j)
         return -ENOMEM;
     *j = (job){.w = w,
-               .idx = c->index,
-               .h = c->h,
-               .served = c->served,
+               .idx = sws_ex_id(x),
+               .x = x,
+               .mark = sws_ex_mark_of(x),
                .fd = f->fd,
                .off = f->off,
                .len = len};
@@ -430,88 +430,40 @@ static void release(sws_static *st, fentry *e) {
 
 /* ---- answers --------------------------------------------------------------- */
 
-typedef struct out {
-    char *p;
-    size_t n, cap;
-    bool full;
-} out;
-
-static void put(out *o, const char *s, size_t n) {
-    if (n == 0)
-        return; /* s may be NULL (no extra fields) */
-    if (o->n + n > o->cap) {
-        o->full = true;
-        return;
-    }
-    memcpy(o->p + o->n, s, n);
-    o->n += n;
-}
-#define PUTS(o, lit) put(o, lit, sizeof(lit) - 1)
-
-static void put_str(out *o, const char *s) {
-    put(o, s, strlen(s));
-}
-
-static void put_u64(out *o, uint64_t v) {
-    char b[24];
-    int i = sizeof(b);
-    do {
-        b[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    put(o, b + i, sizeof(b) - (size_t)i);
-}
-
-/* Status line and the fields every answer has. */
-static void head_start(sws_worker *w, out *o, int status) {
-    PUTS(o, "HTTP/1.1 ");
-    put_u64(o, (uint64_t)status);
-    PUTS(o, " ");
-    put_str(o, sws_http_reason(status));
-    PUTS(o, "\r\nServer: " SWS_HTTP_SERVER "\r\nDate: ");
-    put_str(o, w->date.str);
-    PUTS(o, "\r\n");
-}
-
-static void head_end(out *o, bool ka) {
-    if (!ka)
-        PUTS(o, "Connection: close\r\n");
-    PUTS(o, "\r\n");
-}
-
 typedef struct answer_ctx {
     sws_worker *w;
-    sws_conn *c;
-    bool ka;
+    sws_exchange *x;
     bool head; /* HEAD: no body */
 } answer_ctx;
 
-static void finish(answer_ctx *a, out *o, int status, uint64_t body) {
-    sws_conn *c = a->c;
-    sws_worker *w = a->w;
-    c->olen = (uint32_t)o->n;
+static void count_error(sws_worker *w, int status) {
     if (status == 400)
         SWS_ADD(w->ctr.errors[SWS_ST_400], 1);
     else if (status == 414)
         SWS_ADD(w->ctr.errors[SWS_ST_414], 1);
-    if (w->access_log)
-        sws_conn_log(w, c, status, a->head ? 0 : body);
 }
 
 /* An answer with a short text body naming the status (as the error pages of
- * other scenarios), extra fields before it. */
-static void answer_short(answer_ctx *a, out *o, int status, const char *extra, size_t extra_len) {
-    head_start(a->w, o, status);
-    put(o, extra, extra_len);
+ * other scenarios), extra fields before it. last: the connection ends after
+ * it (a request refused as malformed, or a fault of ours). */
+static int answer_short(answer_ctx *a, int status, const sws_field *extra, uint32_t nextra,
+                        bool last) {
     char body[64];
     int bl = snprintf(body, sizeof(body), "%d %s\n", status, sws_http_reason(status));
-    PUTS(o, "Content-Type: text/plain\r\nContent-Length: ");
-    put_u64(o, (uint64_t)bl);
-    PUTS(o, "\r\n");
-    head_end(o, a->ka);
-    if (!a->head)
-        put(o, body, (size_t)bl);
-    finish(a, o, status, (uint64_t)bl);
+    sws_answer ans = {.status = status,
+                      .content_type = "text/plain",
+                      .length = (uint64_t)bl,
+                      .last = last,
+                      .fields = extra,
+                      .nfields = nextra};
+    count_error(a->w, status);
+    if (a->w->access_log)
+        sws_ex_log(a->w, a->x, status, a->head ? 0 : (uint64_t)bl);
+    int rc = sws_ex_head(a->w, a->x, &ans);
+    if (rc < 0)
+        return rc;
+    rc = sws_ex_body(a->w, a->x, body, (size_t)bl);
+    return rc < 0 ? rc : SWS_ANSWER_DONE;
 }
 
 static int status_of(int err) {
@@ -568,47 +520,44 @@ static bool resident(sws_static *st, int fd, uint64_t off, uint64_t len) {
  * hold the loop for long (the socket buffer usually takes less anyway). */
 #define SENDFILE_MAX (1u << 20)
 
-static int fill(sws_worker *w, sws_static *st, sws_conn *c) {
-    sfile *f = &st->files[c->index];
-    /* Never on a tls connection: sendfile would put the file's plaintext on
-     * the wire beside the engine's records (kTLS is not used), so over TLS
-     * every byte is copied into c->out, which the connection seals. */
-    while (f->on && !f->job && c->olen == 0 && st->sendfile && !c->tls) {
-        /* Zero copy while the socket takes bytes and the pages are resident:
-         * the loop never waits in sendfile, on the socket (non-blocking) or
-         * on the disk (cachestat said the pages are there). */
+static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
+    sfile *f = &st->files[sws_ex_id(x)];
+    /* Zero copy while the protocol can (plaintext HTTP/1.1 with nothing
+     * queued: never over TLS, where the engine must seal every byte), the
+     * socket takes bytes and the pages are resident: the loop never waits in
+     * sendfile, on the socket (non-blocking) or on the disk (cachestat said
+     * the pages are there). */
+    while (f->on && !f->job && st->sendfile) {
         uint64_t want = f->end - f->off;
         if (want > SENDFILE_MAX)
             want = SENDFILE_MAX;
         if (!resident(st, f->fd, f->off, want))
             break;
-        int sock = tl_handle_fd(w->loop, c->h);
-        off_t o = (off_t)f->off;
-        ssize_t n = sock < 0 ? -1 : sendfile(sock, f->fd, &o, (size_t)want);
-        if (n < 0 && errno == EAGAIN)
-            break; /* the socket is full: a copied part's write waits for room */
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        f->off += (uint64_t)n;
-        SWS_ADD(w->ctr.bytes_out, (uint64_t)n);
+        int n = sws_ex_sendfile(w, x, f->fd, &f->off, (size_t)want);
+        if (n == -EAGAIN || n == -EOPNOTSUPP)
+            break; /* the socket is full, or the bytes must be copied */
+        if (n < 0)
+            return n;
         if (f->off == f->end) {
             close(f->fd);
             f->on = false;
             return SWS_ANSWER_DONE;
         }
     }
-    while (f->on && !f->job && c->olen < w->out_cap) {
+    size_t room;
+    char *at;
+    while (f->on && !f->job && (at = sws_ex_room(w, x, &room)) && room > 0) {
         uint64_t want = f->end - f->off;
-        if (want > w->out_cap - c->olen)
-            want = w->out_cap - c->olen;
-        struct iovec v = {c->out + c->olen, (size_t)want};
+        if (want > room)
+            want = room;
+        struct iovec v = {at, (size_t)want};
         ssize_t n = preadv2(f->fd, &v, 1, (off_t)f->off, RWF_NOWAIT);
         if (n < 0 && errno == EAGAIN) {
             /* Not in the page cache. With bytes queued, write those first; the
              * read is tried again when they are gone (it may be warm by then). */
-            if (c->olen > 0)
+            if (room < w->out_cap)
                 return SWS_ANSWER_PENDING;
-            int rc = submit(w, st, c, (uint32_t)want);
+            int rc = submit(w, st, x, (uint32_t)want);
             return rc < 0 ? rc : SWS_ANSWER_PENDING;
         }
         if (n <= 0) {
@@ -616,7 +565,7 @@ static int fill(sws_worker *w, sws_static *st, sws_conn *c) {
              * cannot be kept, and only a close tells the client so. */
             return n < 0 ? -errno : -EIO;
         }
-        c->olen += (uint32_t)n;
+        sws_ex_commit(w, x, (size_t)n);
         f->off += (uint64_t)n;
         if (f->off == f->end) {
             close(f->fd);
@@ -626,23 +575,24 @@ static int fill(sws_worker *w, sws_static *st, sws_conn *c) {
     return f->on ? SWS_ANSWER_PENDING : SWS_ANSWER_DONE;
 }
 
-/* Starts the body after the head in c->out. */
+/* Starts the body after the head. */
 static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, uint64_t len) {
-    sws_conn *c = a->c;
     sws_worker *w = a->w;
+    sws_exchange *x = a->x;
     if (a->head || len == 0)
         return SWS_ANSWER_DONE;
-    uint32_t room = w->out_cap - c->olen;
+    size_t room;
+    char *at = sws_ex_room(w, x, &room);
     if (len <= room && (!st->sendfile || len <= 16384)) {
         /* The common small file: one read from the page cache, one write. */
-        struct iovec v = {c->out + c->olen, (size_t)len};
+        struct iovec v = {at, (size_t)len};
         ssize_t n = preadv2(e->fd, &v, 1, (off_t)first, RWF_NOWAIT);
         if (n == (ssize_t)len) {
-            c->olen += (uint32_t)n;
+            sws_ex_commit(w, x, (size_t)n);
             return SWS_ANSWER_DONE;
         }
         if (n > 0) {
-            c->olen += (uint32_t)n;
+            sws_ex_commit(w, x, (size_t)n);
             first += (uint64_t)n;
             len -= (uint64_t)n;
         }
@@ -650,17 +600,17 @@ static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, 
     int fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0); /* the cache may drop e->fd meanwhile */
     if (fd < 0)
         return -errno;
-    st->files[c->index] = (sfile){.on = true, .fd = fd, .off = first, .end = first + len};
+    st->files[sws_ex_id(x)] = (sfile){.on = true, .fd = fd, .off = first, .end = first + len};
     /* With sendfile the head goes alone and more() sends the body after it. */
-    return st->sendfile ? SWS_ANSWER_PENDING : fill(w, st, c);
+    return st->sendfile ? SWS_ANSWER_PENDING : fill(w, st, x);
 }
 
-static void static_more(sws_worker *w, sws_scenario *sc, sws_conn *c) {
-    int rc = fill(w, sc->state, c);
+static void static_more(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
+    int rc = fill(w, sc->state, x);
     if (rc < 0)
-        sws_conn_close(w, c);
+        sws_ex_close(w, x);
     else if (rc == SWS_ANSWER_DONE)
-        sws_conn_answer_end(w, c);
+        sws_ex_end(w, x);
 }
 
 /* A cold read the helper did, on the loop again. */
@@ -668,9 +618,9 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
     job *j = e->u.msg.ptr;
     st->inflight--;
     uint32_t i = sws_token_index(e->token);
-    sws_conn *c = i < w->nslots ? &w->slots[i] : NULL;
     sfile *f = i < w->nslots ? &st->files[i] : NULL;
-    if (!c || sws_phase_gone(c->phase) || !f->job || c->h != j->h || c->served != j->served) {
+    sws_exchange *x = j->x;
+    if (!f || !f->job || !sws_ex_marked(x, j->mark)) {
         /* The connection went away meanwhile (conn_end left fd to the job), or
          * its slot serves another one now, whose state is not this job's. */
         close(j->fd);
@@ -678,26 +628,28 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
         return;
     }
     f->job = false;
-    if (j->res <= 0 || c->olen != 0 || !c->out) {
+    size_t room;
+    char *at = sws_ex_room(w, x, &room);
+    if (j->res <= 0 || !at || room < (size_t)j->res) {
         close(j->fd); /* the job's; f->fd is the same descriptor */
         f->on = false;
         free(j);
-        sws_conn_close(w, c);
+        sws_ex_close(w, x);
         return;
     }
-    /* The helper read into its own buffer; c->out is empty (the read was
-     * handed over only then, and nothing is appended while it runs). */
+    /* The helper read into its own buffer; the output was empty when the
+     * read was handed over, and nothing is added while it runs. */
     uint32_t n = (uint32_t)j->res;
-    memcpy(c->out, j->buf, n);
-    c->olen = n;
+    memcpy(at, j->buf, n);
+    sws_ex_commit(w, x, n);
     f->off += n;
     free(j);
     if (f->off == f->end) {
         close(f->fd);
         f->on = false;
-        sws_conn_answer_end(w, c);
+        sws_ex_end(w, x);
     }
-    sws_conn_more(w, c);
+    sws_ex_more(w, x);
 }
 
 static void static_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) {
@@ -707,10 +659,10 @@ static void static_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion
         sws_conn_dispatch(w, sc, e);
 }
 
-static void static_conn_end(sws_worker *w, sws_scenario *sc, sws_conn *c) {
+static void static_conn_end(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     (void)w;
     sws_static *st = sc->state;
-    sfile *f = &st->files[c->index];
+    sfile *f = &st->files[sws_ex_id(x)];
     /* With a job out, its post closes the descriptor (on_file_read), and the
      * slot is free for the next connection at once. */
     if (f->on && !f->job)
@@ -746,27 +698,19 @@ static void static_metrics(const sws_server *s, FILE *f) {
     }
 }
 
-static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep_alive) {
+static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     sws_static *st = sc->state;
-    const sws_http_request *r = &c->parser->req;
-    answer_ctx a = {.w = w, .c = c, .ka = keep_alive, .head = r->head};
-    int rc = SWS_ANSWER_DONE;
+    const sws_http_request *r = sws_ex_request(x);
+    answer_ctx a = {.w = w, .x = x, .head = r->head};
     /* resp_max (OUT_CAP / 4) bytes are free: far more than any head. */
-    out o = {.p = c->out, .n = c->olen, .cap = w->out_cap};
-    if (!r->sf_fields) {
-        a.ka = false; /* the slot's field storage could not be allocated */
-        answer_short(&a, &o, 500, NULL, 0);
-        goto done;
-    }
+    if (!r->sf_fields) /* the slot's field storage could not be allocated */
+        return answer_short(&a, 500, NULL, 0, true);
     if (r->method != HTTP_GET && r->method != HTTP_HEAD) {
-        answer_short(&a, &o, 405, "Allow: GET, HEAD\r\n", 18);
-        goto done;
+        sws_field allow = SWS_FIELD_LIT("Allow", "GET, HEAD");
+        return answer_short(&a, 405, &allow, 1, false);
     }
-    if (r->sf_path_len > SWS_HTTP_SF_PATH_MAX) {
-        a.ka = false;
-        answer_short(&a, &o, 414, NULL, 0);
-        goto done;
-    }
+    if (r->sf_path_len > SWS_HTTP_SF_PATH_MAX)
+        return answer_short(&a, 414, NULL, 0, true);
     const char *target = r->sf_fields + SWS_HTTP_SF_PATH;
     size_t tlen = r->sf_path_len;
     char stripped[SWS_HTTP_SF_PATH_MAX + 1];
@@ -805,15 +749,10 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
     char rel[SWS_HTTP_SF_PATH_MAX + 1 + 64 + 4]; /* the path, "/", an index, ".gz" */
     unsigned flags;
     int n = sws_static_path(target, tlen, rel, &flags);
-    if (n < 0) {
-        a.ka = false;
-        answer_short(&a, &o, 400, NULL, 0);
-        goto done;
-    }
-    if ((flags & SWS_PATH_DOTFILE) && !st->cfg->dotfiles) {
-        answer_short(&a, &o, 404, NULL, 0);
-        goto done;
-    }
+    if (n < 0)
+        return answer_short(&a, 400, NULL, 0, true);
+    if ((flags & SWS_PATH_DOTFILE) && !st->cfg->dotfiles)
+        return answer_short(&a, 404, NULL, 0, false);
     size_t rlen = (size_t)n;
     fentry *e = lookup(w, st, rel, rlen);
     if (e->err == 0 && e->dir) {
@@ -824,44 +763,32 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
             while (q < tlen && target[q] != '?')
                 q++;
             size_t ln = 0;
-            memcpy(loc, "Location: ", 10);
-            ln = 10;
             memcpy(loc + ln, target, q);
             ln += q;
             loc[ln++] = '/';
             memcpy(loc + ln, target + q, tlen - q);
             ln += tlen - q;
-            memcpy(loc + ln, "\r\n", 2);
-            ln += 2;
-            answer_short(&a, &o, 301, loc, ln);
-            goto done;
+            sws_field where = sws_field_str("Location", 8, loc, (uint32_t)ln);
+            return answer_short(&a, 301, &where, 1, false);
         }
-        if (!st->cfg->index[0]) {
-            answer_short(&a, &o, 403, NULL, 0);
-            goto done;
-        }
+        if (!st->cfg->index[0])
+            return answer_short(&a, 403, NULL, 0, false);
         if (rlen)
             rel[rlen++] = '/';
         size_t il = strlen(st->cfg->index);
         memcpy(rel + rlen, st->cfg->index, il + 1);
         rlen += il;
         e = lookup(w, st, rel, rlen);
-        if (e->err == -ENOENT || (e->err == 0 && e->dir)) {
-            answer_short(&a, &o, 403, NULL, 0); /* no index: no listing either */
-            goto done;
-        }
+        if (e->err == -ENOENT || (e->err == 0 && e->dir))
+            return answer_short(&a, 403, NULL, 0, false); /* no index: no listing either */
     } else if (e->err == 0 && (flags & SWS_PATH_DIR) && rlen) {
         /* "/file/": not a directory. */
-        answer_short(&a, &o, 404, NULL, 0);
         release(st, e);
-        goto done;
+        return answer_short(&a, 404, NULL, 0, false);
     }
     if (e->err < 0) {
         int status = status_of(e->err);
-        if (status == 500)
-            a.ka = false;
-        answer_short(&a, &o, status, NULL, 0);
-        goto done;
+        return answer_short(&a, status, NULL, 0, status == 500);
     }
 
     /* A precompressed sibling, when the client takes it (gzip_static). */
@@ -918,65 +845,50 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_conn *c, bool keep
                  : range == SWS_RANGE_ONE           ? 206
                  : range == SWS_RANGE_UNSATISFIABLE ? 416
                                                     : 200;
-    head_start(w, &o, status);
+    sws_field fl[8];
+    uint32_t nf = 0;
+    char crange[96];
     if (status != 416) {
-        PUTS(&o, "Last-Modified: ");
-        put_str(&o, body->lastmod);
-        PUTS(&o, "\r\nETag: ");
-        put(&o, body->etag, body->etag_len);
-        PUTS(&o, "\r\n");
+        fl[nf++] =
+            sws_field_str("Last-Modified", 13, body->lastmod, (uint32_t)strlen(body->lastmod));
+        fl[nf++] = sws_field_str("ETag", 4, body->etag, (uint32_t)body->etag_len);
     }
-    if (st->cfg->cache_control[0]) {
-        PUTS(&o, "Cache-Control: ");
-        put_str(&o, st->cfg->cache_control);
-        PUTS(&o, "\r\n");
-    }
+    if (st->cfg->cache_control[0])
+        fl[nf++] = sws_field_str("Cache-Control", 13, st->cfg->cache_control,
+                                 (uint32_t)strlen(st->cfg->cache_control));
     if (st->cfg->precompressed)
-        PUTS(&o, "Vary: Accept-Encoding\r\n");
+        fl[nf++] = SWS_FIELD_LIT("Vary", "Accept-Encoding");
+    sws_answer ans = {.status = status, .fields = fl};
     uint64_t blen = 0;
-    if (status == 304) {
-        head_end(&o, a.ka);
-    } else if (status == 416) {
-        PUTS(&o, "Content-Range: bytes */");
-        put_u64(&o, body->size);
-        PUTS(&o, "\r\nContent-Length: 0\r\n");
-        head_end(&o, a.ka);
-    } else {
+    if (status == 416) {
+        int k = snprintf(crange, sizeof(crange), "bytes */%" PRIu64, body->size);
+        fl[nf++] = sws_field_str("Content-Range", 13, crange, (uint32_t)k);
+    } else if (status != 304) {
         blen = last - first + 1;
         if (body->size == 0)
             blen = 0;
-        PUTS(&o, "Content-Type: ");
-        put_str(&o, body->type);
-        PUTS(&o, "\r\n");
-        if (encoding) {
-            PUTS(&o, "Content-Encoding: ");
-            put_str(&o, encoding);
-            PUTS(&o, "\r\n");
-        }
-        PUTS(&o, "Accept-Ranges: bytes\r\n");
+        ans.content_type = body->type;
+        if (encoding)
+            fl[nf++] = sws_field_str("Content-Encoding", 16, encoding, (uint32_t)strlen(encoding));
+        fl[nf++] = SWS_FIELD_LIT("Accept-Ranges", "bytes");
         if (status == 206) {
-            PUTS(&o, "Content-Range: bytes ");
-            put_u64(&o, first);
-            PUTS(&o, "-");
-            put_u64(&o, last);
-            PUTS(&o, "/");
-            put_u64(&o, body->size);
-            PUTS(&o, "\r\n");
+            int k = snprintf(crange, sizeof(crange), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64,
+                             first, last, body->size);
+            fl[nf++] = sws_field_str("Content-Range", 13, crange, (uint32_t)k);
         }
-        PUTS(&o, "Content-Length: ");
-        put_u64(&o, blen);
-        PUTS(&o, "\r\n");
-        head_end(&o, a.ka);
     }
-    finish(&a, &o, status, blen);
-    if (blen)
+    ans.nfields = nf;
+    ans.length = blen;
+    int rc = sws_ex_head(w, x, &ans);
+    if (rc == 0 && w->access_log)
+        sws_ex_log(w, x, status, a.head ? 0 : blen);
+    if (rc == 0 && blen)
         rc = body_start(&a, st, body, first, blen);
+    else if (rc == 0)
+        rc = SWS_ANSWER_DONE;
     release(st, body);
     if (body != e)
         release(st, e);
-done:
-    if (!a.ka && keep_alive)
-        sws_conn_last(w, c); /* a status that ends the connection (400, 414, 500) */
     return rc;
 }
 

@@ -19,8 +19,8 @@ enum { XFF, XFP, XFH, FWD, NOT_OURS };
 
 /* By length first: every field of every request passes here, and almost
  * none is one of ours (one compare at most, no strlen). */
-static int which(const sws_msg *m, uint32_t i) {
-    const char *n = m->buf + m->f[i].name_off;
+static int which(const sws_head *m, uint32_t i) {
+    const char *n = m->f[i].name;
     switch (m->f[i].name_len) {
     case 15:
         return strncasecmp(n, "x-forwarded-for", 15) == 0 ? XFF : NOT_OURS;
@@ -35,7 +35,7 @@ static int which(const sws_msg *m, uint32_t i) {
     }
 }
 
-bool sws_forwarded_owns(const sws_proxy_config *p, const sws_msg *m, uint32_t i) {
+bool sws_forwarded_owns(const sws_proxy_config *p, const sws_head *m, uint32_t i) {
     return p->forwarded != SWS_FWD_OFF && which(m, i) != NOT_OURS;
 }
 
@@ -58,15 +58,15 @@ static void puts_(out *o, const char *s) {
     put(o, s, strlen(s));
 }
 
-static void put_value(out *o, const sws_msg *m, uint32_t i) {
-    put(o, m->buf + m->f[i].val_off, m->f[i].val_len);
+static void put_value(out *o, const sws_head *m, uint32_t i) {
+    put(o, m->f[i].value, m->f[i].value_len);
 }
 
 /* The values of every field of kind k, joined by ", "; false when none. */
-static bool put_joined(out *o, const sws_msg *m, int k) {
+static bool put_joined(out *o, const sws_head *m, int k) {
     bool any = false;
     for (uint32_t i = 0; i < m->nf; i++) {
-        if (which(m, i) != k || m->f[i].val_len == 0)
+        if (which(m, i) != k || m->f[i].value_len == 0)
             continue;
         if (any)
             puts_(o, ", ");
@@ -76,16 +76,16 @@ static bool put_joined(out *o, const sws_msg *m, int k) {
     return any;
 }
 
-static int first_of(const sws_msg *m, int k) {
+static int first_of(const sws_head *m, int k) {
     for (uint32_t i = 0; i < m->nf; i++)
         if (which(m, i) == k)
             return (int)i;
     return -1;
 }
 
-static int host_field(const sws_msg *m) {
+static int host_field(const sws_head *m) {
     for (uint32_t i = 0; i < m->nf; i++)
-        if (m->f[i].name_len == 4 && strncasecmp(m->buf + m->f[i].name_off, "host", 4) == 0)
+        if (m->f[i].name_len == 4 && strncasecmp(m->f[i].name, "host", 4) == 0)
             return (int)i;
     return -1;
 }
@@ -141,7 +141,7 @@ static void put_param(out *o, const char *v, size_t n) {
     put(o, "\"", 1);
 }
 
-int sws_forwarded_build(const sws_proxy_config *p, const sws_msg *m, const char *peer, bool tls,
+int sws_forwarded_build(const sws_proxy_config *p, const sws_head *m, const char *peer, bool tls,
                         char *buf, size_t cap, size_t *len) {
     if (p->forwarded == SWS_FWD_OFF)
         return 0;
@@ -155,7 +155,7 @@ int sws_forwarded_build(const sws_proxy_config *p, const sws_msg *m, const char 
         bool mine = p->forwarded == SWS_FWD_RFC7239 ? k == FWD : k == XFF || k == XFP || k == XFH;
         if (k == NOT_OURS || mine)
             continue;
-        put(&o, m->buf + m->f[i].name_off, m->f[i].name_len);
+        put(&o, m->f[i].name, m->f[i].name_len);
         puts_(&o, ": ");
         put_value(&o, m, i);
         puts_(&o, "\r\n");
@@ -190,7 +190,7 @@ int sws_forwarded_build(const sws_proxy_config *p, const sws_msg *m, const char 
         puts_(&o, proto);
         if (host >= 0) {
             puts_(&o, ";host=");
-            put_param(&o, m->buf + m->f[host].val_off, m->f[host].val_len);
+            put_param(&o, m->f[host].value, m->f[host].value_len);
         }
         puts_(&o, "\r\n");
     }
