@@ -68,6 +68,10 @@ static const char *const seeds[] = {
     "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551616\r\n\r\n",
     "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\n"
     "X-T: t\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    /* llhttp sets no Connection flag with an HTAB after the token
+     * (fuzz_head_llhttp): not close, not keep-alive. */
+    "PUT / HTTP/1.0\r\nConnection:keep-alive\t\r\n\r\nGET / HTTP/1.0\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\t \r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
 };
 
 /* Small limits, so that mutations reach every one of them; the defaults for
