@@ -27,10 +27,13 @@ usage: bench/scripts/idle-memory.sh [options]
   --scalwsd BIN     the binary (default build/src/scalws/scalwsd)
   --sws-env VAR=VAL an environment variable for the scalwsd arms (a turnloop
                     variant: TURNLOOP_URING_DISABLE=buf_ring, doc/turnloop.md)
+  --idle-wait S     seconds every arm's connections stay idle before the second
+                    reading (default 0.3; io_uring parks a receive idle for 1 to 2 s,
+                    so its idle figure needs 2.5)
   --out FILE        JSON output (default bench/results/idle-memory-<commit>-<N>.json)
 EOF
 }
-n=10000 backend=both nginx=1 sources="" sws=build/src/scalws/scalwsd out="" sws_env=()
+n=10000 backend=both nginx=1 sources="" sws=build/src/scalws/scalwsd out="" sws_env=() idle_wait=0.3
 isnum() { [[ $1 =~ ^[0-9]+$ ]]; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
     --sources) sources=${2:-}; shift 2 || shift ;;
     --scalwsd) sws=${2:-}; shift 2 || shift ;;
     --out) out=${2:-}; shift 2 || shift ;;
+    --idle-wait) idle_wait=${2:-}; shift 2 || shift ;;
     --sws-env)
         [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "idle-memory: --sws-env VAR=VALUE" >&2; exit 2; }
         sws_env+=("$2"); shift 2 ;;
@@ -55,6 +59,7 @@ both) arms="scalwsd-epoll scalwsd-uring" ;;
 *) echo "idle-memory: --backend epoll, uring or both" >&2; exit 2 ;;
 esac
 [ -n "$sources" ] || sources=$(((n + 24999) / 25000))
+[[ $idle_wait =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "idle-memory: --idle-wait seconds" >&2; exit 2; }
 isnum "$sources" && [ "$sources" -ge 1 ] && [ "$sources" -le 250 ] ||
     { echo "idle-memory: --sources 1..250" >&2; exit 2; }
 [ -x "$sws" ] || { echo "idle-memory: scalwsd not found ($sws); build it or pass --scalwsd" >&2; exit 2; }
@@ -149,9 +154,10 @@ for arm in $arms; do
         measured=$(worker_pid) || { echo "idle-memory: no nginx worker" >&2; exit 1; }
         ;;
     esac
-    timeout 300 python3 - "$arm" "$port" "$n" "$measured" "$sources" >"$tmp/$arm.json" <<'PY'
+    timeout 300 python3 - "$arm" "$port" "$n" "$measured" "$sources" "$idle_wait" >"$tmp/$arm.json" <<'PY'
 import json, socket, sys, time
 arm, port, n, pid, sources = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+idle_wait = float(sys.argv[6])
 REQ = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 IP_BIND_ADDRESS_NO_PORT = 24  # the port is chosen at connect, per destination
 
@@ -216,7 +222,7 @@ for i in range(n):
     if i + 1 == n // 2:
         time.sleep(0.1)
         rss_mid = rss_kib()
-time.sleep(0.3)
+time.sleep(idle_wait)
 rss1 = rss_kib()
 _, slab1 = slab()
 delta = {k: slab1.get(k, 0) - slab0.get(k, 0) for k in set(slab0) | set(slab1)}
@@ -240,9 +246,9 @@ PY
 done
 
 jq -s --arg commit "$commit" --arg sws_env "${sws_env[*]}" --arg kernel "$(uname -r)" --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
-    --argjson sources "$sources" '
+    --argjson sources "$sources" --argjson idle_wait "$idle_wait" '
     (map(select(.arm == "nginx"))[0]) as $ng |
-    {commit: $commit, kernel: $kernel, cpu: $cpu, sources: $sources, sws_env: $sws_env, arms: .,
+    {commit: $commit, kernel: $kernel, cpu: $cpu, sources: $sources, sws_env: $sws_env, idle_wait_s: $idle_wait, arms: .,
      ratio_to_nginx: (if $ng then
         (map(select(.arm != "nginx") | {key: .arm, value: {
             user: (.user_bytes / $ng.user_bytes * 100 | round / 100),

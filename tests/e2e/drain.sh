@@ -17,7 +17,7 @@ active() {
 start_sws '\ndrain_timeout = 5s'
 
 # In flight: the head is half sent when the signal comes, finished once the
-# test says the signal is sent ($T/go; was a 1.5 s sleep, a race under load).
+# test has seen every listener close ($T/go; was a 1.5 s sleep, a race under load).
 ( exec 3<>/dev/tcp/127.0.0.1/$PORT
   printf 'GET / HTTP/1.1\r\nHost: a\r\n' >&3
   for _ in $(seq 1 200); do [ -e "$T/go" ] && break; sleep 0.05; done
@@ -33,13 +33,16 @@ idle=$!
 active 2
 term_at=$(date +%s.%N)
 kill -TERM "$SWS_PID"
-touch "$T/go"
 # The listeners close as the drain begins: connecting is refused soon after.
 end=$((SECONDS + 10))
 while timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT" 2>/dev/null; do
     [ "$SECONDS" -le "$end" ] || fail "a new connection was accepted after the drain began"
     sleep 0.05
 done
+# Every loop has begun draining (its listener is closed): the in-flight
+# request ends now, so its answer is a draining loop's (under load the
+# signal's post could reach its loop after a request sent 0.2 s later).
+touch "$T/go"
 wait "$inflight" || true
 wait "$idle" || true
 grep -q "^HTTP/1.1 200" "$T/inflight" || fail "in-flight request not answered: $(cat "$T/inflight")"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # doc/scalwsd.8: renders without a warning (groff, or man, when installed),
-# lists every key of the key table (src/scalws/config_keys.c, as
+# lists every key of the key table (src/scalws/config/config_keys.c, as
 # --print-config shows it) under its section, as --help and
 # contrib/scalwsd.ini do (and no key the table does not have), and
 # cmake --install puts it in share/man/man8.

@@ -32,11 +32,12 @@ static void every_scenario_fills_the_required_hooks(void **state) {
         /* On the HTTP connection, or owning its connections: never half. */
         bool on_conn = ops->open == sws_conn_open;
         assert_true(on_conn == (ops->answer != NULL));
-        /* The request as a whole: all four hooks or none. */
+        /* The request as a whole: all five hooks or none. */
         bool takes = ops->request_head != NULL;
         assert_true(takes == (ops->request_body != NULL));
         assert_true(takes == (ops->request_end != NULL));
         assert_true(takes == (ops->request_room != NULL));
+        assert_true(takes == (ops->request_flush != NULL));
         if (on_conn) {
             /* Its own dispatch only for completions of its own (the proxy's
              * upstreams); the connection's go to sws_conn_dispatch. */

@@ -84,12 +84,16 @@ typedef struct sws_scenario_ops {
      * connection ends after it. request_room: how many more request bytes it
      * takes now (as they come on the wire, an upper bound of the body bytes
      * they carry); 0 stops reading the client (back-pressure) until the
-     * scenario calls sws_ex_more. Optional (all four or none). */
+     * scenario calls sws_ex_more. The bytes of one read may come in several
+     * request_body calls, which must not start sending (the room promised
+     * holds for all of them); request_flush follows each such batch: send
+     * what came. Optional (all five or none). */
     int (*request_head)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
     int (*request_body)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x, const char *data,
                         size_t len);
     int (*request_end)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
     size_t (*request_room)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
+    void (*request_flush)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
     /* The HTTP connection's slot is freed (its close completed): drop what the
      * scenario holds for it (a file being sent). Optional. */
     void (*conn_end)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);

@@ -261,7 +261,7 @@ static void flush(sws_worker *w, sws_conn *c) {
             return;
         }
         if (c->olen == 0)
-            return; /* the scenario waits for its data; sws_conn_more follows */
+            return; /* the scenario waits for its data; sws_ex_more follows */
     }
     if (c->tls) {
         if (tls_flush(w, c))
@@ -545,7 +545,8 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             }
             conn_last(w, c, false);
         } else if (e->res == -ENOBUFS) {
-            SWS_ADD(w->ctr.recv_starved, 1);
+            /* turnloop now queues a receive that finds no buffer instead of
+             * ending it; kept for a backend that still ends it so. */
             if (!c->starved) {
                 c->starved = true;
                 w->nstarved++;

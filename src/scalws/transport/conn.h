@@ -81,7 +81,7 @@ struct sws_conn {
     uint32_t wlen;   /* bytes of out in flight */
     uint64_t deadline;
     uint64_t wdeadline;    /* while write_inflight: close if the write has not completed by then */
-    uint32_t served;       /* requests answered; wraps (the static scenario's job generation) */
+    uint32_t served;       /* requests answered; wraps (with h, an exchange's mark) */
     uint32_t req_start;    /* loop clock (ms, wraps) at the request's first byte: route latency */
     uint16_t status;       /* of the answer being given: the route's errors */
     uint32_t olen;         /* bytes of out filled (>= wlen) */

@@ -23,153 +23,9 @@
 #include "exchange.h"
 #include "route.h"
 #include "scenario.h"
+#include "static.h"
 #include "sws.h"
 #include "sws_static.h"
-
-/* The connection's output buffer (four times resp_max, serve.c): what a slow
- * reader of a large file holds. */
-#define OUT_CAP 65536
-
-/* Paths longer than this are opened every time, not cached. */
-#define CACHE_PATH 200
-#define CACHE_WAYS 4
-
-typedef struct fentry {
-    bool used;
-    bool dir;
-    uint16_t plen;
-    int err; /* 0, or the negative errno the open gave (cached too, as nginx's
-              * open_file_cache_errors: a missing .gz sibling costs no open) */
-    int fd;  /* a regular file's, else -1 */
-    uint64_t hash;
-    uint64_t checked; /* loop ms of the open */
-    uint64_t size;
-    time_t mtime;
-    const char *type; /* into the type map, or the default */
-    uint8_t etag_len;
-    char etag[40];
-    char lastmod[32];
-    char path[CACHE_PATH];
-} fentry;
-
-/* The file a connection is sending, by slot. */
-typedef struct sfile {
-    bool on;  /* a body is being sent from fd */
-    bool job; /* the helper is reading it; the job owns fd until it posts */
-    int fd;
-    uint64_t off, end;
-} sfile;
-
-typedef struct job {
-    struct job *next;
-    sws_worker *w;
-    uint32_t idx;    /* the exchange's id: its sfile */
-    sws_exchange *x; /* valid for the loop's life; its request only while mark holds */
-    sws_ex_mark mark;
-    int fd;
-    uint64_t off;
-    uint32_t len;
-    ssize_t res;
-    char buf[];
-} job;
-
-typedef struct sws_static {
-    sfile *files;      /* one per connection slot */
-    uint32_t inflight; /* jobs not yet posted back: the loop is not finished */
-    int rootfd;
-    int next_rootfd; /* reload_prepare's, until reload_commit */
-    sws_mime *next_mime;
-    sws_symlinks symlinks;
-    bool fallback; /* SWS_STATIC_OPEN_FALLBACK=1: the walk even where openat2 exists */
-    bool sendfile; /* page-cache-resident parts go by sendfile (SWS_STATIC_SENDFILE=0: never) */
-    long page;     /* the page size, for cachestat's count */
-    const sws_static_config *cfg;
-    uint32_t inst; /* its scenario instance: the helper's posts name it (token.h) */
-    sws_mime *mime;
-    /* Tables replaced by reloads, freed with the loop: a reload is rare and a
-     * table small, and nothing else may still point into one. */
-    sws_mime *retired[16];
-    int nretired;
-    fentry *cache; /* cache_entries slots, CACHE_WAYS per set */
-    uint32_t nsets;
-    fentry tmp; /* for a path not cached */
-    /* The helper for cold reads, started at the first. */
-    pthread_t helper;
-    bool helper_on;
-    bool stop;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    job *head, **tail;
-} sws_static;
-
-/* ---- the helper ------------------------------------------------------------ */
-
-static void *helper_main(void *arg) {
-    sws_static *st = arg;
-    pthread_mutex_lock(&st->lock);
-    for (;;) {
-        while (!st->head && !st->stop)
-            pthread_cond_wait(&st->cond, &st->lock);
-        if (!st->head)
-            break;
-        job *j = st->head;
-        st->head = j->next;
-        if (!st->head)
-            st->tail = &st->head;
-        pthread_mutex_unlock(&st->lock);
-        j->res = pread(j->fd, j->buf, j->len, (off_t)j->off);
-        if (j->res < 0)
-            j->res = -errno;
-        tl_message m = {.value = 0, .ptr = j};
-        while (tl_loop_post(j->w->loop, sws_token_of(st->inst, j->idx, SWS_T_FILE_READ), &m) < 0) {
-            /* -ENOMEM: the loop waits for every job it handed out (finished
-             * says so), so one is never dropped; try again shortly. */
-            struct timespec ts = {0, 1000000};
-            nanosleep(&ts, NULL);
-        }
-        pthread_mutex_lock(&st->lock);
-    }
-    pthread_mutex_unlock(&st->lock);
-    return NULL;
-}
-
-static int submit(sws_worker *w, sws_static *st, sws_exchange *x, uint32_t len) {
-    sfile *f = &st->files[sws_ex_id(x)];
-    if (!st->helper_on) {
-        /* Not on the loop's CPU (a thread inherits its creator's pinning):
-         * anywhere the process may run, as the control thread. */
-        pthread_attr_t attr;
-        cpu_set_t set;
-        pthread_attr_init(&attr);
-        if (sched_getaffinity(getpid(), sizeof(set), &set) == 0)
-            pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-        int rc = pthread_create(&st->helper, &attr, helper_main, st);
-        pthread_attr_destroy(&attr);
-        if (rc != 0)
-            return -EAGAIN;
-        st->helper_on = true;
-    }
-    /* Allocated on the cold path only, where a disk read dwarfs it. */
-    job *j = malloc(sizeof(*j) + len);
-    if (!j)
-        return -ENOMEM;
-    *j = (job){.w = w,
-               .idx = sws_ex_id(x),
-               .x = x,
-               .mark = sws_ex_mark_of(x),
-               .fd = f->fd,
-               .off = f->off,
-               .len = len};
-    f->job = true;
-    st->inflight++;
-    SWS_ADD(w->ctr.file_cold_reads, 1);
-    pthread_mutex_lock(&st->lock);
-    *st->tail = j;
-    st->tail = &j->next;
-    pthread_cond_signal(&st->cond);
-    pthread_mutex_unlock(&st->lock);
-    return 0;
-}
 
 /* ---- set-up ---------------------------------------------------------------- */
 
@@ -229,19 +85,6 @@ static int static_init(sws_worker *w, sws_scenario *sc) {
     return 0;
 }
 
-static void entry_drop(fentry *e) {
-    if (e->fd >= 0)
-        close(e->fd);
-    e->fd = -1;
-    e->used = false;
-}
-
-static void cache_clear(sws_static *st) {
-    for (size_t i = 0; i < (size_t)st->nsets * CACHE_WAYS; i++)
-        if (st->cache[i].used)
-            entry_drop(&st->cache[i]);
-}
-
 static int static_reload_prepare(sws_worker *w, sws_scenario *sc, const sws_config *n) {
     (void)n;
     const sws_scenario_cfg *next = sc->next_cfg; /* its route's, in the new config */
@@ -291,7 +134,7 @@ static void static_reload_commit(sws_worker *w, sws_scenario *sc) {
     /* Every cached type and descriptor belongs to the old root and map. The
      * size of the cache stays the start's (a resize would move entries). */
     if (st->cache)
-        cache_clear(st);
+        sf_cache_clear(st);
     w->resp_max = OUT_CAP / 4;
 }
 
@@ -313,7 +156,7 @@ static void static_free(sws_worker *w, sws_scenario *sc) {
         free(j);
     }
     if (st->cache) {
-        cache_clear(st);
+        sf_cache_clear(st);
         free(st->cache);
     }
     if (st->files) {
@@ -334,98 +177,6 @@ static void static_free(sws_worker *w, sws_scenario *sc) {
     pthread_cond_destroy(&st->cond);
     free(st);
     sc->state = NULL;
-}
-
-/* ---- the open-file cache --------------------------------------------------- */
-
-static uint64_t fnv(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
-/* Opens rel into e (whose old contents are gone). */
-static void entry_open(sws_worker *w, sws_static *st, fentry *e, const char *rel, size_t len,
-                       uint64_t now) {
-    e->used = true;
-    e->checked = now;
-    e->dir = false;
-    e->fd = -1;
-    int fd = sws_static_open(st->rootfd, rel, st->symlinks, st->fallback);
-    if (fd < 0) {
-        e->err = fd;
-        return;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) < 0) {
-        e->err = -errno;
-        close(fd);
-        return;
-    }
-    e->err = 0;
-    if (S_ISDIR(sb.st_mode)) {
-        e->dir = true;
-        close(fd);
-        return;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        e->err = -EACCES; /* a FIFO, a device: never read from the loop */
-        close(fd);
-        return;
-    }
-    e->fd = fd;
-    e->size = (uint64_t)sb.st_size;
-    e->mtime = sb.st_mtime;
-    e->etag_len = (uint8_t)sws_static_etag(e->etag, e->mtime, e->size);
-    sws_date_format(e->mtime, e->lastmod);
-    e->type = sws_mime_lookup(st->mime, rel, len);
-    if (!e->type)
-        e->type = st->cfg->default_type;
-}
-
-/* The entry for rel: from the cache when it was checked within
- * open_file_cache_valid, else opened now. A path too long to cache uses
- * st->tmp, which the caller closes (release) after the answer. */
-static fentry *lookup(sws_worker *w, sws_static *st, const char *rel, size_t len) {
-    uint64_t now = tl_loop_now(w->loop);
-    if (!st->cache || len >= CACHE_PATH) {
-        SWS_ADD(w->ctr.file_cache_misses, 1);
-        entry_open(w, st, &st->tmp, rel, len, now);
-        return &st->tmp;
-    }
-    uint64_t h = fnv(rel, len);
-    fentry *set = st->cache + (h % st->nsets) * CACHE_WAYS;
-    fentry *victim = NULL;
-    for (int k = 0; k < CACHE_WAYS; k++) {
-        fentry *e = &set[k];
-        if (e->used && e->hash == h && e->plen == len && memcmp(e->path, rel, len) == 0) {
-            if (now - e->checked < st->cfg->cache_valid_ms) {
-                SWS_ADD(w->ctr.file_cache_hits, 1);
-                return e;
-            }
-            victim = e; /* stale: opened again, so a replaced file is seen */
-            break;
-        }
-        if (!victim || !e->used || (victim->used && e->checked < victim->checked))
-            victim = e;
-    }
-    SWS_ADD(w->ctr.file_cache_misses, 1);
-    if (victim->used)
-        entry_drop(victim);
-    victim->hash = h;
-    victim->plen = (uint16_t)len;
-    memcpy(victim->path, rel, len);
-    victim->path[len] = '\0';
-    entry_open(w, st, victim, rel, len, now);
-    return victim;
-}
-
-static void release(sws_static *st, fentry *e) {
-    if (e == &st->tmp && e->fd >= 0) {
-        close(e->fd);
-        e->fd = -1;
-    }
 }
 
 /* ---- answers --------------------------------------------------------------- */
@@ -557,7 +308,7 @@ static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
              * read is tried again when they are gone (it may be warm by then). */
             if (room < w->out_cap)
                 return SWS_ANSWER_PENDING;
-            int rc = submit(w, st, x, (uint32_t)want);
+            int rc = sf_submit(w, st, x, (uint32_t)want);
             return rc < 0 ? rc : SWS_ANSWER_PENDING;
         }
         if (n <= 0) {
@@ -754,7 +505,7 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     if ((flags & SWS_PATH_DOTFILE) && !st->cfg->dotfiles)
         return answer_short(&a, 404, NULL, 0, false);
     size_t rlen = (size_t)n;
-    fentry *e = lookup(w, st, rel, rlen);
+    fentry *e = sf_lookup(w, st, rel, rlen);
     if (e->err == 0 && e->dir) {
         if (!(flags & SWS_PATH_DIR)) {
             /* "/dir" to "/dir/", the query kept, as nginx. */
@@ -778,12 +529,12 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
         size_t il = strlen(st->cfg->index);
         memcpy(rel + rlen, st->cfg->index, il + 1);
         rlen += il;
-        e = lookup(w, st, rel, rlen);
+        e = sf_lookup(w, st, rel, rlen);
         if (e->err == -ENOENT || (e->err == 0 && e->dir))
             return answer_short(&a, 403, NULL, 0, false); /* no index: no listing either */
     } else if (e->err == 0 && (flags & SWS_PATH_DIR) && rlen) {
         /* "/file/": not a directory. */
-        release(st, e);
+        sf_release(st, e);
         return answer_short(&a, 404, NULL, 0, false);
     }
     if (e->err < 0) {
@@ -809,12 +560,12 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
                 continue;
             const char *type = e->type;
             memcpy(rel + rlen, encs[k].ext, 4);
-            fentry *z = lookup(w, st, rel, rlen + 3);
+            fentry *z = sf_lookup(w, st, rel, rlen + 3);
             rel[rlen] = '\0';
             if (z->err == 0 && !z->dir) {
                 if (z == &st->tmp) {
                     /* A sibling name too long to cache: serve the plain file. */
-                    release(st, z);
+                    sf_release(st, z);
                     break;
                 }
                 z->type = type; /* the original's type, not application/gzip */
@@ -886,9 +637,9 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
         rc = body_start(&a, st, body, first, blen);
     else if (rc == 0)
         rc = SWS_ANSWER_DONE;
-    release(st, body);
+    sf_release(st, body);
     if (body != e)
-        release(st, e);
+        sf_release(st, e);
     return rc;
 }
 

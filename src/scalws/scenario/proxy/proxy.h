@@ -1,0 +1,136 @@
+/* The proxy's parts shared by its files (proxy.c: the scenario's hooks,
+ * upstream completions and the tick; proxy_exchange.c: an exchange's life,
+ * from the request's head to the answer's end). Loop thread only. */
+#ifndef SWS_PROXY_H
+#define SWS_PROXY_H
+
+#include <assert.h>
+#include <time.h>
+
+#include "client_head.h"
+#include "conn.h"
+#include "route.h"
+#include "sws.h"
+#include "sws_msg.h"
+#include "upstream.h"
+#include "upstream_health.h"
+#include "upstream_pick.h"
+#include "upstream_tls.h"
+
+#define PX_TICK_MS 100
+/* What goes upstream: the rewritten head and the body. Bytes written stay
+ * as the retry copy while the request has sent at most PX_REPLAY bytes. */
+#define PX_OBUF 40960
+#define PX_REPLAY 16384
+/* Room kept for a rewritten head (at most SWS_MSG_HEAD_MAX plus the added
+ * fields) and chunk framing, on top of what is fed. */
+#define PX_SLACK 9216
+/* w->resp_max: the longest part appended at once is one loop buffer's worth
+ * plus PX_SLACK; the connection's output (4 x resp_max) holds 40 KiB. */
+#define PX_RESP_MAX 10240
+/* A request is held until it is complete, or until this much of it waits: a
+ * fault that the strict parser finds late in a request that fits never
+ * reaches the upstream at all. */
+#define PX_UP_HOLD (PX_OBUF - 16384 - PX_SLACK)
+/* Upstream buffers an exchange holds before its receive is paused. */
+#define PX_HELD_MAX 4
+/* Free exchanges kept beyond the last second's peak. */
+#define PX_X_CACHE 4
+
+/* A route's head is handed over whole once the route is chosen (conn.h): a
+ * request not begun must find that much room. */
+static_assert(PX_OBUF - PX_SLACK >= SWS_ROUTE_STASH, "a routed head must fit an exchange");
+
+struct sws_proxy;
+
+/* One request and its answer, from its first byte to its answer's end. */
+typedef struct px_x {
+    struct px_x *prev, *next; /* in flight (px->live), or the free list (next) */
+    struct sws_proxy *px;
+    sws_exchange *c; /* the client's exchange */
+    uint32_t up;     /* pool slot, or SWS_NIL */
+    uint64_t up_deadline;
+    uint64_t t0_us;
+    int resp_status;     /* of the answer being streamed, for the access log */
+    uint64_t resp_bytes; /* body bytes of it so far (decoded, before our framing) */
+    int up_end;          /* with has_end: the upstream's final receive result (0: EOF) */
+    bool has_end;        /* ... waiting behind held buffers */
+    bool wfail;          /* a write could not be started: failed at the next tick */
+    bool req_done, answering, req_head, req_streams, req_http10, idem;
+    bool resp_started, resp_info, resp_up_ka, retried, replay_over;
+    bool head_names_up;    /* the head sent names its upstream (Host): no retry elsewhere */
+    bool head_seen;        /* the request's head was complete */
+    uint32_t hhead, htail; /* upstream input not yet fed (w->hpool), oldest first */
+    uint32_t hcount;
+    uint32_t olen, wpos; /* obuf: filled, and written (the retry copy is [0, olen)) */
+    sws_msg resp;
+    char obuf[PX_OBUF];
+} px_x;
+
+/* Per connection slot of the loop, shared by the loop's proxy instances
+ * (one per proxy route): a connection has one exchange at a time, whichever
+ * route serves it, and one peer. */
+typedef struct px_slot {
+    px_x *x;       /* its exchange, or NULL */
+    uint64_t h;    /* the connection peer was looked up for (sws_ex_mark): slots are reused */
+    char peer[48]; /* its address, for X-Forwarded-For; "" not looked up */
+} px_slot;
+
+struct sws_px_shared {
+    uint32_t refs; /* proxy instances of the loop using it */
+    uint32_t nslots;
+    px_slot s[];
+};
+
+typedef struct sws_proxy {
+    sws_worker *w;
+    sws_scenario *sc; /* the instance this is the state of: its route, its id */
+    /* The configuration served: its route's [proxy] keys, the one pointer
+     * everything reads them by (set at init and reload_commit). */
+    const sws_proxy_config *pc;
+    sws_pool pool;
+    sws_pick_state pick;
+    sws_up_health *health;    /* its route's, the server's; NULL only in unit tests */
+    struct sws_px_shared *sh; /* w->px_shared */
+    px_x *live;
+    px_x *free;
+    uint32_t nfree, used, peak;
+    bool in_more; /* inside the `more` hook: the connection flushes on return */
+    bool tick_armed;
+    uint64_t last_expire;
+} sws_proxy;
+
+static inline uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static inline sws_up_conn *up_of(px_x *x) {
+    return x->up == SWS_NIL ? NULL : x->px->pool.slots[x->up];
+}
+
+/* tls = on and the handshake not done: its deadline is connect_timeout from
+ * the connect, which nothing else moves. */
+static inline bool handshaking(const sws_up_conn *u) {
+    return u && u->tls && !sws_up_tls_established(u);
+}
+
+static inline px_slot *slot_of(const sws_proxy *px, const sws_exchange *c) {
+    return &px->sh->s[sws_ex_id(c)];
+}
+
+/* proxy_exchange.c */
+px_x *px_x_take(sws_proxy *px, sws_exchange *c);
+void px_x_give(sws_proxy *px, px_x *x, bool keep);
+void px_x_trim(sws_proxy *px);
+px_x *px_x_of_up(sws_proxy *px, const sws_up_conn *u);
+int px_req_head(px_x *x, const sws_head *m);
+void px_flush_up(sws_proxy *px, px_x *x);
+void px_up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status);
+bool px_x_progress(sws_proxy *px, px_x *x);
+const char *px_peer_of(const sws_proxy *px, const sws_exchange *c);
+/* put_up for sws_h1c_body: what goes upstream, into the exchange's buffer. */
+int px_put_up_cb(void *user, const char *d, size_t n);
+
+#endif
