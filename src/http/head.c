@@ -262,6 +262,13 @@ static bool take_field(sws_http_parser *p, head_facts *f, const char *name, size
         break;
     case 10:
         if (NAME_IS(name, nn, "connection")) {
+            /* llhttp 8.1 knows its tokens before SP, CR or ',' only: with an
+             * HTAB after "close" or "keep-alive" it sets no flag, so trailing
+             * HTAB is not trimmed here (found by fuzz_head_llhttp: an HTTP/1.0
+             * "keep-alive<HTAB>" kept alive here and closed by llhttp). */
+            tn = vn;
+            while (tn && val[tn - 1] == ' ')
+                tn--;
             if (NAME_IS(val, tn, "close"))
                 f->conn_close = true;
             else if (NAME_IS(val, tn, "keep-alive"))

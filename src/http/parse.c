@@ -676,6 +676,13 @@ static int on_message_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->in_message = false;
     p->complete = true;
+    /* llhttp reads a trailer's Connection: close like the head's, and after
+     * this request refuses every byte but blank lines. Keep-alive is what it
+     * decides now, so that the answer closes too and what follows is refused
+     * by after_close on both paths. Found by fuzz_request: the next request
+     * was served by head.c and refused by llhttp. */
+    if (!llhttp_should_keep_alive(lp))
+        p->req.keep_alive = false;
     p->closed = !p->req.keep_alive;
     p->scan = S_START;
     p->raw_head = 0;

@@ -174,16 +174,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "scalwsd: %s\n", err);
         return 2;
     }
-    if (check && cfg.listen_tls && !cfg.tls_from_acme) {
-        /* As nginx -t: the certificate, key and OCSP file are read and checked. */
-        sws_tls_keys *k = sws_tls_keys_new();
-        sws_tls_server *ts = sws_tls_server_new(&cfg.tls, 1, k, err, sizeof(err));
-        sws_tls_server_free(ts);
-        sws_tls_keys_free(k);
-        if (!ts) {
-            fprintf(stderr, "scalwsd: %s\n", err);
-            return 2;
-        }
+    /* The same checks for -t and the start: what the start would refuse in
+     * the files the configuration names is refused here, with file:line. */
+    sws_config_preflight_notes(stderr, &cfg, &cli);
+    if (sws_config_preflight(&cfg, &cli, SWS_PRE_ALL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "scalwsd: %s\n", err);
+        return 2;
     }
     sws_routes_notes(stderr, &cfg);
     if (check) {

@@ -115,7 +115,17 @@ out=$("$SWS" --check-config --config "$T/bad.ini" 2>&1) && fail "--check-config 
 case $out in *"bad.ini:4: [route b] overlaps [route a] at $T/bad.ini:1"*) ;; *) fail "--check-config said: $out" ;; esac
 # examples/routes.ini is accepted, and --print-config writes routes that read
 # back to the same routes.
+# --check-config opens the roots and the access log's directory, as the start
+# does: the example's paths are moved below $T, where they exist.
 EX=$(cd "$(dirname "$0")/../.." && pwd)/examples/routes.ini
+if [ ! -d /srv/www ]; then
+    out=$("$SWS" --check-config --config "$EX" 2>&1) && fail "examples/routes.ini passed without its roots"
+    case $out in *"examples/routes.ini:"*": [server] access_log /var/log/scalwsd/access.log: "* | *"[route site] root /srv/www: "*) ;;
+    *) fail "examples/routes.ini without its paths: $out" ;; esac
+fi
+mkdir -p "$T/ex/srv/www" "$T/ex/srv/assets" "$T/ex/srv/docs" "$T/ex/log"
+sed "s#/srv/#$T/ex/srv/#; s#/var/log/scalwsd/#$T/ex/log/#" "$EX" >"$T/routes-example.ini"
+EX=$T/routes-example.ini
 out=$("$SWS" --check-config --config "$EX" 2>&1) || fail "examples/routes.ini: $out"
 "$SWS" --print-config --config "$EX" >"$T/p1.ini" || fail "--print-config"
 grep -q '^\[route assets\]' "$T/p1.ini" || fail "--print-config has no routes"

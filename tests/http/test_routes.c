@@ -204,7 +204,19 @@ static void config_errors_name_the_route_and_its_line(void **state) {
         {"[route a]\nbogus = 1\n", ":2: [route a] bogus: unknown key"},
         {"[route a]\npath = /a\nscenario = respond\n[route b]\npath = /b\nscenario = respond\n"
          "[route a]\npath = /c\n",
-         ":8: [route a] path: [route a] appears twice (first at "},
+         ":7: [route a] appears twice (first at "},
+        /* Given twice in a row too: not merged into one route. */
+        {"[route a]\npath = /a\nscenario = respond\n[route  a]\nhost = b.org\n",
+         ":4: [route a] appears twice (first at "},
+        /* Two host-only routes share a host and no path: no path_prefix to speak of. */
+        {"[route a]\nhost = h.org\nscenario = respond\n[route b]\nhost = h.org\n"
+         "scenario = respond\n",
+         "[route b] overlaps [route a] at "},
+        {"[route a]\npath = /x\nscenario = proxy\nupstrem = 127.0.0.1:1\n",
+         ":4: [route a] upstrem: unknown key (did you mean upstream?)"},
+        {"[route a]\npath = /x\nscenario = proxy\nupstream = 127.0.0.1:1\n"
+         "health_interval = 10ms\n",
+         ":5: [route a] health_interval: '10ms' is too short: at least 100ms"},
         {"[route default]\npath = /a\n", "'default' is the top-level"},
         {"[route a b]\npath = /a\n", "bad route name"},
     };
@@ -215,6 +227,12 @@ static void config_errors_name_the_route_and_its_line(void **state) {
         assert_null(strchr(err, '\n'));
         sws_config_release(&cfg);
     }
+    assert_int_equal(build("[route a]\nhost = h.org\nscenario = respond\n[route b]\nhost = h.org\n"
+                           "scenario = respond\n",
+                           err, sizeof err),
+                     -EINVAL);
+    assert_non_null(strstr(err, ": the same host and no path, so one of them can never win"));
+    assert_null(strstr(err, "path_prefix"));
 }
 
 /* A proxy is a route like any other, with its own upstreams; the default

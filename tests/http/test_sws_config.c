@@ -77,8 +77,55 @@ static void config_unknown_key_names_file_line_key(void **state) {
     const char *p = write_ini("[server]\nlisten = 127.0.0.1:1\n\nevnt_loops = 2\n");
     assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
     char want[600];
-    snprintf(want, sizeof(want), "%s:4: [server] evnt_loops: unknown key", p);
+    snprintf(want, sizeof(want),
+             "%s:4: [server] evnt_loops: unknown key (did you mean event_loops?)", p);
     assert_string_equal(err, want);
+    /* Nothing near: no guess. A key of another section: that section. */
+    p = write_ini("[server]\nfrobnicate = 2\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    snprintf(want, sizeof(want), "%s:2: [server] frobnicate: unknown key", p);
+    assert_string_equal(err, want);
+    p = write_ini("[server]\nroot = /srv\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    snprintf(want, sizeof(want), "%s:2: [server] root: unknown key (root is a key of [static])", p);
+    assert_string_equal(err, want);
+    p = write_ini("[sever]\nlisten = 127.0.0.1:1\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    snprintf(want, sizeof(want), "%s:2: [sever] listen: unknown section (did you mean [server]?)",
+             p);
+    assert_string_equal(err, want);
+}
+
+/* A duration under its key's minimum says the minimum, not "bad duration". */
+static void config_short_duration_says_the_minimum(void **state) {
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    sws_config_defaults(&c);
+    const char *p = write_ini("[proxy]\nhealth_interval = 10ms\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    char want[600];
+    snprintf(want, sizeof(want),
+             "%s:2: [proxy] health_interval: '10ms' is too short: at least 100ms", p);
+    assert_string_equal(err, want);
+    p = write_ini("[server]\nrestart_timeout = 500ms\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "'500ms' is too short: at least 1s"));
+}
+
+/* A plain section given twice is read as one, with a warning naming both
+ * lines; the later value of a key wins. */
+static void config_section_twice_is_noted(void **state) {
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    sws_config_defaults(&c);
+    const char *p = write_ini("[respond]\nstatus = 201\n[server]\n[respond]\nstatus = 202\n");
+    assert_int_equal(sws_config_load(&c, p, err, sizeof(err)), 0);
+    assert_int_equal(c.status, 202);
+    char want[600];
+    snprintf(want, sizeof(want), "%s:4: [respond] appears twice (first at line 1)", p);
+    assert_non_null(strstr(c.load_note, want));
 }
 
 static void config_bad_value_names_file_line_key(void **state) {
@@ -200,6 +247,8 @@ int main(void) {
         cmocka_unit_test(config_defaults_serve_respond_on_8080),
         cmocka_unit_test(config_file_sets_every_section),
         cmocka_unit_test(config_unknown_key_names_file_line_key),
+        cmocka_unit_test(config_short_duration_says_the_minimum),
+        cmocka_unit_test(config_section_twice_is_noted),
         cmocka_unit_test(config_bad_value_names_file_line_key),
         cmocka_unit_test(config_missing_file_is_an_error),
         cmocka_unit_test(config_addresses),

@@ -191,8 +191,17 @@ int sws_config_set_key(sws_config *c, const sws_key *k, const char *v, char *why
         store_uint(c, k, n);
         return 0;
     case SWS_KEY_MS:
-        if (sws_parse_ms(v, &n) < 0 || n < k->lo || n > k->hi) {
+        if (sws_parse_ms(v, &n) < 0 || n > k->hi) {
             snprintf(why, len, "bad duration '%s' (e.g. 10s, 500ms)", v);
+            return -EINVAL;
+        }
+        if (n < k->lo) {
+            /* The minimum as a file writes it: "bad duration" would send the
+             * reader looking for a syntax fault in a well-formed value. */
+            if (k->lo % 1000 == 0)
+                snprintf(why, len, "'%s' is too short: at least %" PRIu64 "s", v, k->lo / 1000);
+            else
+                snprintf(why, len, "'%s' is too short: at least %" PRIu64 "ms", v, k->lo);
             return -EINVAL;
         }
         store_uint(c, k, n);
@@ -296,12 +305,82 @@ void sws_config_release(sws_config *c) {
     c->routes = NULL;
 }
 
+/* Edit distance (insertions, deletions, substitutions) of two short words,
+ * capped at 9: only "is it one or two typos away" is asked of it. */
+static unsigned edit_distance(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    if (na > 63 || nb > 63)
+        return 9;
+    unsigned row[64];
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = (unsigned)j;
+    for (size_t i = 1; i <= na; i++) {
+        unsigned diag = row[0];
+        row[0] = (unsigned)i;
+        for (size_t j = 1; j <= nb; j++) {
+            unsigned up = row[j];
+            unsigned best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb] > 9 ? 9 : row[nb];
+}
+
+bool sws_config_near(const char *typed, const char *known, unsigned *best) {
+    unsigned d = edit_distance(typed, known);
+    /* Two edits at most, and fewer than half the word: "evnt_loops" is
+     * event_loops, "tls" is not "ttl". */
+    if (d == 0 || d > 2 || 2 * d >= strlen(typed) || d >= *best)
+        return false;
+    *best = d;
+    return true;
+}
+
+/* "unknown key" with the nearest key of the section, or the section that has
+ * the key ("[server] root" is [static]'s); "unknown section" likewise. */
+static void unknown(const char *section, const char *key, bool section_known, char *err,
+                    size_t errlen) {
+    unsigned best = 9;
+    const char *near = NULL, *elsewhere = NULL;
+    for (int i = 0; i < sws_config_nkeys; i++) {
+        const sws_key *k = &sws_config_keys[i];
+        if (!section_known) {
+            if ((!near || strcmp(near, k->section) != 0) &&
+                sws_config_near(section, k->section, &best))
+                near = k->section;
+            continue;
+        }
+        if (strcmp(k->section, section) != 0) {
+            if (!elsewhere && strcmp(k->name, key) == 0)
+                elsewhere = k->section;
+            continue;
+        }
+        if (sws_config_near(key, k->name, &best))
+            near = k->name;
+    }
+    if (!section_known && near)
+        snprintf(err, errlen, "unknown section (did you mean [%s]?)", near);
+    else if (!section_known)
+        snprintf(err, errlen, "unknown section");
+    else if (near)
+        snprintf(err, errlen, "unknown key (did you mean %s?)", near);
+    else if (elsewhere)
+        snprintf(err, errlen, "unknown key (%s is a key of [%s])", key, elsewhere);
+    else
+        snprintf(err, errlen, "unknown key");
+}
+
 static int set_from(sws_config *c, const char *section, const char *key, const char *v,
                     uint8_t origin, uint32_t line, char *err, size_t errlen) {
     bool known;
     int i = key_index(section, key, &known);
     if (i < 0) {
-        snprintf(err, errlen, known ? "unknown key" : "unknown section");
+        unknown(section, key, known, err, errlen);
         return -EINVAL;
     }
     int rc = sws_config_set_key(c, &sws_config_keys[i], v, err, errlen);
@@ -340,6 +419,14 @@ struct load_ctx {
     char section[64];
     char key[64];
     bool failed;
+    int fail_line; /* of a fault the reader found (a section given twice); 0 none */
+    /* The sections seen so far and their lines: inih merges a section given
+     * twice, so that the second silently overrides keys of the first. */
+    int nseen;
+    struct {
+        char name[80];
+        int line;
+    } seen[SWS_CONFIG_SECTIONS_MAX];
 };
 
 static int on_kv(void *user, const char *section, const char *key, const char *value) {
@@ -347,7 +434,7 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
     if (l->failed)
         return 0;
     if (strncmp(section, "route", 5) == 0 && (section[5] == ' ' || section[5] == '\t')) {
-        if (sws_route_load_kv(l->c, section, key, value, l->path, l->section_line, l->why,
+        if (sws_route_load_kv(l->c, section, key, value, l->path, l->section_line, l->line, l->why,
                               sizeof(l->why)) < 0) {
             snprintf(l->section, sizeof(l->section), "%s", section);
             snprintf(l->key, sizeof(l->key), "%s", key);
@@ -369,16 +456,64 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
     return 1;
 }
 
+/* A "[section]" line's name as the loader keys it: inih's (the text up to
+ * ']'), with a route's "route   NAME" spaced as "route NAME". */
+static bool section_name(const char *s, char *out, size_t len) {
+    const char *end = strchr(s, ']');
+    if (!end)
+        return false; /* inih's syntax error */
+    size_t n = (size_t)(end - s - 1);
+    const char *name = s + 1;
+    if (n > 5 && strncmp(name, "route", 5) == 0 && (name[5] == ' ' || name[5] == '\t')) {
+        const char *r = name + 5;
+        while (r < end && (*r == ' ' || *r == '\t'))
+            r++;
+        snprintf(out, len, "route %.*s", (int)(end - r), r);
+    } else {
+        snprintf(out, len, "%.*s", (int)n, name);
+    }
+    return true;
+}
+
 static char *read_line(char *str, int num, void *stream) {
     struct load_ctx *l = stream;
+    if (l->failed)
+        return NULL; /* the end, for inih: the fault is reported after it */
     char *r = fgets(str, num, l->f);
     if (r) {
         l->line++;
         const char *s = r;
         while (*s == ' ' || *s == '\t')
             s++;
-        if (*s == '[')
+        char name[80];
+        if (*s == '[' && section_name(s, name, sizeof(name))) {
             l->section_line = l->line;
+            for (int i = 0; i < l->nseen; i++) {
+                if (strcmp(l->seen[i].name, name) != 0)
+                    continue;
+                if (strncmp(name, "route ", 6) == 0) {
+                    /* Two routes of one name: which one is meant? */
+                    snprintf(l->why, sizeof(l->why), "[%s] appears twice (first at %s:%d)", name,
+                             l->path, l->seen[i].line);
+                    l->fail_line = l->line;
+                    l->failed = true;
+                    return NULL;
+                }
+                /* inih reads both as one section, the later value of a key
+                 * winning: valid, and said (files that include others in
+                 * this way exist), but likely a slip. */
+                if (!l->c->load_note[0])
+                    snprintf(l->c->load_note, sizeof(l->c->load_note),
+                             "%s:%d: [%s] appears twice (first at line %d): its keys are read "
+                             "as one section, a key given in both takes the later value",
+                             l->path, l->line, name, l->seen[i].line);
+                break;
+            }
+            if (l->nseen < SWS_CONFIG_SECTIONS_MAX) {
+                snprintf(l->seen[l->nseen].name, sizeof(l->seen[0].name), "%s", name);
+                l->seen[l->nseen++].line = l->line;
+            }
+        }
     }
     return r;
 }
@@ -393,10 +528,12 @@ int sws_config_load(sws_config *c, const char *path, char *err, size_t errlen) {
     struct load_ctx l = {.c = c, .f = f, .path = path};
     int line = ini_parse_stream(read_line, &l, on_kv, &l);
     fclose(f);
-    if (line == 0)
+    if (line == 0 && !l.failed)
         return 0;
     sws_route_load_free(c);
-    if (l.failed)
+    if (l.fail_line)
+        snprintf(err, errlen, "%s:%d: %s", path, l.fail_line, l.why);
+    else if (l.failed)
         snprintf(err, errlen, "%s:%d: [%s] %s: %s", path, line, l.section, l.key, l.why);
     else
         snprintf(err, errlen, "%s:%d: syntax error (want [section] or key = value)", path, line);
@@ -526,6 +663,25 @@ void sws_config_print(FILE *f, const sws_config *c, const sws_cli *cli) {
         sws_config_format(c, k, v, sizeof v);
         if (!*v && !k->def) { /* unset: shown commented out, as the example file does */
             fprintf(f, ";%s =\n", k->name);
+            continue;
+        }
+        /* Values that mean something else once a file sets them, shown
+         * commented out so that the print reads back to this configuration:
+         * with routes, an unset scenario makes the default route a 404 (set,
+         * even to respond, it answers); with ACME, cert and key are its own
+         * files, which a set cert and key would replace. */
+        bool routes_404 = c->routes && c->routes->listed && c->origin[i] == SWS_FROM_DEFAULT &&
+                          strcmp(k->section, "server") == 0 && strcmp(k->name, "scenario") == 0;
+        bool acme_pair = c->tls_from_acme && c->origin[i] == SWS_FROM_DEFAULT &&
+                         strcmp(k->section, "tls") == 0 &&
+                         (strcmp(k->name, "cert") == 0 || strcmp(k->name, "key") == 0);
+        if (routes_404) {
+            fprintf(f, ";%s = %s ; default: unset, what no route matches is 404\n", k->name, v);
+            continue;
+        }
+        if (acme_pair) {
+            fprintf(f, ";%s = %s ; [acme] state_dir's, while [tls] cert and key are unset\n",
+                    k->name, v);
             continue;
         }
         fprintf(f, "%s = ", k->name);

@@ -37,6 +37,9 @@ typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_
 #define SWS_ADDR_MAX 128
 #define SWS_CONFIG_KEYS_MAX 96
 #define SWS_BODY_MAX 65536
+/* Sections a file may name (a [route NAME] is one each): past it, a section
+ * given twice is no longer noticed. Above SWS_ROUTES_MAX plus the others. */
+#define SWS_CONFIG_SECTIONS_MAX 300
 
 typedef struct sws_addr {
     char text[SWS_ADDR_MAX];
@@ -145,6 +148,10 @@ typedef struct sws_config {
     struct sws_routes *routes;
     struct sws_route_load *route_load; /* while loading: the [route] sections so far */
     sws_route_keys rt;                 /* scratch of the [route NAME] being read */
+    /* The loader's first warning ("file:line: ..."; "" none): valid but likely
+     * not meant, such as a section given twice. sws_config_preflight_notes
+     * prints it. */
+    char load_note[400];
     /* Where each key's value came from, by its index in the key table. */
     uint8_t origin[SWS_CONFIG_KEYS_MAX]; /* enum sws_origin */
     uint32_t origin_line[SWS_CONFIG_KEYS_MAX];
@@ -188,6 +195,10 @@ extern const int sws_route_nkeys;
 
 /* Sets k from its text, as the loader does. 0 or -EINVAL with why. */
 int sws_config_set_key(sws_config *c, const sws_key *k, const char *v, char *why, size_t len);
+/* Whether typed is a typo of known (one or two edits, and fewer than half the
+ * word) closer than *best edits; if so *best becomes its distance. Start with
+ * *best = 9. For "did you mean" in the loaders' messages. */
+bool sws_config_near(const char *typed, const char *known, unsigned *best);
 /* The index of [section] key in the key table, or -1. */
 int sws_config_key_index(const char *section, const char *key);
 /* Drops what a loaded or built config holds on the heap (its route table). */
@@ -225,6 +236,26 @@ typedef struct sws_cli {
 /* Defaults, then the file, then the flags; checks what needs several keys.
  * 0, or a negative errno with one line in err ("file:line: ..." or "--flag: ..."). */
 int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen);
+
+/* preflight.c: what the start would refuse in the files and directories the
+ * configuration names (the access log's directory, each static root and
+ * mime_types file, the tls listener's certificate, key and OCSP file), checked
+ * without creating or writing anything, and acceptors against the loops. 0, or a negative errno
+ * with one line in err naming the file, line and key ("[route NAME] root" for a route's). */
+enum {
+    SWS_PRE_ACCESS_LOG = 1,
+    SWS_PRE_STATIC = 2,
+    SWS_PRE_TLS = 4,
+    SWS_PRE_LOOPS = 8, /* acceptors within the loops the start will make */
+    SWS_PRE_ALL = 15
+};
+int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what, char *err,
+                         size_t errlen);
+/* Warnings, one line each, for what is valid but likely not meant: the
+ * loader's load_note, [tls] keys without a tls listener. */
+void sws_config_preflight_notes(FILE *f, const sws_config *c, const sws_cli *cli);
+/* Puts "file:line: " before a "[tls] cert|key|ocsp ..." message of tls_server.c. */
+void sws_config_blame_tls(const sws_config *c, const sws_cli *cli, char *err, size_t errlen);
 
 /* The key's current value as a file would write it ("" when unset). */
 void sws_config_format(const sws_config *c, const sws_key *k, char *out, size_t len);

@@ -496,7 +496,7 @@ const sws_key sws_config_keys[] = {
     STRING("proxy", "tls_name", proxy.tls_name, NULL, RESTART,
            "name sent as SNI and verified (unset: each upstream's host as written)"),
     MS("proxy", "connect_timeout", proxy.connect_timeout_ms, 1, "5s", RELOAD,
-       "time to connect to an upstream (502 after it)"),
+       "time to connect to an upstream (504 after it)"),
     MS("proxy", "read_timeout", proxy.read_timeout_ms, 1, "60s", RELOAD,
        "time between two reads of an upstream's answer (504 after it)"),
     MS("proxy", "idle_timeout", proxy.idle_timeout_ms, 1, "60s", RELOAD,
@@ -528,7 +528,7 @@ const sws_key sws_route_key_table[] = {
     CUSTOM("route NAME", "path", parse_route_path, format_route_path, NULL, RELOAD,
            "exact path to match (beats any path_prefix)"),
     ENUM("route NAME", "scenario", rt.scenario, scenario_names, NULL, RELOAD,
-         "what answers the route: respond or static"),
+         "what answers the route: respond, static or proxy"),
     BOOL("route NAME", "strip_prefix", rt.strip_prefix, "off", RELOAD,
          "the scenario sees the path without the route's path_prefix"),
 };

@@ -41,6 +41,9 @@ typedef struct sws_route {
     uint16_t path_len; /* 0: any path */
     char path[SWS_ROUTE_PATH_MAX];
     uint32_t stat_slot; /* its /metrics slot, by name (route_inst.c); set before posting */
+    /* Lines of its root and mime_types keys (0: not in its section), for the
+     * messages of the checks of the files they name (preflight.c). */
+    uint32_t root_line, mime_types_line;
     sws_scenario_cfg cfg;
 } sws_route;
 
@@ -78,7 +81,7 @@ const sws_route *sws_routes_find(const sws_routes *t, const char *name);
 
 /* route_config.c, called by the loader (config.c): one key of [route NAME]. */
 int sws_route_load_kv(sws_config *c, const char *section, const char *key, const char *value,
-                      const char *path, int line, char *why, size_t len);
+                      const char *path, int line, int key_line, char *why, size_t len);
 /* sws_config_build, after the flags: the table from the sections and the
  * top-level scenario, checked (one line naming both routes of an overlap). */
 int sws_routes_build(sws_config *c, char *err, size_t errlen);

@@ -80,6 +80,10 @@ static int finish(struct sws_route_load *L) {
     memcpy(r->path, s->rt.path, r->path_len);
     r->exact = r->path_len && !s->rt.prefix;
     fill_scenario(&r->cfg, s, s->rt.scenario, s->rt.strip_prefix);
+    int root = sws_config_key_index("static", "root");
+    int mime = sws_config_key_index("static", "mime_types");
+    r->root_line = root >= 0 ? s->origin_line[root] : 0;
+    r->mime_types_line = mime >= 0 ? s->origin_line[mime] : 0;
     if (s->body_len) {
         if (!(r->cfg.body = malloc(s->body_len)))
             return -ENOMEM;
@@ -89,7 +93,26 @@ static int finish(struct sws_route_load *L) {
     return 0;
 }
 
-static int set_route_key(sws_config *s, const char *key, char *why, size_t len, const char *v) {
+/* The nearest key a route takes, for "did you mean": its own, then the
+ * scenario sections'. NULL when none is a likely typo of key. */
+static const char *nearest_route_key(const char *key) {
+    unsigned best = 9;
+    const char *near = NULL;
+    for (int i = 0; i < sws_route_nkeys; i++)
+        if (sws_config_near(key, sws_route_key_table[i].name, &best))
+            near = sws_route_key_table[i].name;
+    for (int i = 0; i < sws_config_nkeys; i++) {
+        const sws_key *k = &sws_config_keys[i];
+        for (size_t j = 0; j < sizeof(scenario_sections) / sizeof(scenario_sections[0]); j++)
+            if (strcmp(k->section, scenario_sections[j]) == 0 &&
+                sws_config_near(key, k->name, &best))
+                near = k->name;
+    }
+    return near;
+}
+
+static int set_route_key(sws_config *s, const char *key, char *why, size_t len, const char *v,
+                         uint32_t line) {
     for (int i = 0; i < sws_route_nkeys; i++)
         if (strcmp(sws_route_key_table[i].name, key) == 0)
             return sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
@@ -104,17 +127,29 @@ static int set_route_key(sws_config *s, const char *key, char *why, size_t len, 
             name = dot + 1;
         }
         int i = sws_config_key_index(sec, name);
-        if (i >= 0)
-            return sws_config_set_key(s, &sws_config_keys[i], v, why, len);
+        if (i >= 0) {
+            int rc = sws_config_set_key(s, &sws_config_keys[i], v, why, len);
+            if (rc == 0) {
+                /* Where it came from, for the checks of the files it names
+                 * (preflight.c) and --print-config. */
+                s->origin[i] = SWS_FROM_FILE;
+                s->origin_line[i] = line;
+            }
+            return rc;
+        }
     }
-    snprintf(why, len,
-             "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix and the "
-             "keys of [respond], [static] and [proxy])");
+    const char *near = nearest_route_key(dot ? dot + 1 : key);
+    if (near)
+        snprintf(why, len, "unknown key (did you mean %s?)", near);
+    else
+        snprintf(why, len,
+                 "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix and "
+                 "the keys of [respond], [static] and [proxy])");
     return -EINVAL;
 }
 
 int sws_route_load_kv(sws_config *c, const char *section, const char *key, const char *value,
-                      const char *path, int line, char *why, size_t len) {
+                      const char *path, int line, int key_line, char *why, size_t len) {
     const char *name = section + strlen("route");
     while (*name == ' ' || *name == '\t')
         name++;
@@ -159,7 +194,7 @@ int sws_route_load_kv(sws_config *c, const char *section, const char *key, const
         snprintf(L->origin, sizeof(L->origin), "%s:%d", path, line);
         L->open = true;
     }
-    return set_route_key(L->scratch, key, why, len, value);
+    return set_route_key(L->scratch, key, why, len, value, (uint32_t)key_line);
 }
 
 void sws_route_load_free(sws_config *c) {
@@ -207,10 +242,16 @@ static int check_overlap(const sws_routes *t, char *err, size_t errlen) {
                 a->path_len != b->path_len || memcmp(a->host, b->host, a->host_len) != 0 ||
                 memcmp(a->path, b->path, a->path_len) != 0)
                 continue;
+            /* Say what they share as they were written: two host-only
+             * routes have no path_prefix to speak of. */
+            const char *host = a->host_len ? "the same host" : "no host";
+            const char *path = !a->path_len ? "no path"
+                               : a->exact   ? "the same path"
+                                            : "the same path_prefix";
             snprintf(err, errlen,
-                     "%s: [route %s] overlaps [route %s] at %s: same host and %s, so one of "
-                     "them can never win",
-                     b->origin, b->name, a->name, a->origin, a->exact ? "path" : "path_prefix");
+                     "%s: [route %s] overlaps [route %s] at %s: %s and %s, so one of them can "
+                     "never win",
+                     b->origin, b->name, a->name, a->origin, host, path);
             return -EINVAL;
         }
     }
@@ -328,6 +369,24 @@ static void unfill(sws_config *x, const sws_scenario_cfg *s) {
     x->proxy = s->proxy;
 }
 
+/* How a route's section writes a scenario key so that set_route_key reads it
+ * back as the same key: "section.key" when the bare name would be taken
+ * first by a route key (a proxy's host is not the route's host) or by an
+ * earlier scenario section. */
+static void route_key_name(const sws_key *key, char *out, size_t len) {
+    bool taken = false;
+    for (int i = 0; !taken && i < sws_route_nkeys; i++)
+        taken = strcmp(sws_route_key_table[i].name, key->name) == 0;
+    for (size_t j = 0; !taken && j < sizeof(scenario_sections) / sizeof(scenario_sections[0]) &&
+                       strcmp(scenario_sections[j], key->section) != 0;
+         j++)
+        taken = sws_config_key_index(scenario_sections[j], key->name) >= 0;
+    if (taken)
+        snprintf(out, len, "%s.%s", key->section, key->name);
+    else
+        snprintf(out, len, "%s", key->name);
+}
+
 /* The value as a file line (';' escaped, as sws_config_print does). */
 static void print_kv(FILE *f, const char *k, const char *v) {
     fprintf(f, "%s = ", k);
@@ -388,8 +447,11 @@ void sws_routes_print(FILE *f, const sws_config *c) {
                 continue;
             sws_config_format(x, key, v, SWS_BODY_MAX * 2 + 1);
             sws_config_format(d, key, dv, SWS_BODY_MAX * 2 + 1);
-            if (strcmp(v, dv) != 0)
-                print_kv(f, key->name, v);
+            if (strcmp(v, dv) != 0) {
+                char name[80];
+                route_key_name(key, name, sizeof(name));
+                print_kv(f, name, v);
+            }
         }
     }
 out:

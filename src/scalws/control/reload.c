@@ -122,6 +122,11 @@ void sws_reload_begin(sws_server *s) {
     const char *bad = NULL;
     if (sws_config_build(&g->cfg, &R.cli, err, sizeof(err)) < 0)
         bad = err;
+    /* A root or mime_types that cannot be opened, refused as at start (the
+     * TLS files below; an access log that cannot be opened leaves the old
+     * one in use, see sws_reload_apply). */
+    else if (sws_config_preflight(&g->cfg, &R.cli, SWS_PRE_STATIC, err, sizeof(err)) < 0)
+        bad = err;
     else if ((bad = fixed_change(s, s->cfg, &g->cfg, why, sizeof(why))) != NULL) {
         snprintf(err, sizeof(err), "%s; that needs a restart", bad);
         bad = err;
@@ -131,8 +136,10 @@ void sws_reload_begin(sws_server *s) {
          * here, before any loop sees it, and the old one keeps serving. */
         g->cfg.tls_server =
             sws_tls_server_new(&g->cfg.tls, s->nloops, s->tls_keys, err, sizeof(err));
-        if (!g->cfg.tls_server)
+        if (!g->cfg.tls_server) {
+            sws_config_blame_tls(&g->cfg, &R.cli, err, sizeof(err));
             bad = err;
+        }
     }
     if (!bad && sws_route_slots_assign(g->cfg.routes, err, sizeof(err)) < 0)
         bad = err;
@@ -148,6 +155,7 @@ void sws_reload_begin(sws_server *s) {
         notify("READY=1");
         return;
     }
+    sws_config_preflight_notes(stderr, &g->cfg, &R.cli);
     char what[400];
     snprintf(what, sizeof(what), "SIGHUP: reloading %s", file);
     R.why = "SIGHUP";

@@ -267,7 +267,8 @@ void sws_server_free(sws_server *s);
 
 /* worker.c */
 uint64_t sws_now_ms(void);
-int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener);
+int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, char *err,
+                    size_t errlen);
 void sws_worker_arm(sws_worker *w);
 void sws_worker_free(sws_worker *w);
 void *sws_worker_main(void *arg); /* thread: turns w until it is finished */

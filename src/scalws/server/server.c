@@ -162,18 +162,17 @@ static int create_workers(sws_server *s, bool inh_many, char *err, size_t errlen
     s->workers = calloc((size_t)s->nloops, sizeof(*s->workers));
     s->loops = calloc((size_t)s->nloops, sizeof(*s->loops));
     s->listen_fds = calloc((size_t)s->nloops, sizeof(*s->listen_fds));
-    if (!s->workers || !s->loops || !s->listen_fds)
+    if (!s->workers || !s->loops || !s->listen_fds) {
+        snprintf(err, errlen, "out of memory");
         return -ENOMEM;
+    }
     for (int i = 0; i < s->nloops; i++) {
         bool has_listener = inh_many || sws_balance_accepts(s, route, i);
-        int rc = sws_worker_init(s, &s->workers[i], i, has_listener);
+        int rc = sws_worker_init(s, &s->workers[i], i, has_listener, err, errlen);
         s->workers[i].accepts = has_listener;
         s->workers[i].fed_by = route == SWS_ACCEPT_ACCEPTOR ? -1 : i;
-        if (rc < 0) {
-            snprintf(err, errlen, "cannot create loop %d (backend %s): %s", i,
-                     sws_backend_name(s->cfg->backend), tl_strerror(rc));
-            return rc;
-        }
+        if (rc < 0)
+            return rc; /* sws_worker_init said which part failed */
         s->loops[i] = s->workers[i].loop;
     }
     s->backend = tl_loop_backend(s->loops[0]);

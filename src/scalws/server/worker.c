@@ -182,7 +182,8 @@ void sws_worker_arm(sws_worker *w) {
 
 /* A worker and its loop, before any thread turns it. has_listener: the loop
  * holds a listening handle (its handle ceiling counts it). */
-int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener) {
+int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, char *err,
+                    size_t errlen) {
     const sws_config *cfg = s->cfg;
     w->index = index;
     w->srv = s;
@@ -191,15 +192,21 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener) 
     w->cpu = -1;
     w->conn_proto = &sws_http1_conn;
     int rc = sws_conn_table_init(w);
-    if (rc < 0)
+    if (rc < 0) {
+        snprintf(err, errlen, "loop %d: connection table: %s", index, strerror(-rc));
         return rc;
+    }
     sws_date_init(&w->date);
     w->sc.ops = s->sc_ops;
     w->resp_max = 512;
     if (cfg->access_log[0]) {
         w->access_log = fopen(cfg->access_log, "a");
-        if (!w->access_log)
-            return -errno;
+        if (!w->access_log) {
+            /* preflight.c checked it; this is a race with the file system. */
+            rc = -errno;
+            snprintf(err, errlen, "[server] access_log %s: %s", cfg->access_log, strerror(-rc));
+            return rc;
+        }
         /* One write per line: lines of several loops never interleave. */
         setvbuf(w->access_log, NULL, _IOLBF, 0);
     }
@@ -219,10 +226,18 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener) 
     o.recv_buffers = SWS_RECV_BUFFERS;
     o.recv_buffer_size = 16384;
     rc = tl_loop_new(&w->loop, &o);
-    if (rc == 0)
-        rc = sws_insts_init(w); /* the scenario of every route, the default's first */
-    if (rc < 0)
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot create loop %d (backend %s): %s", index,
+                 sws_backend_name(cfg->backend), tl_strerror(rc));
         return rc;
+    }
+    /* The scenario of every route, the default's first. Its errors are errnos
+     * (a scenario that says more has said it on stderr), never turnloop's. */
+    rc = sws_insts_init(w);
+    if (rc < 0) {
+        snprintf(err, errlen, "loop %d: its scenarios could not start: %s", index, strerror(-rc));
+        return rc;
+    }
     /* Room for four of the scenario's longest answers (reload.c relies on it). */
     w->out_cap = 16384;
     if (w->out_cap < 4 * w->resp_max)
