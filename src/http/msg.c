@@ -249,8 +249,8 @@ bool sws_msg_name_is(const sws_msg *m, uint32_t i, const char *name) {
     return m->f[i].name_len == n && strncasecmp(m->buf + m->f[i].name_off, name, n) == 0;
 }
 
-bool sws_msg_value_has(const sws_msg *m, uint32_t i, const char *token) {
-    const char *v = m->buf + m->f[i].val_off, *end = v + m->f[i].val_len;
+bool sws_http_list_has(const char *v, size_t n, const char *token) {
+    const char *end = v + n;
     size_t tl = strlen(token);
     while (v < end) {
         while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
@@ -265,4 +265,8 @@ bool sws_msg_value_has(const sws_msg *m, uint32_t i, const char *token) {
             return true;
     }
     return false;
+}
+
+bool sws_msg_value_has(const sws_msg *m, uint32_t i, const char *token) {
+    return sws_http_list_has(m->buf + m->f[i].val_off, m->f[i].val_len, token);
 }

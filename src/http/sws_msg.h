@@ -75,6 +75,9 @@ void sws_msg_next(sws_msg *m);
 /* Case-insensitive field name test. */
 bool sws_msg_name_is(const sws_msg *m, uint32_t i, const char *name);
 
+/* Whether the comma-separated list v[0..n) holds token (case-insensitive,
+ * OWS around each element ignored). */
+bool sws_http_list_has(const char *v, size_t n, const char *token);
 /* Whether the comma-separated value of field i holds token (case-insensitive). */
 bool sws_msg_value_has(const sws_msg *m, uint32_t i, const char *token);
 

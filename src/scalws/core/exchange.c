@@ -1,9 +1,9 @@
 /* The exchange's functions that are the same for every protocol (exchange.h). */
 #include "exchange.h"
 
-#include <errno.h>
+#include "sws_msg.h"
+
 #include <string.h>
-#include <strings.h>
 
 void sws_fixed_init(sws_fixed *f, int status, const char *content_type, const char *body,
                     uint32_t body_len) {
@@ -20,19 +20,5 @@ void sws_fixed_free(sws_fixed *f) {
 }
 
 bool sws_field_has(const sws_field *f, const char *token) {
-    const char *v = f->value, *end = v + f->value_len;
-    size_t tl = strlen(token);
-    while (v < end) {
-        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
-            v++;
-        const char *s = v;
-        while (v < end && *v != ',')
-            v++;
-        const char *e = v;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-            e--;
-        if ((size_t)(e - s) == tl && strncasecmp(s, token, tl) == 0)
-            return true;
-    }
-    return false;
+    return sws_http_list_has(f->value, f->value_len, token);
 }
