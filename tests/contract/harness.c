@@ -323,12 +323,12 @@ static void *host_main(void *p) {
         for (int i = 0; i < n; i++)
             host_completion(ho, &cq[i]);
     }
-    /* Freed here, on its own thread and at once, so that the clients of leaked
-     * connections see their end now rather than at their timeout. */
+    /* Judged here, on its own thread; freed by serve_run once every host has
+     * stopped: an acceptor still turning may hand this loop one more
+     * connection (a post into it), which a loop freed here would take after
+     * its free (TSan saw it: multi_threaded_accept_by_handoff_group). */
     ho->alive_at_end = tl_loop_alive(ho->loop);
     tl_loop_get_stats(ho->loop, &ho->stats);
-    tl_loop_free(ho->loop);
-    ho->loop = NULL;
     return NULL;
 }
 
@@ -395,6 +395,10 @@ void serve_run(const serve_config *cfg, serve_result *res) {
     }
     for (int i = 0; i < nhosts; i++)
         pthread_join(hosts[i].th, NULL);
+    for (int i = 0; i < nhosts; i++) {
+        tl_loop_free(hosts[i].loop); /* what a late handoff posted goes with it */
+        hosts[i].loop = NULL;
+    }
     res->err = atomic_load(&sh.err);
     for (int i = 0; i < cfg->loops; i++)
         res->served[i] = hosts[i].served;
