@@ -65,20 +65,15 @@ bool sws_field_has(const sws_field *f, const char *token);
 typedef struct sws_answer {
     int status;
     const char *content_type; /* NULL: none */
-    uint64_t length;          /* body bytes (0 for none), or SWS_BODY_STREAM */
-    /* No body follows the head whatever its length says (304, or a length
-     * announced for a body the request does not get). HEAD needs nothing:
-     * the protocol drops the body of an answer to HEAD by itself. */
-    bool no_body;
+    /* Body bytes (0 for none), or SWS_BODY_STREAM. HEAD, 1xx, 204 and 304
+     * get no body whatever it says: the protocol drops it by itself. */
+    uint64_t length;
     /* Nothing can follow this answer on the connection (a request the
      * scenario refused as malformed: 400, 414): the protocol ends it. */
     bool last;
     /* Another server's answer (the proxy's upstream): its fields carry
      * their own Date and Server, and reason its own phrase. */
     bool relayed;
-    /* No Content-Length whatever length says (a 304 of a relayed answer
-     * whose origin gave none). */
-    bool no_length;
     const char *reason; /* NULL: the status's usual phrase */
     uint32_t reason_len;
     const sws_field *fields; /* every other field, in order */
@@ -89,9 +84,8 @@ typedef struct sws_answer {
  * frames it once (per Date second) and copies it per request. Made with
  * sws_fixed_init, which only keeps the pointers: status, type and body must
  * outlive it. The protocols' framed copies are made on first use. */
-#define SWS_FIXED_PROTOS 2
-#define SWS_PROTO_HTTP1 0 /* the protocols' slots in sws_fixed.framed */
-#define SWS_PROTO_HTTP2 1
+#define SWS_FIXED_PROTOS 2 /* HTTP/2 takes the second slot */
+#define SWS_PROTO_HTTP1 0  /* the protocols' slots in sws_fixed.framed */
 typedef struct sws_fixed {
     int status;
     const char *content_type;

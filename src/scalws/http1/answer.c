@@ -85,7 +85,7 @@ int h1_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
     int st = a->status;
     /* RFC 9110 6.4.1: no content in an answer to HEAD, nor in 1xx, 204, 304. */
     bool bodyless_status = st < 200 || st == 204 || st == 304;
-    bool nobody = a->no_body || r->head || bodyless_status;
+    bool nobody = r->head || bodyless_status;
     bool stream = a->length == SWS_BODY_STREAM;
     bool http10 = r->http_major == 1 && r->http_minor == 0;
     if (a->last || (w->draining && !c->h1_in_answer))
@@ -145,7 +145,7 @@ int h1_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
             H1_PUT(p, "Transfer-Encoding: chunked\r\n", 28);
             chunked = true;
         }
-    } else if (!(st < 200 || st == 204) && !(st == 304 && a->length == 0) && !a->no_length) {
+    } else if (!(st < 200 || st == 204) && !(st == 304 && a->length == 0)) {
         /* HEAD gets the length a GET would have (RFC 9110 8.6). */
         H1_PUT(p, "Content-Length: ", 16);
         char t[24];
