@@ -93,15 +93,22 @@ chmod 0755 "$T"
 as_user=()
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
     as_user=(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups)
+    # A clone under a private directory (mktemp -d is 0700) is not nobody's to run.
+    if ! "${as_user[@]}" "$SWS" --version >/dev/null 2>&1; then
+        echo "note: nobody cannot run $SWS here: the unwritable-directory case is not checked"
+        as_user=(skip)
+    fi
 fi
-if [ "$(id -u)" != 0 ] || [ ${#as_user[@]} -gt 0 ]; then
+if [ "${as_user[*]}" = skip ]; then
+    :
+elif [ "$(id -u)" != 0 ] || [ ${#as_user[@]} -gt 0 ]; then
     printf '%b' "$L"'access_log = '"$T/ro/a.log"'\n' >"$T/ro.ini"
     chmod 0644 "$T/ro.ini"
     st=0; "${as_user[@]}" "$SWS" --check-config --config "$T/ro.ini" 2>"$T/err" || st=$?
     [ "$st" = 2 ] || fail "unwritable access log directory: exit $st ($(cat "$T/err"))"
     grep -qF "ro.ini:3: [server] access_log $T/ro/a.log: cannot create it in $T/ro: Permission denied" "$T/err" ||
         fail "unwritable access log directory: $(cat "$T/err")"
-    st=0; "${as_user[@]}" timeout 10 "$SWS" --config "$T/ro.ini" 2>"$T/err" || st=$?
+    st=0; timeout 10 "${as_user[@]}" "$SWS" --config "$T/ro.ini" 2>"$T/err" || st=$?
     [ "$st" = 2 ] && grep -qF "cannot create it in $T/ro: Permission denied" "$T/err" ||
         fail "unwritable access log directory at start: exit $st ($(cat "$T/err"))"
 else
