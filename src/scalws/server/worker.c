@@ -4,6 +4,7 @@
  * token's tag (token.h). */
 #include "conn.h"
 #include "http1.h"
+#include "http2.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -191,6 +192,7 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, 
     w->limits = cfg->limits;
     w->cpu = -1;
     w->conn_proto = &sws_http1_conn;
+    w->h2_proto = cfg->http2 ? &sws_http2_conn : NULL;
     int rc = sws_conn_table_init(w);
     if (rc < 0) {
         snprintf(err, errlen, "loop %d: connection table: %s", index, strerror(-rc));

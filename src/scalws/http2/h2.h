@@ -1,0 +1,159 @@
+/* HTTP/2's parts (session.c: the connection and its frames; request.c: a
+ * stream's request into an exchange; answer.c: the exchange's functions),
+ * shared between its files only. The library is libnghttp2, driven without
+ * I/O callbacks: the transport's decrypted bytes go to
+ * nghttp2_session_mem_recv, and nghttp2_session_mem_send is drained into the
+ * connection's output as far as it has room (fill). Every function runs on
+ * the connection's loop thread. */
+#ifndef SWS_H2_H
+#define SWS_H2_H
+
+#include "conn.h"
+#include "exchange.h"
+#include "route.h"
+
+#include <nghttp2/nghttp2.h>
+
+/* A stream's body buffer and a paused DATA chunk's rest: one frame's payload
+ * at most (SETTINGS_MAX_FRAME_SIZE stays at its default). */
+#define H2_BLOCK 16384
+
+typedef struct h2_conn h2_conn;
+
+/* One request and its answer: the exchange a scenario is given. From the
+ * loop's stream table; its place there is its exchange id. */
+typedef struct h2_stream {
+    sws_exchange ex; /* first: the exchange functions find the stream from it */
+    h2_conn *hc;
+    struct h2_stream *prev, *next; /* the connection's streams */
+    int32_t id;
+    uint32_t xid;     /* sws_ex_id: w->nslots + the table index */
+    uint32_t gen;     /* bumped each time the entry is reused: the exchange's mark */
+    sws_scenario *sc; /* the route's instance, once the head is complete */
+    bool routed : 1;
+    /* the request */
+    bool head_done : 1;   /* its header block is complete */
+    bool req_end : 1;     /* END_STREAM came */
+    bool keep_fields : 1; /* every field is kept (a scenario may take the request) */
+    bool takes_body : 1;  /* the scenario takes the request (request_head...) */
+    bool authority : 1;   /* :authority came (Host must agree with it) */
+    bool expect : 1;      /* Expect: 100-continue */
+    bool flush : 1;       /* body bytes went to the scenario in this input */
+    /* the answer */
+    bool answering : 1; /* the scenario was asked (answer) */
+    bool in_answer : 1; /* inside the scenario's answer */
+    bool pending : 1;   /* the scenario answers asynchronously */
+    bool submitted : 1; /* the answer's head is with the session */
+    bool nobody : 1;    /* no body goes out (HEAD, 1xx, 204, 304) */
+    bool ended : 1;     /* the scenario has ended the answer: the body is all given */
+    bool deferred : 1;  /* the data provider waits for body bytes */
+    bool out_wait : 1;  /* the data provider waits for room in the output */
+    bool want_more : 1; /* the body buffer emptied: the scenario's `more` is owed */
+    bool closed : 1;    /* the session closed the stream */
+    bool counted : 1;   /* its route counted its answer */
+    uint16_t refuse;    /* an error status to answer instead of the scenario */
+    uint16_t status;
+    uint16_t nf, fcap;
+    uint32_t hbytes, hcount; /* of the header block (or the trailers) */
+    uint32_t start_ms;
+    uint64_t content_length; /* declared; UINT64_MAX: none */
+    uint64_t body_in;        /* request body bytes received */
+    uint64_t sent;           /* answer body bytes sent */
+    char *body;              /* H2_BLOCK bytes from the loop's pool while an answer is given */
+    uint32_t boff, blen;
+    const char *fixed; /* a fixed answer's body, sent from where it is */
+    uint32_t fixed_left;
+    sws_http_request req;
+    sws_head head;      /* with keep_fields, for request_head */
+    sws_field *f;       /* fcap entries; the names and values are in rc */
+    nghttp2_rcbuf **rc; /* 2 * fcap: each field's name and value, referenced */
+    char *store;        /* the request's kept fields (log, static), H2_STORE bytes */
+} h2_stream;
+
+#define H2_STORE (SWS_HTTP_LOG_STORAGE + SWS_HTTP_SF_STORAGE)
+
+struct h2_conn {
+    nghttp2_session *s;
+    sws_worker *w;
+    sws_conn *c;
+    h2_stream *streams;
+    uint32_t nstreams;
+    uint32_t out_wait;    /* streams whose data waits for room in the output */
+    const uint8_t *spill; /* mem_send bytes that did not fit the output */
+    size_t spill_len;
+    /* A DATA chunk the scenario could not take whole: its rest, until it
+     * does; input stops meanwhile. */
+    char *carry;
+    uint32_t carry_off, carry_len;
+    int32_t carry_stream;
+    bool dead : 1;         /* terminated: nothing more is read */
+    bool notice_sent : 1;  /* draining: the shutdown notice went out */
+    bool goaway_final : 1; /* the last GOAWAY is queued: no new stream */
+    bool in_recv : 1;      /* inside mem_recv */
+    /* The glitch bucket (MadeYouReset): resets we sent and invalid frames. */
+    uint32_t glitch_tokens;
+    uint64_t glitch_at;
+    uint64_t notice_at;
+};
+
+/* The loop's HTTP/2 state (w->h2). */
+typedef struct h2_loop {
+    h2_stream *table; /* streams_per_loop entries, calloc'd */
+    uint32_t *free_idx;
+    uint32_t nfree, n;
+    sws_lend blocks; /* H2_BLOCK bodies and carries */
+    sws_lend stores; /* H2_STORE request storages */
+    nghttp2_session_callbacks *cbs;
+    char *scratch; /* an answer's lowercased field names */
+    uint32_t scratch_cap;
+    nghttp2_nv *nva;
+    uint32_t nva_cap;
+} h2_loop;
+
+static inline h2_stream *stream_ofx(sws_exchange *x) {
+    return (h2_stream *)x;
+}
+static inline const h2_stream *cstream_ofx(const sws_exchange *x) {
+    return (const h2_stream *)x;
+}
+static inline h2_loop *h2_loop_of(const sws_worker *w) {
+    return (h2_loop *)w->h2;
+}
+
+/* session.c */
+/* Something to send, or a stream to resume: the connection pumps. */
+void h2_kick(sws_worker *w, h2_conn *hc);
+/* A stream error of ours: RST_STREAM with code. */
+void h2_reset(h2_conn *hc, h2_stream *st, uint32_t code);
+/* The connection ends: GOAWAY with code, then the close. */
+void h2_terminate(h2_conn *hc, uint32_t code, int flood);
+
+/* request.c */
+int h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ud);
+int h2_on_header(nghttp2_session *s, const nghttp2_frame *f, nghttp2_rcbuf *name,
+                 nghttp2_rcbuf *value, uint8_t flags, void *ud);
+/* A frame ended the request's head or body. */
+void h2_request_frame(h2_conn *hc, h2_stream *st, const nghttp2_frame *f);
+int h2_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
+               void *ud);
+/* The carried chunk's rest to its stream: true once it is all taken. */
+bool h2_carry_feed(h2_conn *hc);
+/* After an input: request_flush for each stream that took body bytes. */
+void h2_request_flush(h2_conn *hc);
+/* The stream's entry back to the table: the scenario's conn_end, the route. */
+void h2_stream_free(h2_conn *hc, h2_stream *st);
+
+/* answer.c */
+extern const sws_proto sws_h2_proto;
+ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                     nghttp2_data_source *src, void *ud);
+int h2_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t len,
+                 nghttp2_data_source *src, void *ud);
+/* Our own error answer for a stream whose answer has not begun. */
+void h2_answer_error(sws_worker *w, h2_stream *st, int status);
+/* The answer is complete on the scenario's side: its route counts it. */
+void h2_answer_done(sws_worker *w, h2_stream *st);
+/* The access log's line for the stream. */
+void h2_log(sws_worker *w, h2_stream *st, const char *peer, int status, uint64_t bytes);
+
+#endif
