@@ -160,7 +160,11 @@ static char *h2_room(sws_worker *w, sws_exchange *x, size_t *len) {
         st->blen -= st->boff;
         st->boff = 0;
     }
+    /* Bytes still wait: no sliver of room (a read of a few bytes), the
+     * scenario adds once they are sent (`more`). */
     *len = H2_BLOCK - st->blen;
+    if (st->blen && *len < H2_MIN_DATA)
+        *len = 0;
     return st->body + st->blen;
 }
 
@@ -207,13 +211,14 @@ ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, u
             return 0;
         }
         st->deferred = true;
+        st->want_more = st->pending; /* the scenario adds (its `more`) */
         return NGHTTP2_ERR_DEFERRED;
     }
     /* The frame goes whole into the output (h2_send_data): no more than
      * fits there now, or wait for the next fill. */
     sws_conn *c = hc->c;
     size_t room = hc->w->out_cap - c->olen;
-    if (room < 9 + 1024 && room < 9 + avail) {
+    if (room < 9 + H2_MIN_DATA && room < 9 + avail) {
         if (!st->out_wait) {
             st->out_wait = true;
             hc->out_wait++;

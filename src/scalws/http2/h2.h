@@ -17,6 +17,9 @@
 /* A stream's body buffer and a paused DATA chunk's rest: one frame's payload
  * at most (SETTINGS_MAX_FRAME_SIZE stays at its default). */
 #define H2_BLOCK 16384
+/* A DATA frame shorter than this (of more that waits) is not made to fill
+ * the output's last bytes: it waits for the next write's room. */
+#define H2_MIN_DATA 4096
 
 typedef struct h2_conn h2_conn;
 
@@ -89,7 +92,10 @@ struct h2_conn {
     bool dead : 1;         /* terminated: nothing more is read */
     bool notice_sent : 1;  /* draining: the shutdown notice went out */
     bool goaway_final : 1; /* the last GOAWAY is queued: no new stream */
-    bool in_recv : 1;      /* inside mem_recv */
+    /* Inside the session (mem_recv, or fill): a scenario's call that would
+     * pump the connection (h2_kick) waits for the caller's own flush, so
+     * that the library is never entered twice. */
+    uint8_t busy;
     /* The glitch bucket (MadeYouReset): resets we sent and invalid frames. */
     uint32_t glitch_tokens;
     uint64_t glitch_at;

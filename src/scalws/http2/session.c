@@ -204,12 +204,15 @@ static bool h2_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len,
         *off = len;
         return true;
     }
-    if (hc->carry_len && !h2_carry_feed(hc))
+    hc->busy++;
+    bool fed = !hc->carry_len || h2_carry_feed(hc);
+    hc->busy--;
+    if (!fed)
         return false;
-    hc->in_recv = true;
+    hc->busy++;
     ssize_t n = nghttp2_session_mem_recv(hc->s, (const uint8_t *)data + *off, len - *off);
-    hc->in_recv = false;
     h2_request_flush(hc);
+    hc->busy--;
     if (n < 0) {
         recv_failed(hc, (int)n);
         *off = len;
@@ -224,7 +227,7 @@ static bool h2_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len,
     /* Any frame is the client's sign of life. */
     c->deadline = tl_loop_now(w->loop) +
                   (hc->nstreams ? w->cfg->send_timeout_ms : w->cfg->keepalive_timeout_ms);
-    return hc->carry_len == 0 && *off == len ? true : hc->carry_len == 0;
+    return hc->carry_len == 0;
 }
 
 /* Copies what fits of p[0..n) into the output; the rest is kept (spill),
@@ -268,9 +271,12 @@ static bool call_more(sws_worker *w, h2_conn *hc) {
 
 /* The session's frames into the output, as far as it has room. Writes stop
  * at out_cap; what the library had serialised beyond it waits in spill. */
-static void h2_fill(sws_worker *w, sws_conn *c) {
-    h2_conn *hc = hc_of(c);
+static void fill(sws_worker *w, sws_conn *c, h2_conn *hc) {
     for (int round = 0; round < 2 && !sws_phase_gone(c->phase); round++) {
+        /* Streams that waited for this room go first: the library does not
+         * count them as wanting to write until they are resumed. */
+        if (!hc->spill_len && w->out_cap - c->olen > 9 + H2_MIN_DATA)
+            resume_out_waiters(hc);
         if (!hc->spill_len && !nghttp2_session_want_write(hc->s))
             break;
         if (!sws_conn_out_take(w, c)) {
@@ -279,7 +285,6 @@ static void h2_fill(sws_worker *w, sws_conn *c) {
         }
         if (hc->spill_len && !put(w, c, hc, hc->spill, hc->spill_len))
             return;
-        resume_out_waiters(hc);
         while (w->out_cap - c->olen > 64) {
             const uint8_t *p;
             ssize_t n = nghttp2_session_mem_send(hc->s, &p);
@@ -302,10 +307,20 @@ static void h2_fill(sws_worker *w, sws_conn *c) {
     }
 }
 
+static void h2_fill(sws_worker *w, sws_conn *c) {
+    h2_conn *hc = hc_of(c);
+    if (hc->busy)
+        return;
+    hc->busy++;
+    fill(w, c, hc);
+    hc->busy--;
+}
+
 /* A scenario added to an answer, or ended it, outside the connection's own
- * completions: write what the session has now. */
+ * completions: write what the session has now (inside the session, the
+ * caller's flush will). */
 void h2_kick(sws_worker *w, h2_conn *hc) {
-    if (!sws_phase_gone(hc->c->phase))
+    if (!hc->busy && !sws_phase_gone(hc->c->phase))
         sws_conn_pump(w, hc->c);
 }
 
