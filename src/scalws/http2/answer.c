@@ -162,7 +162,7 @@ static char *h2_room(sws_worker *w, sws_exchange *x, size_t *len) {
     }
     /* Bytes still wait: no sliver of room (a read of a few bytes), the
      * scenario adds once they are sent (`more`). */
-    *len = H2_BLOCK - st->blen;
+    *len = w->out_cap - st->blen;
     if (st->blen && *len < H2_MIN_DATA)
         *len = 0;
     return st->body + st->blen;

@@ -14,8 +14,10 @@
 
 #include <nghttp2/nghttp2.h>
 
-/* A stream's body buffer and a paused DATA chunk's rest: one frame's payload
- * at most (SETTINGS_MAX_FRAME_SIZE stays at its default). */
+/* A paused DATA chunk's rest: one frame's payload at most
+ * (SETTINGS_MAX_FRAME_SIZE stays at its default). A stream's body buffer is
+ * as large as an HTTP/1.1 connection's output (w->out_cap, >= H2_BLOCK): a
+ * scenario finds the room it would find there. */
 #define H2_BLOCK 16384
 /* A DATA frame shorter than this (of more that waits) is not made to fill
  * the output's last bytes: it waits for the next write's room. */
@@ -96,6 +98,7 @@ struct h2_conn {
      * pump the connection (h2_kick) waits for the caller's own flush, so
      * that the library is never entered twice. */
     uint8_t busy;
+    bool kicked : 1; /* in the loop's kick list */
     /* The glitch bucket (MadeYouReset): resets we sent and invalid frames. */
     uint32_t glitch_tokens;
     uint64_t glitch_at;
@@ -107,13 +110,18 @@ typedef struct h2_loop {
     h2_stream *table; /* streams_per_loop entries, calloc'd */
     uint32_t *free_idx;
     uint32_t nfree, n;
-    sws_lend blocks; /* H2_BLOCK bodies and carries */
+    sws_lend blocks; /* out_cap: bodies and carries */
     sws_lend stores; /* H2_STORE request storages */
     nghttp2_session_callbacks *cbs;
     char *scratch; /* an answer's lowercased field names */
     uint32_t scratch_cap;
     nghttp2_nv *nva;
     uint32_t nva_cap;
+    /* Connections a scenario moved outside their own completions (h2_kick),
+     * by slot: pumped once the turn's completions are done, so that no
+     * stream is freed under a scenario still in its call. */
+    uint32_t *kick;
+    uint32_t nkick;
 } h2_loop;
 
 static inline h2_stream *stream_ofx(sws_exchange *x) {
@@ -127,7 +135,8 @@ static inline h2_loop *h2_loop_of(const sws_worker *w) {
 }
 
 /* session.c */
-/* Something to send, or a stream to resume: the connection pumps. */
+/* Something to send, or a stream to resume: the connection pumps at the
+ * end of the turn. */
 void h2_kick(sws_worker *w, h2_conn *hc);
 /* A stream error of ours: RST_STREAM with code. */
 void h2_reset(h2_conn *hc, h2_stream *st, uint32_t code);

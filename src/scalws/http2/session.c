@@ -134,6 +134,7 @@ static nghttp2_option *session_options(const sws_worker *w) {
 
 static bool h2_attach(sws_worker *w, sws_conn *c) {
     h2_loop *L = h2_loop_of(w);
+    L->blocks.size = w->out_cap; /* known once the scenarios are (worker.c) */
     h2_conn *hc = calloc(1, sizeof(*hc));
     nghttp2_option *o = session_options(w);
     if (!hc || !o || nghttp2_session_server_new2(&hc->s, L->cbs, hc, o) != 0) {
@@ -316,12 +317,33 @@ static void h2_fill(sws_worker *w, sws_conn *c) {
     hc->busy--;
 }
 
-/* A scenario added to an answer, or ended it, outside the connection's own
- * completions: write what the session has now (inside the session, the
- * caller's flush will). */
+/* A scenario added to an answer, ended it or reset it: the connection
+ * writes what the session has once the turn's completions are done. Never
+ * now: the write may close streams, and a stream must not be freed while
+ * the scenario that moved it is still in its call (the proxy kicks the
+ * exchange after it ended it). */
 void h2_kick(sws_worker *w, h2_conn *hc) {
-    if (!hc->busy && !sws_phase_gone(hc->c->phase))
-        sws_conn_pump(w, hc->c);
+    h2_loop *L = h2_loop_of(w);
+    if (hc->kicked || sws_phase_gone(hc->c->phase))
+        return;
+    hc->kicked = true;
+    L->kick[L->nkick++] = hc->c->index;
+}
+
+static void h2_turn_done(sws_worker *w) {
+    h2_loop *L = h2_loop_of(w);
+    for (uint32_t k = 0; k < L->nkick; k++) {
+        sws_conn *c = &w->slots[L->kick[k]];
+        h2_conn *hc = c->proto == &sws_http2_conn ? hc_of(c) : NULL;
+        if (!hc || !hc->kicked)
+            continue; /* freed meanwhile; its slot may hold another connection */
+        hc->kicked = false;
+        if (!sws_phase_gone(c->phase)) {
+            sws_conn_pump(w, c);
+            c->proto->settle(w, c);
+        }
+    }
+    L->nkick = 0;
 }
 
 static bool h2_partial(const sws_conn *c) {
@@ -435,7 +457,10 @@ static int h2_table_init(sws_worker *w) {
     for (uint32_t i = 0; i < L->n; i++)
         L->free_idx[i] = L->n - 1 - i;
     L->nfree = L->n;
-    if (sws_lend_init(&L->blocks, H2_BLOCK, L->n + w->nslots) < 0 ||
+    if (!(L->kick =
+              malloc(2 * w->nslots * sizeof(*L->kick)))) /* a slot freed and reused in one turn */
+        return -ENOMEM;
+    if (sws_lend_init(&L->blocks, 0, L->n + w->nslots) < 0 ||
         sws_lend_init(&L->stores, H2_STORE, L->n) < 0)
         return -ENOMEM;
     if (nghttp2_session_callbacks_new(&L->cbs) != 0)
@@ -468,6 +493,7 @@ static void h2_table_free(sws_worker *w) {
     sws_lend_fini(&L->stores);
     free(L->table);
     free(L->free_idx);
+    free(L->kick);
     free(L->scratch);
     free(L->nva);
     free(L);
@@ -487,6 +513,7 @@ const sws_conn_proto sws_http2_conn = {
     .fill = h2_fill,
     .sweep = h2_sweep,
     .drain = h2_drain,
+    .turn_done = h2_turn_done,
     .partial = h2_partial,
     .settle = h2_settle,
     .drained = h2_drained,

@@ -764,6 +764,8 @@ void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) 
 
 void sws_conn_turn_done(sws_worker *w, sws_scenario *sc) {
     (void)sc;
+    if (w->h2_proto && w->h2_proto->turn_done)
+        w->h2_proto->turn_done(w);
     if (w->released && w->nstarved)
         rearm_starved(w);
 }

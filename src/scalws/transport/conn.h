@@ -121,6 +121,9 @@ typedef struct sws_conn_proto {
     void (*sweep)(sws_worker *w, sws_conn *c, uint64_t now);
     /* The server drains (force: everything closes now). Optional, as sweep. */
     void (*drain)(sws_worker *w, sws_conn *c, bool force);
+    /* After each turn's completions (the loop's, not one connection's).
+     * Optional. */
+    void (*turn_done)(sws_worker *w);
     /* Takes bytes from data[*off..len). false: it takes no more now (its
      * output is full, or the scenario takes no more of a body), and the rest
      * is held until pump. */
