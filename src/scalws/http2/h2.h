@@ -25,6 +25,12 @@
 
 typedef struct h2_conn h2_conn;
 
+/* A token bucket: burst tokens, refilled at rate per second. */
+typedef struct h2_bucket {
+    uint32_t tokens;
+    uint64_t at; /* loop clock of the last refill */
+} h2_bucket;
+
 /* One request and its answer: the exchange a scenario is given. From the
  * loop's stream table; its place there is its exchange id. */
 typedef struct h2_stream {
@@ -99,9 +105,9 @@ struct h2_conn {
      * that the library is never entered twice. */
     uint8_t busy;
     bool kicked : 1; /* in the loop's kick list */
-    /* The glitch bucket (MadeYouReset): resets we sent and invalid frames. */
-    uint32_t glitch_tokens;
-    uint64_t glitch_at;
+    /* Token buckets: RST_STREAM received (Rapid Reset); resets we sent and
+     * invalid frames received (MadeYouReset). */
+    h2_bucket resets, glitches;
     uint64_t notice_at;
 };
 

@@ -40,25 +40,38 @@ static int goaway_slot(uint32_t code) {
     }
 }
 
-/* ---- the glitch bucket -------------------------------------------------------- */
+/* ---- the buckets ---------------------------------------------------------------- */
 
-/* A reset we sent or an invalid frame we received: a token from the bucket,
- * refilled at glitch_rate per second up to glitch_burst. Empty: the client
- * makes us do work for nothing, faster than any honest one (MadeYouReset). */
+/* Takes a token: false when the bucket is empty, that is, when the client
+ * makes us do work for nothing faster than any honest one. */
+static bool bucket_take(h2_bucket *b, uint64_t now, uint32_t burst, uint32_t rate) {
+    uint64_t refill = (now - b->at) * rate / 1000;
+    if (refill) {
+        uint64_t t = b->tokens + refill;
+        b->tokens = t > burst ? burst : (uint32_t)t;
+        b->at = now;
+    }
+    if (b->tokens == 0)
+        return false;
+    b->tokens--;
+    return true;
+}
+
+/* A reset we sent for the client's fault, or an invalid frame (MadeYouReset:
+ * Debian's 1.52 has no glitch limiter of its own). */
 static void glitch(h2_conn *hc) {
     const sws_h2_config *k = &hc->w->cfg->h2;
-    uint64_t now = tl_loop_now(hc->w->loop);
-    uint64_t refill = (now - hc->glitch_at) * k->glitch_rate / 1000;
-    if (refill) {
-        uint64_t t = hc->glitch_tokens + refill;
-        hc->glitch_tokens = t > k->glitch_burst ? k->glitch_burst : (uint32_t)t;
-        hc->glitch_at = now;
-    }
-    if (hc->glitch_tokens == 0) {
+    if (!bucket_take(&hc->glitches, tl_loop_now(hc->w->loop), k->glitch_burst, k->glitch_rate))
         h2_terminate(hc, NGHTTP2_ENHANCE_YOUR_CALM, SWS_H2_FLOOD_GLITCH);
-        return;
-    }
-    hc->glitch_tokens--;
+}
+
+/* A RST_STREAM from the client (Rapid Reset). The library's own limiter is
+ * set above this one as a backstop: this one answers ENHANCE_YOUR_CALM and
+ * is counted. */
+static void reset_received(h2_conn *hc) {
+    const sws_h2_config *k = &hc->w->cfg->h2;
+    if (!bucket_take(&hc->resets, tl_loop_now(hc->w->loop), k->reset_burst, k->reset_rate))
+        h2_terminate(hc, NGHTTP2_ENHANCE_YOUR_CALM, SWS_H2_FLOOD_RESET);
 }
 
 /* ---- callbacks ---------------------------------------------------------------- */
@@ -75,6 +88,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
     }
     case NGHTTP2_RST_STREAM:
         SWS_ADD(hc->w->ctr.h2_rst_recv, 1);
+        reset_received(hc);
         break;
     case NGHTTP2_GOAWAY:
         SWS_ADD(hc->w->ctr.h2_goaway_recv, 1);
@@ -94,11 +108,19 @@ static int on_invalid_frame(nghttp2_session *s, const nghttp2_frame *f, int err,
 }
 
 static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
-    (void)s;
     h2_conn *hc = ud;
     if (f->hd.type == NGHTTP2_RST_STREAM) {
         SWS_ADD(hc->w->ctr.h2_rst_sent, 1);
-        glitch(hc);
+        if (f->rst_stream.error_code != NGHTTP2_NO_ERROR)
+            glitch(hc); /* a reset the client caused */
+    } else if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
+               (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        /* The answer is complete and the request is not (a refusal that did
+         * not wait for the body): RFC 9113 8.1 lets us ask the client to
+         * stop sending it, without error. */
+        h2_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+        if (st && !st->req_end)
+            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
     } else if (f->hd.type == NGHTTP2_GOAWAY) {
         SWS_ADD(hc->w->ctr.h2_goaway_sent[goaway_slot(f->goaway.error_code)], 1);
     }
@@ -126,7 +148,8 @@ static nghttp2_option *session_options(const sws_worker *w) {
     nghttp2_option_set_no_auto_window_update(o, 1);
     nghttp2_option_set_no_closed_streams(o, 1);
     nghttp2_option_set_max_outbound_ack(o, k->max_queued_acks);
-    nghttp2_option_set_stream_reset_rate_limit(o, k->reset_burst, k->reset_rate);
+    nghttp2_option_set_stream_reset_rate_limit(o, 2 * (uint64_t)k->reset_burst,
+                                               2 * (uint64_t)k->reset_rate);
     nghttp2_option_set_max_continuations(o, k->max_continuations);
     nghttp2_option_set_max_deflate_dynamic_table_size(o, 4096);
     return o;
@@ -145,8 +168,9 @@ static bool h2_attach(sws_worker *w, sws_conn *c) {
     nghttp2_option_del(o);
     hc->w = w;
     hc->c = c;
-    hc->glitch_tokens = w->cfg->h2.glitch_burst;
-    hc->glitch_at = tl_loop_now(w->loop);
+    uint64_t now = tl_loop_now(w->loop);
+    hc->glitches = (h2_bucket){w->cfg->h2.glitch_burst, now};
+    hc->resets = (h2_bucket){w->cfg->h2.reset_burst, now};
     c->pstate = hc;
     const sws_h2_config *k = &w->cfg->h2;
     nghttp2_settings_entry iv[] = {
