@@ -336,9 +336,14 @@ static void h2_fill(sws_worker *w, sws_conn *c) {
     h2_conn *hc = hc_of(c);
     if (hc->busy)
         return;
+    uint32_t before = c->olen;
     hc->busy++;
     fill(w, c, hc);
     hc->busy--;
+    /* Answers moving out are progress too: a client that reads a long body
+     * with a window large enough to send nothing meanwhile is not idle. */
+    if (c->olen > before && hc->nstreams && !sws_phase_gone(c->phase))
+        c->deadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
 }
 
 /* A scenario added to an answer, ended it or reset it: the connection
