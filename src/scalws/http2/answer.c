@@ -129,8 +129,13 @@ static int h2_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
     if (a->length != SWS_BODY_STREAM && !(sc < 200 || sc == 204) &&
         !(sc == 304 && a->length == 0)) {
         /* HEAD gets the length a GET would have (RFC 9110 8.6). */
-        int k = snprintf(cl, sizeof(cl), "%llu", (unsigned long long)a->length);
-        v[n++] = nv("content-length", 14, cl, (size_t)k);
+        int k = sizeof(cl);
+        uint64_t len = a->length;
+        do {
+            cl[--k] = (char)('0' + len % 10);
+            len /= 10;
+        } while (len);
+        v[n++] = nv("content-length", 14, cl + k, sizeof(cl) - (size_t)k);
     }
     nghttp2_data_provider prov = {.source.ptr = st, .read_callback = h2_read_body};
     if (nghttp2_submit_response(st->hc->s, st->id, v, n, st->nobody ? NULL : &prov) != 0)

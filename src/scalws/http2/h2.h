@@ -10,6 +10,7 @@
 
 #include "conn.h"
 #include "exchange.h"
+#include "mem.h"
 #include "route.h"
 
 #include <nghttp2/nghttp2.h>
@@ -119,6 +120,7 @@ typedef struct h2_loop {
     sws_lend blocks; /* out_cap: bodies and carries */
     sws_lend stores; /* H2_STORE request storages */
     nghttp2_session_callbacks *cbs;
+    h2_mem mem;    /* the sessions' allocations */
     char *scratch; /* an answer's lowercased field names */
     uint32_t scratch_cap;
     nghttp2_nv *nva;

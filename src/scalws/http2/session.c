@@ -160,7 +160,7 @@ static bool h2_attach(sws_worker *w, sws_conn *c) {
     L->blocks.size = w->out_cap; /* known once the scenarios are (worker.c) */
     h2_conn *hc = calloc(1, sizeof(*hc));
     nghttp2_option *o = session_options(w);
-    if (!hc || !o || nghttp2_session_server_new2(&hc->s, L->cbs, hc, o) != 0) {
+    if (!hc || !o || nghttp2_session_server_new3(&hc->s, L->cbs, hc, o, &L->mem.mem) != 0) {
         nghttp2_option_del(o);
         free(hc);
         return false;
@@ -478,6 +478,7 @@ static int h2_table_init(sws_worker *w) {
     if (!L)
         return -ENOMEM;
     w->h2 = L;
+    h2_mem_init(&L->mem);
     L->n = w->cfg->h2.streams_per_loop;
     L->table = calloc(L->n, sizeof(*L->table));
     L->free_idx = malloc(L->n * sizeof(*L->free_idx));
@@ -518,6 +519,7 @@ static void h2_table_free(sws_worker *w) {
     }
     if (L->cbs)
         nghttp2_session_callbacks_del(L->cbs);
+    h2_mem_fini(&L->mem);
     sws_lend_fini(&L->blocks);
     sws_lend_fini(&L->stores);
     free(L->table);
@@ -533,6 +535,7 @@ static void h2_trim(sws_worker *w) {
     h2_loop *L = h2_loop_of(w);
     sws_lend_trim(&L->blocks, H2_BLOCK_CACHE);
     sws_lend_trim(&L->stores, H2_BLOCK_CACHE);
+    h2_mem_trim(&L->mem);
 }
 
 const sws_conn_proto sws_http2_conn = {
