@@ -65,7 +65,7 @@ void h2_stream_free(h2_conn *hc, h2_stream *st) {
     }
     if (st->out_wait)
         hc->out_wait--;
-    if (st->answering && st->sc->ops->conn_end)
+    if ((st->answering || st->took) && st->sc->ops->conn_end)
         st->sc->ops->conn_end(w, st->sc, &st->ex);
     if (st->routed && st->sc != &w->sc)
         st->sc->pending--;
@@ -104,7 +104,7 @@ int h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
         /* The loop's streams are all in use: the client may retry it. */
         SWS_ADD(hc->w->ctr.h2_refused, 1);
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        return 0; /* no stream data: its fields and DATA are dropped */
     }
     nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
     return 0;
@@ -432,6 +432,7 @@ void h2_request_frame(h2_conn *hc, h2_stream *st, const nghttp2_frame *f) {
         if (st->keep_fields)
             head_build(st);
         if (st->takes_body && !st->refuse) {
+            st->took = true;
             int r = st->sc->ops->request_head(w, st->sc, &st->ex);
             if (r <= 0 && end)
                 r = st->sc->ops->request_end(w, st->sc, &st->ex);

@@ -249,9 +249,12 @@ static bool h2_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len,
         sws_conn_stop_reading(w, c);
         return true;
     }
-    /* Any frame is the client's sign of life. */
-    c->deadline = tl_loop_now(w->loop) +
-                  (hc->nstreams ? w->cfg->send_timeout_ms : w->cfg->keepalive_timeout_ms);
+    /* Any frame is the client's sign of life (never shortening the wait a
+     * scenario asked for, sws_ex_wait). */
+    uint64_t until = tl_loop_now(w->loop) +
+                     (hc->nstreams ? w->cfg->send_timeout_ms : w->cfg->keepalive_timeout_ms);
+    if (c->deadline < until || !hc->nstreams)
+        c->deadline = until;
     return hc->carry_len == 0;
 }
 
@@ -342,8 +345,9 @@ static void h2_fill(sws_worker *w, sws_conn *c) {
     hc->busy--;
     /* Answers moving out are progress too: a client that reads a long body
      * with a window large enough to send nothing meanwhile is not idle. */
-    if (c->olen > before && hc->nstreams && !sws_phase_gone(c->phase))
-        c->deadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+    uint64_t until = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
+    if (c->olen > before && hc->nstreams && !sws_phase_gone(c->phase) && c->deadline < until)
+        c->deadline = until;
 }
 
 /* A scenario added to an answer, ended it or reset it: the connection
