@@ -48,6 +48,7 @@ typedef struct h2_stream {
     bool req_end : 1;     /* END_STREAM came */
     bool keep_fields : 1; /* every field is kept (a scenario may take the request) */
     bool takes_body : 1;  /* the scenario takes the request (request_head...) */
+    bool took : 1;        /* its request_head was called: it may hold state */
     bool authority : 1;   /* :authority came (Host must agree with it) */
     bool expect : 1;      /* Expect: 100-continue */
     bool flush : 1;       /* body bytes went to the scenario in this input */
