@@ -403,7 +403,7 @@ const sws_key sws_config_keys[] = {
          "streams a client may have open on one connection (more are refused)"),
     SIZE("http2", "window", h2.window, 1024, 2147483647, "64k", RELOAD,
          "request body bytes a stream may send before the scenario has taken them"),
-    UINT("http2", "streams_per_loop", h2.streams_per_loop, 16, 1000000, "4096", RESTART,
+    UINT("http2", "streams_per_loop", h2.streams_per_loop, 16, 1000000, "16384", RESTART,
          "streams under way on one event loop, every connection together (more are refused)"),
     UINT("http2", "reset_burst", h2.reset_burst, 1, 1000000, "1000", RELOAD,
          "RST_STREAM frames a client may send at once (Rapid Reset; then GOAWAY)"),
