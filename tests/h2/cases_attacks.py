@@ -21,7 +21,7 @@ from h2conn import (
 def ended(c):
     """How the server ended the connection so far, or None."""
     if c.goaway is not None:
-        return "GOAWAY %s" % error_name(c.goaway.code)
+        return "GOAWAY %s (last stream %d)" % (error_name(c.goaway.code), c.goaway.last_sid)
     if c.closed:
         return "closed (%s)" % c.closed
     return None

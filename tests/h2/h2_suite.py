@@ -16,6 +16,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h2cases  # noqa: E402
 from h2conn import CaseFailed, CaseSkipped  # noqa: E402

@@ -484,9 +484,15 @@ class Conn:
 
     def _got(self, f):
         self.seen.append(f)
+        self._track(f)
         self._log("  <- %s" % f)
+        return f
+
+    def _track(self, f):
+        """What a frame changes: settings, stream states, the HPACK decoder; and
+        the automatic answers (SETTINGS ACK, PING ACK, WINDOW_UPDATE)."""
         if f.malformed:
-            return f
+            return
         if f.type == SETTINGS:
             if f.ack:
                 self.settings_acks += 1
@@ -518,7 +524,6 @@ class Conn:
             self.block[1].extend(f.data)
             if f.flags & END_HEADERS:
                 self._end_block(f)
-        return f
 
     def _end_block(self, last):
         sid, block, first = self.block
