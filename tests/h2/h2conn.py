@@ -63,6 +63,13 @@ def error_name(code):
     return ERRORS[code] if 0 <= code < len(ERRORS) else "0x%x" % code
 
 
+def sni_name(authority):
+    """The host of an authority (host, host:port, [v6]:port), for TLS SNI."""
+    if authority.startswith("["):
+        return authority[1:authority.index("]")]
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
 def _b(s):
     return s.encode("latin-1") if isinstance(s, str) else bytes(s)
 
@@ -382,9 +389,8 @@ class Conn:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
             ctx.set_alpn_protocols(["h2"])
-            host = self.cfg.authority.rsplit(":", 1)[0] if self.cfg.authority else self.cfg.host
             try:
-                s = ctx.wrap_socket(s, server_hostname=host)
+                s = ctx.wrap_socket(s, server_hostname=sni_name(self.cfg.authority or self.cfg.host))
             except (OSError, ssl.SSLError) as e:
                 s.close()
                 raise CaseFailed("TLS handshake: %s" % e)
@@ -600,10 +606,10 @@ class Conn:
             return False
         return self.until(check, "GOAWAY %s or a close" % _fmt_codes(codes))
 
-    def expect_stream_error(self, sid, *codes):
+    def expect_stream_error(self, sid, *codes, conn_codes=()):
         """RST_STREAM on sid (None: any stream) with one of codes, or a
-        connection error with one of them, or the connection closed (as h2spec:
-        a stream error may be raised to a connection error)."""
+        connection error with one of them (or of conn_codes), or the connection
+        closed (as h2spec: a stream error may be raised to a connection error)."""
         def check(ev):
             if ev is CLOSED:
                 self.notes.append("connection closed instead of RST_STREAM")
@@ -613,7 +619,7 @@ class Conn:
                     error_name(ev.code), ev.sid, _fmt_codes(codes))
             if ev.type == GOAWAY:
                 self.notes.append("GOAWAY %s instead of RST_STREAM" % error_name(ev.code))
-                return ev.code in codes or "GOAWAY %s, expected RST_STREAM %s on %s" % (
+                return ev.code in codes + tuple(conn_codes) or "GOAWAY %s, expected RST_STREAM %s on %s" % (
                     error_name(ev.code), _fmt_codes(codes), where)
             return False
         where = "any stream" if sid is None else "stream %d" % sid
