@@ -404,9 +404,11 @@ static bool h2_refused(const sws_exchange *x) {
 
 static void h2_wait(sws_worker *w, sws_exchange *x, uint64_t until) {
     (void)w;
-    sws_conn *c = stream_ofx(x)->hc->c;
-    if (c->deadline < until)
-        c->deadline = until;
+    h2_conn *hc = stream_ofx(x)->hc;
+    if (hc->wait_until < until)
+        hc->wait_until = until;
+    if (hc->c->deadline < until)
+        hc->c->deadline = until;
 }
 
 const sws_proto sws_h2_proto = {

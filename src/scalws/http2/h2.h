@@ -23,6 +23,8 @@
 /* A DATA frame shorter than this (of more that waits) is not made to fill
  * the output's last bytes: it waits for the next write's room. */
 #define H2_MIN_DATA 4096
+/* Closed streams remembered per connection (h2_conn.closed_id). */
+#define H2_CLOSED_KEPT 16
 
 typedef struct h2_conn h2_conn;
 
@@ -53,18 +55,19 @@ typedef struct h2_stream {
     bool expect : 1;      /* Expect: 100-continue */
     bool flush : 1;       /* body bytes went to the scenario in this input */
     /* the answer */
-    bool answering : 1; /* the scenario was asked (answer) */
-    bool in_answer : 1; /* inside the scenario's answer */
-    bool pending : 1;   /* the scenario answers asynchronously */
-    bool submitted : 1; /* the answer's head is with the session */
-    bool nobody : 1;    /* no body goes out (HEAD, 1xx, 204, 304) */
-    bool ended : 1;     /* the scenario has ended the answer: the body is all given */
-    bool deferred : 1;  /* the data provider waits for body bytes */
-    bool out_wait : 1;  /* the data provider waits for room in the output */
-    bool want_more : 1; /* the body buffer emptied: the scenario's `more` is owed */
-    bool closed : 1;    /* the session closed the stream */
-    bool counted : 1;   /* its route counted its answer */
-    uint16_t refuse;    /* an error status to answer instead of the scenario */
+    bool answering : 1;   /* the scenario was asked (answer) */
+    bool in_answer : 1;   /* inside the scenario's answer */
+    bool pending : 1;     /* the scenario answers asynchronously */
+    bool submitted : 1;   /* the answer's head is with the session */
+    bool nobody : 1;      /* no body goes out (HEAD, 1xx, 204, 304) */
+    bool ended : 1;       /* the scenario has ended the answer: the body is all given */
+    bool deferred : 1;    /* the data provider waits for body bytes */
+    bool out_wait : 1;    /* the data provider waits for room in the output */
+    bool want_more : 1;   /* the body buffer emptied: the scenario's `more` is owed */
+    bool closed : 1;      /* the session closed the stream */
+    bool reset_by_us : 1; /* we sent its RST_STREAM */
+    bool counted : 1;     /* its route counted its answer */
+    uint16_t refuse;      /* an error status to answer instead of the scenario */
     uint16_t status;
     uint16_t nf, fcap;
     uint32_t hbytes, hcount; /* of the header block (or the trailers) */
@@ -110,7 +113,22 @@ struct h2_conn {
     /* Token buckets: RST_STREAM received (Rapid Reset); resets we sent and
      * invalid frames received (MadeYouReset). */
     h2_bucket resets, glitches;
+    /* The streams closed last, since the library keeps no closed stream
+     * (RFC 9113 5.1: frames on a stream the client closed are its error;
+     * on one we reset, ignored): the id, and whether we ended it. */
+    int32_t closed_id[H2_CLOSED_KEPT];
+    bool closed_by_us[H2_CLOSED_KEPT];
+    uint8_t closed_next;
+    int32_t max_id; /* the largest stream id the client opened */
+    /* The pacing of the input (session.c): the current frame's header (and
+     * priority fields) as they come, then its payload passed in one go. */
+    uint32_t scan_skip; /* bytes that pass unjudged: a payload (or the preface) */
+    uint8_t scan_have;  /* bytes of scan_buf filled */
+    uint8_t scan_need;  /* bytes scan_buf needs: the header, then the priority fields */
+    uint8_t scan_buf[16];
+    int32_t bad_prio; /* a HEADERS that depends on its own stream: reset it */
     uint64_t notice_at;
+    uint64_t wait_until; /* the latest sws_ex_wait of its streams */
 };
 
 /* The loop's HTTP/2 state (w->h2). */
@@ -147,6 +165,8 @@ static inline h2_loop *h2_loop_of(const sws_worker *w) {
 /* Something to send, or a stream to resume: the connection pumps at the
  * end of the turn. */
 void h2_kick(sws_worker *w, h2_conn *hc);
+/* The connection moved: its deadline from now (idle, or with streams). */
+void h2_progress(sws_worker *w, h2_conn *hc);
 /* A stream error of ours: RST_STREAM with code. */
 void h2_reset(h2_conn *hc, h2_stream *st, uint32_t code);
 /* The connection ends: GOAWAY with code, then the close. */

@@ -88,7 +88,7 @@ void h2_stream_free(h2_conn *hc, h2_stream *st) {
     *st = (h2_stream){.gen = gen};
     L->free_idx[L->nfree++] = (uint32_t)(st - L->table);
     if (hc->nstreams == 0)
-        hc->c->deadline = tl_loop_now(w->loop) + w->cfg->keepalive_timeout_ms;
+        h2_progress(w, hc);
 }
 
 /* ---- the header block --------------------------------------------------------- */
@@ -99,6 +99,11 @@ int h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
         return 0;
     if (hc->goaway_final || hc->dead)
         return 0; /* past the last GOAWAY's id the library ignores it */
+    if (hc->bad_prio == f->hd.stream_id) {
+        /* It depends on itself (the scanner saw it): a stream error. */
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_PROTOCOL_ERROR);
+        return 0;
+    }
     h2_stream *st = stream_new(hc, f->hd.stream_id);
     if (!st) {
         /* The loop's streams are all in use: the client may retry it. */

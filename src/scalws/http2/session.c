@@ -20,6 +20,7 @@
 #include "http2.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,9 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
     h2_conn *hc = ud;
     if (f->hd.type == NGHTTP2_RST_STREAM) {
         SWS_ADD(hc->w->ctr.h2_rst_sent, 1);
+        h2_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+        if (st)
+            st->reset_by_us = true;
         if (f->rst_stream.error_code != NGHTTP2_NO_ERROR)
             glitch(hc); /* a reset the client caused */
     } else if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
@@ -127,15 +131,47 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
     return 0;
 }
 
+/* ---- closed streams, and frames the library lets through ----------------------- */
+
+static void closed_keep(h2_conn *hc, int32_t id, bool by_us) {
+    hc->closed_id[hc->closed_next] = id;
+    hc->closed_by_us[hc->closed_next] = by_us;
+    hc->closed_next = (uint8_t)((hc->closed_next + 1) % H2_CLOSED_KEPT);
+}
+
+/* -1: not remembered; 0: closed by the client (or both ends); 1: reset by us. */
+static int closed_how(const h2_conn *hc, int32_t id) {
+    for (int k = 0; k < H2_CLOSED_KEPT; k++)
+        if (hc->closed_id[k] == id)
+            return hc->closed_by_us[k];
+    return -1;
+}
+
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *ud) {
     (void)code;
     h2_stream *st = nghttp2_session_get_stream_user_data(s, id);
+    closed_keep(ud, id, !st || st->reset_by_us);
     if (st) {
         st->closed = true;
         nghttp2_session_set_stream_user_data(s, id, NULL);
         h2_stream_free(ud, st);
     }
     return 0;
+}
+
+/* ---- the connection's deadline ---------------------------------------------------- */
+
+/* The connection moved (a frame came, or answers went out): idle, it may
+ * stay keepalive_timeout; with streams, send_timeout from now, or as long as
+ * a scenario said it waits (sws_ex_wait). */
+void h2_progress(sws_worker *w, h2_conn *hc) {
+    uint64_t now = tl_loop_now(w->loop);
+    if (!hc->nstreams) {
+        hc->c->deadline = now + w->cfg->keepalive_timeout_ms;
+        return;
+    }
+    uint64_t until = now + w->cfg->send_timeout_ms;
+    hc->c->deadline = until > hc->wait_until ? until : hc->wait_until;
 }
 
 /* ---- the session -------------------------------------------------------------- */
@@ -168,6 +204,8 @@ static bool h2_attach(sws_worker *w, sws_conn *c) {
     nghttp2_option_del(o);
     hc->w = w;
     hc->c = c;
+    hc->scan_skip = SWS_H2_PREFACE_LEN; /* the preface is no frame */
+    hc->scan_need = 9;
     uint64_t now = tl_loop_now(w->loop);
     hc->glitches = (h2_bucket){w->cfg->h2.glitch_burst, now};
     hc->resets = (h2_bucket){w->cfg->h2.reset_burst, now};
@@ -223,6 +261,116 @@ static void recv_failed(h2_conn *hc, int rc) {
     sws_conn_stop_reading(hc->w, hc->c);
 }
 
+/* ---- the frames, paced ------------------------------------------------------------ */
+
+/* The library is fed frame by frame where RFC 9113 asks for a check it leaves
+ * to us (it keeps no closed stream and reads no RFC 7540 priority): each
+ * DATA, HEADERS and PRIORITY frame is judged once its header (and priority
+ * fields) are in and before the library has taken their last byte, with the
+ * library's state as of every frame before it. Other frames pass in one go. */
+
+static uint32_t be24(const uint8_t *b) {
+    return (uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2];
+}
+static int32_t be31(const uint8_t *b) {
+    return (int32_t)(((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]) &
+                     0x7fffffffu);
+}
+
+/* A frame's header is in (scan_buf[0..9)): the checks that need only it. */
+static void judge_header(h2_conn *hc, const uint8_t *b) {
+    nghttp2_session *s = hc->s;
+    uint32_t len = be24(b);
+    uint8_t type = b[3], flags = b[4];
+    int32_t id = be31(b + 5);
+    switch (type) {
+    case NGHTTP2_PRIORITY:
+        if (id == 0) /* 6.3 */
+            h2_terminate(hc, NGHTTP2_PROTOCOL_ERROR, -1);
+        break;
+    case NGHTTP2_DATA:
+        /* An empty DATA frame that does not end its stream moves nothing:
+         * a flood of them (CVE-2019-9518) is a glitch each. */
+        if (len == 0 && !(flags & NGHTTP2_FLAG_END_STREAM))
+            glitch(hc);
+        /* 5.1, 6.1: DATA on a stream the client closed (or both ends) is a
+         * stream error; on one we reset it is ignored. */
+        if (id > 0 && id <= hc->max_id && !nghttp2_session_find_stream(s, id) &&
+            closed_how(hc, id) == 0)
+            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_STREAM_CLOSED);
+        break;
+    case NGHTTP2_HEADERS:
+        if (id > hc->max_id && (id & 1)) {
+            hc->max_id = id;
+        } else if (id > 0 && !nghttp2_session_find_stream(s, id)) {
+            /* Not a new stream id, and no open stream. One the client
+             * closed (or both ends): a stream error STREAM_CLOSED (5.1); one
+             * we reset: ignored (5.1); idle below one opened, or closed long
+             * ago: a connection error PROTOCOL_ERROR (5.1.1). */
+            int how = closed_how(hc, id);
+            if (how == 0)
+                nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_STREAM_CLOSED);
+            else if (how < 0)
+                h2_terminate(hc, NGHTTP2_PROTOCOL_ERROR, -1);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* The priority fields are in: a stream cannot depend on itself (5.3.1). */
+static void judge_priority(h2_conn *hc, const uint8_t *b, uint32_t pad) {
+    int32_t id = be31(b + 5);
+    if (id == 0 || be31(b + 9 + pad) != id)
+        return;
+    if (b[3] == NGHTTP2_HEADERS)
+        hc->bad_prio = id; /* h2_on_begin_headers resets it: HPACK stays in step */
+    else
+        nghttp2_submit_rst_stream(hc->s, NGHTTP2_FLAG_NONE, id, NGHTTP2_PROTOCOL_ERROR);
+}
+
+/* How many of the avail bytes at p go to the library next, and what is
+ * judged before they go. */
+static uint32_t pace(h2_conn *hc, const uint8_t *p, uint32_t avail) {
+    if (hc->scan_skip)
+        return avail < hc->scan_skip ? avail : hc->scan_skip;
+    uint32_t want = hc->scan_need - hc->scan_have;
+    uint32_t k = want > 1 ? (avail < want - 1 ? avail : want - 1) : 1;
+    memcpy(hc->scan_buf + hc->scan_have, p, k);
+    hc->scan_have = (uint8_t)(hc->scan_have + k);
+    const uint8_t *b = hc->scan_buf;
+    if (hc->scan_have >= 4 && hc->scan_need == 9 && b[3] != NGHTTP2_DATA &&
+        b[3] != NGHTTP2_HEADERS && b[3] != NGHTTP2_PRIORITY) {
+        /* Nothing to judge: the rest of the header and the payload pass. */
+        hc->scan_skip = 9u - hc->scan_have + be24(b);
+        hc->scan_have = 0;
+        return k;
+    }
+    if (hc->scan_have < hc->scan_need)
+        return k;
+    /* Its last byte is here and not yet fed. */
+    uint32_t len = be24(b);
+    if (hc->scan_need == 9) {
+        judge_header(hc, b);
+        uint32_t pad = b[3] == NGHTTP2_HEADERS && (b[4] & NGHTTP2_FLAG_PADDED) ? 1 : 0;
+        bool prio = (b[3] == NGHTTP2_PRIORITY && len == 5) ||
+                    (b[3] == NGHTTP2_HEADERS && (b[4] & NGHTTP2_FLAG_PRIORITY) && len >= pad + 5);
+        if (prio) {
+            hc->scan_need = (uint8_t)(9 + pad + 5);
+            return k;
+        }
+        hc->scan_skip = len;
+    } else {
+        uint32_t pad = hc->scan_need - 14;
+        judge_priority(hc, b, pad);
+        hc->scan_skip = len - pad - 5;
+    }
+    hc->scan_need = 9;
+    hc->scan_have = 0;
+    return k;
+}
+
 static bool h2_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
     h2_conn *hc = hc_of(c);
     if (hc->dead) {
@@ -235,7 +383,20 @@ static bool h2_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len,
     if (!fed)
         return false;
     hc->busy++;
-    ssize_t n = nghttp2_session_mem_recv(hc->s, (const uint8_t *)data + *off, len - *off);
+    const uint8_t *d = (const uint8_t *)data;
+    ssize_t n = 0;
+    while (*off < len && !hc->dead && !hc->carry_len) {
+        bool skipping = hc->scan_skip > 0;
+        uint32_t k = pace(hc, d + *off, len - *off);
+        if (hc->dead)
+            break;
+        n = nghttp2_session_mem_recv(hc->s, d + *off, k);
+        if (n < 0)
+            break;
+        *off += (uint32_t)n;
+        if (skipping)
+            hc->scan_skip -= (uint32_t)n; /* a pause takes less: the rest comes again */
+    }
     h2_request_flush(hc);
     hc->busy--;
     if (n < 0) {
@@ -243,18 +404,12 @@ static bool h2_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len,
         *off = len;
         return true;
     }
-    *off += (uint32_t)n;
     if (hc->dead) {
         *off = len;
         sws_conn_stop_reading(w, c);
         return true;
     }
-    /* Any frame is the client's sign of life (never shortening the wait a
-     * scenario asked for, sws_ex_wait). */
-    uint64_t until = tl_loop_now(w->loop) +
-                     (hc->nstreams ? w->cfg->send_timeout_ms : w->cfg->keepalive_timeout_ms);
-    if (c->deadline < until || !hc->nstreams)
-        c->deadline = until;
+    h2_progress(w, hc); /* any frame is the client's sign of life */
     return hc->carry_len == 0;
 }
 
@@ -345,9 +500,8 @@ static void h2_fill(sws_worker *w, sws_conn *c) {
     hc->busy--;
     /* Answers moving out are progress too: a client that reads a long body
      * with a window large enough to send nothing meanwhile is not idle. */
-    uint64_t until = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
-    if (c->olen > before && hc->nstreams && !sws_phase_gone(c->phase) && c->deadline < until)
-        c->deadline = until;
+    if (c->olen > before && hc->nstreams && !sws_phase_gone(c->phase))
+        h2_progress(w, hc);
 }
 
 /* A scenario added to an answer, ended it or reset it: the connection
