@@ -333,6 +333,7 @@ static int on_message_begin(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->in_message = true;
     p->headers_done = false;
+    p->head_sound = false;
     p->head_bytes = 0;
     p->header_count = 0;
     p->uri_len = 0;
@@ -597,8 +598,6 @@ static int on_headers_complete(llhttp_t *lp) {
     p->headers_done = true;
     /* raw_head counts on through the trailers: they share header_bytes. */
     p->head_bytes = p->raw_head;
-    if ((lp->flags & F_CONTENT_LENGTH) && lp->content_length > p->limits->body_size)
-        return fail(p, 413);
     p->req.method = llhttp_get_method(lp);
     p->req.http_major = llhttp_get_http_major(lp);
     p->req.http_minor = llhttp_get_http_minor(lp);
@@ -627,6 +626,13 @@ static int on_headers_complete(llhttp_t *lp) {
         if (st)
             return fail(p, st);
     }
+    /* The head is sound: a refusal from here on (its declared size, a fault
+     * in its body or trailers) is one of a request that has a route. So 413
+     * comes after the checks above: a head that is malformed too is a 400
+     * (or 501), no route's, whatever its Content-Length says. */
+    p->head_sound = true;
+    if ((lp->flags & F_CONTENT_LENGTH) && lp->content_length > p->limits->body_size)
+        return fail(p, 413);
     p->chunked = (lp->flags & F_CHUNKED) != 0;
     /* RFC 9110 15.2: never a 1xx to an HTTP/1.0 client; none without content. */
     bool body = p->chunked || ((lp->flags & F_CONTENT_LENGTH) && lp->content_length > 0);
@@ -806,6 +812,7 @@ static bool fast_head(sws_http_parser *p, const char *data, size_t len, size_t *
     /* What on_message_begin and on_headers_complete would have left. */
     p->in_message = true;
     p->headers_done = true;
+    p->head_sound = true;
     p->head_bytes = (uint32_t)*head_len;
     p->body_bytes = 0;
     p->chunked = false;

@@ -102,7 +102,8 @@ typedef struct sws_http_parser {
     int status;      /* the error status chosen by a callback; 0 when none */
     bool in_message; /* a request has begun and is not complete */
     bool headers_done;
-    bool complete; /* a request is complete and not yet returned */
+    bool head_sound; /* the head is complete and passed every check (see sws_http_head_sound) */
+    bool complete;   /* a request is complete and not yet returned */
     /* Strictness (RFC 9112) that llhttp does not enforce itself; see parse.c. */
     uint8_t scan;       /* state of the raw head scanner (bare CR/LF, obs-fold) */
     uint8_t field;      /* which framing or routing field the current line is */
@@ -165,6 +166,16 @@ bool sws_http_continue_due(sws_http_parser *p);
  * idle close). */
 static inline bool sws_http_partial(const sws_http_parser *p) {
     return p->in_message;
+}
+
+/* Whether the unfinished request's head is complete and sound (every check
+ * on the head passed): its Host and path in p->req are the ones to route
+ * it by, also when sws_http_feed() then refuses it (413 for a Content-Length
+ * past body_size, decided as soon as the head is in; a fault in a chunked
+ * body or in the trailers). False for a refusal of the head itself (400,
+ * 414, 431, 501, 505), and between requests. */
+static inline bool sws_http_head_sound(const sws_http_parser *p) {
+    return p->in_message && p->head_sound;
 }
 
 /* ---- responses ----------------------------------------------------------- */

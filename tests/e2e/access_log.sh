@@ -2,7 +2,7 @@
 # The access log in the combined format: every line parses as
 #   %h - - [%t] "%r" %>s %b "Referer" "User-Agent" route
 # (route: the route that answered, "default" without [route] sections, "-"
-# for a request refused before it was routed)
+# for a request refused in its head, before it could be routed)
 # and a hostile User-Agent (quotes, backslashes, tabs, bytes >= 0x80) is
 # escaped as \xHH, so it can neither add a field nor forge a line. A reload
 # (SIGHUP) reopens the file: a moved log is recreated (rotation); a reload that

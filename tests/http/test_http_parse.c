@@ -350,6 +350,99 @@ static void http_body_limit_is_413(void **state) {
     assert_int_equal(expect_error(&l, c, strlen(c)), 0);
 }
 
+/* A refusal once the head is complete and sound is one of a request that
+ * has a route (the server picks it by p->req's Host and path); a refusal of
+ * the head itself is not. 413 comes after the head's own checks: a head that
+ * is malformed too is a 400, whatever its Content-Length. Split or whole, on
+ * head.c's path and on the reference path. */
+static void http_head_sound_decides_a_refusal_route(void **state) {
+    (void)state;
+    sws_http_limits l = lim;
+    l.body_size = 10;
+    l.header_bytes = 256;
+    static const struct {
+        const char *in;
+        int status;
+        bool sound;
+    } cases[] = {
+        {"POST /api/x HTTP/1.1\r\nHost: h.example\r\nContent-Length: 11\r\n\r\n", 413, true},
+        {"POST /api/x HTTP/1.1\r\nHost: h.example\r\nExpect: 100-continue\r\n"
+         "Content-Length: 99999\r\n\r\n",
+         413, true},
+        {"POST /api/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, true},
+        {"POST /api/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "b\r\n0123456789a\r\n0\r\n\r\n",
+         413, true},
+        {"POST /api/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "0\r\nBad Trailer\r\n\r\n",
+         400, true},
+        /* the head's own faults: no route's */
+        {"POST /api/x HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Length: 11\r\n\r\n", 400, false},
+        {"POST /api/x HTTP/1.1\r\nContent-Length: 11\r\n\r\n", 400, false},
+        {"POST /api/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n"
+         "\r\n",
+         501, false},
+        {"POST /api/x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n"
+         "\r\n",
+         400, false},
+        {"GET /a\x01b HTTP/1.1\r\nHost: a\r\n\r\n", 400, false},
+        {"GET /api/x HTTP/1.2\r\nHost: a\r\n\r\n", 505, false},
+        {"GET /api/x HTTP/1.1\r\nHost: a\r\nX: "
+         "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+         "y"
+         "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+         "y"
+         "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+         "y"
+         "\r\n\r\n",
+         431, false},
+        /* after a request served, the next one's fault at its first byte */
+        {"GET /api/x HTTP/1.1\r\nHost: a\r\n\r\n\x01", 400, false},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        for (int split = 0; split < 2; split++) {
+            for (int ref = 0; ref < 2; ref++) {
+                sws_http_parser p;
+                sws_http_parser_init(&p, &l);
+                p.reference_only = ref;
+                const char *in = cases[k].in;
+                size_t len = strlen(in), off = 0, used;
+                int rc, st = 0;
+                do {
+                    size_t n = split ? 1 : len - off;
+                    rc = sws_http_feed(&p, in + off, n, &used, &st);
+                    off += rc == SWS_HTTP_NEED_MORE ? n : used;
+                } while (rc >= 0 && off < len);
+                if (rc != -EBADMSG || st != cases[k].status ||
+                    sws_http_head_sound(&p) != cases[k].sound)
+                    fail_msg("case %zu (split %d, reference %d): rc %d status %d sound %d", k,
+                             split, ref, rc, st, sws_http_head_sound(&p));
+                if (cases[k].sound) {
+                    assert_int_equal(p.req.path_len, 6);
+                    assert_memory_equal(p.req.path, "/api/x", 6);
+                }
+            }
+        }
+    }
+    /* Sound while the body comes, on both paths; not between requests. */
+    const char *r = "POST /api/x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nab";
+    for (int ref = 0; ref < 2; ref++) {
+        sws_http_parser p;
+        sws_http_parser_init(&p, &l);
+        p.reference_only = ref;
+        size_t used;
+        int st;
+        assert_false(sws_http_head_sound(&p));
+        assert_int_equal(sws_http_feed(&p, r, strlen(r) - 2, &used, &st), SWS_HTTP_NEED_MORE);
+        assert_true(sws_http_head_sound(&p));
+        assert_int_equal(sws_http_feed(&p, r + strlen(r) - 2, 2, &used, &st), SWS_HTTP_REQUEST);
+        assert_false(sws_http_head_sound(&p));
+        assert_int_equal(sws_http_feed(&p, "POST /y HTTP/1.1\r\n", 18, &used, &st),
+                         SWS_HTTP_NEED_MORE);
+        assert_false(sws_http_head_sound(&p));
+    }
+}
+
 static void http_partial_is_tracked(void **state) {
     (void)state;
     sws_http_parser p;
@@ -478,6 +571,7 @@ int main(void) {
         cmocka_unit_test(http_header_count_limit_is_431),
         cmocka_unit_test(http_uri_limit_is_414),
         cmocka_unit_test(http_body_limit_is_413),
+        cmocka_unit_test(http_head_sound_decides_a_refusal_route),
         cmocka_unit_test(http_partial_is_tracked),
         cmocka_unit_test(http_head_and_error_responses),
         cmocka_unit_test(http_expect_100_continue),

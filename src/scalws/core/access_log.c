@@ -44,7 +44,7 @@ void sws_access_log(sws_worker *w, const sws_log_line *l) {
     char req[4 * SWS_HTTP_LOG_FIELD_MAX + 1], ref[4 * SWS_HTTP_LOG_FIELD_MAX + 1],
         ua[4 * SWS_HTTP_LOG_FIELD_MAX + 1];
     /* The route's name last (route names are [A-Za-z0-9_.-]): "-" for a
-     * request refused before it was routed. */
+     * request refused in its head, before it could be routed. */
     fprintf(w->access_log, "%s - - [%s] \"%s\" %d %llu \"%s\" \"%s\" %s\n", l->peer, w->clf_date,
             log_escape(req, l->request, clamp(l->request_len)), l->status,
             (unsigned long long)l->bytes, log_escape(ref, l->referer, clamp(l->referer_len)),

@@ -206,8 +206,9 @@ void h1_answer_end(sws_worker *w, sws_conn *c) {
  * trusted to be framed right. head: the answer to HEAD, without its body. */
 void h1_answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
-    /* A request refused after its route was chosen (413 in the body, the
-     * proxy's 502) is that route's error; one refused earlier is no route's. */
+    /* A request refused after its route was chosen (once its head was
+     * complete and sound: 413, a fault in its body, the proxy's 502) is that
+     * route's error; one refused earlier (its head's fault) is no route's. */
     if (c->routed)
         sws_route_count(w, c->sc, status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
     if (w->access_log)
@@ -439,6 +440,13 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
                 sws_conn_idle_deadline(w, c, h1_conn_partial(c));
             continue;
         }
+        /* A refusal once the head was complete and sound (413 for its
+         * declared size, a fault in its chunked body or trailers) is its
+         * route's: chosen here when the fault came in the same read as the
+         * head's end, which pass_bytes never saw. A refusal of the head itself
+         * (400, 414, 431, 501, 505) stays no route's. */
+        if (!c->routed && w->routes_on && sws_http_head_sound(c->parser))
+            route_set(w, c, sws_route_pick(w, &c->parser->req));
         answer_error(w, c, st);
         *off = len;
         break;
