@@ -109,6 +109,8 @@ typedef struct sws_h2_config {
     uint32_t max_continuations;      /* CONTINUATION frames of one header block */
     uint32_t max_queued_acks;        /* SETTINGS and PING acks waiting to be sent */
     uint32_t max_header_blocks;      /* decoded header bytes of a block, times header_bytes */
+    uint32_t stream_buffers;         /* answers of one connection waiting in a buffer at once */
+    uint64_t loop_buffer;            /* answer bytes buffered on one loop, every stream together */
 } sws_h2_config;
 
 typedef struct sws_config {

@@ -117,6 +117,9 @@ static char *metrics_text(sws_server *s, size_t *len) {
       h2_goaway_recv);
     M("scalwsd_http2_refused_streams_total", "counter",
       "HTTP/2 streams refused: the loop's streams_per_loop were all in use.", h2_refused);
+    M("scalwsd_http2_buffer_waits_total", "counter",
+      "HTTP/2 answers that waited for a body buffer ([http2] stream_buffers, loop_buffer).",
+      h2_buffer_waits);
 #undef M
     static const char *const ga[SWS_H2_GOAWAY_N] = {"no_error", "protocol_error",
                                                     "enhance_your_calm", "other"};

@@ -145,6 +145,8 @@ typedef struct sws_counters {
     sws_ctr h2_goaway_sent[SWS_H2_GOAWAY_N];
     sws_ctr h2_goaway_recv;
     sws_ctr h2_refused;
+    sws_ctr
+        h2_buffer_waits; /* answers that waited for a body buffer (stream_buffers, loop_buffer) */
     sws_ctr h2_floods[SWS_H2_FLOOD_N];
 } sws_counters;
 

@@ -154,9 +154,62 @@ static void body_added(h2_stream *st) {
     }
 }
 
+/* A body buffer, within the connection's and the loop's bounds (the "HTTP/2
+ * Bomb": answers that wait behind closed windows hold at most stream_buffers
+ * buffers per connection and loop_buffer bytes per loop). Past them the
+ * stream waits in line and its scenario's `more` comes once one is given
+ * back, as after a write. */
+static bool body_take(sws_worker *w, h2_stream *st) {
+    h2_loop *L = h2_loop_of(w);
+    h2_conn *hc = st->hc;
+    if (hc->nbodies < w->cfg->h2.stream_buffers && L->nbodies < L->bodies_cap &&
+        (st->body = sws_lend_take(&L->blocks))) {
+        hc->nbodies++;
+        L->nbodies++;
+        return true;
+    }
+    if (!st->buf_wait && L->wlen < L->n) {
+        st->buf_wait = true;
+        L->waiters[(L->whead + L->wlen++) % L->n] = (struct h2_waiter){st, st->gen};
+        SWS_ADD(w->ctr.h2_buffer_waits, 1);
+    }
+    return false;
+}
+
+void h2_body_give(sws_worker *w, h2_stream *st) {
+    h2_loop *L = h2_loop_of(w);
+    if (!st->body)
+        return;
+    sws_lend_give(&L->blocks, st->body);
+    st->body = NULL;
+    st->boff = st->blen = 0;
+    st->hc->nbodies--;
+    L->nbodies--;
+    /* The waiting streams that could take a buffer now get their turn,
+     * oldest first, as many as the loop has buffers for; those whose own
+     * connection is at its bound keep their place. Waking one that then
+     * takes none costs a `more`; waking too few would stall it. */
+    uint32_t n = L->wlen, free = L->bodies_cap - L->nbodies;
+    for (uint32_t k = 0; k < n; k++) {
+        struct h2_waiter e = L->waiters[L->whead];
+        L->whead = (L->whead + 1) % L->n;
+        L->wlen--;
+        if (e.st->gen != e.gen || !e.st->buf_wait || !e.st->hc)
+            continue; /* gone, or served meanwhile */
+        if (free && e.st->hc->nbodies < w->cfg->h2.stream_buffers) {
+            free--;
+            e.st->buf_wait = false;
+            e.st->want_more = e.st->pending && !e.st->ended;
+            h2_kick(w, e.st->hc);
+            continue;
+        }
+        L->waiters[(L->whead + L->wlen++) % L->n] = e;
+    }
+}
+
 static char *h2_room(sws_worker *w, sws_exchange *x, size_t *len) {
     h2_stream *st = stream_ofx(x);
-    if (!st->body && !(st->body = sws_lend_take(&h2_loop_of(w)->blocks))) {
+    if (!st->body && !body_take(w, st)) {
         *len = 0;
         return NULL;
     }
@@ -257,7 +310,8 @@ int h2_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, s
         memcpy(o + 9, st->body + st->boff, len);
         st->boff += (uint32_t)len;
         if (st->boff == st->blen) {
-            st->boff = st->blen = 0;
+            /* Sent: the buffer goes back until the scenario adds again. */
+            h2_body_give(hc->w, st);
             st->want_more = st->pending && !st->ended; /* the scenario adds */
         }
     }
@@ -295,12 +349,18 @@ void h2_answer_error(sws_worker *w, h2_stream *st, int status) {
         return;
     }
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
-    char body[64];
-    int bl = snprintf(body, sizeof(body), "%d %s\n", status, sws_http_reason(status));
+    /* The text goes from the stream itself: no buffer to wait for. */
+    int bl = snprintf(st->note, sizeof(st->note), "%d %s\n", status, sws_http_reason(status));
+    if (bl < 0 || (size_t)bl >= sizeof(st->note))
+        bl = 0;
     sws_answer a = {.status = status, .content_type = "text/plain", .length = (uint64_t)bl};
-    if (h2_head(w, &st->ex, &a) < 0 || (!st->nobody && h2_body(w, &st->ex, body, (size_t)bl) < 0)) {
+    if (h2_head(w, &st->ex, &a) < 0) {
         h2_reset(st->hc, st, NGHTTP2_INTERNAL_ERROR);
         return;
+    }
+    if (!st->nobody && bl) {
+        st->fixed = st->note;
+        st->fixed_left = (uint32_t)bl;
     }
     if (w->access_log)
         h2_log(w, st, NULL, status, st->nobody ? 0 : (uint64_t)bl);

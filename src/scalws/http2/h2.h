@@ -66,6 +66,7 @@ typedef struct h2_stream {
     bool want_more : 1;   /* the body buffer emptied: the scenario's `more` is owed */
     bool closed : 1;      /* the session closed the stream */
     bool reset_by_us : 1; /* we sent its RST_STREAM */
+    bool buf_wait : 1;    /* waits for a body buffer (the connection's or loop's bound) */
     bool counted : 1;     /* its route counted its answer */
     uint16_t refuse;      /* an error status to answer instead of the scenario */
     uint16_t status;
@@ -78,6 +79,7 @@ typedef struct h2_stream {
     char *body;              /* H2_BLOCK bytes from the loop's pool while an answer is given */
     uint32_t boff, blen;
     const char *fixed; /* a fixed answer's body, sent from where it is */
+    char note[48];     /* our own error answer's body (sent as fixed) */
     uint32_t fixed_left;
     sws_http_request req;
     sws_head head;      /* with keep_fields, for request_head */
@@ -95,6 +97,7 @@ struct h2_conn {
     h2_stream *streams;
     uint32_t nstreams;
     uint32_t out_wait;    /* streams whose data waits for room in the output */
+    uint32_t nbodies;     /* its streams holding a body buffer */
     const uint8_t *spill; /* mem_send bytes that did not fit the output */
     size_t spill_len;
     /* A DATA chunk the scenario could not take whole: its rest, until it
@@ -136,7 +139,14 @@ typedef struct h2_loop {
     h2_stream *table; /* streams_per_loop entries, calloc'd */
     uint32_t *free_idx;
     uint32_t nfree, n;
-    sws_lend blocks; /* out_cap: bodies and carries */
+    sws_lend blocks;              /* out_cap: bodies and carries */
+    uint32_t nbodies, bodies_cap; /* body buffers lent, and the most ([http2] loop_buffer) */
+    /* Streams waiting for a body buffer, oldest first (a ring of n). */
+    struct h2_waiter {
+        h2_stream *st;
+        uint32_t gen;
+    } * waiters;
+    uint32_t whead, wlen;
     sws_lend stores; /* H2_STORE request storages */
     nghttp2_session_callbacks *cbs;
     h2_mem mem;    /* the sessions' allocations */
@@ -193,6 +203,9 @@ ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, u
                      nghttp2_data_source *src, void *ud);
 int h2_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t len,
                  nghttp2_data_source *src, void *ud);
+/* The stream's body buffer goes back (its bytes are sent, or it ends): a
+ * stream waiting for one is woken. */
+void h2_body_give(sws_worker *w, h2_stream *st);
 /* Our own error answer for a stream whose answer has not begun. */
 void h2_answer_error(sws_worker *w, h2_stream *st, int status);
 /* The answer is complete on the scenario's side: its route counts it. */

@@ -76,7 +76,7 @@ void h2_stream_free(h2_conn *hc, h2_stream *st) {
     free(st->f);
     free(st->rc);
     sws_lend_give(&L->stores, st->store);
-    sws_lend_give(&L->blocks, st->body);
+    h2_body_give(w, st);
     if (st->prev)
         st->prev->next = st->next;
     else

@@ -193,7 +193,11 @@ static nghttp2_option *session_options(const sws_worker *w) {
 
 static bool h2_attach(sws_worker *w, sws_conn *c) {
     h2_loop *L = h2_loop_of(w);
-    L->blocks.size = w->out_cap; /* known once the scenarios are (worker.c) */
+    if (!L->blocks.size) { /* out_cap is known once the scenarios are (worker.c) */
+        L->blocks.size = w->out_cap;
+        uint64_t cap = w->cfg->h2.loop_buffer / w->out_cap;
+        L->bodies_cap = cap < 16 ? 16 : cap > L->n ? L->n : (uint32_t)cap;
+    }
     h2_conn *hc = calloc(1, sizeof(*hc));
     nghttp2_option *o = session_options(w);
     if (!hc || !o || nghttp2_session_server_new3(&hc->s, L->cbs, hc, o, &L->mem.mem) != 0) {
@@ -645,8 +649,10 @@ static int h2_table_init(sws_worker *w) {
     for (uint32_t i = 0; i < L->n; i++)
         L->free_idx[i] = L->n - 1 - i;
     L->nfree = L->n;
-    if (!(L->kick =
-              malloc(2 * w->nslots * sizeof(*L->kick)))) /* a slot freed and reused in one turn */
+    /* A connection's slot may be freed and reused, and kicked again, in one turn. */
+    L->kick = malloc(2 * w->nslots * sizeof(*L->kick));
+    L->waiters = malloc(L->n * sizeof(*L->waiters));
+    if (!L->kick || !L->waiters)
         return -ENOMEM;
     if (sws_lend_init(&L->blocks, 0, L->n + w->nslots) < 0 ||
         sws_lend_init(&L->stores, H2_STORE, L->n) < 0)
@@ -683,6 +689,7 @@ static void h2_table_free(sws_worker *w) {
     free(L->table);
     free(L->free_idx);
     free(L->kick);
+    free(L->waiters);
     free(L->scratch);
     free(L->nva);
     free(L);
