@@ -2,10 +2,16 @@
  * frees a handful of small blocks per stream (the stream, its frames, the
  * answer's copied fields), which glibc's malloc serves at ~100 instructions
  * each. Blocks up to H2_MEM_MAX come from per-size-class free lists of the
- * loop instead (one thread, no locks); larger ones (a session's frame
- * buffer) from malloc. Trimmed by the sweep as the other pools are. */
+ * loop instead (one thread, no locks); larger ones (a session's 16 KiB frame
+ * buffer and 4 KiB stream map) from malloc and calloc, which leave a fresh
+ * heap's pages untouched until written (an idle session writes one page of
+ * its frame buffer: bench/README.md, "Idle HTTP/2 connections"). Pages of
+ * their own (mmap) were tried: more resident memory in that benchmark, and
+ * two mappings per connection would meet vm.max_map_count. Trimmed by the
+ * sweep as the other pools are. */
 #include "mem.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,12 +34,22 @@ static size_t class_size(unsigned k) {
     return (size_t)H2_MEM_MIN << k;
 }
 
-static void *take(h2_mem *m, size_t n) {
+/* zero: the block must be zeroed (calloc). Fresh pages are zero already:
+ * a mapping, or calloc's fresh heap, which glibc does not touch. */
+/* A large block's size, kept in its header. */
+static size_t big_len(const unsigned char *p) {
+    size_t n;
+    memcpy(&n, p + 8, sizeof(n));
+    return n;
+}
+
+static void *take(h2_mem *m, size_t n, bool zero) {
     if (n > H2_MEM_MAX) {
-        unsigned char *p = malloc(HDR + n);
+        unsigned char *p = zero ? calloc(1, HDR + n) : malloc(HDR + n);
         if (!p)
             return NULL;
         p[0] = BIG;
+        memcpy(p + 8, &n, sizeof(n));
         return p + HDR;
     }
     unsigned k = class_of(n);
@@ -43,8 +59,10 @@ static void *take(h2_mem *m, size_t n) {
         m->free[k] = f->next;
         m->nfree[k]--;
         p = (unsigned char *)f - HDR;
+        if (zero)
+            memset(p + HDR, 0, class_size(k));
     } else {
-        p = malloc(HDR + class_size(k));
+        p = zero ? calloc(1, HDR + class_size(k)) : malloc(HDR + class_size(k));
         if (!p)
             return NULL;
         p[0] = (unsigned char)k;
@@ -72,7 +90,7 @@ static void give(h2_mem *m, void *ptr) {
 }
 
 static void *mem_malloc(size_t n, void *ud) {
-    return take(ud, n);
+    return take(ud, n, false);
 }
 
 static void mem_free(void *ptr, void *ud) {
@@ -82,29 +100,22 @@ static void mem_free(void *ptr, void *ud) {
 static void *mem_calloc(size_t nmemb, size_t size, void *ud) {
     if (size && nmemb > SIZE_MAX / size)
         return NULL;
-    void *p = take(ud, nmemb * size);
-    if (p)
-        memset(p, 0, nmemb * size);
-    return p;
+    return take(ud, nmemb * size, true);
 }
 
 static void *mem_realloc(void *ptr, size_t n, void *ud) {
     h2_mem *m = ud;
     if (!ptr)
-        return take(m, n);
+        return take(m, n, false);
     if (n == 0) {
         give(m, ptr);
         return NULL;
     }
     unsigned char *p = (unsigned char *)ptr - HDR;
-    if (p[0] == BIG && n > H2_MEM_MAX) {
-        unsigned char *q = realloc(p, HDR + n);
-        return q ? q + HDR : NULL;
-    }
-    size_t have = p[0] == BIG ? n : class_size(p[0]);
-    if (p[0] != BIG && n <= have)
+    size_t have = p[0] == BIG ? big_len(p) : class_size(p[0]);
+    if (n <= have)
         return ptr;
-    void *q = take(m, n);
+    void *q = take(m, n, false);
     if (!q)
         return NULL;
     memcpy(q, ptr, have < n ? have : n);

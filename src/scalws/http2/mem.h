@@ -8,7 +8,7 @@
 #include <nghttp2/nghttp2.h>
 
 #define H2_MEM_MIN 32
-#define H2_MEM_CLASSES 8 /* 32 .. 4096 */
+#define H2_MEM_CLASSES 7 /* 32 .. 2048; larger blocks are pages of their own */
 #define H2_MEM_MAX ((size_t)H2_MEM_MIN << (H2_MEM_CLASSES - 1))
 
 typedef struct h2_mem_free {
