@@ -16,7 +16,8 @@
 #    a new connection: 0 streams lost, and both processes served.
 # 4. SIGTERM: a stream in flight (a 4 MiB file read slowly) gets the shutdown
 #    notice (GOAWAY, last stream id 2^31-1), then the GOAWAY with its own id,
-#    and completes byte for byte; an idle connection gets both GOAWAYs and is
+#    and completes byte for byte; so does a proxied stream whose upstream
+#    answers 3 s later (nghttp); an idle connection gets both GOAWAYs and is
 #    closed after drain_idle_grace; scalwsd exits 0, nothing forced.
 # The counting discipline is zero_loss_restart's: the ports from the ready
 # file, each step waits for what it needs (bounded), every failure counts.
@@ -170,7 +171,9 @@ stop_new
 # ---------------------------------------------------------------------------
 # 4. SIGTERM with a stream in flight and an idle connection.
 make_static_tree 4194304
-start_sws "$INI\nscenario = static\n[static]\nroot = $R"
+start_test_upstream 100
+start_sws "$INI\nscenario = static\n[static]\nroot = $R\n[route up]\npath_prefix = /up/
+scenario = proxy\nupstream = 127.0.0.1:$UP\nstrip_prefix = on"
 $H2C slow "$PORT" /big.bin "$T/slow.ready" >"$T/slow" 2>"$T/slow.err" &
 slow=$!
 $H2C idle "$PORT" /a.txt "$T/idle.ready" >"$T/idle" 2>"$T/idle.err" &
@@ -181,10 +184,21 @@ until [ -e "$T/slow.ready" ] && [ -e "$T/idle.ready" ]; do
     kill -0 "$slow" 2>/dev/null || [ -e "$T/slow.ready" ] || fail "slow client: $(cat "$T/slow.err")"
     sleep 0.05
 done
+# The upstream answers /slow after 3 s: the stream is under way at the signal.
+nghttp -v -t 30 "http://127.0.0.1:$PORT/up/slow" >"$T/ng" 2>&1 &
+ng=$!
+wait_metric scalwsd_http2_streams_total 2 30
 stop_sws
 wait "$slow" || fail "slow client: $(cat "$T/slow.err")"
 wait "$idle" || fail "idle client: $(cat "$T/idle.err")"
+wait "$ng" || fail "nghttp through the proxy: $(cat "$T/ng")"
 echo "SIGTERM: in flight $(cat "$T/slow"); idle $(cat "$T/idle")"
+# nghttp's request stream (it opens idle ones for its priorities first).
+sid=$(sed -n 's/.*send HEADERS frame <.*stream_id=\([0-9]*\)>.*/\1/p' "$T/ng" | head -1)
+grep -q 'last_stream_id=2147483647, error_code=NO_ERROR' "$T/ng" || fail "proxied stream: no shutdown notice: $(cat "$T/ng")"
+grep -q "last_stream_id=$sid, error_code=NO_ERROR" "$T/ng" || fail "proxied stream $sid: no final GOAWAY: $(cat "$T/ng")"
+grep -q "recv (stream_id=$sid) :status: 200" "$T/ng" && grep -q '^slow' "$T/ng" ||
+    fail "proxied stream in flight not answered: $(cat "$T/ng")"
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS after the drain"
 grep -q 'stopped after SIGTERM: .* 0 closed by the drain timeout' "$T/log" || fail "the drain forced: $(cat "$T/log")"
 res=$(cat "$T/slow")
