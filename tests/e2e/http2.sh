@@ -50,7 +50,8 @@ TLS_INI="[tls]\ncert = $T/cert.pem\nkey = $T/key.pem"
 
 # req PATH [curl args...]: one request over HTTP/2 (H2: prior knowledge or
 # ALPN) to $SCHEME://$HOST:$PORT; the body in $T/body, the head in $T/head,
-# the status in CODE, the body's size in SIZE; fails unless curl spoke HTTP/2. Counts requests in NREQ.
+# the status in CODE, the body's size in SIZE; fails unless curl spoke
+# HTTP/2. Counts the requests (each on its own connection) in NREQ.
 H2=()
 SCHEME=http
 HOST=127.0.0.1
