@@ -14,7 +14,8 @@
 #   :authority;
 # - the access log says HTTP/2.0, one line per stream (2000 under h2load
 #   too); /metrics counts HTTP/2 connections and streams exactly;
-# - h2load -n 2000 -c 4 -m 10, h2c and TLS: 2000 2xx, nothing failed.
+# - h2load -n 2000 -c 4 -m 10, h2c and TLS: 2000 2xx, nothing failed; every
+#   scenario on one connection, 10 streams at a time, every byte.
 . "$(dirname "$0")/lib.sh"
 for tool in nghttp h2load openssl; do
     command -v "$tool" >/dev/null || { echo "SKIP: no $tool (nghttp2-client, openssl)"; exit 77; }
@@ -290,6 +291,19 @@ scenario_log() {
     expect "$m access log: one line per stream" "$(count 'HTTP/2.0"' <"$f")" "$NREQ"
 }
 
+# multiplexed LABEL BASE: every scenario at once on one connection, 10
+# streams at a time (h2load -c 1 -m 10 cycles through the five URLs): each
+# answer whole, to the byte: 10 x (4 MiB + 1 MiB + 11 + 35000 + 6).
+multiplexed() {
+    local out
+    out=$(timeout 60 h2load -n 50 -c 1 -m 10 "$2/big.bin" "$2/up/big/1" "$2/resp/x" "$2/up/chunked" \
+        "$2/a.txt" 2>&1) || fail "$1: h2load: $out"
+    grep -q '^requests: 50 total, 50 started, 50 done, 50 succeeded, 0 failed, 0 errored, 0 timeout' \
+        <<<"$out" || fail "$1: $(grep -E '^(requests|status codes)' <<<"$out")"
+    grep -q '^status codes: 50 2xx' <<<"$out" || fail "$1: $(grep '^status codes' <<<"$out")"
+    grep -q '^traffic: .* (52778970) data$' <<<"$out" || fail "$1: bytes: $(grep '^traffic' <<<"$out")"
+}
+
 start_sws "access_log = $T/access-h2c.log\n$SC_INI"
 H2=(--http2-prior-knowledge)
 SCHEME=http
@@ -299,6 +313,7 @@ scenario_log h2c "$T/access-h2c.log"
 expect "h2c: h2 connections, one per request" "$(metric scalwsd_http2_connections_total)" "$NREQ"
 expect "h2c: h2 streams" "$(metric scalwsd_http2_streams_total)" "$NREQ"
 h2load_ok "h2load h2c static" "http://127.0.0.1:$PORT/a.txt"
+multiplexed "h2c: every scenario on one connection" "http://127.0.0.1:$PORT"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 
@@ -343,6 +358,7 @@ expect "tls: access log lines in all" "$(count 'HTTP/2.0"' <"$T/access-tls.log")
 h2load_ok "h2load TLS respond" "$T1/resp/h2load"
 grep -q 'Application protocol: h2$' <<<"$(timeout 30 h2load -n 1 "$T1/resp/x" 2>&1)" || fail "h2load did not speak h2 over TLS"
 h2load_ok "h2load TLS static" "$T1/a.txt"
+multiplexed "TLS: every scenario on one connection" "$T1"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 
