@@ -207,6 +207,7 @@ def load(port, secs, stop, nconns=4, nstreams=10):
                 conn = Conn(port)
             except OSError as e:
                 add("lost", 1, "connect: %r" % e)
+                time.sleep(0.01)  # counted once per try, not spun on
                 continue
             add("connections")
             inflight = set()
