@@ -383,13 +383,26 @@ static bool proto_switch(sws_worker *w, sws_conn *c, const sws_conn_proto *p) {
 
 /* A plaintext connection's first bytes: the HTTP/2 preface (its first four
  * bytes at least, "PRI ", which no HTTP/1.1 request we serve begins with)
- * chooses HTTP/2; anything else HTTP/1.1. A first read of one to three
- * bytes that could begin the preface is taken as HTTP/1.1 (clients send the
- * preface whole). false: the connection closed. */
-static bool proto_sniff(sws_worker *w, sws_conn *c, const char *data, uint32_t len) {
-    uint32_t n = len < SWS_H2_PREFACE_LEN ? len : SWS_H2_PREFACE_LEN;
-    bool h2 = n >= 4 && memcmp(data, SWS_H2_PREFACE, n) == 0;
-    return proto_switch(w, c, h2 ? w->h2_proto : c->proto);
+ * chooses HTTP/2; anything else HTTP/1.1. Fewer than four bytes that begin
+ * the preface wait for the next read (TCP may cut the preface anywhere);
+ * then the chosen protocol is given them first. 1: chosen, data goes on to
+ * it; 0: data was taken (waiting, or the connection closed). */
+static int proto_sniff(sws_worker *w, sws_conn *c, const char *data, uint32_t len) {
+    uint32_t had = c->sniffed, n = had + len < 4 ? len : 4 - had;
+    bool prefix = memcmp(data, SWS_H2_PREFACE + had, n) == 0;
+    if (prefix && had + len < 4) {
+        c->sniffed = (uint8_t)(had + len);
+        return 0;
+    }
+    uint32_t rest = len < SWS_H2_PREFACE_LEN - had ? len : SWS_H2_PREFACE_LEN - had;
+    bool h2 = prefix && memcmp(data, SWS_H2_PREFACE + had, rest) == 0;
+    if (!proto_switch(w, c, h2 ? w->h2_proto : c->proto))
+        return 0;
+    c->sniffed = 0;
+    uint32_t off = 0;
+    if (had)
+        c->proto->input(w, c, SWS_H2_PREFACE, had, &off); /* the bytes held back */
+    return sws_phase_gone(c->phase) || c->phase != SWS_PH_OPEN ? 0 : 1;
 }
 
 /* ---- TLS: the engine between the socket and the parser ---------------------- */
@@ -556,7 +569,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             release(w, e->u.buf.id);
         } else if (c->phase != SWS_PH_OPEN)
             release(w, e->u.buf.id);
-        else if (!c->chosen && !proto_sniff(w, c, data, len))
+        else if (!c->chosen && proto_sniff(w, c, data, len) == 0)
             release(w, e->u.buf.id);
         else if (c->hcount || c->recv_paused)
             hold(w, c, e->u.buf.id, data, 0, len);

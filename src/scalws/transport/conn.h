@@ -83,6 +83,10 @@ struct sws_conn {
     bool h1_nobody : 1;
     bool h1_in_answer : 1; /* inside the scenario's `answer` */
     bool chosen : 1;       /* its protocol is settled (first bytes seen, or ALPN) */
+    /* Bytes of "PRI" seen before the protocol could be told (a first read
+     * of one to three bytes): they are the preface's, so their count says
+     * what they were. */
+    uint8_t sniffed : 2;
     uint8_t dl_kind;
     uint16_t hcount; /* held input buffers: at most SWS_RECV_BUFFERS */
     uint32_t wlen;   /* bytes of out in flight */
