@@ -123,7 +123,7 @@ static uint8_t method_of(const uint8_t *v, size_t vl, bool *known) {
         return HTTP_HEAD;
     if (is(v, vl, "POST", 4))
         return HTTP_POST;
-    for (int m = 0; m < 64; m++) {
+    for (int m = 0; m <= HTTP_FLUSH; m++) { /* llhttp_method_name aborts past its last */
         const char *name = llhttp_method_name((llhttp_method_t)m);
         if (name && strlen(name) == vl && memcmp(name, v, vl) == 0)
             return (uint8_t)m;
