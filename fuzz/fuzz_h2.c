@@ -54,9 +54,20 @@ static void put_file(const char *dir, const char *name, size_t len, char fill) {
     fclose(f);
 }
 
+static char dir[] = "/tmp/sws-fuzz-h2-XXXXXX";
+
+/* The static root and the config go with the process (the replay runs in
+ * every ctest). */
+static void cleanup(void) {
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "fuzz_h2: could not remove %s\n", dir);
+}
+
 static void setup(void) {
-    static char dir[] = "/tmp/sws-fuzz-h2-XXXXXX";
     check(mkdtemp(dir) != NULL, "mkdtemp");
+    atexit(cleanup);
     char www[600], ini[600], text[4096], err[512];
     snprintf(www, sizeof(www), "%s/www", dir);
     mkdir(www, 0755);
