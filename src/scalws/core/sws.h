@@ -304,6 +304,11 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, 
 void sws_worker_arm(sws_worker *w);
 void sws_worker_free(sws_worker *w);
 void *sws_worker_main(void *arg); /* thread: turns w until it is finished */
+/* One turn of w's loop and the dispatch of its completions (at most cap,
+ * into cq), as its thread does: the completions handled, or -1 once the
+ * worker is finished. Exported for fuzz/fuzz_h2.c, which turns a worker on
+ * its own thread with a connection on a socketpair. */
+int sws_worker_turn(sws_worker *w, tl_completion *cq, int cap, int timeout_ms);
 void *sws_shared_main(void *arg); /* thread of the shared model: arg is the server */
 
 /* route_inst.c: a route's requests, 4xx and 5xx answers and latency (from
