@@ -157,53 +157,104 @@ static void body_added(h2_stream *st) {
 /* A body buffer, within the connection's and the loop's bounds (the "HTTP/2
  * Bomb": answers that wait behind closed windows hold at most stream_buffers
  * buffers per connection and loop_buffer bytes per loop). Past them the
- * stream waits in line and its scenario's `more` comes once one is given
- * back, as after a write. */
+ * stream waits in line, on its connection when that is the bound, else on
+ * the loop, and its scenario's `more` comes once a buffer is given back, as
+ * after a write; the buffer is promised to it until it asks again, so that
+ * one given back wakes one stream, not every one waiting. */
+static void wake(sws_worker *w, h2_loop *L, h2_stream *st) {
+    st->buf_wait = false;
+    st->buf_woken = true;
+    st->hc->promised++;
+    L->promised++;
+    st->want_more = st->pending && !st->ended;
+    st->hc->more_due = st->hc->more_due || st->want_more;
+    h2_kick(w, st->hc);
+}
+
+static void conn_wait_add(h2_conn *hc, h2_stream *st) {
+    st->wlisted = true;
+    st->wnext = NULL;
+    st->wprev = hc->wlast;
+    if (hc->wlast)
+        hc->wlast->wnext = st;
+    else
+        hc->wfirst = st;
+    hc->wlast = st;
+}
+
+void h2_wait_drop(sws_worker *w, h2_stream *st) {
+    h2_conn *hc = st->hc;
+    if (st->wlisted) {
+        if (st->wprev)
+            st->wprev->wnext = st->wnext;
+        else
+            hc->wfirst = st->wnext;
+        if (st->wnext)
+            st->wnext->wprev = st->wprev;
+        else
+            hc->wlast = st->wprev;
+        st->wlisted = false;
+    }
+    if (st->buf_woken) {
+        st->buf_woken = false;
+        hc->promised--;
+        h2_loop_of(w)->promised--;
+    }
+    st->buf_wait = false;
+}
+
 static bool body_take(sws_worker *w, h2_stream *st) {
     h2_loop *L = h2_loop_of(w);
     h2_conn *hc = st->hc;
-    if (hc->nbodies < w->cfg->h2.stream_buffers && L->nbodies < L->bodies_cap &&
-        (st->body = sws_lend_take(&L->blocks))) {
+    h2_wait_drop(w, st); /* a promise is used (or lapses) by asking */
+    bool conn_room = hc->nbodies + hc->promised < w->cfg->h2.stream_buffers;
+    bool loop_room = L->nbodies + L->promised < L->bodies_cap;
+    if (conn_room && loop_room && (st->body = sws_lend_take(&L->blocks))) {
         hc->nbodies++;
         L->nbodies++;
         return true;
     }
-    if (!st->buf_wait && L->wlen < L->n) {
-        st->buf_wait = true;
+    st->buf_wait = true;
+    SWS_ADD(w->ctr.h2_buffer_waits, 1);
+    if (!conn_room)
+        conn_wait_add(hc, st); /* its connection's next buffer back is its */
+    else if (L->wlen < L->n)
         L->waiters[(L->whead + L->wlen++) % L->n] = (struct h2_waiter){st, st->gen};
-        SWS_ADD(w->ctr.h2_buffer_waits, 1);
-    }
     return false;
 }
 
 void h2_body_give(sws_worker *w, h2_stream *st) {
     h2_loop *L = h2_loop_of(w);
+    h2_conn *hc = st->hc;
     if (!st->body)
         return;
     sws_lend_give(&L->blocks, st->body);
     st->body = NULL;
     st->boff = st->blen = 0;
-    st->hc->nbodies--;
+    hc->nbodies--;
     L->nbodies--;
-    /* The waiting streams that could take a buffer now get their turn,
-     * oldest first, as many as the loop has buffers for; those whose own
-     * connection is at its bound keep their place. Waking one that then
-     * takes none costs a `more`; waking too few would stall it. */
-    uint32_t n = L->wlen, free = L->bodies_cap - L->nbodies;
-    for (uint32_t k = 0; k < n; k++) {
+    /* The connection's own waiting stream first (a slot of the connection
+     * and one of the loop are free), else one waiting for the loop's bound
+     * whose connection has room; one whose connection has none moves to
+     * its connection's line. */
+    if (hc->wfirst) {
+        h2_stream *next = hc->wfirst;
+        h2_wait_drop(w, next);
+        wake(w, L, next);
+        return;
+    }
+    while (L->wlen) {
         struct h2_waiter e = L->waiters[L->whead];
         L->whead = (L->whead + 1) % L->n;
         L->wlen--;
-        if (e.st->gen != e.gen || !e.st->buf_wait || !e.st->hc)
-            continue; /* gone, or served meanwhile */
-        if (free && e.st->hc->nbodies < w->cfg->h2.stream_buffers) {
-            free--;
+        if (e.st->gen != e.gen || !e.st->buf_wait || e.st->wlisted || !e.st->hc)
+            continue; /* gone, served, or in its connection's line */
+        if (e.st->hc->nbodies + e.st->hc->promised < w->cfg->h2.stream_buffers) {
             e.st->buf_wait = false;
-            e.st->want_more = e.st->pending && !e.st->ended;
-            h2_kick(w, e.st->hc);
-            continue;
+            wake(w, L, e.st);
+            return;
         }
-        L->waiters[(L->whead + L->wlen++) % L->n] = e;
+        conn_wait_add(e.st->hc, e.st);
     }
 }
 
@@ -270,6 +321,7 @@ ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, u
         }
         st->deferred = true;
         st->want_more = st->pending; /* the scenario adds (its `more`) */
+        hc->more_due = hc->more_due || st->want_more;
         return NGHTTP2_ERR_DEFERRED;
     }
     /* The frame goes whole into the output (h2_send_data): no more than
@@ -313,6 +365,7 @@ int h2_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, s
             /* Sent: the buffer goes back until the scenario adds again. */
             h2_body_give(hc->w, st);
             st->want_more = st->pending && !st->ended; /* the scenario adds */
+            hc->more_due = hc->more_due || st->want_more;
         }
     }
     c->olen += (uint32_t)(9 + len);

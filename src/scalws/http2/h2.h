@@ -67,6 +67,8 @@ typedef struct h2_stream {
     bool closed : 1;      /* the session closed the stream */
     bool reset_by_us : 1; /* we sent its RST_STREAM */
     bool buf_wait : 1;    /* waits for a body buffer (the connection's or loop's bound) */
+    bool wlisted : 1;     /* in its connection's line for one (wprev, wnext) */
+    bool buf_woken : 1;   /* a buffer is promised to it until it asks */
     bool counted : 1;     /* its route counted its answer */
     uint16_t refuse;      /* an error status to answer instead of the scenario */
     uint16_t status;
@@ -78,8 +80,9 @@ typedef struct h2_stream {
     uint64_t sent;           /* answer body bytes sent */
     char *body;              /* H2_BLOCK bytes from the loop's pool while an answer is given */
     uint32_t boff, blen;
-    const char *fixed; /* a fixed answer's body, sent from where it is */
-    char note[48];     /* our own error answer's body (sent as fixed) */
+    const char *fixed;               /* a fixed answer's body, sent from where it is */
+    char note[48];                   /* our own error answer's body (sent as fixed) */
+    struct h2_stream *wprev, *wnext; /* its connection's line for a body buffer */
     uint32_t fixed_left;
     sws_http_request req;
     sws_head head;      /* with keep_fields, for request_head */
@@ -96,9 +99,11 @@ struct h2_conn {
     sws_conn *c;
     h2_stream *streams;
     uint32_t nstreams;
-    uint32_t out_wait;    /* streams whose data waits for room in the output */
-    uint32_t nbodies;     /* its streams holding a body buffer */
-    const uint8_t *spill; /* mem_send bytes that did not fit the output */
+    uint32_t out_wait;                /* streams whose data waits for room in the output */
+    uint32_t nbodies;                 /* its streams holding a body buffer */
+    uint32_t promised;                /* buffers promised to its woken streams */
+    struct h2_stream *wfirst, *wlast; /* its streams waiting for a buffer, oldest first */
+    const uint8_t *spill;             /* mem_send bytes that did not fit the output */
     size_t spill_len;
     /* A DATA chunk the scenario could not take whole: its rest, until it
      * does; input stops meanwhile. */
@@ -112,7 +117,8 @@ struct h2_conn {
      * pump the connection (h2_kick) waits for the caller's own flush, so
      * that the library is never entered twice. */
     uint8_t busy;
-    bool kicked : 1; /* in the loop's kick list */
+    bool kicked : 1;   /* in the loop's kick list */
+    bool more_due : 1; /* a stream's want_more is set: fill calls the scenarios */
     /* Token buckets: RST_STREAM received (Rapid Reset); resets we sent and
      * invalid frames received (MadeYouReset). */
     h2_bucket resets, glitches;
@@ -141,6 +147,7 @@ typedef struct h2_loop {
     uint32_t nfree, n;
     sws_lend blocks;              /* out_cap: bodies and carries */
     uint32_t nbodies, bodies_cap; /* body buffers lent, and the most ([http2] loop_buffer) */
+    uint32_t promised;            /* buffers promised to woken streams */
     /* Streams waiting for a body buffer, oldest first (a ring of n). */
     struct h2_waiter {
         h2_stream *st;
@@ -206,6 +213,8 @@ int h2_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, s
 /* The stream's body buffer goes back (its bytes are sent, or it ends): a
  * stream waiting for one is woken. */
 void h2_body_give(sws_worker *w, h2_stream *st);
+/* The stream leaves the lines for a body buffer (and its promise lapses). */
+void h2_wait_drop(sws_worker *w, h2_stream *st);
 /* Our own error answer for a stream whose answer has not begun. */
 void h2_answer_error(sws_worker *w, h2_stream *st, int status);
 /* The answer is complete on the scenario's side: its route counts it. */

@@ -77,6 +77,7 @@ void h2_stream_free(h2_conn *hc, h2_stream *st) {
     free(st->rc);
     sws_lend_give(&L->stores, st->store);
     h2_body_give(w, st);
+    h2_wait_drop(w, st);
     if (st->prev)
         st->prev->next = st->next;
     else

@@ -11,7 +11,7 @@
  *  - CONTINUATION floods (CVE-2024-28182 class): the library's continuation
  *    limit, and decoded header bytes bounded (request.c);
  *  - PING and SETTINGS floods (CVE-2019-9512/9515): the library's bound of
- *    queued acks; and input is not read while output waits to be written;
+ *    queued acks;
  *  - the loop's streams are a table of fixed size: past it, REFUSED_STREAM.
  * Streams wait for the client's window behind a body buffer of one frame:
  * a connection holds at most max_concurrent_streams of them, a loop at most
@@ -250,6 +250,9 @@ static void recv_failed(h2_conn *hc, int rc) {
     case NGHTTP2_ERR_FLOODED:
         h2_terminate(hc, NGHTTP2_ENHANCE_YOUR_CALM, SWS_H2_FLOOD_ACKS);
         break;
+    case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
+        h2_terminate(hc, NGHTTP2_ENHANCE_YOUR_CALM, SWS_H2_FLOOD_HEADERS);
+        break;
     case NGHTTP2_ERR_CALLBACK_FAILURE:
         h2_terminate(hc, NGHTTP2_INTERNAL_ERROR, -1);
         break;
@@ -459,13 +462,24 @@ static bool call_more(sws_worker *w, h2_conn *hc) {
 /* The session's frames into the output, as far as it has room. Writes stop
  * at out_cap; what the library had serialised beyond it waits in spill. */
 static void fill(sws_worker *w, sws_conn *c, h2_conn *hc) {
-    for (int round = 0; round < 2 && !sws_phase_gone(c->phase); round++) {
+    for (int round = 0; round < 3 && !sws_phase_gone(c->phase); round++) {
+        /* Scenarios whose streams emptied their buffer (or were given one)
+         * add first: they may be all the session would send. */
+        if (hc->more_due) {
+            hc->more_due = false;
+            call_more(w, hc);
+            if (sws_phase_gone(c->phase))
+                return;
+        }
         /* Streams that waited for this room go first: the library does not
          * count them as wanting to write until they are resumed. */
         if (!hc->spill_len && w->out_cap - c->olen > 9 + H2_MIN_DATA)
             resume_out_waiters(hc);
-        if (!hc->spill_len && !nghttp2_session_want_write(hc->s))
+        if (!hc->spill_len && !nghttp2_session_want_write(hc->s)) {
+            if (hc->more_due)
+                continue;
             break;
+        }
         if (!sws_conn_out_take(w, c)) {
             sws_conn_close(w, c);
             return;
@@ -484,7 +498,7 @@ static void fill(sws_worker *w, sws_conn *c, h2_conn *hc) {
             if (!put(w, c, hc, p, (size_t)n))
                 return;
         }
-        if (!call_more(w, hc))
+        if (!hc->more_due)
             break;
     }
     if (!sws_phase_gone(c->phase) && !nghttp2_session_want_read(hc->s) &&
