@@ -3,7 +3,11 @@
 # against nginx (one worker) in the same run, so the figure is a ratio. For each
 # arm: start the server, warm its per-loop buffers with 512 requests on one
 # connection (closed again), then open N connections that each make one request,
-# read its answer and stay idle. Reported per connection:
+# read its answer and stay idle. With --http2 the connections are HTTP/2 with
+# prior knowledge (h2c): each sends the preface, its SETTINGS and one GET on
+# stream 1 (a literal header block, no Huffman, nothing indexed), acknowledges
+# the server's SETTINGS, reads the whole answer and its own SETTINGS' ack, and
+# stays idle; nginx listens with `http2`. Reported per connection:
 #   user_bytes       (VmRSS after - before) / N, from /proc/PID/status
 #   user_marginal    (VmRSS after - at N/2) / (N - N/2): per-loop constants excluded
 #   kernel_bytes     (slab after - before) / N, from /proc/slabinfo (pages of every
@@ -27,16 +31,20 @@ usage: bench/scripts/idle-memory.sh [options]
   --scalwsd BIN     the binary (default build/src/scalws/scalwsd)
   --sws-env VAR=VAL an environment variable for the scalwsd arms (a turnloop
                     variant: TURNLOOP_URING_DISABLE=buf_ring, doc/turnloop.md)
-  --out FILE        JSON output (default bench/results/idle-memory-<commit>-<N>.json)
+  --http2           idle HTTP/2 connections (h2c, prior knowledge) instead of
+                    HTTP/1.1 keep-alive; nginx's listener gets `http2`
+  --out FILE        JSON output (default bench/results/idle-memory-<commit>-<N>.json,
+                    with --http2 idle-memory-h2-<commit>-<N>.json)
 EOF
 }
-n=10000 backend=both nginx=1 sources="" sws=build/src/scalws/scalwsd out="" sws_env=()
+n=10000 backend=both nginx=1 sources="" sws=build/src/scalws/scalwsd out="" sws_env=() proto=http1
 isnum() { [[ $1 =~ ^[0-9]+$ ]]; }
 while [ $# -gt 0 ]; do
     case $1 in
     --connections) n=${2:-}; shift 2 || shift ;;
     --backend) backend=${2:-}; shift 2 || shift ;;
     --no-nginx) nginx=0; shift ;;
+    --http2) proto=h2c; shift ;;
     --sources) sources=${2:-}; shift 2 || shift ;;
     --scalwsd) sws=${2:-}; shift 2 || shift ;;
     --out) out=${2:-}; shift 2 || shift ;;
@@ -72,7 +80,15 @@ if [ "$hard" != unlimited ] && [ "$hard" -lt "$need" ]; then
 fi
 ulimit -n "$need"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-[ -n "$out" ] || out="bench/results/idle-memory-$commit-$n.json"
+if [ -z "$out" ]; then
+    case $proto in
+    h2c) out="bench/results/idle-memory-h2-$commit-$n.json" ;;
+    *) out="bench/results/idle-memory-$commit-$n.json" ;;
+    esac
+fi
+# nginx 1.22: `http2` on a listener without ssl is HTTP/2 with prior knowledge.
+listen_http2=""
+[ "$proto" = h2c ] && listen_http2=" http2"
 
 tmp=$(mktemp -d)
 pid=""
@@ -118,7 +134,7 @@ http {
     keepalive_requests 100000000;
     keepalive_timeout 75s;
     server {
-        listen 127.0.0.1:$nport reuseport backlog=4096 deferred;
+        listen 127.0.0.1:$nport$listen_http2 reuseport backlog=4096 deferred;
         location / { return 200 "hello\n"; }
     }
 }
@@ -149,9 +165,10 @@ for arm in $arms; do
         measured=$(worker_pid) || { echo "idle-memory: no nginx worker" >&2; exit 1; }
         ;;
     esac
-    timeout 300 python3 - "$arm" "$port" "$n" "$measured" "$sources" >"$tmp/$arm.json" <<'PY'
-import json, socket, sys, time
+    timeout 300 python3 - "$arm" "$port" "$n" "$measured" "$sources" "$proto" >"$tmp/$arm.json" <<'PY'
+import json, socket, struct, sys, time
 arm, port, n, pid, sources = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+proto = sys.argv[6]
 REQ = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 IP_BIND_ADDRESS_NO_PORT = 24  # the port is chosen at connect, per destination
 
@@ -190,6 +207,66 @@ def answer(s):
             sys.exit(f"idle-memory: {arm} closed a connection")
         got += chunk
 
+# HTTP/2 with prior knowledge, raw frames (RFC 9113 4.1): 9-byte header, then
+# the payload. No library: the request's header block is written by hand.
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY = 0, 1, 3, 4, 6, 7
+END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
+
+def frame(ftype, flags, sid, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", sid) + payload
+
+# HPACK (RFC 7541): indexed :method GET (2), :scheme http (6), :path / (4);
+# :authority x as a literal without indexing, name index 1, raw (no Huffman).
+# Nothing enters either side's dynamic table.
+H2_BLOCK = bytes([0x82, 0x86, 0x84, 0x01, 0x01]) + b"x"
+# SETTINGS_ENABLE_PUSH = 0, as browsers send it.
+H2_HELLO = H2_PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 2, 0))
+
+def h2_get(sid):
+    return frame(HEADERS, END_STREAM | END_HEADERS, sid, H2_BLOCK)
+
+class H2:
+    """One client connection's frame reader: the server's SETTINGS are
+    acknowledged (and PINGs answered) as they come."""
+    def __init__(self, s):
+        self.s, self.buf = s, b""
+        self.peer_settings = self.settings_acked = False
+
+    def read_frame(self):
+        while True:
+            if len(self.buf) >= 9:
+                ln = int.from_bytes(self.buf[:3], "big")
+                if len(self.buf) >= 9 + ln:
+                    hd, self.buf = self.buf[:9 + ln], self.buf[9 + ln:]
+                    return hd[3], hd[4], int.from_bytes(hd[5:9], "big") & 0x7FFFFFFF, hd[9:]
+            chunk = self.s.recv(65536)
+            if not chunk:
+                sys.exit(f"idle-memory: {arm} closed an HTTP/2 connection")
+            self.buf += chunk
+
+    def answer(self, sid):
+        """Until stream sid has ended and both SETTINGS exchanges are done."""
+        ended = False
+        while not (ended and self.peer_settings and self.settings_acked):
+            ftype, flags, fsid, payload = self.read_frame()
+            if ftype == SETTINGS:
+                if flags & ACK:
+                    self.settings_acked = True
+                else:
+                    self.peer_settings = True
+                    self.s.sendall(frame(SETTINGS, ACK, 0))
+            elif ftype == PING and not flags & ACK:
+                self.s.sendall(frame(PING, ACK, 0, payload))
+            elif ftype == GOAWAY:
+                sys.exit(f"idle-memory: {arm} sent GOAWAY {payload[4:8].hex()}")
+            elif ftype == RST_STREAM and fsid == sid:
+                sys.exit(f"idle-memory: {arm} reset stream {sid} ({payload.hex()})")
+            elif ftype in (HEADERS, DATA) and fsid == sid and flags & END_STREAM:
+                ended = True
+        if self.buf:
+            sys.exit(f"idle-memory: {arm} sent more than the answer ({self.buf[:9].hex()})")
+
 def connect(i):
     s = socket.socket()
     s.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
@@ -200,9 +277,16 @@ def connect(i):
 # Warm-up: the loop's receive buffers (a provided-buffer ring goes round all
 # of them), the output buffer, the parser: per-loop, not per-connection.
 w = connect(0)
-for _ in range(512):
-    w.sendall(REQ)
-    answer(w)
+if proto == "h2c":
+    wh = H2(w)
+    w.sendall(H2_HELLO)
+    for k in range(512):  # stream ids 1, 3, ... 1023: 3 KiB of DATA, inside the window
+        w.sendall(h2_get(2 * k + 1))
+        wh.answer(2 * k + 1)
+else:
+    for _ in range(512):
+        w.sendall(REQ)
+        answer(w)
 w.close()
 time.sleep(0.3)
 kind, slab0 = slab()
@@ -210,8 +294,12 @@ rss0 = rss_kib()
 conns = []
 for i in range(n):
     s = connect(i)
-    s.sendall(REQ)
-    answer(s)  # one request each, answered: idle keep-alive from here
+    if proto == "h2c":
+        s.sendall(H2_HELLO + h2_get(1))
+        H2(s).answer(1)  # one stream, answered, SETTINGS both ways: idle from here
+    else:
+        s.sendall(REQ)
+        answer(s)  # one request each, answered: idle keep-alive from here
     conns.append(s)
     if i + 1 == n // 2:
         time.sleep(0.1)
@@ -223,7 +311,7 @@ delta = {k: slab1.get(k, 0) - slab0.get(k, 0) for k in set(slab0) | set(slab1)}
 top = sorted(((v, k) for k, v in delta.items() if v > 0), reverse=True)[:8]
 half = n - n // 2
 print(json.dumps({
-    "arm": arm, "connections": n,
+    "arm": arm, "protocol": "HTTP/2 (h2c)" if proto == "h2c" else "HTTP/1.1", "connections": n,
     "rss_before_kib": rss0, "rss_mid_kib": rss_mid, "rss_after_kib": rss1,
     "user_bytes": round((rss1 - rss0) * 1024 / n),
     "user_marginal": round((rss1 - rss_mid) * 1024 / half),
@@ -239,10 +327,10 @@ PY
     jq -r '"\(.arm): user \(.user_bytes) B (marginal \(.user_marginal) B), kernel \(.kernel_unreclaimable_bytes) B (\(.kernel_bytes) B with reclaimable caches) per idle connection"' "$tmp/$arm.json"
 done
 
-jq -s --arg commit "$commit" --arg sws_env "${sws_env[*]}" --arg kernel "$(uname -r)" --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
+jq -s --arg commit "$commit" --arg proto "$proto" --arg sws_env "${sws_env[*]}" --arg kernel "$(uname -r)" --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
     --argjson sources "$sources" '
     (map(select(.arm == "nginx"))[0]) as $ng |
-    {commit: $commit, kernel: $kernel, cpu: $cpu, sources: $sources, sws_env: $sws_env, arms: .,
+    {commit: $commit, protocol: (if $proto == "h2c" then "HTTP/2 (h2c)" else "HTTP/1.1" end), kernel: $kernel, cpu: $cpu, sources: $sources, sws_env: $sws_env, arms: .,
      ratio_to_nginx: (if $ng then
         (map(select(.arm != "nginx") | {key: .arm, value: {
             user: (.user_bytes / $ng.user_bytes * 100 | round / 100),

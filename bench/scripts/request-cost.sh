@@ -2,7 +2,9 @@
 # Instructions per request (callgrind), per scenario and shape, for an A/B of
 # scalwsd builds: scalwsd (epoll, one loop) serving respond, a 1 KiB static
 # file, or a proxy in front of a respond upstream, driven by bench's
-# fixedload with N1 and then N2 requests (50 connections); (Ir(N2) - Ir(N1)) /
+# fixedload with N1 and then N2 requests (50 connections), or, for the shapes
+# h2m1 and h2m10, by h2load over HTTP/2 with prior knowledge (10 connections,
+# 1 or 10 streams each); (Ir(N2) - Ir(N1)) /
 # (N2 - N1) is the cost of one request, start-up and shutdown cancelled out.
 # Counts, not rates: a loaded machine does not change them.
 # Usage: bench/scripts/request-cost.sh [--fixedload PATH] SCALWSD [SCALWSD...]
@@ -43,8 +45,16 @@ run() { # binary scenario shape n: prints Ir
         "$sws" --config "$ini" --ready-file "$tmp/s.ready" 2>"$tmp/vg.log" &
     local pid=$!
     wait_ready "$tmp/s.ready" 120 "$pid" || { cat "$tmp/vg.log" >&2; exit 1; }
-    "$fixedload" --port "$(ready_port "$tmp/s.ready")" --requests "$n" --connections 50 \
-        --shape "$shape" --timeout 120 >/dev/null
+    local port
+    port=$(ready_port "$tmp/s.ready")
+    case $shape in
+    h2m*)
+        h2load -n "$n" -c 10 -m "${shape#h2m}" "http://127.0.0.1:$port/" >"$tmp/h2load.log" 2>&1
+        grep -q " $n succeeded" "$tmp/h2load.log" || { cat "$tmp/h2load.log" >&2; exit 1; } ;;
+    *)
+        "$fixedload" --port "$port" --requests "$n" --connections 50 \
+            --shape "$shape" --timeout 120 >/dev/null ;;
+    esac
     kill -TERM "$pid"
     wait "$pid" || true
     [ -z "${KEEP_CG:-}" ] || cp "$tmp/cg.out" "$KEEP_CG.$sc.$shape.$n.$(basename "$(dirname "$(dirname "$(dirname "$sws")")")")" # for callgrind_annotate

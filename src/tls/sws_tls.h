@@ -138,5 +138,7 @@ void sws_tls_peer_eof(sws_tls_conn *t);
 /* After the handshake: "TLSv1.3", the ALPN protocol ("" if none), resumed. */
 const char *sws_tls_version(const sws_tls_conn *t);
 bool sws_tls_resumed(const sws_tls_conn *t);
+/* After the handshake: ALPN chose h2. */
+bool sws_tls_alpn_h2(const sws_tls_conn *t);
 
 #endif

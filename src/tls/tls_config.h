@@ -36,6 +36,7 @@ typedef struct sws_tls_config {
     uint32_t ticket_key_rotate_ms; /* the control thread makes a new ticket key this often */
     uint32_t session_cache;        /* session-ID cache entries per loop; 0 off */
     bool ktls;                     /* ask for kTLS where it can be had (see doc/tls.md) */
+    bool alpn_h2; /* not a [tls] key: ALPN offers h2 before http/1.1 ([server] http2) */
 } sws_tls_config;
 
 void sws_tls_config_defaults(sws_tls_config *t);

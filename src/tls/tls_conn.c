@@ -215,3 +215,11 @@ const char *sws_tls_version(const sws_tls_conn *t) {
 bool sws_tls_resumed(const sws_tls_conn *t) {
     return t->ssl && SSL_session_reused(t->ssl);
 }
+
+bool sws_tls_alpn_h2(const sws_tls_conn *t) {
+    const unsigned char *p = NULL;
+    unsigned int n = 0;
+    if (t->ssl)
+        SSL_get0_alpn_selected(t->ssl, &p, &n);
+    return n == 2 && p[0] == 'h' && p[1] == '2';
+}

@@ -59,14 +59,20 @@ static void why(char *buf, size_t len) {
 }
 
 static const unsigned char alpn_http11[] = "\x08http/1.1";
+static const unsigned char alpn_h2_http11[] = "\x02h2\x08http/1.1";
 
-/* Only HTTP/1.1 is spoken. A client that offers ALPN without it gets
- * no_application_protocol, as RFC 7301 says; one without ALPN is served. */
+/* HTTP/2 first where it is on, then HTTP/1.1 (the server's order wins, as
+ * nginx's). A client that offers ALPN without either gets
+ * no_application_protocol, as RFC 7301 says; one without ALPN is served
+ * HTTP/1.1. arg: non-NULL when h2 is offered. */
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                        const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl;
     unsigned char *sel;
-    if (SSL_select_next_proto(&sel, outlen, alpn_http11, sizeof(alpn_http11) - 1, in, inlen) !=
-        OPENSSL_NPN_NEGOTIATED)
+    const unsigned char *ours = arg ? alpn_h2_http11 : alpn_http11;
+    unsigned int ourlen =
+        arg ? (unsigned)sizeof(alpn_h2_http11) - 1 : (unsigned)sizeof(alpn_http11) - 1;
+    if (SSL_select_next_proto(&sel, outlen, ours, ourlen, in, inlen) != OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_ALERT_FATAL;
     *out = sel;
     return SSL_TLSEXT_ERR_OK;
@@ -233,7 +239,7 @@ static SSL_CTX *build_ctx(const sws_tls_config *cfg, const material *m, sws_tls_
         FAIL("[tls] cert %s: %s", cfg->cert, r);
     }
     X509_free(m->leaf); /* the context holds its own reference */
-    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, cfg->alpn_h2 ? (void *)alpn_h2_http11 : NULL);
     static const unsigned char sid_ctx[] = "scalwsd";
     SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
     if (cfg->session_cache) {

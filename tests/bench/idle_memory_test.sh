@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One ctest case of bench/scripts/idle-memory.sh: bad flags refused with exit 2
-# and a reason, or a small real run (200 connections, every arm) whose JSON is
-# checked. A missing peer or tool skips (77).
+# and a reason, or a small real run (200 connections, every arm; run-h2: the
+# same over HTTP/2 with prior knowledge) whose JSON is checked. A missing peer
+# or tool skips (77).
 # usage: idle_memory_test.sh SRC SCALWSD CASE
 set -u
 src=$1 scalwsd=$2 case=$3
@@ -27,12 +28,15 @@ bad-flags)
     # a run that dies half-way.
     im --connections 1000000 --out "$tmp/r.json"; refused "descriptors per process"
     ;;
-run)
+run | run-h2)
     command -v jq >/dev/null || { echo "skip: jq missing"; exit 77; }
-    peer=()
+    peer=() h2=() protocol=HTTP/1.1
+    [ "$case" = run-h2 ] && h2=(--http2) protocol="HTTP/2 (h2c)"
     command -v nginx >/dev/null || { echo "nginx missing: scalwsd arms only"; peer=(--no-nginx); }
-    im --connections 200 --sources 2 "${peer[@]}" --out "$tmp/r.json"
+    im --connections 200 --sources 2 "${h2[@]}" "${peer[@]}" --out "$tmp/r.json"
     [ "$rc" -eq 0 ] || fail "exit $rc"
+    jq -e --arg p "$protocol" '.protocol == $p and all(.arms[]; .protocol == $p)' "$tmp/r.json" >/dev/null ||
+        fail "the run is not $protocol"
     for a in scalwsd-epoll scalwsd-uring; do
         jq -e --arg a "$a" '.arms[] | select(.arm == $a) |
             .connections == 200 and .user_bytes >= 0 and .user_marginal != null and

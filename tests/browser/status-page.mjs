@@ -2,12 +2,16 @@
 // playwright-core (no browser of its own is downloaded): waits until the page
 // holds 10 samples with requests on every loop, then checks that each chart
 // drew series pixels and the table has a row per loop, and saves a screenshot.
-// Usage: node status-page.mjs ADMIN_URL OUT.png
+// With HTTPS_URL (a scalwsd on a TLS listener, self-signed, that forwards / and
+// /status to the admin and serves STATIC_PATH, STATIC_BYTES long): loads the
+// status page and that static file over https and checks that the browser
+// spoke HTTP/2 for each (performance.getEntries(): nextHopProtocol "h2").
+// Usage: node status-page.mjs ADMIN_URL OUT.png [HTTPS_URL STATIC_PATH STATIC_BYTES]
 import { chromium } from "playwright-core";
 
-const [url, out] = process.argv.slice(2);
-if (!url || !out) {
-    console.error("usage: node status-page.mjs ADMIN_URL OUT.png");
+const [url, out, httpsUrl, staticPath, staticBytes] = process.argv.slice(2);
+if (!url || !out || (httpsUrl && !(staticPath && staticBytes))) {
+    console.error("usage: node status-page.mjs ADMIN_URL OUT.png [HTTPS_URL STATIC_PATH STATIC_BYTES]");
     process.exit(2);
 }
 const fail = (why) => {
@@ -69,8 +73,41 @@ try {
     for (const [chart, n] of Object.entries(seen.pixels))
         if (n < 100)
             fail(`the ${chart} chart is empty (${n} series pixels)`);
+    if (httpsUrl)
+        await overHttps();
 } catch (e) {
     fail(String(e));
 } finally {
     await browser.close();
+}
+
+// The status page and a static file over https: HTTP/2 (ALPN h2) for the
+// page, its /status polls and the file. The certificate is the test's own.
+async function overHttps() {
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true });
+    const page = await ctx.newPage();
+    const nav = await page.goto(httpsUrl + "/", { timeout: 30000 });
+    if (!nav || nav.status() !== 200)
+        return fail("https: the status page answered " + (nav && nav.status()));
+    // Two samples: the page's /status polls went over the same origin.
+    await page.waitForFunction(() => typeof hist !== "undefined" && hist.length >= 2, null,
+                               { timeout: 60000, polling: 250 });
+    const file = await page.evaluate(async (path) => {
+        const r = await fetch(path, { cache: "no-store" });
+        return { status: r.status, bytes: (await r.arrayBuffer()).byteLength };
+    }, staticPath);
+    const entries = await page.evaluate(() =>
+        performance.getEntries().filter((e) => "nextHopProtocol" in e).map((e) => ({
+            name: new URL(e.name).pathname, type: e.entryType, proto: e.nextHopProtocol })));
+    console.log("https: " + JSON.stringify({ file, entries: entries.slice(0, 8), n: entries.length }));
+    if (file.status !== 200 || file.bytes !== Number(staticBytes))
+        fail(`https: ${staticPath}: ${file.status}, ${file.bytes} bytes (want ${staticBytes})`);
+    const want = [["navigation", "/"], ["resource", "/status"], ["resource", staticPath]];
+    for (const [type, name] of want)
+        if (!entries.some((e) => e.type === type && e.name === name))
+            fail(`https: no ${type} entry for ${name}`);
+    for (const e of entries)
+        if (e.proto !== "h2")
+            fail(`https: ${e.type} ${e.name} went over ${JSON.stringify(e.proto)}, not h2`);
+    await ctx.close();
 }

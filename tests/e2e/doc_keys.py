@@ -32,18 +32,18 @@ def run(*args):
 defaults = {}  # (section, key) -> value ("" unset)
 section = None
 for line in run("--print-config").stdout.splitlines():
-    m = re.match(r"^\[([a-z]+)\]$", line)
+    m = re.match(r"^\[([a-z0-9]+)\]$", line)
     if m:
         section = m.group(1)
         continue
-    m = re.match(r"^(;?)([a-z_]+) =\s?(.*?)(?: ; .*)?$", line)
+    m = re.match(r"^(;?)([a-z0-9_]+) =\s?(.*?)(?: ; .*)?$", line)
     if m and section:
         defaults[(section, m.group(2))] = "" if m.group(1) else m.group(3)
 if len(defaults) < 40:
     fail(f"--print-config gave only {len(defaults)} keys")
 help_text = run("--help").stdout
 for line in help_text.splitlines():
-    m = re.match(r"^\s+\[route NAME\] ([a-z_]+)\s+(\S+)", line)
+    m = re.match(r"^\s+\[route NAME\] ([a-z0-9_]+)\s+(\S+)", line)
     if m:
         defaults[("route NAME", m.group(1))] = "" if m.group(2) == "(unset)" else m.group(2)
 
@@ -156,7 +156,7 @@ def stated_default(text):
 # The statuses --help's one line gives a key ("(504 after it)", "(431)").
 help_status = {}
 for line in help_text.splitlines():
-    m = re.match(r"^\s+\[([a-z]+(?: NAME)?)\] ([a-z_]+)\s", line)
+    m = re.match(r"^\s+\[([a-z0-9]+(?: NAME)?)\] ([a-z0-9_]+)\s", line)
     if m:
         help_status[(m.group(1), m.group(2))] = set(re.findall(r"\((\d{3})\b", line))
 
@@ -164,7 +164,7 @@ seen = set()
 for sh, ss, tag, text in entries():
     if sh != "CONFIGURATION" or not ss:
         continue
-    m = re.match(r"^\.B ([a-z_]+)$", tag)
+    m = re.match(r"^\.B ([a-z0-9_]+)$", tag)
     if not m:
         continue
     sec = ss.strip("[]")
@@ -245,7 +245,7 @@ for line in open(OPS, encoding="utf-8"):
         in_table = False
         continue
     if in_table and not set(line.strip()) <= set("|-"):
-        m = re.fullmatch(r"`([a-z_]+)`", cells[2])
+        m = re.fullmatch(r"`([a-z0-9_]+)`", cells[2])
         if m:
             rows[m.group(1)] = cells[1]
 limits = sorted(k for s, k in defaults if s == "limits")

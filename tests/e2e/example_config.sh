@@ -12,8 +12,8 @@ case $out in *"configuration ok"*) ;; *) fail "--check-config said: $out" ;; esa
 
 # Every [section] key of the key table, in its order, as --print-config lists
 # them: "key = value", or ";key =" for a key without a default.
-"$SWS" --print-config | awk '/^\[[a-z]+\]$/{print "section", substr($0, 2, length($0) - 2)}
-     /^;?[a-z_]+ =/ {k = $1; sub(/^;/, "", k); print "key", k}' >"$T/keys"
+"$SWS" --print-config | awk '/^\[[a-z0-9]+\]$/{print "section", substr($0, 2, length($0) - 2)}
+     /^;?[a-z0-9_]+ =/ {k = $1; sub(/^;/, "", k); print "key", k}' >"$T/keys"
 section=""
 checked=0
 while read -r kind name; do

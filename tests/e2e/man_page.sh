@@ -29,18 +29,18 @@ grep -q "^\.TH SCALWSD 8 \"[0-9-]*\" \"scalwsd $version\"" "$MAN" || fail "the .
 
 # (section, key) pairs of the key table, as --print-config lists them
 # ("key = value", or ";key =" for a key that is unset by default).
-"$SWS" --print-config | awk '/^\[[a-z]+\]$/{s = substr($0, 2, length($0) - 2)}
-     s != "" && /^;?[a-z_]+ =/ {k = $1; sub(/^;/, "", k); print s, k}' | sort -u >"$T/code"
+"$SWS" --print-config | awk '/^\[[a-z0-9]+\]$/{s = substr($0, 2, length($0) - 2)}
+     s != "" && /^;?[a-z0-9_]+ =/ {k = $1; sub(/^;/, "", k); print s, k}' | sort -u >"$T/code"
 [ "$(wc -l <"$T/code")" -ge 20 ] || fail "--print-config lists only $(wc -l <"$T/code") keys"
 
 # The man page: the ".B key" tag line after ".TP" under ".SS [section]".
-awk '/^\.S[SH] /{s = ""} /^\.SS \[[a-z]+\]$/{s = substr($2, 2, length($2) - 2)}
-     s != "" && prev == ".TP" && /^\.B [a-z_]+$/ {print s, $2} {prev = $0}' "$MAN" | sort -u >"$T/man"
+awk '/^\.S[SH] /{s = ""} /^\.SS \[[a-z0-9]+\]$/{s = substr($2, 2, length($2) - 2)}
+     s != "" && prev == ".TP" && /^\.B [a-z0-9_]+$/ {print s, $2} {prev = $0}' "$MAN" | sort -u >"$T/man"
 # --help: one "[section] key  default  help" line per key.
-"$SWS" --help | awk '$1 ~ /^\[[a-z]+\]$/ {print substr($1, 2, length($1) - 2), $2}' | sort -u >"$T/help"
+"$SWS" --help | awk '$1 ~ /^\[[a-z0-9]+\]$/ {print substr($1, 2, length($1) - 2), $2}' | sort -u >"$T/help"
 # The example file: "key =" or ";key =" under "[section]".
-awk '/^\[[a-z]+\]$/{s = substr($0, 2, length($0) - 2)}
-     s != "" && /^;?[a-z_]+ =/ {k = $1; sub(/^;/, "", k); print s, k}' "$INI" | sort -u >"$T/ini"
+awk '/^\[[a-z0-9]+\]$/{s = substr($0, 2, length($0) - 2)}
+     s != "" && /^;?[a-z0-9_]+ =/ {k = $1; sub(/^;/, "", k); print s, k}' "$INI" | sort -u >"$T/ini"
 for doc in man help ini; do
     missing=$(comm -23 "$T/code" "$T/$doc" | tr '\n' ';')
     extra=$(comm -13 "$T/code" "$T/$doc" | tr '\n' ';')
@@ -52,7 +52,7 @@ done
 # ".SS [route NAME]", and no other there.
 "$SWS" --help | awk '$1 == "[route" && $2 == "NAME]" {print $3}' | sort -u >"$T/route_code"
 awk '/^\.S[SH] /{s = 0} /^\.SS \[route NAME\]$/{s = 1}
-     s && prev == ".TP" && /^\.B [a-z_]+$/ {print $2} {prev = $0}' "$MAN" | sort -u >"$T/route_man"
+     s && prev == ".TP" && /^\.B [a-z0-9_]+$/ {print $2} {prev = $0}' "$MAN" | sort -u >"$T/route_man"
 [ -s "$T/route_code" ] || fail "--help lists no [route NAME] key"
 cmp -s "$T/route_code" "$T/route_man" ||
     fail "[route NAME] keys: --help has $(tr '\n' ' ' <"$T/route_code"), the man page $(tr '\n' ' ' <"$T/route_man")"

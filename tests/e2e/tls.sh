@@ -39,20 +39,20 @@ case $out in *"does not match"*) ;; *) fail "-t said: $out" ;; esac
 
 SWS_LISTEN_OPTS=tls
 start_sws "event_loops = 2\n[limits]\nhandshake_timeout = 1s\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem"
-grep -q "tls on 127.0.0.1:$PORT: TLSv1.2 TLSv1.3, ALPN http/1.1, memory BIOs (kTLS not used" \
+grep -q "tls on 127.0.0.1:$PORT: TLSv1.2 TLSv1.3, ALPN h2 http/1.1, memory BIOs (kTLS not used" \
     "$T/log" || fail "no tls start line"
 [ "$(curl -s "http://127.0.0.1:$ADMIN_PORT/status" | jq -r .tls.records)" = memory_bio ] ||
     fail "/status does not say memory_bio"
 
-# curl, verifying against the CA it was given; ALPN http/1.1.
+# curl, verifying against the CA it was given; ALPN h2 (HTTP/2 is on by default).
 body=$(curl -sS -m 5 --cacert "$T/a.pem" "https://localhost:$PORT/" 2>&1) || fail "curl: $body"
 [ "$body" = "Hello from scalwsd" ] || fail "body over TLS: $body"
 v=$(curl -sv -m 5 --cacert "$T/a.pem" "https://localhost:$PORT/" 2>&1 >/dev/null)
-case $v in *"ALPN: server accepted http/1.1"*) ;; *) fail "ALPN not http/1.1: $v" ;; esac
+case $v in *"ALPN: server accepted h2"*) ;; *) fail "ALPN not h2: $v" ;; esac
 
 # Keep-alive: three requests, one connection, one handshake.
 h0=$(metric scalwsd_tls_handshakes_total)
-n=$(curl -s -m 5 --cacert "$T/a.pem" "https://localhost:$PORT/[1-3]" | grep -c "Hello from")
+n=$(curl -s --http1.1 -m 5 --cacert "$T/a.pem" "https://localhost:$PORT/[1-3]" | grep -c "Hello from")
 [ "$n" = 3 ] || fail "keep-alive over TLS: $n answers"
 h1=$(metric scalwsd_tls_handshakes_total)
 [ $((h1 - h0)) = 1 ] || fail "keep-alive: $((h1 - h0)) handshakes for one connection"
@@ -92,11 +92,14 @@ done
 v1=$(metric scalwsd_tls_failed_total 'reason="version"')
 [ "$v1" -ge $((v0 + 1)) ] || fail "TLS 1.0/1.1 not counted as version ($v0 -> $v1)"
 
-# ALPN: http/1.1 chosen; a client that offers only h2 gets no_application_protocol.
-out=$(sclient -alpn h2,http/1.1 </dev/null) || true
-grep -q "ALPN protocol: http/1.1" <<<"$out" || fail "ALPN"
-out=$(sclient -alpn h2 </dev/null) || true
-case $out in *"no application protocol"*) ;; *) fail "h2-only ALPN served: $out" ;; esac
+# ALPN: h2 chosen before http/1.1 (the server's order), http/1.1 for a client
+# that offers only it; one that offers neither gets no_application_protocol.
+out=$(sclient -alpn http/1.1,h2 </dev/null) || true
+grep -q "ALPN protocol: h2" <<<"$out" || fail "ALPN: h2 not chosen first"
+out=$(sclient -alpn http/1.1 </dev/null) || true
+grep -q "ALPN protocol: http/1.1" <<<"$out" || fail "ALPN http/1.1"
+out=$(sclient -alpn spdy/3.1 </dev/null) || true
+case $out in *"no application protocol"*) ;; *) fail "an unknown ALPN protocol served: $out" ;; esac
 
 # Resumption: a ticket saved by one s_client resumes in the next (TLS 1.3 and 1.2).
 for p in -tls1_3 -tls1_2; do

@@ -68,11 +68,12 @@ static void host_as_configured(void **st) {
         request(&p, NULL, "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", false, &up),
         "GET / HTTP/1.1\r\nVia: 1.1 scalwsd\r\nHost: app.example\r\n\r\n");
     assert_false(up);
-    /* HTTP/1.0 without Host goes up as HTTP/1.1, which needs one. */
+    /* HTTP/1.0 without Host goes up as HTTP/1.1, which needs one; Via says
+     * the protocol the request came with (RFC 9110 7.6.3). */
     p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_OFF);
     assert_string_equal(
         request(&p, NULL, "GET /old HTTP/1.0\r\n\r\n", false, &up),
-        "GET /old HTTP/1.1\r\nVia: 1.1 scalwsd\r\nHost: backend.internal:8080\r\n\r\n");
+        "GET /old HTTP/1.1\r\nVia: 1.0 scalwsd\r\nHost: backend.internal:8080\r\n\r\n");
     assert_true(up);
 }
 

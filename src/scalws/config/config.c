@@ -613,6 +613,7 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
         snprintf(err, errlen, "%s: a tls listener needs [tls] cert and key", c->listen_origin);
         return -EINVAL;
     }
+    c->tls.alpn_h2 = c->http2;
     if (c->acceptors > 1 && c->accept != SWS_ACCEPT_HANDOFF) {
         snprintf(err, errlen, "%s: [server] acceptors = %d needs accept = handoff (not %s)",
                  cli->config ? cli->config : "config", c->acceptors, sws_accept_name(c->accept));

@@ -96,6 +96,23 @@ typedef struct sws_route_keys {
 
 struct sws_routes;
 
+/* [http2] (http2/): the bounds of an HTTP/2 connection, each a defence
+ * against one known attack (doc/http2.md). */
+typedef struct sws_h2_config {
+    uint32_t max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS; more: REFUSED_STREAM */
+    uint32_t window;                 /* each stream's receive window (request bodies) */
+    uint32_t streams_per_loop;       /* streams under way on one loop; more: REFUSED_STREAM */
+    uint32_t reset_burst;            /* RST_STREAM received (Rapid Reset): burst, then */
+    uint32_t reset_rate;             /* this many per second; past it: GOAWAY */
+    uint32_t glitch_burst;           /* resets sent and invalid frames received */
+    uint32_t glitch_rate;            /* (MadeYouReset): burst, per second; past it: GOAWAY */
+    uint32_t max_continuations;      /* CONTINUATION frames of one header block */
+    uint32_t max_queued_acks;        /* SETTINGS and PING acks waiting to be sent */
+    uint32_t max_header_blocks;      /* decoded header bytes of a block, times header_bytes */
+    uint32_t stream_buffers;         /* answers of one connection waiting in a buffer at once */
+    uint64_t loop_buffer;            /* answer bytes buffered on one loop, every stream together */
+} sws_h2_config;
+
 typedef struct sws_config {
     /* [server] */
     sws_addr listen;
@@ -112,6 +129,9 @@ typedef struct sws_config {
     char access_log[256];         /* empty: none */
     bool defer_accept; /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
     sws_scenario_kind scenario;
+    bool http2; /* the listener speaks HTTP/2 too (ALPN h2, or the preface on plaintext) */
+    /* [http2] */
+    sws_h2_config h2;
     /* [proxy] */
     sws_proxy_config proxy;
     /* [static] */

@@ -106,7 +106,37 @@ static char *metrics_text(sws_server *s, size_t *len) {
     M("scalwsd_tls_handshakes_total", "counter", "TLS handshakes completed.", tls_handshakes);
     M("scalwsd_tls_resumed_total", "counter", "TLS handshakes that resumed a session.",
       tls_resumed);
+    M("scalwsd_http2_connections_total", "counter",
+      "Connections that spoke HTTP/2 (the rest of those accepted spoke HTTP/1.1).", h2_conns);
+    M("scalwsd_http2_connections_active", "gauge", "HTTP/2 connections open now.", h2_active);
+    M("scalwsd_http2_streams_total", "counter", "HTTP/2 streams begun by clients.", h2_streams);
+    M("scalwsd_http2_resets_sent_total", "counter", "HTTP/2 RST_STREAM frames sent.", h2_rst_sent);
+    M("scalwsd_http2_resets_received_total", "counter", "HTTP/2 RST_STREAM frames received.",
+      h2_rst_recv);
+    M("scalwsd_http2_goaways_received_total", "counter", "HTTP/2 GOAWAY frames received.",
+      h2_goaway_recv);
+    M("scalwsd_http2_refused_streams_total", "counter",
+      "HTTP/2 streams refused: the loop's streams_per_loop were all in use.", h2_refused);
+    M("scalwsd_http2_buffer_waits_total", "counter",
+      "HTTP/2 answers that waited for a body buffer ([http2] stream_buffers, loop_buffer).",
+      h2_buffer_waits);
 #undef M
+    static const char *const ga[SWS_H2_GOAWAY_N] = {"no_error", "protocol_error",
+                                                    "enhance_your_calm", "other"};
+    fprintf(f, "# HELP scalwsd_http2_goaways_sent_total HTTP/2 GOAWAY frames sent, by code.\n"
+               "# TYPE scalwsd_http2_goaways_sent_total counter\n");
+    for (int i = 0; i < s->nloops; i++)
+        for (int k = 0; k < SWS_H2_GOAWAY_N; k++)
+            fprintf(f, "scalwsd_http2_goaways_sent_total{loop=\"%d\",code=\"%s\"} %" PRIu64 "\n", i,
+                    ga[k], CTR(&s->workers[i], h2_goaway_sent[k]));
+    static const char *const fl[SWS_H2_FLOOD_N] = {"reset", "glitch", "acks", "headers"};
+    fprintf(f, "# HELP scalwsd_http2_bound_closes_total HTTP/2 connections ended by a bound "
+               "([http2] reset_*, glitch_*, max_queued_acks, max_header_blocks).\n"
+               "# TYPE scalwsd_http2_bound_closes_total counter\n");
+    for (int i = 0; i < s->nloops; i++)
+        for (int k = 0; k < SWS_H2_FLOOD_N; k++)
+            fprintf(f, "scalwsd_http2_bound_closes_total{loop=\"%d\",bound=\"%s\"} %" PRIu64 "\n",
+                    i, fl[k], CTR(&s->workers[i], h2_floods[k]));
     fprintf(f, "# HELP scalwsd_tls_failed_total TLS connections that failed, by reason.\n"
                "# TYPE scalwsd_tls_failed_total counter\n");
     for (int i = 0; i < s->nloops; i++)
@@ -163,6 +193,14 @@ static char *status_json(sws_server *s, size_t *len) {
                              (json_int_t)CTR(w, accepted), "active", (json_int_t)CTR(w, active),
                              "closed", (json_int_t)CTR(w, closed), "cpu_seconds", loop_cpu(s, i),
                              "accepts", w->accepts, "fed_by", w->fed_by));
+        json_t *lp = json_array_get(loops, json_array_size(loops) - 1);
+        json_object_set_new(lp, "http2",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I}", "connections",
+                                      (json_int_t)CTR(w, h2_conns), "active",
+                                      (json_int_t)CTR(w, h2_active), "streams",
+                                      (json_int_t)CTR(w, h2_streams), "resets_sent",
+                                      (json_int_t)CTR(w, h2_rst_sent), "resets_received",
+                                      (json_int_t)CTR(w, h2_rst_recv)));
     }
     /* Who accepts and whom each feeds: the loops with a listener, and the
      * loops served from each one's accepts. */

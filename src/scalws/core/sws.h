@@ -104,6 +104,17 @@ static inline bool sws_phase_gone(sws_phase p) {
     return p == SWS_PH_CLOSING || p == SWS_PH_FREE;
 }
 
+/* HTTP/2 GOAWAYs sent, by reason (metric label). */
+enum { SWS_H2_GA_NO_ERROR, SWS_H2_GA_PROTOCOL, SWS_H2_GA_CALM, SWS_H2_GA_OTHER, SWS_H2_GOAWAY_N };
+/* HTTP/2 connections ended by a bound (metric label, http2/session.c). */
+enum {
+    SWS_H2_FLOOD_RESET,   /* Rapid Reset: RST_STREAM past reset_burst/rate */
+    SWS_H2_FLOOD_GLITCH,  /* MadeYouReset: invalid frames and resets past glitch_* */
+    SWS_H2_FLOOD_ACKS,    /* SETTINGS/PING acks past max_queued_acks */
+    SWS_H2_FLOOD_HEADERS, /* a header block past max_header_blocks or max_continuations */
+    SWS_H2_FLOOD_N
+};
+
 typedef struct sws_counters {
     sws_ctr requests;
     sws_ctr accepted;
@@ -123,6 +134,20 @@ typedef struct sws_counters {
     sws_ctr tls_handshakes;
     sws_ctr tls_resumed;
     sws_ctr tls_failed[SWS_TLS_FAIL_N]; /* by sws_tls_fail */
+    /* HTTP/2 (http2/): connections and streams; resets sent and received;
+     * GOAWAYs sent by reason; refused streams (a bound: concurrency, the
+     * loop's streams); connections ended by a flood bound. */
+    sws_ctr h2_conns;
+    sws_ctr h2_active;
+    sws_ctr h2_streams;
+    sws_ctr h2_rst_sent;
+    sws_ctr h2_rst_recv;
+    sws_ctr h2_goaway_sent[SWS_H2_GOAWAY_N];
+    sws_ctr h2_goaway_recv;
+    sws_ctr h2_refused;
+    sws_ctr
+        h2_buffer_waits; /* answers that waited for a body buffer (stream_buffers, loop_buffer) */
+    sws_ctr h2_floods[SWS_H2_FLOOD_N];
 } sws_counters;
 
 #define SWS_NIL UINT32_MAX
@@ -205,8 +230,15 @@ typedef struct sws_worker {
      * kept until the worker is freed, read by the control thread. */
     _Atomic(struct sws_up_stats *) upstats[SWS_ROUTE_SLOTS];
     char *tls_plain; /* tls listener: the loop's decrypt scratch (SWS_TLS_PLAIN) */
-    /* The protocol of its connections (transport/conn.h): HTTP/1.1. */
+    /* The protocols of its connections (transport/conn.h): HTTP/1.1, which
+     * every connection begins with, and HTTP/2 (NULL when [server] http2 is
+     * off), which the preface or ALPN chooses. */
     const struct sws_conn_proto *conn_proto;
+    const struct sws_conn_proto *h2_proto;
+    void *h2; /* http2/: the loop's stream table and pools */
+    /* Exchange ids (sws_ex_id) are below this: the connection slots
+     * (HTTP/1.1's exchange is its connection's) then the HTTP/2 streams. */
+    uint32_t nexchanges;
 } sws_worker;
 
 typedef struct sws_server {
@@ -272,6 +304,11 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, 
 void sws_worker_arm(sws_worker *w);
 void sws_worker_free(sws_worker *w);
 void *sws_worker_main(void *arg); /* thread: turns w until it is finished */
+/* One turn of w's loop and the dispatch of its completions (at most cap,
+ * into cq), as its thread does: the completions handled, or -1 once the
+ * worker is finished. Exported for fuzz/fuzz_h2.c, which turns a worker on
+ * its own thread with a connection on a socketpair. */
+int sws_worker_turn(sws_worker *w, tl_completion *cq, int cap, int timeout_ms);
 void *sws_shared_main(void *arg); /* thread of the shared model: arg is the server */
 
 /* route_inst.c: a route's requests, 4xx and 5xx answers and latency (from

@@ -305,10 +305,11 @@ static void print_start(const sws_server *s, const inherited *inh) {
         sws_tls_info ti;
         sws_tls_server_info(cfg->tls_server, &ti);
         fprintf(stderr,
-                "scalwsd: tls on %s: %s, ALPN http/1.1, memory BIOs (kTLS not used; kernel tls "
+                "scalwsd: tls on %s: %s, ALPN %s, memory BIOs (kTLS not used; kernel tls "
                 "module %s), tickets %s, session cache %u per loop, OCSP stapling %s\n",
-                s->listen_text, ti.protocols, ti.ktls_kernel ? "present" : "absent",
-                ti.tickets ? "on" : "off", ti.session_cache, ti.ocsp ? "on" : "off");
+                s->listen_text, ti.protocols, cfg->http2 ? "h2 http/1.1" : "http/1.1",
+                ti.ktls_kernel ? "present" : "absent", ti.tickets ? "on" : "off", ti.session_cache,
+                ti.ocsp ? "on" : "off");
     }
 }
 

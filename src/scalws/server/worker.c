@@ -4,6 +4,7 @@
  * token's tag (token.h). */
 #include "conn.h"
 #include "http1.h"
+#include "http2.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -110,13 +111,16 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
     }
 }
 
-/* One turn and its dispatch. Returns false when the worker is finished. */
-static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms) {
-    int n = tl_loop_turn(w->loop, timeout_ms, cq, SWS_CQ_BATCH);
+/* One turn and its dispatch: the completions handled (0 on EINTR), or -1
+ * when the worker is finished. */
+int sws_worker_turn(sws_worker *w, tl_completion *cq, int cap, int timeout_ms) {
+    int n = tl_loop_turn(w->loop, timeout_ms, cq, cap);
     if (n < 0 && n != -EINTR) {
         fprintf(stderr, "scalwsd: loop %d: turn failed: %s\n", w->index, tl_strerror(n));
-        return false;
+        return -1;
     }
+    if (n < 0)
+        n = 0;
     if (sws_date_refresh(&w->date))
         sws_insts_date_changed(w);
     w->released = 0;
@@ -133,10 +137,10 @@ static bool worker_turn(sws_worker *w, tl_completion *cq, int timeout_ms) {
         }
         if (!tl_loop_alive(w->loop)) {
             w->done = true;
-            return false;
+            return -1;
         }
     }
-    return true;
+    return n;
 }
 
 static void signal_done(sws_server *s) {
@@ -149,7 +153,7 @@ void *sws_worker_main(void *arg) {
     sws_worker *w = arg;
     tl_completion cq[SWS_CQ_BATCH];
     atomic_fetch_add(&w->srv->turning, 1);
-    while (worker_turn(w, cq, -1)) {
+    while (sws_worker_turn(w, cq, SWS_CQ_BATCH, -1) >= 0) {
     }
     signal_done(w->srv);
     return NULL;
@@ -165,7 +169,7 @@ void *sws_shared_main(void *arg) {
     atomic_fetch_add(&s->turning, 1);
     for (;;) {
         pthread_mutex_lock(&s->shared_lock);
-        bool more = !w->done && worker_turn(w, cq, 100);
+        bool more = !w->done && sws_worker_turn(w, cq, SWS_CQ_BATCH, 100) >= 0;
         pthread_mutex_unlock(&s->shared_lock);
         if (!more)
             break;
@@ -191,6 +195,7 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, 
     w->limits = cfg->limits;
     w->cpu = -1;
     w->conn_proto = &sws_http1_conn;
+    w->h2_proto = cfg->http2 ? &sws_http2_conn : NULL;
     int rc = sws_conn_table_init(w);
     if (rc < 0) {
         snprintf(err, errlen, "loop %d: connection table: %s", index, strerror(-rc));

@@ -117,7 +117,7 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
     } else if (to == SWS_PH_FREE) {
         if (c->starved)
             w->nstarved--;
-        w->conn_proto->freed(w, c); /* the scenario's conn_end, the parser, the route */
+        c->proto->freed(w, c); /* the scenario's conn_end, the parser, the route */
         /* Every completion of the handle came before its close's: no write
          * can still be reading the buffer. */
         out_give(w, c);
@@ -181,6 +181,8 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
      * allocation (or allocator header) per connection. */
     sws_conn *c = &w->slots[i];
     *c = (sws_conn){.ex = {w->conn_proto->ex},
+                    .proto = w->conn_proto,
+                    .chosen = !w->h2_proto,
                     .index = i,
                     .h = h,
                     .sc = sc,
@@ -251,9 +253,14 @@ static bool tls_flush(sws_worker *w, sws_conn *c);
 static void flush(sws_worker *w, sws_conn *c) {
     if (sws_phase_gone(c->phase) || c->write_inflight)
         return;
+    if (c->proto->fill) {
+        c->proto->fill(w, c);
+        if (sws_phase_gone(c->phase))
+            return;
+    }
     if (c->olen == 0 && c->answer_pending) {
         /* The last part was written: the scenario appends the next one. */
-        w->conn_proto->drained(w, c);
+        c->proto->drained(w, c);
         if (sws_phase_gone(c->phase))
             return;
         if (c->olen == 0 && !c->answer_pending) {
@@ -291,7 +298,7 @@ static void flush(sws_worker *w, sws_conn *c) {
 /* Nothing in or out: no answer being written, no request begun, no held
  * input, and (tls) no decrypted input waiting in the stash. */
 static bool conn_idle(const sws_worker *w, const sws_conn *c) {
-    return c->olen == 0 && !c->write_inflight && !w->conn_proto->partial(c) && c->hcount == 0 &&
+    return c->olen == 0 && !c->write_inflight && !c->proto->partial(c) && c->hcount == 0 &&
            !c->answer_pending && !(c->tls && c->tls->stash);
 }
 
@@ -359,6 +366,45 @@ static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint
     }
 }
 
+/* ---- the protocol: HTTP/1.1, or HTTP/2 when the connection says so ------------- */
+
+static bool proto_switch(sws_worker *w, sws_conn *c, const sws_conn_proto *p) {
+    c->chosen = true;
+    if (p == c->proto)
+        return true;
+    c->proto = p;
+    c->ex.proto = p->ex;
+    if (p->attach && !p->attach(w, c)) {
+        sws_conn_close(w, c);
+        return false;
+    }
+    return true;
+}
+
+/* A plaintext connection's first bytes: the HTTP/2 preface (its first four
+ * bytes at least, "PRI ", which no HTTP/1.1 request we serve begins with)
+ * chooses HTTP/2; anything else HTTP/1.1. Fewer than four bytes that begin
+ * the preface wait for the next read (TCP may cut the preface anywhere);
+ * then the chosen protocol is given them first. 1: chosen, data goes on to
+ * it; 0: data was taken (waiting, or the connection closed). */
+static int proto_sniff(sws_worker *w, sws_conn *c, const char *data, uint32_t len) {
+    uint32_t had = c->sniffed, n = had + len < 4 ? len : 4 - had;
+    bool prefix = memcmp(data, SWS_H2_PREFACE + had, n) == 0;
+    if (prefix && had + len < 4) {
+        c->sniffed = (uint8_t)(had + len);
+        return 0;
+    }
+    uint32_t rest = len < SWS_H2_PREFACE_LEN - had ? len : SWS_H2_PREFACE_LEN - had;
+    bool h2 = prefix && memcmp(data, SWS_H2_PREFACE + had, rest) == 0;
+    if (!proto_switch(w, c, h2 ? w->h2_proto : c->proto))
+        return 0;
+    c->sniffed = 0;
+    uint32_t off = 0;
+    if (had)
+        c->proto->input(w, c, SWS_H2_PREFACE, had, &off); /* the bytes held back */
+    return sws_phase_gone(c->phase) || c->phase != SWS_PH_OPEN ? 0 : 1;
+}
+
 /* ---- TLS: the engine between the socket and the parser ---------------------- */
 
 static void tls_pause(sws_worker *w, sws_conn *c) {
@@ -394,10 +440,13 @@ static void tls_pump(sws_worker *w, sws_conn *c) {
                 SWS_ADD(w->ctr.tls_resumed, 1);
             /* From here the request's own timeout runs. */
             c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
+            if (!c->chosen &&
+                !proto_switch(w, c, sws_tls_alpn_h2(&c->tls->eng) ? w->h2_proto : c->proto))
+                return;
         }
         if (n > 0) {
             uint32_t off = 0;
-            if (!w->conn_proto->input(w, c, w->tls_plain, (uint32_t)n, &off)) {
+            if (!c->proto->input(w, c, w->tls_plain, (uint32_t)n, &off)) {
                 if (!(c->tls->stash = sws_lend_take(&w->outbuf))) {
                     sws_conn_close(w, c);
                     return;
@@ -434,7 +483,7 @@ static void tls_resume(sws_worker *w, sws_conn *c) {
     if (c->tls->stash) {
         uint32_t off = c->tls->stash_off;
         if (c->phase == SWS_PH_OPEN &&
-            !w->conn_proto->input(w, c, c->tls->stash, c->tls->stash_len, &off)) {
+            !c->proto->input(w, c, c->tls->stash, c->tls->stash_len, &off)) {
             c->tls->stash_off = off;
             return;
         }
@@ -520,9 +569,11 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             release(w, e->u.buf.id);
         } else if (c->phase != SWS_PH_OPEN)
             release(w, e->u.buf.id);
+        else if (!c->chosen && proto_sniff(w, c, data, len) == 0)
+            release(w, e->u.buf.id);
         else if (c->hcount || c->recv_paused)
             hold(w, c, e->u.buf.id, data, 0, len);
-        else if (w->conn_proto->input(w, c, data, len, &off))
+        else if (c->proto->input(w, c, data, len, &off))
             release(w, e->u.buf.id);
         else
             hold(w, c, e->u.buf.id, data, off, len);
@@ -594,7 +645,7 @@ void sws_conn_pump(sws_worker *w, sws_conn *c) {
     while (c->hcount && !sws_phase_gone(c->phase)) {
         sws_held *h = &w->hpool[c->hhead];
         uint32_t off = h->off;
-        if (c->phase == SWS_PH_OPEN && !w->conn_proto->input(w, c, h->data, h->len, &off)) {
+        if (c->phase == SWS_PH_OPEN && !c->proto->input(w, c, h->data, h->len, &off)) {
             h->off = off;
             break;
         }
@@ -652,6 +703,12 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
             }
             continue;
         }
+        if (c->proto->sweep) {
+            c->proto->sweep(w, c, now);
+            if (!sws_phase_gone(c->phase))
+                flush(w, c);
+            continue;
+        }
         if (now < c->deadline)
             continue;
         if (c->tls && !c->tls->eng.established && !c->tls->eng.failed) {
@@ -674,8 +731,8 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
             flush(w, c);
             continue;
         }
-        if (w->conn_proto->partial(c) && c->phase == SWS_PH_OPEN && !c->answer_pending &&
-            w->conn_proto->timeout(w, c)) {
+        if (c->proto->partial(c) && c->phase == SWS_PH_OPEN && !c->answer_pending &&
+            c->proto->timeout(w, c)) {
             flush(w, c);
             continue;
         }
@@ -684,6 +741,8 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
     rearm_starved(w);
     sws_lend_trim(&w->outbuf, SWS_OUT_CACHE);
     w->conn_proto->trim(w);
+    if (w->h2_proto)
+        w->h2_proto->trim(w);
 }
 
 /* After a completion has been handled, never inside: code below on_recv and
@@ -691,7 +750,7 @@ void sws_conn_sweep(sws_worker *w, sws_scenario *sc, uint64_t now) {
 static void settle(sws_worker *w, uint64_t token) {
     sws_conn *c = conn_of(w, token);
     if (c)
-        w->conn_proto->settle(w, c);
+        c->proto->settle(w, c);
 }
 
 /* The HTTP connection's completions. */
@@ -718,6 +777,8 @@ void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e) 
 
 void sws_conn_turn_done(sws_worker *w, sws_scenario *sc) {
     (void)sc;
+    if (w->h2_proto && w->h2_proto->turn_done)
+        w->h2_proto->turn_done(w);
     if (w->released && w->nstarved)
         rearm_starved(w);
 }
@@ -734,6 +795,10 @@ void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
         if (force) {
             SWS_ADD(w->ctr.forced, 1);
             sws_conn_close(w, c);
+        } else if (c->proto->drain) {
+            c->proto->drain(w, c, false);
+            if (!sws_phase_gone(c->phase))
+                flush(w, c);
         } else if (conn_idle(w, c) && c->phase == SWS_PH_OPEN) {
             /* Idle, or accepted but silent: its next request may be on the
              * wire. It may still come for drain_idle_grace and is answered
@@ -757,6 +822,7 @@ bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc) {
  * one node per loop buffer. Output buffers come and go (out_take). */
 int sws_conn_table_init(sws_worker *w) {
     w->nslots = w->cfg->max_connections + 1;
+    w->nexchanges = w->nslots; /* HTTP/2's table_init adds its streams */
     /* calloc: pages of slots never used are never touched (or resident). */
     w->slots = calloc(w->nslots, sizeof(*w->slots));
     w->free_idx = malloc(w->nslots * sizeof(*w->free_idx));
@@ -771,6 +837,8 @@ int sws_conn_table_init(sws_worker *w) {
     if (sws_lend_init(&w->outbuf, 0, w->nslots * (w->cfg->listen_tls ? 4u : 2u)) < 0)
         return -ENOMEM;
     int rc = w->conn_proto->table_init(w);
+    if (rc == 0 && w->h2_proto)
+        rc = w->h2_proto->table_init(w);
     if (rc < 0)
         return rc;
     if (w->cfg->listen_tls && !(w->tls_plain = malloc(SWS_TLS_PLAIN)))
@@ -796,6 +864,8 @@ void sws_conn_table_free(sws_worker *w) {
         }
         free(c->out);
     }
+    if (w->h2_proto)
+        w->h2_proto->table_free(w); /* the sessions the connections hold too */
     if (w->conn_proto)
         w->conn_proto->table_free(w); /* the parsers the connections hold too */
     sws_lend_fini(&w->outbuf);
@@ -810,5 +880,5 @@ void sws_conn_reload_commit(sws_worker *w, sws_scenario *sc) {
     if (sc != &w->sc)
         return; /* the connections are the default's */
     for (sws_conn *c = w->active; c; c = c->next)
-        w->conn_proto->reload(w, c);
+        c->proto->reload(w, c);
 }

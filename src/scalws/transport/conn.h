@@ -53,6 +53,12 @@ struct sws_conn {
     /* The exchange it carries (HTTP/1.1: one at a time): what a scenario is
      * given; first, so that the protocol finds its connection from it. */
     sws_exchange ex;
+    /* Its protocol: HTTP/1.1 until the first bytes (the HTTP/2 preface) or
+     * the TLS handshake (ALPN h2) choose another. */
+    const struct sws_conn_proto *proto;
+    /* The protocol's own state of this connection beyond the bits below
+     * (HTTP/2: its session and streams); NULL for HTTP/1.1. */
+    void *pstate;
     uint32_t index;
     sws_phase phase; /* its life (sws.h); changed by conn_phase() only */
     tl_handle h;
@@ -76,6 +82,11 @@ struct sws_conn {
     bool h1_chunked : 1;
     bool h1_nobody : 1;
     bool h1_in_answer : 1; /* inside the scenario's `answer` */
+    bool chosen : 1;       /* its protocol is settled (first bytes seen, or ALPN) */
+    /* Bytes of "PRI" seen before the protocol could be told (a first read
+     * of one to three bytes): they are the preface's, so their count says
+     * what they were. */
+    uint8_t sniffed : 2;
     uint8_t dl_kind;
     uint16_t hcount; /* held input buffers: at most SWS_RECV_BUFFERS */
     uint32_t wlen;   /* bytes of out in flight */
@@ -96,10 +107,27 @@ struct sws_conn {
     sws_conn_tls *tls; /* NULL: plaintext */
 };
 
-/* What a connection's protocol does with its bytes (http1/ fills one); the
- * transport calls nothing else of it. */
+/* What a connection's protocol does with its bytes (http1/ and http2/ fill
+ * one); the transport calls nothing else of it. */
 typedef struct sws_conn_proto {
     const sws_proto *ex; /* its exchanges' functions (exchange.h) */
+    /* The connection is switched to this protocol (before any of its bytes
+     * are given to it): its state into c->pstate. false: it cannot be served
+     * (out of memory), the caller closes. Optional. */
+    bool (*attach)(sws_worker *w, sws_conn *c);
+    /* Before each write, with no write in flight: what the protocol has to
+     * send goes into the output now (HTTP/2: its session's frames, as far as
+     * the output has room). Optional: HTTP/1.1 writes into it as it answers. */
+    void (*fill)(sws_worker *w, sws_conn *c);
+    /* The sweep, for a connection whose write is not overdue: the protocol's
+     * own deadlines (idle, drain). Optional: without it the transport's
+     * (keepalive_timeout, header_timeout's 408, the drain's idle close). */
+    void (*sweep)(sws_worker *w, sws_conn *c, uint64_t now);
+    /* The server drains (force: everything closes now). Optional, as sweep. */
+    void (*drain)(sws_worker *w, sws_conn *c, bool force);
+    /* After each turn's completions (the loop's, not one connection's).
+     * Optional. */
+    void (*turn_done)(sws_worker *w);
     /* Takes bytes from data[*off..len). false: it takes no more now (its
      * output is full, or the scenario takes no more of a body), and the rest
      * is held until pump. */
@@ -127,6 +155,12 @@ typedef struct sws_conn_proto {
 /* The worker's table of connections (worker.c sizes the loop for it). */
 int sws_conn_table_init(sws_worker *w);
 void sws_conn_table_free(sws_worker *w);
+
+/* The preface a client speaking HTTP/2 with prior knowledge begins with
+ * (RFC 9113 3.4): on a plaintext listener it chooses HTTP/2 (as nginx's
+ * http2 on a shared port). */
+#define SWS_H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#define SWS_H2_PREFACE_LEN 24
 
 /* The connection hooks of a scenario that answers on the HTTP connection
  * (scenario.h): respond.c fills its ops with these. */

@@ -378,11 +378,17 @@ static uint32_t pool_handles(const sws_proxy_config *pc) {
 
 /* One upstream connection per client, whichever proxy route serves it, one
  * more closing during a retry, and each proxy route's idle pool. */
+/* Upstream connections: two per client exchange under way (one being
+ * connected, one being retired), an HTTP/2 stream being one too. */
+static uint32_t proxy_exchange_handles(const sws_config *cfg) {
+    return (cfg->max_connections + (cfg->http2 ? cfg->h2.streams_per_loop : 0)) * 2;
+}
+
 static uint32_t proxy_extra_handles(const sws_config *cfg) {
     const sws_routes *t = cfg->routes;
     if (!t)
         return cfg->scenario == SWS_SCENARIO_PROXY
-                   ? cfg->max_connections * 2 + pool_handles(&cfg->proxy)
+                   ? proxy_exchange_handles(cfg) + pool_handles(&cfg->proxy)
                    : 0;
     uint32_t n = 0;
     bool any = false;
@@ -392,7 +398,7 @@ static uint32_t proxy_extra_handles(const sws_config *cfg) {
             n += pool_handles(&t->r[i].cfg.proxy);
         }
     }
-    return any ? cfg->max_connections * 2 + n : 0;
+    return any ? proxy_exchange_handles(cfg) + n : 0;
 }
 
 /* The route's upstream health record and counters (the server keeps both
@@ -411,10 +417,10 @@ static int proxy_init(sws_worker *w, sws_scenario *sc) {
     px->sc = sc;
     px->pc = &sc->cfg->proxy;
     if (!w->px_shared) {
-        w->px_shared = calloc(1, sizeof(*w->px_shared) + w->nslots * sizeof(px_slot));
+        w->px_shared = calloc(1, sizeof(*w->px_shared) + w->nexchanges * sizeof(px_slot));
         if (!w->px_shared)
             return -ENOMEM;
-        w->px_shared->nslots = w->nslots;
+        w->px_shared->nslots = w->nexchanges;
     }
     px->sh = w->px_shared;
     px->sh->refs++;
@@ -423,7 +429,7 @@ static int proxy_init(sws_worker *w, sws_scenario *sc) {
         return -ENOMEM;
     w->resp_max = PX_RESP_MAX;
     int rc = sws_pool_init(&px->pool, w->loop, px->pc,
-                           w->cfg->max_connections * 2 + pool_handles(px->pc), sc->id, st);
+                           proxy_exchange_handles(w->cfg) + pool_handles(px->pc), sc->id, st);
     if (rc == 0)
         rc = sws_up_tls_pool_init(&px->pool, sc->cfg->up_tls);
     if (rc < 0)

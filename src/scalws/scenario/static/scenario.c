@@ -48,7 +48,7 @@ static int static_init(sws_worker *w, sws_scenario *sc) {
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->cond, NULL);
     /* calloc: the pages of slots never used are never touched. */
-    st->files = calloc(w->nslots, sizeof(*st->files));
+    st->files = calloc(w->nexchanges, sizeof(*st->files));
     if (!st->files)
         return -ENOMEM;
     const char *fb = getenv("SWS_STATIC_OPEN_FALLBACK");
@@ -160,7 +160,7 @@ static void static_free(sws_worker *w, sws_scenario *sc) {
         free(st->cache);
     }
     if (st->files) {
-        for (uint32_t i = 0; i < w->nslots; i++)
+        for (uint32_t i = 0; i < w->nexchanges; i++)
             if (st->files[i].on && !st->files[i].job)
                 close(st->files[i].fd);
         free(st->files);
@@ -369,7 +369,7 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
     job *j = e->u.msg.ptr;
     st->inflight--;
     uint32_t i = sws_token_index(e->token);
-    sfile *f = i < w->nslots ? &st->files[i] : NULL;
+    sfile *f = i < w->nexchanges ? &st->files[i] : NULL;
     sws_exchange *x = j->x;
     if (!f || !f->job || !sws_ex_marked(x, j->mark)) {
         /* The connection went away meanwhile (conn_end left fd to the job), or
