@@ -10,6 +10,27 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# hold_port FILE SECS: in the background, a socket bound to 127.0.0.1:0 that
+# never listens, held for at most SECS; its port is written to FILE and the
+# holder's pid left in HOLD_PID. A connect there is refused (no listener), yet
+# no other process can be handed the port while it is held, unlike a port
+# whose listener was killed: a test's "dead upstream" stays dead. A listener
+# with SO_REUSEADDR may still bind it (an upstream that comes back).
+hold_port() {
+    rm -f "$1"
+    python3 -c '
+import os, socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("%d\n" % s.getsockname()[1])
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(float(sys.argv[2]))
+' "$1" "$2" &
+    HOLD_PID=$!
+}
+
 # start_on_free_port FN [ARGS...]: calls FN PORT ARGS... with a fresh free_port
 # until it returns something else than 98 (EADDRINUSE: another process took the
 # port between free_port and the peer's bind). FN returns 0 once the peer

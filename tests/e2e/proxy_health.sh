@@ -23,11 +23,13 @@ upstream up1
 P1=$UPORT
 upstream up2
 P2=$UPORT
-upstream up3
-P3=$UPORT
-UP3_PID=$LAST_PID
-kill -KILL "$UP3_PID"
-wait "$UP3_PID" 2>/dev/null || true
+# up3 starts dead: its port is held by a socket that never listens, so no
+# other test's server can be handed it while it is down (a 404 from a stranger
+# there once failed this test); up3 binds it again later (SO_REUSEADDR).
+hold_port "$T/up3.held" 120
+PIDS+=("$HOLD_PID")
+wait_ready "$T/up3.held" "$SWS_START_SECS" "$HOLD_PID" || fail "no port held for up3"
+P3=$(cat "$T/up3.held")
 
 metric() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
 UP3_UP="scalwsd_upstream_up{route=\"default\",upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}"
