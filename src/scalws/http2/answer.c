@@ -306,6 +306,56 @@ static int h2_sendfile(sws_worker *w, sws_exchange *x, int fd, uint64_t *off, si
     return -EOPNOTSUPP;
 }
 
+/* The trailer section: kept (one allocation: the nv array, the lowercased
+ * names, the values) until the data provider reaches the body's end, where
+ * the HEADERS frame that ends the stream is submitted. Submitted earlier, it
+ * would go out ahead of the DATA still to come (the library sends HEADERS
+ * before DATA). Rare (the proxy forwards an upstream's), so malloc. */
+static int h2_trailers(sws_worker *w, sws_exchange *x, const sws_field *f, uint32_t n) {
+    (void)w;
+    h2_stream *st = stream_ofx(x);
+    if (!st->submitted || st->nobody || st->closed || st->trailers || st->fixed)
+        return 0;
+    size_t bytes = (size_t)n * sizeof(nghttp2_nv);
+    for (uint32_t i = 0; i < n; i++)
+        bytes += (size_t)f[i].name_len + f[i].value_len;
+    nghttp2_nv *v = malloc(bytes ? bytes : 1);
+    if (!v)
+        return -ENOMEM;
+    char *p = (char *)(v + n);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (connection_specific(&f[i]) || f[i].name_len == 0)
+            continue;
+        for (uint32_t j = 0; j < f[i].name_len; j++) {
+            char ch = f[i].name[j];
+            p[j] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+        }
+        memcpy(p + f[i].name_len, f[i].value, f[i].value_len);
+        v[k++] = nv(p, f[i].name_len, p + f[i].name_len, f[i].value_len);
+        p += f[i].name_len + f[i].value_len;
+    }
+    if (k == 0) {
+        free(v);
+        return 0;
+    }
+    st->trailers = v;
+    st->ntrailers = k;
+    return 0;
+}
+
+/* At the body's end: the trailers, if any, end the stream instead of the
+ * last DATA frame (the library copies them). */
+static void body_end(h2_stream *st, uint32_t *flags) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!st->trailers)
+        return;
+    if (nghttp2_submit_trailer(st->hc->s, st->id, st->trailers, st->ntrailers) == 0)
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    free(st->trailers);
+    st->trailers = NULL;
+}
+
 ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
                      nghttp2_data_source *src, void *ud) {
     (void)s;
@@ -316,7 +366,7 @@ ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, u
     size_t avail = st->fixed ? st->fixed_left : st->blen - st->boff;
     if (avail == 0) {
         if (st->ended) {
-            *flags |= NGHTTP2_DATA_FLAG_EOF;
+            body_end(st, flags);
             return 0;
         }
         st->deferred = true;
@@ -340,7 +390,7 @@ ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, u
         n = room - 9;
     *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
     if (n == avail && st->ended)
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        body_end(st, flags);
     return (ssize_t)n;
 }
 
@@ -540,6 +590,7 @@ const sws_proto sws_h2_proto = {
     .sendfile = h2_sendfile,
     .fixed = h2_fixed,
     .error = h2_error,
+    .trailers = h2_trailers,
     .end = h2_end,
     .more = h2_more,
     .close = h2_close,

@@ -80,7 +80,9 @@ typedef struct h2_stream {
     uint64_t sent;           /* answer body bytes sent */
     char *body;              /* H2_BLOCK bytes from the loop's pool while an answer is given */
     uint32_t boff, blen;
-    const char *fixed;               /* a fixed answer's body, sent from where it is */
+    const char *fixed;    /* a fixed answer's body, sent from where it is */
+    nghttp2_nv *trailers; /* sws_ex_trailers' copy, until the body's end */
+    uint32_t ntrailers;
     char note[48];                   /* our own error answer's body (sent as fixed) */
     struct h2_stream *wprev, *wnext; /* its connection's line for a body buffer */
     uint32_t fixed_left;

@@ -75,6 +75,7 @@ void h2_stream_free(h2_conn *hc, h2_stream *st) {
     }
     free(st->f);
     free(st->rc);
+    free(st->trailers);
     sws_lend_give(&L->stores, st->store);
     h2_body_give(w, st);
     h2_wait_drop(w, st);
