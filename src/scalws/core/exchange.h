@@ -75,6 +75,10 @@ typedef struct sws_answer {
     /* Another server's answer (the proxy's upstream): its fields carry
      * their own Date and Server, and reason its own phrase. */
     bool relayed;
+    /* The body is short and given at once (a small file, a short text): a
+     * protocol that lends a buffer per answer (HTTP/2) may lend one of just
+     * `length` bytes, whose room never exceeds what is left of the body. */
+    bool whole_body;
     const char *reason; /* NULL: the status's usual phrase */
     uint32_t reason_len;
     const sws_field *fields; /* every other field, in order */

@@ -31,7 +31,10 @@ static h2_stream *stream_new(h2_conn *hc, int32_t id) {
                       .gen = gen,
                       .sc = &w->sc,
                       .content_length = UINT64_MAX,
-                      .start_ms = (uint32_t)tl_loop_now(w->loop)};
+                      .start_ms = (uint32_t)tl_loop_now(w->loop),
+                      /* a block, until an answer given whole says less */
+                      .bclass = H2_SMALL_CLASSES,
+                      .bunits = (uint16_t)L->block_units};
     st->req.http_major = 2;
     st->req.keep_alive = true;
     if (w->access_log || w->lend_sf) {
