@@ -1012,6 +1012,28 @@ static void body_buffers_are_bounded_by_size(void **state) {
     h2c_close(big);
 }
 
+/* A connection quiet for two sweeps gives its frame buffer's pages back
+ * (mem.c h2_mem_session_idle): the next frames are written into fresh
+ * zeroed pages, and answers, small and large, come as before. */
+static void idle_session_answers_again(void **state) {
+    (void)state;
+    h2c *c = h2c_open(NULL, 0, false);
+    cst *st = h2c_fetch(c, "GET", "/", NULL, 0);
+    assert_int_equal(st->status, 200);
+    struct timespec quiet = {2, 600 * 1000 * 1000}; /* the sweep runs each second */
+    nanosleep(&quiet, NULL);
+    st = h2c_fetch(c, "GET", "/files/big.bin", NULL, 0);
+    assert_int_equal(st->status, 200);
+    assert_int_equal(st->blen, BIG_SIZE);
+    assert_memory_equal(st->body, g_big, BIG_SIZE);
+    nanosleep(&quiet, NULL);
+    st = h2c_fetch(c, "GET", "/", NULL, 0);
+    assert_int_equal(st->status, 200);
+    assert_int_equal(st->blen, 19);
+    assert_int_equal(c->ngoaway, 0);
+    h2c_close(c);
+}
+
 /* Range (206 and its slice) and If-None-Match (304, no body) on static. */
 static void range_and_if_none_match(void **state) {
     (void)state;
@@ -1463,6 +1485,7 @@ int main(void) {
         CASE(streams_past_the_limit_are_refused),
         CASE(large_file_through_a_tiny_window),
         CASE(body_buffers_are_bounded_by_size),
+        CASE(idle_session_answers_again),
         CASE(range_and_if_none_match),
         CASE(request_limits_per_stream),
         CASE(unknown_method_is_501),

@@ -109,6 +109,7 @@ typedef struct h2_stream {
 
 struct h2_conn {
     nghttp2_session *s;
+    h2_mem_session mems; /* its allocations (mem.c): the frame buffer dropped while idle */
     sws_worker *w;
     sws_conn *c;
     h2_stream *streams;
@@ -125,6 +126,7 @@ struct h2_conn {
     uint32_t carry_off, carry_len;
     int32_t carry_stream;
     bool dead : 1;         /* terminated: nothing more is read */
+    bool stirred : 1;      /* read or written since the last sweep */
     bool notice_sent : 1;  /* draining: the shutdown notice went out */
     bool goaway_final : 1; /* the last GOAWAY is queued: no new stream */
     /* Inside the session (mem_recv, or fill): a scenario's call that would
