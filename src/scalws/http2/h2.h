@@ -30,6 +30,9 @@
 /* A DATA frame shorter than this (of more that waits) is not made to fill
  * the output's last bytes: it waits for the next write's room. */
 #define H2_MIN_DATA 4096
+/* What is left of a refused request's declared body that is still taken
+ * (and dropped) after its answer, instead of a reset: one default window. */
+#define H2_DISCARD_MAX 65535
 /* Closed streams remembered per connection (h2_conn.closed_id). */
 #define H2_CLOSED_KEPT 16
 

@@ -121,9 +121,14 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
                (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
         /* The answer is complete and the request is not (a refusal that did
          * not wait for the body): RFC 9113 8.1 lets us ask the client to
-         * stop sending it, without error. */
+         * stop sending it, without error. Unless what is left of a declared
+         * length fits one window: it is taken and dropped, so the client
+         * ends its stream itself (curl 7.88, Debian 12's, takes a reset of an
+         * upload it is still sending for an error, and loses the answer). */
         h2_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
-        if (st && !st->req_end)
+        bool short_rest = st && st->content_length != UINT64_MAX &&
+                          st->content_length - st->body_in <= H2_DISCARD_MAX;
+        if (st && !st->req_end && !short_rest)
             nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
     } else if (f->hd.type == NGHTTP2_GOAWAY) {
         SWS_ADD(hc->w->ctr.h2_goaway_sent[goaway_slot(f->goaway.error_code)], 1);
