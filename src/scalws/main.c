@@ -47,6 +47,7 @@ static void usage(FILE *f) {
             "name the port bound.\n"
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
             "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n"
+            "SIGUSR1 reopens the access logs (rotation: move the files, then signal).\n"
             "SIGUSR2 starts a new scalwsd on the same listening sockets (zero-loss restart);\n"
             "the old one drains by itself once the new one serves on every loop.\n"
             "Configuration keys, their defaults ((restart): SIGHUP cannot change it):\n");

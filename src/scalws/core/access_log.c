@@ -79,13 +79,31 @@ void sws_access_log_switch(sws_worker *w, sws_log_files *s) {
     w->logs = s;
 }
 
+/* An IPv4 address as text without inet_ntop, whose sprintf was a third of
+ * a log line's cost (once per line, and per proxied request). */
+static void ipv4_text(const struct in_addr *a, char *out, size_t cap) {
+    const unsigned char *b = (const unsigned char *)&a->s_addr;
+    char tmp[16], *o = tmp;
+    for (int i = 0; i < 4; i++) {
+        unsigned v = b[i];
+        if (v >= 100)
+            *o++ = (char)('0' + v / 100);
+        if (v >= 10)
+            *o++ = (char)('0' + v / 10 % 10);
+        *o++ = (char)('0' + v % 10);
+        *o++ = i < 3 ? '.' : '\0';
+    }
+    if ((size_t)(o - tmp) <= cap)
+        memcpy(out, tmp, (size_t)(o - tmp));
+}
+
 void sws_peer_name(tl_loop *loop, tl_handle h, char *out, size_t cap) {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     out[0] = '\0';
     if (tl_handle_peername(loop, h, &ss, &sl) == 0) {
         if (ss.ss_family == AF_INET)
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out, (socklen_t)cap);
+            ipv4_text(&((struct sockaddr_in *)&ss)->sin_addr, out, cap);
         else if (ss.ss_family == AF_INET6)
             inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, out, (socklen_t)cap);
     }

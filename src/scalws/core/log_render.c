@@ -10,18 +10,30 @@
 static const char hex[] = "0123456789abcdef";
 static const char HEX[] = "0123456789ABCDEF";
 
-/* As nginx escapes log variables in text. */
+/* The bytes a text value writes as they are: 0x20..0x7e but '"' and '\\'. */
+static const uint64_t plain_bits[4] = {0xfffffffb00000000u, 0x7fffffffefffffffu, 0, 0};
+static bool plain(unsigned char ch) {
+    return (plain_bits[ch >> 6] >> (ch & 63)) & 1;
+}
+
+/* As nginx escapes log variables in text. Runs of plain bytes (nearly every
+ * value) are copied whole. */
 static char *esc_text(char *o, const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = s[i];
-        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
-            *o++ = '\\';
-            *o++ = 'x';
-            *o++ = HEX[ch >> 4];
-            *o++ = HEX[ch & 15];
-        } else {
-            *o++ = (char)ch;
-        }
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && plain(s[run]))
+            run++;
+        memcpy(o, s + i, run - i);
+        o += run - i;
+        if (run == n)
+            break;
+        unsigned char ch = s[run];
+        *o++ = '\\';
+        *o++ = 'x';
+        *o++ = HEX[ch >> 4];
+        *o++ = HEX[ch & 15];
+        i = run + 1;
     }
     return o;
 }
@@ -112,6 +124,19 @@ static char *str(char *o, bool json, sws_log_var v, const char *s, size_t n) {
     return o;
 }
 
+/* A value of our own making (an address, a date, a route's name): nothing
+ * to escape, in text or JSON. */
+static char *ours(char *o, bool json, const char *s) {
+    size_t n = strlen(s);
+    if (json)
+        *o++ = '"';
+    memcpy(o, s, n);
+    o += n;
+    if (json)
+        *o++ = '"';
+    return o;
+}
+
 static char *absent(char *o, bool json) {
     return str(o, json, SWS_LV_ROUTE, NULL, 0);
 }
@@ -168,13 +193,13 @@ size_t sws_log_render(const sws_log_format *f, const sws_log_line *l, char *out)
             o += op->len;
             break;
         case SWS_LV_REMOTE_ADDR:
-            o = str(o, json, v, l->peer, l->peer ? strlen(l->peer) : 0);
+            o = l->peer && l->peer[0] ? ours(o, json, l->peer) : absent(o, json);
             break;
         case SWS_LV_TIME_LOCAL:
-            o = str(o, json, v, l->time_local, strlen(l->time_local));
+            o = ours(o, json, l->time_local);
             break;
         case SWS_LV_TIME_ISO8601:
-            o = str(o, json, v, l->time_iso8601, strlen(l->time_iso8601));
+            o = ours(o, json, l->time_iso8601);
             break;
         case SWS_LV_MSEC:
             o = secs(o, l->now_ms);
@@ -190,7 +215,7 @@ size_t sws_log_render(const sws_log_format *f, const sws_log_line *l, char *out)
             break;
         }
         case SWS_LV_SCHEME:
-            o = str(o, json, v, l->secure ? "https" : "http", l->secure ? 5 : 4);
+            o = ours(o, json, l->secure ? "https" : "http");
             break;
         case SWS_LV_HOST:
             o = str(o, json, v, l->host, l->host_len);
@@ -217,10 +242,10 @@ size_t sws_log_render(const sws_log_format *f, const sws_log_line *l, char *out)
                 o = u64(o, (uint64_t)l->elapsed_ms);
             break;
         case SWS_LV_ROUTE:
-            o = str(o, json, v, l->route ? l->route : "-", l->route ? strlen(l->route) : 1);
+            o = ours(o, json, l->route ? l->route : "-");
             break;
         case SWS_LV_UPSTREAM_ADDR:
-            o = str(o, json, v, l->upstream, l->upstream ? strlen(l->upstream) : 0);
+            o = l->upstream ? ours(o, json, l->upstream) : absent(o, json);
             break;
         case SWS_LV_UPSTREAM_TIME:
         case SWS_LV_UPSTREAM_MS:
