@@ -143,7 +143,7 @@ stop_sws
 
 # ---- 3. JSON lines: hostile fields, HTTP/2, the proxy's upstream ---------------------
 start_sws_upstream
-hold_port "$T/dead.port" 60
+hold_port "$T/dead.port" 40
 for _ in $(seq 1 50); do [ -s "$T/dead.port" ] && break; sleep 0.1; done
 DEAD=$(cat "$T/dead.port")
 start_sws "access_log = $LOG.json\nlog_format = json
@@ -208,4 +208,5 @@ for _ in $(seq 1 50); do grep -q after-bad-reload "$LOG.json" && break; sleep 0.
 j /after-bad-reload .status | grep -qx 404 || fail "not served with the old format after a refused reload"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
+kill "$HOLD_PID" 2>/dev/null || true # the exit's wait would wait for it
 echo "access_log_files: ok"
