@@ -7,7 +7,8 @@
 # JSON lines that jq parses, with a hostile User-Agent and Referer escaped
 # (quotes, backslash, controls, bytes that are not UTF-8 as U+FFFD, UTF-8
 # kept); the proxy's upstream address and time; HTTP/2 lines; bad values
-# refused by --check-config and by a SIGHUP, which keeps the old config.
+# refused by --check-config and by a SIGHUP, which keeps the old config; a line
+# that cannot be written (/dev/full) counted in /metrics.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 
@@ -209,4 +210,15 @@ j /after-bad-reload .status | grep -qx 404 || fail "not served with the old form
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 kill "$HOLD_PID" 2>/dev/null || true # the exit's wait would wait for it
+
+# ---- 5. a line that cannot be written is counted --------------------------------------
+if [ -w /dev/full ]; then
+    start_sws "access_log = /dev/full"
+    curl -s -o /dev/null "http://127.0.0.1:$PORT/full"
+    n=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" |
+        awk '/^scalwsd_access_log_failures_total/ {s += $2} END {print s + 0}')
+    [ "$n" -ge 2 ] || fail "scalwsd_access_log_failures_total is $n after 2 lines to /dev/full"
+    stop_sws
+    [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
+fi
 echo "access_log_files: ok"

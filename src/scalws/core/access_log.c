@@ -41,11 +41,14 @@ void sws_access_log(sws_worker *w, sws_log_line *l) {
     l->upstream_us = w->log_up_addr ? w->log_up_us : -1;
     size_t n = sws_log_render(f, l, w->log_buf);
     /* One write: O_APPEND puts it whole at the end of a regular file. A
-     * short write (a full disk) leaves the rest unwritten, never split. */
+     * short write (a full disk) leaves the rest unwritten, never split, and
+     * is counted: one stderr line per answer would flood the journal. */
     ssize_t rc;
     do
         rc = write(fd, w->log_buf, n);
     while (rc < 0 && errno == EINTR);
+    if (rc != (ssize_t)n)
+        SWS_ADD(w->ctr.log_failures, 1);
 }
 
 void sws_access_log_parsed(sws_worker *w, const char *peer, const sws_http_parser *p, int status,

@@ -128,6 +128,7 @@ typedef struct sws_counters {
     sws_ctr accept_pauses;
     sws_ctr recv_starved;
     sws_ctr send_timeouts;     /* closed: a write was not done within send_timeout */
+    sws_ctr log_failures;      /* access log lines not written whole (access_log.c) */
     sws_ctr file_cache_hits;   /* static: lookups answered by the open-file cache */
     sws_ctr file_cache_misses; /* static: lookups that opened (or re-checked) the file */
     sws_ctr file_cold_reads;   /* static: reads handed to the helper (not in page cache) */
