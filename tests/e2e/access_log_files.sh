@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Access log files (issue 31, item 7): logrotate-style rotation under load
 # with SIGUSR1 (mv, signal; twice) on two loops writing one file, every
-# request logged exactly once across the files and every line whole (JSON
-# lines as long as 5 KiB, longer than the stdio buffer that used to split
-# them); a log per route and `off`; log_format templates with every variable;
-# JSON lines that jq parses, with a hostile User-Agent and Referer escaped
-# (quotes, backslash, controls, bytes that are not UTF-8 as U+FFFD, UTF-8
-# kept); the proxy's upstream address and time; HTTP/2 lines; bad values
-# refused by --check-config and by a SIGHUP, which keeps the old config; a line
-# that cannot be written (/dev/full) counted in /metrics.
+# request logged exactly once across the files and every line whole (5 KiB
+# lines, longer than the stdio buffer that used to split them); a log per
+# route and `off`; log_format templates with every variable; JSON lines that
+# jq parses, with a hostile User-Agent and Referer escaped (quotes, backslash,
+# controls, bytes that are not UTF-8 as U+FFFD, UTF-8 kept); the proxy's
+# upstream address and time; HTTP/2 lines; https over TLS (both protocols);
+# bad values refused by --check-config and by a SIGHUP, which keeps the old
+# config; a line that cannot be written (/dev/full) counted in /metrics.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 
@@ -211,7 +211,24 @@ stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 kill "$HOLD_PID" 2>/dev/null || true # the exit's wait would wait for it
 
-# ---- 5. a line that cannot be written is counted --------------------------------------
+# ---- 5. over TLS: $scheme is https, for HTTP/1.1 and HTTP/2 (ALPN h2) -------------------
+if command -v openssl >/dev/null; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=localhost" -addext "subjectAltName=IP:127.0.0.1" \
+        -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
+    SWS_LISTEN_OPTS=tls
+    start_sws "access_log = $LOG.tls\nlog_format = \$scheme \$server_protocol \$request_uri\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem"
+    curl -sk --http1.1 -o /dev/null "https://127.0.0.1:$PORT/t1"
+    curl -sk --http2 -o /dev/null "https://127.0.0.1:$PORT/t2"
+    for _ in $(seq 1 50); do [ "$(wc -l <"$LOG.tls")" -ge 3 ] && break; sleep 0.1; done
+    grep -qx 'https HTTP/1.1 /t1' "$LOG.tls" || fail "TLS HTTP/1.1 line: $(cat "$LOG.tls")"
+    grep -qx 'https HTTP/2.0 /t2' "$LOG.tls" || fail "TLS HTTP/2 line: $(cat "$LOG.tls")"
+    stop_sws
+    [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
+    SWS_LISTEN_OPTS=
+fi
+
+# ---- 6. a line that cannot be written is counted --------------------------------------
 if [ -w /dev/full ]; then
     start_sws "access_log = /dev/full"
     curl -s -o /dev/null "http://127.0.0.1:$PORT/full"
