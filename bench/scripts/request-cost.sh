@@ -11,6 +11,7 @@
 # Prints one JSON line per binary, scenario and shape. KEEP_CG=PREFIX keeps each
 # run's callgrind file as PREFIX.SCENARIO.SHAPE.N.BUILD for callgrind_annotate.
 # STATIC_BYTES: the static file's size (1024).
+# SERVER_INI='access_log = /tmp/a.log' adds [server] lines (printf %b) to each run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib/ports.sh"
@@ -37,6 +38,7 @@ upstream="127.0.0.1:$(ready_port "$tmp/up.ready")"
 run() { # binary scenario shape n: prints Ir
     local sws=$1 sc=$2 shape=$3 n=$4 ini=$tmp/s.ini
     printf '[server]\nlisten = 127.0.0.1:0\nevent_loops = 1\nscenario = %s\n' "$sc" >"$ini"
+    [ -z "${SERVER_INI:-}" ] || printf '%b\n' "$SERVER_INI" >>"$ini"
     case $sc in
     static) printf '[static]\nroot = %s\n' "$tmp/www" >>"$ini" ;;
     proxy) printf '[proxy]\nupstream = %s\n' "$upstream" >>"$ini" ;;

@@ -47,6 +47,7 @@ static void usage(FILE *f) {
             "name the port bound.\n"
             "SIGTERM/SIGINT drain gracefully; a second signal exits at once.\n"
             "SIGHUP reads the configuration again (listeners kept; see scalwsd(8)).\n"
+            "SIGUSR1 reopens the access logs (rotation: move the files, then signal).\n"
             "SIGUSR2 starts a new scalwsd on the same listening sockets (zero-loss restart);\n"
             "the old one drains by itself once the new one serves on every loop.\n"
             "Configuration keys, their defaults ((restart): SIGHUP cannot change it):\n");
@@ -192,6 +193,7 @@ int main(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);  /* reload (reload.c), never the default action (exit) */
+    sigaddset(&set, SIGUSR1); /* reopen the access logs (log_reopen.c) */
     sigaddset(&set, SIGUSR2); /* re-exec on the same sockets (reexec.c) */
     sigaddset(&set, SIGCHLD); /* how that new process ended, if it did */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
@@ -239,6 +241,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 5000 && atomic_load(&srv.turning) < srv.nthreads; i++)
         nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
     sws_reexec_tell_ready();
+    /* Once it serves: a SIGUSR2's new process takes the file over here. */
+    if (cfg.pid_file[0] && (rc = sws_pid_file_write(cfg.pid_file)) < 0)
+        fprintf(stderr, "scalwsd: pid_file %s: %s\n", cfg.pid_file, strerror(-rc));
 #ifdef SWS_HAVE_SYSTEMD
     sd_notify(0, "READY=1");
 #endif
@@ -248,6 +253,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     int status = sws_control_run(&srv, sigfd, admin_fd);
+    if (cfg.pid_file[0])
+        sws_pid_file_remove(cfg.pid_file);
     sws_acme_stop(srv.acme);
     if (srv.acme_fd >= 0)
         close(srv.acme_fd);

@@ -79,6 +79,9 @@ has scalwsd etc/scalwsd/scalwsd.ini
 cmp -s "$ROOT/contrib/scalwsd.ini" "$root/etc/scalwsd/scalwsd.ini" || fail "packaged ini differs"
 dpkg-deb -e "$(deb scalwsd)" "$T/ctl"
 grep -qx /etc/scalwsd/scalwsd.ini "$T/ctl/conffiles" || fail "scalwsd.ini is not a conffile"
+# logrotate: the access logs, with SIGUSR1 to the units (doc/operations.md, Rotation).
+has scalwsd etc/logrotate.d/scalwsd
+grep -q 'kill-who=main --signal=USR1' "$root/etc/logrotate.d/scalwsd" || fail "logrotate: no SIGUSR1"
 has scalwsd usr/share/man/man8/scalwsd.8.gz
 zcat "$root/usr/share/man/man8/scalwsd.8.gz" | cmp -s - "$ROOT/doc/scalwsd.8" || fail "man page differs"
 # The user exists before debhelper's part of postinst starts scalwsd.service.

@@ -482,6 +482,15 @@ static char *read_line(char *str, int num, void *stream) {
     char *r = fgets(str, num, l->f);
     if (r) {
         l->line++;
+        size_t n = strlen(r);
+        if (n == (size_t)num - 1 && r[n - 1] != '\n' && !feof(l->f)) {
+            /* inih would read the rest as a line of its own: a long
+             * log_format cut in two, its tail taken for a key. */
+            snprintf(l->why, sizeof(l->why), "line longer than %d characters", num - 2);
+            l->fail_line = l->line;
+            l->failed = true;
+            return NULL;
+        }
         const char *s = r;
         while (*s == ' ' || *s == '\t')
             s++;

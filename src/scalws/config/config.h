@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "acme_config.h"
+#include "log_format.h"
 #include "proxy_config.h"
 #include "sws_http.h"
 #include "tls_config.h"
@@ -92,6 +93,12 @@ typedef struct sws_route_keys {
     bool strip_prefix;
     int scenario; /* sws_scenario_kind */
     uint32_t path_line, host_line;
+    /* The route's access log: "" [server]'s, "off" none, else a file; its
+     * format ("" [server]'s), compiled when read. */
+    char access_log[256];
+    uint32_t access_log_line;
+    char log_format[200];
+    sws_log_format log_fmt;
 } sws_route_keys;
 
 struct sws_routes;
@@ -127,7 +134,10 @@ typedef struct sws_config {
     uint32_t drain_idle_grace_ms; /* used capped at keepalive_timeout_ms */
     uint32_t restart_timeout_ms;  /* SIGUSR2: a new process not serving by then is stopped */
     char access_log[256];         /* empty: none */
-    bool defer_accept; /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
+    char log_format[200];         /* as written; compiled into log_fmt */
+    sws_log_format log_fmt;
+    char pid_file[256]; /* empty: none */
+    bool defer_accept;  /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
     sws_scenario_kind scenario;
     bool http2; /* the listener speaks HTTP/2 too (ALPN h2, or the preface on plaintext) */
     /* [http2] */
@@ -266,8 +276,9 @@ enum {
     SWS_PRE_ACCESS_LOG = 1,
     SWS_PRE_STATIC = 2,
     SWS_PRE_TLS = 4,
-    SWS_PRE_LOOPS = 8, /* acceptors within the loops the start will make */
-    SWS_PRE_ALL = 15
+    SWS_PRE_LOOPS = 8,     /* acceptors within the loops the start will make */
+    SWS_PRE_PID_FILE = 16, /* pid_file's directory takes a new file */
+    SWS_PRE_ALL = 31
 };
 int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what, char *err,
                          size_t errlen);

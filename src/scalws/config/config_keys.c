@@ -255,6 +255,65 @@ static void format_health_check(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->proxy.health_check[0] ? c->proxy.health_check : "off");
 }
 
+/* A file for a log or the pid: one line; "off" is none. */
+static int log_path(char *dst, size_t cap, const char *v, bool off_ok, char *why, size_t len) {
+    if (strlen(v) >= cap || strpbrk(v, "\r\n")) {
+        snprintf(why, len, "bad file name (one line, at most %zu bytes)", cap - 1);
+        return -EINVAL;
+    }
+    snprintf(dst, cap, "%s", strcmp(v, "off") == 0 && !off_ok ? "" : v);
+    return 0;
+}
+static int parse_access_log(sws_config *c, const char *v, char *why, size_t len) {
+    return log_path(c->access_log, sizeof(c->access_log), v, false, why, len);
+}
+static void format_access_log(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->access_log);
+}
+static int parse_pid_file(sws_config *c, const char *v, char *why, size_t len) {
+    return log_path(c->pid_file, sizeof(c->pid_file), v, false, why, len);
+}
+static void format_pid_file(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->pid_file);
+}
+static int parse_log_format(sws_config *c, const char *v, char *why, size_t len) {
+    if (strlen(v) >= sizeof(c->log_format)) {
+        snprintf(why, len, "format longer than %zu bytes", sizeof(c->log_format) - 1);
+        return -EINVAL;
+    }
+    int rc = sws_log_format_compile(&c->log_fmt, v, why, len);
+    if (rc == 0)
+        snprintf(c->log_format, sizeof(c->log_format), "%s", v);
+    return rc;
+}
+static void format_log_format(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->log_format);
+}
+/* A route's: "" until set, so that an unset one takes [server]'s. */
+static int parse_route_access_log(sws_config *c, const char *v, char *why, size_t len) {
+    if (!*v) {
+        snprintf(why, len, "empty (want a file, or off)");
+        return -EINVAL;
+    }
+    return log_path(c->rt.access_log, sizeof(c->rt.access_log), v, true, why, len);
+}
+static void format_route_access_log(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->rt.access_log);
+}
+static int parse_route_log_format(sws_config *c, const char *v, char *why, size_t len) {
+    if (strlen(v) >= sizeof(c->rt.log_format)) {
+        snprintf(why, len, "format longer than %zu bytes", sizeof(c->rt.log_format) - 1);
+        return -EINVAL;
+    }
+    int rc = sws_log_format_compile(&c->rt.log_fmt, v, why, len);
+    if (rc == 0)
+        snprintf(c->rt.log_format, sizeof(c->rt.log_format), "%s", v);
+    return rc;
+}
+static void format_route_log_format(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->rt.log_format);
+}
+
 /* [route NAME] host: a name ("*.example.com" for any name under it) or an IP
  * literal, without a port; kept lowercased (Host is matched without case). */
 static int parse_route_host(sws_config *c, const char *v, char *why, size_t len) {
@@ -394,8 +453,12 @@ const sws_key sws_config_keys[] = {
          "TCP_DEFER_ACCEPT: accept once the request's first bytes arrive"),
     ENUM("server", "scenario", scenario, scenario_names, "respond", RESTART,
          "what answers requests: respond, proxy or static"),
-    STRING("server", "access_log", access_log, NULL, RELOAD,
-           "file for a combined-format access log (unset: none)"),
+    CUSTOM("server", "access_log", parse_access_log, format_access_log, NULL, RELOAD,
+           "file for the access log, one line per answer (unset or off: none)"),
+    CUSTOM("server", "log_format", parse_log_format, format_log_format, "combined", RELOAD,
+           "access log lines: combined, common, json, json VARIABLES, or a $variable template"),
+    CUSTOM("server", "pid_file", parse_pid_file, format_pid_file, NULL, RESTART,
+           "file for the server's pid, kept across SIGUSR2 (unset: none)"),
     BOOL("server", "http2", http2, "on", RESTART,
          "HTTP/2 beside HTTP/1.1: ALPN h2 on a tls listener, the preface on a plaintext one"),
 
@@ -558,6 +621,10 @@ const sws_key sws_route_key_table[] = {
          "what answers the route: respond, static or proxy"),
     BOOL("route NAME", "strip_prefix", rt.strip_prefix, "off", RELOAD,
          "the scenario sees the path without the route's path_prefix"),
+    CUSTOM("route NAME", "access_log", parse_route_access_log, format_route_access_log, NULL,
+           RELOAD, "the route's access log file, or off (unset: [server]'s)"),
+    CUSTOM("route NAME", "log_format", parse_route_log_format, format_route_log_format, NULL,
+           RELOAD, "the route's access log format (unset: [server]'s)"),
 };
 const int sws_route_nkeys = (int)(sizeof sws_route_key_table / sizeof sws_route_key_table[0]);
 _Static_assert(sizeof sws_config_keys / sizeof sws_config_keys[0] <= SWS_CONFIG_KEYS_MAX,

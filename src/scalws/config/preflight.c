@@ -32,31 +32,10 @@ static void where(const sws_config *c, const sws_cli *cli, const char *section, 
         snprintf(out, len, "[%s] %s (default)", section, key);
 }
 
-/* The access log as worker.c opens it (fopen "a"): an existing file must open
- * for appending, else its directory must let a file be made in it. */
-static int access_log_why(const char *path, char *why, size_t len) {
+/* A file the start will make in path's directory (an access log, the
+ * pid_file's temporary file and its rename). */
+static int new_file_why(const char *path, char *why, size_t len) {
     struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            snprintf(why, len, "is a directory");
-            return -EISDIR;
-        }
-        if (S_ISFIFO(st.st_mode)) /* opening one would wait for its reader */
-            return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0 ? 0 : -errno;
-        int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) {
-            int e = errno;
-            snprintf(why, len, "cannot open: %s", strerror(e));
-            return -e;
-        }
-        close(fd);
-        return 0;
-    }
-    if (errno != ENOENT) {
-        int e = errno;
-        snprintf(why, len, "%s", strerror(e));
-        return -e;
-    }
     char dir[sizeof(((sws_config *)0)->access_log)];
     snprintf(dir, sizeof(dir), "%s", path);
     char *slash = strrchr(dir, '/');
@@ -81,6 +60,34 @@ static int access_log_why(const char *path, char *why, size_t len) {
         return -e;
     }
     return 0;
+}
+
+/* The access log as log_files.c opens it (O_APPEND): an existing file must open
+ * for appending, else its directory must let a file be made in it. */
+static int access_log_why(const char *path, char *why, size_t len) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            snprintf(why, len, "is a directory");
+            return -EISDIR;
+        }
+        if (S_ISFIFO(st.st_mode)) /* opening one would wait for its reader */
+            return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0 ? 0 : -errno;
+        int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            snprintf(why, len, "cannot open: %s", strerror(e));
+            return -e;
+        }
+        close(fd);
+        return 0;
+    }
+    if (errno != ENOENT) {
+        int e = errno;
+        snprintf(why, len, "%s", strerror(e));
+        return -e;
+    }
+    return new_file_why(path, why, len);
 }
 
 /* The static scenario's root and mime_types as it opens them at start. */
@@ -159,6 +166,33 @@ int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what,
         }
     }
     const sws_routes *t = c->routes;
+    for (int i = 1; (what & SWS_PRE_ACCESS_LOG) && t && i < t->n; i++) {
+        const sws_route *r = &t->r[i];
+        if (!r->own_log || !r->log_path[0])
+            continue;
+        int rc = access_log_why(r->log_path, why, sizeof(why));
+        if (rc < 0) {
+            snprintf(err, errlen, "%s:%" PRIu32 ": [route %s] access_log %s: %s",
+                     cli->config ? cli->config : "file", r->access_log_line, r->name, r->log_path,
+                     why);
+            return rc;
+        }
+    }
+    if ((what & SWS_PRE_PID_FILE) && c->pid_file[0]) {
+        struct stat st;
+        int rc = 0;
+        if (stat(c->pid_file, &st) == 0 && S_ISDIR(st.st_mode)) {
+            snprintf(why, sizeof(why), "is a directory");
+            rc = -EISDIR;
+        } else {
+            rc = new_file_why(c->pid_file, why, sizeof(why));
+        }
+        if (rc < 0) {
+            where(c, cli, "server", "pid_file", NULL, at, sizeof(at));
+            snprintf(err, errlen, "%s %s: %s", at, c->pid_file, why);
+            return rc;
+        }
+    }
     for (int i = 0; (what & SWS_PRE_STATIC) && t && i < t->n; i++) {
         const sws_route *r = &t->r[i];
         if (r->cfg.scenario != SWS_SCENARIO_STATIC)

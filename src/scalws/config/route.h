@@ -44,6 +44,13 @@ typedef struct sws_route {
     /* Lines of its root and mime_types keys (0: not in its section), for the
      * messages of the checks of the files they name (preflight.c). */
     uint32_t root_line, mime_types_line;
+    /* Its access log (core/log_files.h): the file ("" none) and the format;
+     * [server]'s where its section sets neither (own_log, own_format). */
+    char log_path[256];
+    uint32_t access_log_line; /* its access_log key's line; 0: not in its section */
+    bool own_log, own_format;
+    char log_format[200]; /* own_format: as written (--print-config) */
+    sws_log_format log_fmt;
     sws_scenario_cfg cfg;
 } sws_route;
 

@@ -79,6 +79,17 @@ static int finish(struct sws_route_load *L) {
     r->path_len = (uint16_t)strlen(s->rt.path);
     memcpy(r->path, s->rt.path, r->path_len);
     r->exact = r->path_len && !s->rt.prefix;
+    if (s->rt.access_log[0]) {
+        r->own_log = true;
+        if (strcmp(s->rt.access_log, "off") != 0)
+            snprintf(r->log_path, sizeof(r->log_path), "%s", s->rt.access_log);
+        r->access_log_line = s->rt.access_log_line;
+    }
+    if (s->rt.log_format[0]) {
+        r->own_format = true;
+        r->log_fmt = s->rt.log_fmt;
+        snprintf(r->log_format, sizeof(r->log_format), "%s", s->rt.log_format);
+    }
     fill_scenario(&r->cfg, s, s->rt.scenario, s->rt.strip_prefix);
     int root = sws_config_key_index("static", "root");
     int mime = sws_config_key_index("static", "mime_types");
@@ -113,9 +124,14 @@ static const char *nearest_route_key(const char *key) {
 
 static int set_route_key(sws_config *s, const char *key, char *why, size_t len, const char *v,
                          uint32_t line) {
-    for (int i = 0; i < sws_route_nkeys; i++)
-        if (strcmp(sws_route_key_table[i].name, key) == 0)
-            return sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
+    for (int i = 0; i < sws_route_nkeys; i++) {
+        if (strcmp(sws_route_key_table[i].name, key) == 0) {
+            int rc = sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
+            if (rc == 0 && strcmp(key, "access_log") == 0)
+                s->rt.access_log_line = line; /* preflight.c names it */
+            return rc;
+        }
+    }
     /* "proxy.host": a scenario section's key named outright. */
     const char *dot = strchr(key, '.');
     for (size_t k = 0; k < sizeof(scenario_sections) / sizeof(scenario_sections[0]); k++) {
@@ -305,6 +321,8 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
     snprintf(d->name, sizeof(d->name), SWS_ROUTE_DEFAULT);
     snprintf(d->origin, sizeof(d->origin), "[server] scenario");
     fill_scenario(&d->cfg, c, c->scenario, false);
+    snprintf(d->log_path, sizeof(d->log_path), "%s", c->access_log);
+    d->log_fmt = c->log_fmt;
     int si = sws_config_key_index("server", "scenario");
     bool chosen = si >= 0 && c->origin[si] != SWS_FROM_DEFAULT;
     const char *body = c->body;
@@ -326,8 +344,15 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
         memcpy(d->cfg.body, body, d->cfg.body_len);
     }
     for (int i = 0; i < listed; i++) {
-        t->r[t->n++] = L->r[i]; /* the body moves to the table */
+        sws_route *r = &t->r[t->n++];
+        *r = L->r[i]; /* the body moves to the table */
         L->r[i].cfg.body = NULL;
+        /* [server]'s access log where the route names none: the key may come
+         * after the section in the file. */
+        if (!r->own_log)
+            snprintf(r->log_path, sizeof(r->log_path), "%s", c->access_log);
+        if (!r->own_format)
+            r->log_fmt = c->log_fmt;
     }
     sws_route_load_free(c);
     int rc = 0;
@@ -435,6 +460,10 @@ void sws_routes_print(FILE *f, const sws_config *c) {
                                                         : "respond");
         if (r->cfg.strip_prefix)
             fprintf(f, "strip_prefix = on\n");
+        if (r->own_log)
+            print_kv(f, "access_log", r->log_path[0] ? r->log_path : "off");
+        if (r->own_format)
+            print_kv(f, "log_format", r->log_format);
         /* The scenario keys that differ from the key table's defaults. */
         sws_config_defaults(x);
         unfill(x, &r->cfg);

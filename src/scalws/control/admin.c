@@ -103,6 +103,8 @@ static char *metrics_text(sws_server *s, size_t *len) {
     M("scalwsd_recv_starved_total", "counter", "Receives ended for lack of a loop buffer.",
       recv_starved);
     M("scalwsd_send_timeouts_total", "counter", "Writes cut by send_timeout.", send_timeouts);
+    M("scalwsd_access_log_failures_total", "counter",
+      "Access log lines not written whole (a full disk, a closed pipe).", log_failures);
     M("scalwsd_tls_handshakes_total", "counter", "TLS handshakes completed.", tls_handshakes);
     M("scalwsd_tls_resumed_total", "counter", "TLS handshakes that resumed a session.",
       tls_resumed);

@@ -91,6 +91,8 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
             struct signalfd_siginfo si = {0}; /* a short read leaves no signal */
             if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && si.ssi_signo == SIGHUP) {
                 sws_reload_begin(s);
+            } else if (si.ssi_signo == SIGUSR1) {
+                sws_logs_reopen(s);
             } else if (si.ssi_signo == SIGUSR2 || si.ssi_signo == SIGCHLD) {
                 sws_reexec_on_signal(s, (int)si.ssi_signo, draining, admin_fd);
             } else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {

@@ -5,6 +5,7 @@
 #include "reload.h"
 
 #include "access_log.h"
+#include "log_files.h"
 #include "route.h"
 
 #include <errno.h>
@@ -19,6 +20,9 @@
 typedef struct gen {
     sws_config cfg;   /* first member: a loop's cfg pointer is its gen's address */
     _Atomic int refs; /* loops that will still leave it */
+    /* Its access log files, opened anew (a reload reopens them, as nginx's
+     * HUP does): a reference per loop, each taken by the loop's switch. */
+    sws_log_files *logs;
     unsigned number;
     struct gen *next; /* retired list */
 } gen;
@@ -103,6 +107,16 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
 
 static void post_gen(sws_server *s, gen *g, const char *what);
 
+/* g's access log files, with a reference for each loop; a file that cannot
+ * be opened again keeps the one open now (log_files.h). */
+static int open_logs(sws_server *s, gen *g, char *err, size_t len) {
+    char why[400];
+    int rc = sws_log_files_open(g->cfg.routes, s->logs, s->nloops, &g->logs, why, sizeof(why));
+    if (rc < 0)
+        snprintf(err, len, "access log %s", why);
+    return rc;
+}
+
 void sws_reload_begin(sws_server *s) {
     const char *file = R.cli.config ? R.cli.config : "(no file: defaults and flags)";
     char err[600], why[400];
@@ -145,6 +159,8 @@ void sws_reload_begin(sws_server *s) {
         bad = err;
     if (!bad && sws_route_health_build(s, g->cfg.routes, err, sizeof(err)) < 0)
         bad = err;
+    if (!bad && open_logs(s, g, err, sizeof(err)) < 0)
+        bad = err;
     if (bad) {
         fprintf(stderr,
                 "scalwsd: SIGHUP: reload refused, still serving the previous configuration: %s\n",
@@ -186,8 +202,16 @@ static void post_gen(sws_server *s, gen *g, const char *what) {
             failed++;
         }
     }
-    if (failed)
+    if (failed) {
         atomic_fetch_sub(&g->refs, failed);
+        for (int i = 0; i < failed; i++)
+            sws_log_files_unref(g->logs); /* those loops never take theirs */
+    }
+    /* The control thread's reference follows the newest set (SIGUSR1 reopens it). */
+    if (g->logs)
+        atomic_fetch_add(&g->logs->refs, 1);
+    sws_log_files_unref(s->logs);
+    s->logs = g->logs;
     R.waiting = true;
     R.posted_ms = sws_now_ms();
     fprintf(stderr, "scalwsd: %s (generation %u)\n", what, g->number);
@@ -218,6 +242,12 @@ int sws_reload_tls(sws_server *s, char *why, size_t len) {
         sws_config_release(&g->cfg);
         free(g);
         return -EINVAL;
+    }
+    if (open_logs(s, g, why, len) < 0) {
+        sws_tls_server_free(g->cfg.tls_server);
+        sws_config_release(&g->cfg);
+        free(g);
+        return -EIO;
     }
     notify("RELOADING=1");
     R.why = "acme";
@@ -289,30 +319,16 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
                 "scalwsd: loop %d: cannot build the reloaded answer; keeping the old "
                 "configuration\n",
                 w->index);
+        sws_log_files_unref(((gen *)(uintptr_t)n)->logs);
         leave(n);
         return;
     }
     /* Every parser points at w->limits: a copy, so this is the only write. */
     w->limits = n->limits;
-    /* Reopened on every reload, so that HUP after a move also rotates the log. */
-    if (n->access_log[0]) {
-        FILE *f = fopen(n->access_log, "a");
-        if (f) {
-            setvbuf(f, NULL, _IOLBF, 0);
-            if (w->access_log)
-                fclose(w->access_log);
-            w->access_log = f;
-        } else {
-            fprintf(stderr, "scalwsd: loop %d: cannot open access log %s: %s; %s\n", w->index,
-                    n->access_log, strerror(errno),
-                    w->access_log ? "writing to the old one" : "no access log");
-        }
-    } else if (w->access_log) {
-        fclose(w->access_log);
-        w->access_log = NULL;
-    }
-    /* The scenario's open connections follow the log (reload_commit). */
     w->cfg = n;
+    /* Reopened on every reload, so that HUP after a move also rotates the
+     * log; between two lines, as every switch. */
+    sws_access_log_switch(w, ((gen *)(uintptr_t)n)->logs);
     sws_insts_reload_commit(w, old); /* every route's instance, the default's first */
     leave(old);
 }

@@ -268,7 +268,7 @@ static inline void sws_ex_close(struct sws_worker *w, sws_exchange *x) {
 static inline void sws_ex_abort(struct sws_worker *w, sws_exchange *x) {
     x->proto->abort(w, x);
 }
-/* The access log's line for this exchange (w->access_log must be open), the
+/* The access log's line for this exchange (only while w->logs is set), the
  * peer's address looked up now. */
 static inline void sws_ex_log(struct sws_worker *w, sws_exchange *x, int status, uint64_t bytes) {
     x->proto->log(w, x, NULL, status, bytes);

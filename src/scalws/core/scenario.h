@@ -121,7 +121,7 @@ typedef struct sws_scenario_ops {
      * touching what serves now. A negative errno refuses it: this loop keeps
      * its old configuration. Optional. */
     int (*reload_prepare)(struct sws_worker *w, sws_scenario *sc, const sws_config *next);
-    /* Reload, step 2: w->cfg, w->limits and w->access_log are the new ones;
+    /* Reload, step 2: w->cfg, w->limits and w->logs are the new ones;
      * switch to them. Cannot fail. Optional. */
     void (*reload_commit)(struct sws_worker *w, sws_scenario *sc);
 

@@ -128,6 +128,7 @@ typedef struct sws_counters {
     sws_ctr accept_pauses;
     sws_ctr recv_starved;
     sws_ctr send_timeouts;     /* closed: a write was not done within send_timeout */
+    sws_ctr log_failures;      /* access log lines not written whole (access_log.c) */
     sws_ctr file_cache_hits;   /* static: lookups answered by the open-file cache */
     sws_ctr file_cache_misses; /* static: lookups that opened (or re-checked) the file */
     sws_ctr file_cold_reads;   /* static: reads handed to the helper (not in page cache) */
@@ -200,9 +201,13 @@ typedef struct sws_worker {
     uint32_t released; /* buffers given back this turn */
     sws_date_cache date;
     uint32_t resp_max; /* the longest answer the scenario appends at once (>= 512) */
-    char clf_date[32];
+    /* The access log (access_log.h): the files this loop writes to (a
+     * reference; NULL when no route logs), its line buffer (SWS_LOG_LINE_MAX
+     * bytes), and the dates of its lines, made once a second. */
+    struct sws_log_files *logs;
+    char *log_buf;
+    char clf_date[32], iso_date[32];
     time_t clf_sec;
-    FILE *access_log;
     sws_counters ctr;
     double cpu_seen; /* control thread only: the last CPU time read (admin.c) */
     sws_scenario sc; /* what this loop serves (scenario.h); never named by the worker */
@@ -214,12 +219,15 @@ typedef struct sws_worker {
     sws_scenario **by_route;      /* cfg->routes->n entries */
     sws_scenario **next_by_route; /* between reload prepare and commit */
     sws_scenario *retired;
-    struct sws_route_stats *rstats; /* by route stat_slot; read by the control thread */
-    const char *log_route;          /* the access log's route field while answering */
-    tl_handoff *handoff;            /* handoff: set on an accepting loop, the subset it feeds */
-    bool accepts;                   /* has a listener of its own (fixed at start) */
-    int fed_by;   /* the loop whose accepts this loop serves; -1 acceptor threads */
-    bool lend_sf; /* connections keep the static scenario's fields (set by its init) */
+    struct sws_route_stats *rstats;    /* by route stat_slot; read by the control thread */
+    const struct sws_route *log_route; /* the route answering, for its access log line */
+    /* The proxy's upstream while it writes a line: NULL none (access_log.h). */
+    const char *log_up_addr;
+    int64_t log_up_us;
+    tl_handoff *handoff; /* handoff: set on an accepting loop, the subset it feeds */
+    bool accepts;        /* has a listener of its own (fixed at start) */
+    int fed_by;          /* the loop whose accepts this loop serves; -1 acceptor threads */
+    bool lend_sf;        /* connections keep the static scenario's fields (set by its init) */
     /* A route's scenario takes request bytes (the proxy): request heads are
      * kept until their route is chosen (conn.c). Set with the instances. */
     bool stash_heads;
@@ -254,6 +262,9 @@ typedef struct sws_server {
     tl_handoff **handoffs; /* handoff: one per accepting loop (balance.c) */
     int nhandoffs;
     tl_acceptor *acceptor;
+    /* The control thread's reference to the newest access log files
+     * (log_files.h), which every loop was posted; NULL when none. */
+    struct sws_log_files *logs;
     int shared_fd;   /* the listening socket of exclusive/herd/acceptor, or -1 */
     int *listen_fds; /* every distinct listening socket, for a SIGUSR2 re-exec */
     int nlisten_fds;
@@ -366,6 +377,11 @@ int sws_sockname_text(int fd, char *out, size_t cap);
  * through a temp file and rename. */
 int sws_ready_write(const char *path, const sws_server *s);
 
+/* pid_file.c (control/): main thread. Writes our pid to path through a temp
+ * file and rename: 0 or a negative errno. Removes path if it names us. */
+int sws_pid_file_write(const char *path);
+void sws_pid_file_remove(const char *path);
+
 /* worker.c: draining, loop side */
 void sws_worker_drain(sws_worker *w, bool force);
 /* Until when, in a drain, an idle keep-alive connection may still send a
@@ -380,6 +396,9 @@ bool sws_worker_finished(sws_worker *w);
 /* drain.c: control side */
 void sws_drain_begin(sws_server *s);
 void sws_drain_force(sws_server *s);
+/* log_reopen.c: control thread, on SIGUSR1: every loop writes to the access
+ * log files opened again by their paths (logrotate's signal). */
+void sws_logs_reopen(sws_server *s);
 /* control.c: the control thread's loop: signals, admin, the drain timer. Returns the exit
  * status once every worker has finished. */
 int sws_control_run(sws_server *s, int sigfd, int admin_fd);

@@ -84,6 +84,7 @@ static inline int sws_tag_is_worker(unsigned tag) {
 enum sws_post {
     SWS_POST_CONTROL = 0, /* value: SWS_MSG_DRAIN or SWS_MSG_FORCE */
     SWS_POST_RELOAD = 1,  /* value: the new const sws_config * (reload.c) */
+    SWS_POST_LOGS = 2,    /* value: the reopened sws_log_files * (log_reopen.c) */
 };
 enum { SWS_MSG_DRAIN = 1, SWS_MSG_FORCE = 2 };
 

@@ -386,9 +386,9 @@ static void h1_log(sws_worker *w, sws_exchange *x, const char *peer, int status,
         h1_conn_log(w, c, status, bytes);
         return;
     }
-    const char *keep = w->log_route;
-    w->log_route = c->sc->route->name;
-    sws_access_log_parsed(w, peer, c->parser, status, bytes);
+    const sws_route *keep = w->log_route;
+    w->log_route = c->sc->route;
+    sws_access_log_parsed(w, peer, c->parser, status, bytes, c->tls != NULL, c->req_start);
     w->log_route = keep;
 }
 
@@ -423,7 +423,7 @@ static void error_answer(sws_worker *w, sws_conn *c, int status) {
     bool head = c->parser->req.head;
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
     c->status = (uint16_t)status;
-    if (w->access_log)
+    if (w->logs)
         h1_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
     size_t n = sws_conn_out_take(w, c) ? sws_http_error(c->out + c->olen, w->out_cap - c->olen,
                                                         status, w->date.str, head)

@@ -24,7 +24,7 @@
 /* Where c's parser keeps Referer and User-Agent: NULL while the access log is
  * off (nothing is kept). */
 static char *parser_log_fields(const sws_worker *w, sws_http_parser *p) {
-    return w->access_log ? (char *)p + SWS_PARSER_LOG_AT : NULL;
+    return w->logs ? (char *)p + SWS_PARSER_LOG_AT : NULL;
 }
 
 /* A fresh parser for the request whose first bytes have come. Between
@@ -106,10 +106,10 @@ void h1_conn_log(sws_worker *w, sws_conn *c, int status, uint64_t bytes) {
     sws_peer_name(w->loop, c->h, peer, sizeof(peer));
     /* The route's name, also for an answer that ends outside `answer` (a
      * proxied one, when the upstream's last byte came). */
-    const char *keep = w->log_route;
+    const sws_route *keep = w->log_route;
     if (c->routed || (!w->routes_on && c->answer_pending))
-        w->log_route = c->sc->route->name;
-    sws_access_log_parsed(w, peer, c->parser, status, bytes);
+        w->log_route = c->sc->route;
+    sws_access_log_parsed(w, peer, c->parser, status, bytes, c->tls != NULL, c->req_start);
     w->log_route = keep;
 }
 
@@ -130,7 +130,7 @@ static bool acme_challenge(sws_worker *w, sws_conn *c) {
     if (h1_head(w, &c->ex, &a) < 0 || sws_ex_body(w, &c->ex, keyauth, n) < 0)
         return false;
     h1_body_end(w, c);
-    if (w->access_log)
+    if (w->logs)
         h1_conn_log(w, c, 200, r->head ? 0 : n);
     return true;
 }
@@ -176,7 +176,7 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
     if (!c->routed && w->routes_on)
         route_set(w, c, sws_route_pick(w, r));
     sws_scenario *sc = c->sc;
-    w->log_route = sc->route->name;
+    w->log_route = sc->route;
     c->h1_in_answer = true;
     int rc = sc->ops->answer(w, sc, &c->ex);
     c->h1_in_answer = false;
@@ -211,7 +211,7 @@ void h1_answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
      * route's error; one refused earlier (its head's fault) is no route's. */
     if (c->routed)
         sws_route_count(w, c->sc, status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
-    if (w->access_log)
+    if (w->logs)
         h1_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
     if (!sws_conn_out_take(w, c)) {
         sws_conn_close(w, c);

@@ -535,7 +535,7 @@ void h2_answer_error(sws_worker *w, h2_stream *st, int status) {
         st->fixed = st->note;
         st->fixed_left = (uint32_t)bl;
     }
-    if (w->access_log)
+    if (w->logs)
         h2_log(w, st, NULL, status, st->nobody ? 0 : (uint64_t)bl);
     st->ended = true;
     st->pending = false;
@@ -611,12 +611,16 @@ void h2_log(sws_worker *w, h2_stream *st, const char *peer, int status, uint64_t
         .referer_len = lf ? r->referer_len : 0,
         .user_agent = lf ? lf + SWS_HTTP_LOG_UA : NULL,
         .user_agent_len = lf ? r->user_agent_len : 0,
+        .host = r->host,
+        .host_len = r->host_len,
         .status = status,
         .bytes = bytes,
+        .secure = st->hc->c->tls != NULL,
+        .elapsed_ms = (uint32_t)tl_loop_now(w->loop) - st->start_ms,
     };
-    const char *keep = w->log_route;
+    const sws_route *keep = w->log_route;
     if (st->routed)
-        w->log_route = st->sc->route->name;
+        w->log_route = st->sc->route;
     sws_access_log(w, &l);
     w->log_route = keep;
 }

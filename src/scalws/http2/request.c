@@ -38,13 +38,13 @@ static h2_stream *stream_new(h2_conn *hc, int32_t id) {
                       .bunits = (uint16_t)L->block_units};
     st->req.http_major = 2;
     st->req.keep_alive = true;
-    if (w->access_log || w->lend_sf) {
+    if (w->logs || w->lend_sf) {
         st->store = sws_lend_take(&L->stores);
         if (!st->store) {
             L->free_idx[L->nfree++] = i;
             return NULL;
         }
-        st->req.log_fields = w->access_log ? st->store : NULL;
+        st->req.log_fields = w->logs ? st->store : NULL;
         st->req.sf_fields = w->lend_sf ? st->store + SWS_HTTP_LOG_STORAGE : NULL;
     }
     /* A route's scenario may take the request whole (the proxy): keep every
@@ -407,8 +407,8 @@ static void answer(h2_conn *hc, h2_stream *st) {
         return;
     }
     sws_scenario *sc = st->sc;
-    const char *keep = w->log_route;
-    w->log_route = sc->route->name;
+    const sws_route *keep = w->log_route;
+    w->log_route = sc->route;
     st->in_answer = true;
     int rc = sc->ops->answer(w, sc, &st->ex);
     st->in_answer = false;

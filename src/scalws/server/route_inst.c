@@ -132,9 +132,6 @@ int sws_insts_init(sws_worker *w) {
     w->sc.resp_max = w->resp_max;
     if (rc < 0)
         return rc;
-    /* A scenario that owns its connections logs them itself: under the default. */
-    if (!w->sc.ops->answer)
-        w->log_route = SWS_ROUTE_DEFAULT;
     w->by_route = calloc((size_t)t->n, sizeof(*w->by_route));
     if (!w->by_route)
         return -ENOMEM;

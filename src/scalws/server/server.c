@@ -2,6 +2,7 @@
  * listening sockets (bound here, or inherited from systemd or an older
  * scalwsd), then the workers and their threads. Runs on the main thread
  * before any worker turns; sws_server_start is its steps in order. */
+#include "log_files.h"
 #include "route.h"
 #include "sws.h"
 
@@ -166,9 +167,13 @@ static int create_workers(sws_server *s, bool inh_many, char *err, size_t errlen
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    /* The access log files: one reference per loop and the control thread's. */
+    int rc = sws_log_files_open(s->cfg->routes, NULL, s->nloops + 1, &s->logs, err, errlen);
+    if (rc < 0)
+        return rc;
     for (int i = 0; i < s->nloops; i++) {
         bool has_listener = inh_many || sws_balance_accepts(s, route, i);
-        int rc = sws_worker_init(s, &s->workers[i], i, has_listener, err, errlen);
+        rc = sws_worker_init(s, &s->workers[i], i, has_listener, err, errlen);
         s->workers[i].accepts = has_listener;
         s->workers[i].fed_by = route == SWS_ACCEPT_ACCEPTOR ? -1 : i;
         if (rc < 0)
@@ -374,6 +379,7 @@ void sws_server_free(sws_server *s) {
     sws_balance_free(s);
     for (int i = 0; i < s->nloops && s->workers; i++)
         sws_worker_free(&s->workers[i]);
+    sws_log_files_unref(s->logs);
     if (s->shared_fd >= 0)
         close(s->shared_fd);
     close(s->done_fd);

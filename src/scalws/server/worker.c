@@ -2,6 +2,7 @@
  * model, by several in turn). It knows loops, listeners and timers; every
  * completion that is not its own goes to its scenario (scenario.h), by the
  * token's tag (token.h). */
+#include "access_log.h"
 #include "conn.h"
 #include "http1.h"
 #include "http2.h"
@@ -97,6 +98,8 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
     case SWS_T_POST:
         if (sws_token_index(e->token) == SWS_POST_RELOAD)
             w->srv->reload_apply(w, e->u.msg.value);
+        else if (sws_token_index(e->token) == SWS_POST_LOGS)
+            sws_access_log_switch(w, (sws_log_files *)(uintptr_t)e->u.msg.value);
         else if (e->u.msg.value == SWS_MSG_DRAIN || e->u.msg.value == SWS_MSG_FORCE)
             sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
         break;
@@ -204,17 +207,15 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, 
     sws_date_init(&w->date);
     w->sc.ops = s->sc_ops;
     w->resp_max = 512;
-    if (cfg->access_log[0]) {
-        w->access_log = fopen(cfg->access_log, "a");
-        if (!w->access_log) {
-            /* preflight.c checked it; this is a race with the file system. */
-            rc = -errno;
-            snprintf(err, errlen, "[server] access_log %s: %s", cfg->access_log, strerror(-rc));
-            return rc;
-        }
-        /* One write per line: lines of several loops never interleave. */
-        setvbuf(w->access_log, NULL, _IOLBF, 0);
+    /* The access log's files are the server's (log_files.h); the line buffer
+     * is the loop's, made now so that a reload that turns the log on
+     * allocates nothing on the loop. */
+    w->log_buf = malloc(SWS_LOG_LINE_MAX);
+    if (!w->log_buf) {
+        snprintf(err, errlen, "loop %d: out of memory", index);
+        return -ENOMEM;
     }
+    w->logs = s->logs;
     tl_loop_options o = {0};
     /* Exactly max_connections plus the listener: accepting pauses at the
      * ceiling (turnloop#77) and the rest wait in the kernel's queue. */
@@ -259,8 +260,8 @@ void sws_worker_free(sws_worker *w) {
         w->sc.ops->free(w, &w->sc);
     sws_insts_free(w);
     sws_conn_table_free(w);
-    if (w->access_log)
-        fclose(w->access_log);
+    sws_log_files_unref(w->logs);
+    free(w->log_buf);
 }
 
 /* Draining, on the loop: the listener closes, every instance drains (the

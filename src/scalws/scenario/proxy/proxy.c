@@ -130,9 +130,13 @@ static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
     /* A request the connection refused (a strict-parser fault mid-body) has
      * its line already. The socket is closed by now: the peer is the one
      * looked up for X-Forwarded-For. */
-    if (x && w->access_log && x->head_seen && !sws_ex_refused(c))
+    if (x && w->logs && x->head_seen && !sws_ex_refused(c)) {
+        if (x->px == px)
+            px_log_up(px, x);
         sws_ex_log_peer(w, c, peer[0] ? peer : "-", x->resp_started ? x->resp_status : 499,
                         x->resp_bytes);
+        px_log_up_end(px);
+    }
     if (!x || x->px != px)
         return;
     px_x_give(px, x, false);

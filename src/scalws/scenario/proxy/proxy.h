@@ -60,12 +60,18 @@ typedef struct px_x {
     bool resp_started, resp_info, resp_up_ka, retried, replay_over;
     bool head_names_up;    /* the head sent names its upstream (Host): no retry elsewhere */
     bool head_seen;        /* the request's head was complete */
+    uint8_t log_up;        /* the last upstream tried, + 1 (0: none), for the access log */
     uint32_t hhead, htail; /* upstream input not yet fed (w->hpool), oldest first */
     uint32_t hcount;
     uint32_t olen, wpos; /* obuf: filled, and written (the retry copy is [0, olen)) */
     sws_msg resp;
     char obuf[PX_OBUF];
 } px_x;
+
+/* The access log's upstream fields (w->log_up_*) for x's line: set before
+ * the call that writes it, cleared after. */
+void px_log_up(struct sws_proxy *px, const px_x *x);
+void px_log_up_end(struct sws_proxy *px);
 
 /* Per connection slot of the loop, shared by the loop's proxy instances
  * (one per proxy route): a connection has one exchange at a time, whichever

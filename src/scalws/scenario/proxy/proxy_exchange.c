@@ -68,6 +68,17 @@ static void held_release_all(sws_worker *w, px_x *x) {
     x->htail = SWS_NIL;
 }
 
+void px_log_up(sws_proxy *px, const px_x *x) {
+    if (!x->log_up)
+        return;
+    px->w->log_up_addr = px->pc->up[x->log_up - 1].addr;
+    px->w->log_up_us = (int64_t)(now_us() - x->t0_us);
+}
+
+void px_log_up_end(sws_proxy *px) {
+    px->w->log_up_addr = NULL;
+}
+
 /* The exchange is over: its upstream goes back to the pool (keep) or is
  * closed, its held buffers to the loop, itself to the free list. */
 void px_x_give(sws_proxy *px, px_x *x, bool keep) {
@@ -176,6 +187,7 @@ int px_req_head(px_x *x, const sws_head *m) {
     }
     x->up = (uint32_t)rc;
     sws_up_conn *u = px->pool.slots[rc];
+    x->log_up = (uint8_t)(u->upstream + 1);
     if (u->state == SWS_UP_BUSY && sws_pool_recv(&px->pool, u) < 0)
         x->wfail = true; /* the tick fails it: as a reset, retried once */
     x->t0_us = now_us();
@@ -329,8 +341,11 @@ static void exchange_end(sws_proxy *px, px_x *x) {
                 x->hcount == 0 && !x->has_end && sws_up_tls_clean(u);
     if (u)
         sws_health_passed(px->health, u->upstream);
-    if (w->access_log)
+    if (w->logs) {
+        px_log_up(px, x);
         sws_ex_log(w, c, x->resp_status, x->resp_bytes);
+        px_log_up_end(px);
+    }
     px_x_give(px, x, keep);
     sws_ex_end(w, c);
     conn_kick(px, c);
@@ -342,8 +357,10 @@ static void exchange_end(sws_proxy *px, px_x *x) {
 static void x_error(sws_proxy *px, px_x *x, int status) {
     sws_exchange *c = x->c;
     bool answering = x->answering;
+    px_log_up(px, x); /* the error's line names the upstream that failed */
     px_x_give(px, x, false);
     sws_ex_error(px->w, c, status);
+    px_log_up_end(px);
     if (answering)
         conn_kick(px, c);
 }
@@ -381,6 +398,7 @@ void px_up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
         if (rc >= 0) {
             SWS_ADD(px->pool.st->retries, 1);
             x->up = (uint32_t)rc;
+            x->log_up = (uint8_t)(upstream + 1);
             x->retried = true;
             x->wpos = 0;
             x->wfail = x->has_end = false;
@@ -399,8 +417,11 @@ void px_up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
      * without the answer's end (no last chunk, Content-Length unmet), so the
      * client cannot take it for complete. */
     sws_exchange *c = x->c;
-    if (px->w->access_log)
+    if (px->w->logs) {
+        px_log_up(px, x);
         sws_ex_log(px->w, c, x->resp_status, x->resp_bytes);
+        px_log_up_end(px);
+    }
     px_x_give(px, x, false);
     sws_ex_abort(px->w, c);
     conn_kick(px, c);

@@ -46,7 +46,7 @@ static int respond_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     int rc = sws_ex_fixed(w, x, &r->now);
     if (rc < 0)
         return rc;
-    if (w->access_log)
+    if (w->logs)
         sws_ex_log(w, x, sc->cfg->status, sws_ex_request(x)->head ? 0 : sc->cfg->body_len);
     return SWS_ANSWER_DONE;
 }

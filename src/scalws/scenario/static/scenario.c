@@ -206,7 +206,7 @@ static int answer_short(answer_ctx *a, int status, const sws_field *extra, uint3
                       .fields = extra,
                       .nfields = nextra};
     count_error(a->w, status);
-    if (a->w->access_log)
+    if (a->w->logs)
         sws_ex_log(a->w, a->x, status, a->head ? 0 : (uint64_t)bl);
     int rc = sws_ex_head(a->w, a->x, &ans);
     if (rc < 0)
@@ -625,7 +625,7 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     ans.length = blen;
     ans.whole_body = blen <= SMALL_BODY;
     int rc = sws_ex_head(w, x, &ans);
-    if (rc == 0 && w->access_log)
+    if (rc == 0 && w->logs)
         sws_ex_log(w, x, status, a.head ? 0 : blen);
     if (rc == 0 && blen)
         rc = body_start(&a, st, body, first, blen);
