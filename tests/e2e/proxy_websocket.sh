@@ -128,4 +128,28 @@ wait "$SWS_PID" || SWS_STATUS=$?
 SWS_PID=""
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after the drain"
 grep -q "1 closed by the drain timeout (1 tunnels)" "$T/log" || fail "drained tunnel not counted"
+
+# SIGUSR2: the new process serves new tunnels; the old one keeps its tunnel
+# working until the drain timeout closes it, then exits by itself.
+start_sws "drain_timeout = 3s\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP"
+OLD=$SWS_PID
+rm -f "$T/flag" "$T/flag.draining"
+timeout 60 "$PY" "$WS" client "ws://127.0.0.1:$PORT" drain "$T/flag" &
+DRAIN=$!
+for _ in $(seq 1 300); do [ -s "$T/flag" ] && break; sleep 0.1; done
+kill -USR2 "$OLD"
+wait_log "serves on every loop" 60 || fail "the new process did not serve"
+NEWPID=$(grep -o "started new process [0-9]*" "$T/log" | tail -1 | awk '{print $4}')
+PIDS+=("$NEWPID")
+wait_log "SIGUSR2: draining\|draining (timeout" 30 || fail "the old process does not drain"
+touch "$T/flag.draining"
+client "ws://127.0.0.1:$PORT" echo # a new tunnel, on the new process
+wait "$DRAIN" || fail "the old process's tunnel during its drain"
+for _ in $(seq 1 300); do kill -0 "$OLD" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$OLD" 2>/dev/null && fail "the old process did not exit"
+wait "$OLD" || fail "the old process's exit status"
+SWS_PID=""
+grep -q "(1 tunnels)" "$T/log" || fail "the old process's drained tunnel not counted"
+kill -TERM "$NEWPID"
+for _ in $(seq 1 300); do kill -0 "$NEWPID" 2>/dev/null || break; sleep 0.1; done
 echo ok
