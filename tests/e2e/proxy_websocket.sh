@@ -32,6 +32,12 @@ up() {
     wait_ready "$T/$name.port" "$SWS_START_SECS" "${PIDS[-1]}" || fail "$name did not start"
     printf -v "$name" '%s' "$(ready_port "$T/$name.port")"
 }
+# stop_ok WHAT: SIGTERM, a clean exit and no sanitizer report.
+stop_ok() {
+    stop_sws
+    [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS ($1)"
+    ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report ($1)"
+}
 client() { timeout 150 "$PY" "$WS" client "$@" || fail "client $*"; }
 metric() {
     curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
@@ -82,26 +88,25 @@ for _ in $(seq 1 100); do [ "$(metric scalwsd_tunnels_active)" = 0 ] && break; s
 [ "$(metric scalwsd_tunnel_received_bytes_total)" -gt 20971520 ] || fail "bytes down"
 # HTTP/2 on the same listener still proxies plain requests.
 [ "$(curl -s --http2-prior-knowledge "http://127.0.0.1:$PORT/plain")" = "plain ok" ] || fail "HTTP/2"
-stop_sws
-[ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS"
+stop_ok plain
 
 # A 101 the request did not ask for is a bad answer; an asked-for one from
 # it goes through.
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$LIAR"
 client "ws://127.0.0.1:$PORT" status /plain 502
-stop_sws
+stop_ok liar
 
 # upgrade = off: the Upgrade is not forwarded (the upstream sees a plain GET).
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP\nupgrade = off"
 client "ws://127.0.0.1:$PORT" status /echo 403
 [ "$(metric scalwsd_tunnels_total)" = 0 ] || fail "a tunnel with upgrade = off"
-stop_sws
+stop_ok off
 
 # tunnel_idle_timeout closes a tunnel that carries nothing.
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP\ntunnel_idle_timeout = 1s"
 client "ws://127.0.0.1:$PORT" idle
 [ "$(metric scalwsd_tunnels_idle_closed_total)" = 1 ] || fail "idle closes"
-stop_sws
+stop_ok idle
 
 # A TLS listener, and TLS to the upstream.
 SWS_LISTEN_OPTS=tls start_sws "scenario = proxy\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem
@@ -109,8 +114,7 @@ SWS_LISTEN_OPTS=tls start_sws "scenario = proxy\n[tls]\ncert = $T/cert.pem\nkey 
 client "wss://127.0.0.1:$PORT" echo
 client "wss://127.0.0.1:$PORT" plain_then_upgrade
 client "wss://127.0.0.1:$PORT" large 4194304
-stop_sws
-[ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS (TLS)"
+stop_ok TLS
 
 # Drain: a tunnel keeps working after SIGTERM, until drain_timeout closes it.
 start_sws "drain_timeout = 3s\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP"
@@ -128,6 +132,7 @@ wait "$SWS_PID" || SWS_STATUS=$?
 SWS_PID=""
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after the drain"
 grep -q "1 closed by the drain timeout (1 tunnels)" "$T/log" || fail "drained tunnel not counted"
+! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report (drain)"
 
 # SIGUSR2: the new process serves new tunnels; the old one keeps its tunnel
 # working until the drain timeout closes it, then exits by itself.
@@ -152,4 +157,6 @@ SWS_PID=""
 grep -q "(1 tunnels)" "$T/log" || fail "the old process's drained tunnel not counted"
 kill -TERM "$NEWPID"
 for _ in $(seq 1 300); do kill -0 "$NEWPID" 2>/dev/null || break; sleep 0.1; done
+wait_log "stopped after SIGTERM" 30 || fail "the new process did not stop"
+! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report (SIGUSR2)"
 echo ok
