@@ -350,6 +350,35 @@ def case_slow_reader(url, size):
     s.close()
 
 
+def case_idle_memory(url, n, pid, bound):
+    """n quiet tunnels (after 20 that warm the pools) grow the proxy's RSS by
+    less than bound bytes each: a quiet tunnel holds no parser, no output
+    buffer, no exchange (as the idle keep-alive connection is measured)."""
+    n, bound = int(n), int(bound)
+
+    def rss():
+        with open(f"/proc/{pid}/status") as f:
+            return int([ln for ln in f if ln.startswith("VmRSS")][0].split()[1]) * 1024
+
+    def tunnel():
+        s = raw_conn(url)
+        s.sendall(upgrade_req("/echo"))
+        head, _ = read_head(s)
+        assert head.startswith("HTTP/1.1 101"), head
+        return s
+
+    keep = [tunnel() for _ in range(20)]
+    time.sleep(1.5)  # the exchanges' free list is trimmed once a second
+    before = rss()
+    keep += [tunnel() for _ in range(n)]
+    time.sleep(1.5)
+    per = (rss() - before) / n
+    print(f"{per:.0f} bytes per quiet tunnel")
+    assert per < bound, f"{per:.0f} bytes per quiet tunnel (bound {bound})"
+    for s in keep:
+        s.close()
+
+
 def main():
     mode = sys.argv[1]
     if mode == "server":
@@ -366,7 +395,7 @@ def main():
     }
     raw = {
         "plain_then_upgrade": case_plain_then_upgrade, "refused": case_refused,
-        "status": case_status, "slow_reader": case_slow_reader,
+        "status": case_status, "slow_reader": case_slow_reader, "idle_memory": case_idle_memory,
     }
     try:
         if case in cases:
