@@ -84,6 +84,14 @@ static void an_upgrade_goes_on_when_tunnelled(void **st) {
     n = sws_px_request_head(&in, out, sizeof out - 1, &up);
     out[n] = '\0';
     assert_null(strstr(out, "pgrade"));
+    /* HTTP/1.0's Upgrade is ignored (RFC 9110 7.8), and so is one on a
+     * connection that closes after the answer. */
+    assert_false(test_head(test_parse(HTTP_REQUEST, "GET / HTTP/1.0\r\nConnection: upgrade, "
+                                                    "keep-alive\r\nUpgrade: websocket\r\n\r\n"))
+                     ->upgrade);
+    assert_false(test_head(test_parse(HTTP_REQUEST, "GET / HTTP/1.1\r\nHost: a\r\nConnection: "
+                                                    "upgrade, close\r\nUpgrade: websocket\r\n\r\n"))
+                     ->upgrade);
     /* Upgrade without Connection: upgrade is no upgrade (RFC 9110 7.8). */
     assert_false(test_head(test_parse(HTTP_REQUEST, "GET / HTTP/1.1\r\nHost: a\r\n"
                                                     "Upgrade: websocket\r\n\r\n"))

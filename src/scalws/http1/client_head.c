@@ -281,8 +281,11 @@ void sws_h1_msg_head(const sws_msg *m, sws_field *f, uint32_t cap, sws_head *out
                       .http_major = m->p.http_major,
                       .http_minor = m->p.http_minor,
                       .streams = (m->p.flags & F_CHUNKED) != 0,
-                      .upgrade =
-                          m->p.type == HTTP_REQUEST && m->p.upgrade && m->p.method != HTTP_CONNECT};
+                      /* RFC 9110 7.8: Upgrade in HTTP/1.0 is ignored; and a
+                       * connection that closes after the answer cannot switch. */
+                      .upgrade = m->p.type == HTTP_REQUEST && m->p.upgrade &&
+                                 m->p.method != HTTP_CONNECT && m->p.http_minor >= 1 &&
+                                 llhttp_should_keep_alive(&m->p)};
 }
 
 sws_h1c_framing sws_h1c_response_framing(const sws_msg *m, bool req_head) {

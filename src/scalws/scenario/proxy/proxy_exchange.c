@@ -220,6 +220,13 @@ static int switch_head(px_x *x, sws_msg *m) {
     sws_up_conn *u = up_of(x);
     if (!x->upgrading || up == m->nf || !u)
         return -1;
+    /* Every byte of the request went up before the tunnel takes the
+     * connection; a plaintext write still reading x's buffer would outlive
+     * x. The upstream has read the request to answer it, so its write has
+     * completed already in practice: this is a guard, answered 502. */
+    uint32_t going = u->write_inflight ? u->wlen : 0;
+    if ((!u->tls && u->write_inflight) || x->wpos + going != x->olen)
+        return -1;
     int upstream = u->upstream;
     sws_field fields[SWS_MSG_FIELDS_MAX + 3];
     uint32_t nf = sws_h1c_answer_fields(m, fields, SWS_MSG_FIELDS_MAX);

@@ -405,10 +405,13 @@ void px_tunnel_adopt(sws_proxy *px, px_x *x, const char *rest, size_t n) {
     px_tunnel *t = c->pstate;
     /* The room the 101 was fed with holds its head and every byte of the
      * buffer it came in (px_x_progress fed it only with PX_SLACK to spare). */
+    bool lost = false;
     if (n && sws_conn_out_take(w, c) && c->olen + n <= w->out_cap) {
         memcpy(c->out + c->olen, rest, n);
         c->olen += (uint32_t)n;
         SWS_ADD(w->ctr.tunnel_bytes_down, n);
+    } else if (n) {
+        lost = true; /* cannot happen (out of memory): the tunnel ends below */
     }
     t->hhead = x->hhead;
     t->htail = x->htail;
@@ -419,6 +422,10 @@ void px_tunnel_adopt(sws_proxy *px, px_x *x, const char *rest, size_t n) {
         t->up_eof = true;
     bool in_more = px->in_more;
     px_x_give(px, x, false);
+    if (lost) {
+        t_end(t);
+        return;
+    }
     sws_up_conn *u = t_up(t);
     if (u)
         up_recv_adjust(t, u);
