@@ -7,6 +7,7 @@
 # the memory of 300 quiet ones; a
 # plain request before an upgrade on one connection; an upgrade the upstream
 # refuses (403 relayed, the connection goes on); a 101 never asked for (502);
+# half-close passed on each way;
 # upgrade = off; tunnel_idle_timeout; a TLS listener with a TLS upstream; a
 # drain that keeps a tunnel until its timeout, then closes and counts it.
 . "$(dirname "$0")/lib.sh"
@@ -107,6 +108,8 @@ fi
 # it goes through.
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$LIAR"
 client "ws://127.0.0.1:$PORT" status /plain 502
+# Half-close passed on both ways: the client's FIN, then the upstream's answer and FIN.
+client "ws://127.0.0.1:$PORT" half_close
 stop_ok liar
 
 # upgrade = off: the Upgrade is not forwarded (the upstream sees a plain GET).

@@ -9,7 +9,8 @@
       DIR/watch.closed that its client went. Plain HTTP (no upgrade): /plain
       answers 200 "plain ok", anything else 403.
   ws_tunnel.py liar PORTFILE SECONDS
-      An upstream that answers 101 to every request, asked for or not.
+      An upstream that answers 101 to every request, asked for or not; after
+      GET /half it reads to the client's FIN, answers "got N" and closes.
   ws_tunnel.py client URL CASE [ARGS]
       One client case against the proxy; exit 0 when it held, else a reason.
 
@@ -81,11 +82,18 @@ async def serve(portfile, seconds, d, cert=None, key=None):
 async def liar(portfile, seconds):
     async def conn(r, w):
         try:
-            await r.readuntil(b"\r\n\r\n")
+            head = await r.readuntil(b"\r\n\r\n")
             w.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                     b"Connection: upgrade\r\n\r\n")
             await w.drain()
-            await asyncio.wait_for(r.read(1), 10)
+            if head.startswith(b"GET /half "):
+                # Half-close: everything until the client's FIN (passed on by
+                # the proxy), then how much came, then our FIN.
+                n = len(await asyncio.wait_for(r.read(), 30))
+                w.write(f"got {n}".encode())
+                await w.drain()
+            else:
+                await asyncio.wait_for(r.read(1), 10)
         except Exception:
             pass
         w.close()
@@ -314,6 +322,24 @@ def case_refused(url):
     s.close()
 
 
+def case_half_close(url):
+    """Our FIN reaches the upstream, which still answers, then its FIN reaches us."""
+    s = raw_conn(url)
+    s.sendall(upgrade_req("/half"))
+    head, rest = read_head(s)
+    assert head.startswith("HTTP/1.1 101"), head
+    s.sendall(b"x" * 100000)
+    s.shutdown(socket.SHUT_WR)
+    got = rest
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    assert got == b"got 100000", f"half-close: {got[:80]!r}"
+    s.close()
+
+
 def case_status(url, path, want):
     """One request; its status must be want (a 502 for a 101 never asked for,
     or what an upgrade gets where the proxy does not tunnel)."""
@@ -395,7 +421,7 @@ def main():
     }
     raw = {
         "plain_then_upgrade": case_plain_then_upgrade, "refused": case_refused,
-        "status": case_status, "slow_reader": case_slow_reader, "idle_memory": case_idle_memory,
+        "status": case_status, "half_close": case_half_close, "slow_reader": case_slow_reader, "idle_memory": case_idle_memory,
     }
     try:
         if case in cases:
