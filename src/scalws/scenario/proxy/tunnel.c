@@ -37,6 +37,7 @@ typedef struct px_tunnel {
     bool down_fin;     /* ... and the client was told, once the bytes before it were written */
     bool cl_eof;       /* the client finished sending */
     bool up_fin;       /* ... and the upstream was told */
+    bool failed;       /* a write upstream could not start: ended at the next fill */
     uint64_t deadline; /* tunnel_idle_timeout from the last byte either way */
 } px_tunnel;
 
@@ -201,6 +202,10 @@ static void tunnel_fill(sws_worker *w, sws_conn *c) {
     px_tunnel *t = c->pstate;
     if (!t || c->phase != SWS_PH_OPEN)
         return;
+    if (t->failed) {
+        t_end(t);
+        return;
+    }
     sws_up_conn *u = t_up(t);
     if (u && !(u->tls ? down_tls(t, u) : down_plain(t)))
         return;
@@ -222,12 +227,14 @@ static void tunnel_fill(sws_worker *w, sws_conn *c) {
 }
 
 /* Client bytes for the upstream. false: not taken now (a write is in
- * flight), the transport holds them and stops receiving. */
+ * flight), the transport holds them and stops receiving. A failure is not
+ * acted on here, where the transport walks its held input: the flush that
+ * follows ends the tunnel. */
 static bool tunnel_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len,
                          uint32_t *off) {
     px_tunnel *t = c->pstate;
     sws_up_conn *u = t ? t_up(t) : NULL;
-    if (!u || t->up_fin) {
+    if (!u || t->up_fin || t->failed) {
         *off = len; /* no one to take them: the tunnel is ending */
         return true;
     }
@@ -238,14 +245,14 @@ static bool tunnel_input(sws_worker *w, sws_conn *c, const char *data, uint32_t 
     if (u->tls) {
         int sealed = sws_up_tls_send(p, u, data + *off, n);
         if (sealed < 0) {
-            t_end(t);
+            t->failed = true;
             *off = len;
             return true;
         }
         n = (uint32_t)sealed;
     } else {
         if (!t->ubuf && !(t->ubuf = sws_lend_take(&w->outbuf))) {
-            t_end(t);
+            t->failed = true;
             *off = len;
             return true;
         }
@@ -255,7 +262,7 @@ static bool tunnel_input(sws_worker *w, sws_conn *c, const char *data, uint32_t 
         tl_op op;
         if (tl_write(w->loop, u->h, t->ubuf, n,
                      sws_token_of(t->px->sc->id, u->index, SWS_T_UP_WRITE), &op) < 0) {
-            t_end(t);
+            t->failed = true;
             *off = len;
             return true;
         }
