@@ -130,9 +130,8 @@ static void up_recv_adjust(px_tunnel *t, sws_up_conn *u) {
 static bool down_tls(px_tunnel *t, sws_up_conn *u) {
     sws_worker *w = t->px->w;
     sws_conn *c = t->c;
-    while (!t->up_eof) {
-        if (!sws_up_tls_backlog(u))
-            break;
+    /* Not bounded by up_eof: what was decrypted before a FIN still goes. */
+    while (sws_up_tls_backlog(u)) {
         if (!sws_conn_out_take(w, c)) {
             t_end(t);
             return false;
