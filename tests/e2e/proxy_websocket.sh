@@ -7,7 +7,7 @@
 # the memory of 300 quiet ones; a
 # plain request before an upgrade on one connection; an upgrade the upstream
 # refuses (403 relayed, the connection goes on); a 101 never asked for (502);
-# half-close passed on each way;
+# half-close passed on each way; a route's tunnel across a reload removing it;
 # upgrade = off; tunnel_idle_timeout; a TLS listener with a TLS upstream; a
 # drain that keeps a tunnel until its timeout, then closes and counts it.
 . "$(dirname "$0")/lib.sh"
@@ -91,6 +91,24 @@ for _ in $(seq 1 100); do [ "$(metric scalwsd_tunnels_active)" = 0 ] && break; s
 # HTTP/2 on the same listener still proxies plain requests.
 [ "$(curl -s --http2-prior-knowledge "http://127.0.0.1:$PORT/plain")" = "plain ok" ] || fail "HTTP/2"
 stop_ok plain
+
+# A proxy route (the default answers itself): tunnels through the route's
+# instance; a reload that removes the route leaves an open tunnel working on
+# the retired instance until it ends.
+ROUTE="[route ws]\npath_prefix = /echo\nscenario = proxy\nupstream = 127.0.0.1:$WSUP"
+start_sws "$ROUTE"
+client "ws://127.0.0.1:$PORT" echo
+rm -f "$T/flag" "$T/flag.go"
+timeout 60 "$PY" "$WS" client "ws://127.0.0.1:$PORT" hold "$T/flag" &
+HOLD=$!
+for _ in $(seq 1 300); do [ -s "$T/flag" ] && break; sleep 0.1; done
+sed -i '/^\[route ws\]/,/^upstream/d' "$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "every loop serves generation 1;" || fail "reload removing the route"
+touch "$T/flag.go"
+wait "$HOLD" || fail "the tunnel under the removed route"
+client "ws://127.0.0.1:$PORT" status /echo 200 # the default answers now
+stop_ok routed
 
 # Quiet tunnels hold no parser, no output buffer, no exchange: 300 of them
 # grow the RSS by a few hundred bytes each on epoll, 3.6 KiB on io_uring on

@@ -209,6 +209,22 @@ async def case_drain(url, flagfile):
         raise AssertionError("the tunnel outlived the drain timeout")
 
 
+async def case_hold(url, flagfile):
+    """Open, tell the test (flagfile), wait for flagfile.go (a reload), then
+    echo again and close: the tunnel outlives what happened meanwhile."""
+    async with connect(url + "/echo") as ws:
+        await ws.send("before")
+        assert await ws.recv() == "before"
+        with open(flagfile, "w") as f:
+            f.write("open\n")
+        end = time.monotonic() + T_OUT
+        while not os.path.exists(flagfile + ".go") and time.monotonic() < end:
+            await asyncio.sleep(0.05)
+        await ws.send("after")
+        assert await asyncio.wait_for(ws.recv(), T_OUT) == "after", "no echo after"
+        await ws.close(code=1000)
+
+
 async def case_client_vanish(url):
     ws = await connect(url + "/watch")
     await ws.send("x")
@@ -417,7 +433,7 @@ def main():
     url, case, args = sys.argv[2], sys.argv[3], sys.argv[4:]
     cases = {
         "echo": case_echo, "large": case_large, "vanish": case_vanish, "idle": case_idle,
-        "many": case_many, "drain": case_drain, "client_vanish": case_client_vanish,
+        "many": case_many, "drain": case_drain, "hold": case_hold, "client_vanish": case_client_vanish,
     }
     raw = {
         "plain_then_upgrade": case_plain_then_upgrade, "refused": case_refused,
