@@ -608,6 +608,8 @@ static int on_headers_complete(llhttp_t *lp) {
      * swallowed when they came in the same read and refused when they came
      * in the next. */
     p->req.keep_alive = llhttp_should_keep_alive(lp) != 0 && !lp->upgrade;
+    p->req.upgrade = lp->upgrade && p->req.method != HTTP_CONNECT;
+    p->req.upgrade_keep = p->req.upgrade && llhttp_should_keep_alive(lp) != 0;
     /* A request line with no version is HTTP/0.9 to llhttp; we serve none. */
     if (p->ver_len == 0)
         return fail(p, 400);

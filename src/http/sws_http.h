@@ -65,6 +65,11 @@ typedef struct sws_http_request {
     uint8_t http_minor;
     bool head;       /* HEAD: the answer has no body */
     bool keep_alive; /* HTTP/1.1 default, HTTP/1.0 keep-alive, Connection: close */
+    /* Upgrade with Connection: upgrade (not CONNECT): keep_alive is false,
+     * since llhttp reads nothing after it; upgrade_keep is what keep_alive
+     * would be, for a scenario that takes the upgrade (the proxy's tunnel)
+     * or answers it otherwise and goes on with a fresh reader. */
+    bool upgrade, upgrade_keep;
     bool path_truncated;
     uint16_t path_len;
     char path[SWS_HTTP_PATH_MAX]; /* NUL-terminated */

@@ -2,6 +2,7 @@
  * fields it sends back. Heads are parsed by sws_msg as the proxy parses them,
  * and the whole written head is compared, so a field that appears, moves or
  * goes is seen. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,6 +54,71 @@ static void hop_by_hop_fields_never_go_upstream(void **st) {
                         "GET /a?b=1 HTTP/1.1\r\nHost: example.com\r\nX-Kept: 1\r\n"
                         "Content-Length: 0\r\nVia: 1.1 scalwsd\r\n\r\n");
     assert_false(up);
+}
+
+/* A tunnel asked for: the client's Upgrade goes on with Connection: upgrade
+ * of our own; fields its Connection named still do not; Sec-WebSocket-* are
+ * end-to-end. The request's head says upgrade, which a plain one does not. */
+static void an_upgrade_goes_on_when_tunnelled(void **st) {
+    (void)st;
+    sws_proxy_config p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_OFF);
+    const char *head = "GET /chat HTTP/1.1\r\nHost: example.com\r\n"
+                       "Connection: Upgrade, X-Secret\r\nUpgrade: websocket\r\n"
+                       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                       "Sec-WebSocket-Version: 13\r\nX-Secret: 1\r\n\r\n";
+    const sws_head *m = test_head(test_parse(HTTP_REQUEST, head));
+    assert_true(m->upgrade);
+    static char out[4096];
+    bool up;
+    sws_px_request in = {
+        .m = m, .cfg = &p, .peer = "192.0.2.7", .upstream = "b:1", .upgrade = true};
+    size_t n = sws_px_request_head(&in, out, sizeof out - 1, &up);
+    assert_true(n > 0);
+    out[n] = '\0';
+    assert_string_equal(out, "GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n"
+                             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                             "Sec-WebSocket-Version: 13\r\nVia: 1.1 scalwsd\r\n"
+                             "Connection: upgrade\r\n\r\n");
+    /* Not tunnelled (upgrade = off, say): no Upgrade, no Connection. */
+    in.upgrade = false;
+    n = sws_px_request_head(&in, out, sizeof out - 1, &up);
+    out[n] = '\0';
+    assert_null(strstr(out, "pgrade"));
+    /* HTTP/1.0's Upgrade is ignored (RFC 9110 7.8), and so is one on a
+     * connection that closes after the answer. */
+    assert_false(test_head(test_parse(HTTP_REQUEST, "GET / HTTP/1.0\r\nConnection: upgrade, "
+                                                    "keep-alive\r\nUpgrade: websocket\r\n\r\n"))
+                     ->upgrade);
+    assert_false(test_head(test_parse(HTTP_REQUEST, "GET / HTTP/1.1\r\nHost: a\r\nConnection: "
+                                                    "upgrade, close\r\nUpgrade: websocket\r\n\r\n"))
+                     ->upgrade);
+    /* Upgrade without Connection: upgrade is no upgrade (RFC 9110 7.8). */
+    assert_false(test_head(test_parse(HTTP_REQUEST, "GET / HTTP/1.1\r\nHost: a\r\n"
+                                                    "Upgrade: websocket\r\n\r\n"))
+                     ->upgrade);
+}
+
+/* [proxy] upgrade: tokens, lowercased; off; and the protocols a request may name. */
+static void upgrade_key_and_the_protocols_it_allows(void **st) {
+    (void)st;
+    sws_proxy_config p;
+    memset(&p, 0, sizeof p);
+    char err[200];
+    assert_int_equal(sws_proxy_parse_upgrade(&p, "WebSocket, h2c", err, sizeof err), 0);
+    assert_string_equal(p.upgrade, "websocket,h2c");
+    assert_true(sws_proxy_upgrade_allowed(&p, "websocket", 9));
+    assert_true(sws_proxy_upgrade_allowed(&p, "WebSocket/13, h2c", 17));
+    assert_false(sws_proxy_upgrade_allowed(&p, "websocket, foo", 14)); /* every one, or none */
+    assert_false(sws_proxy_upgrade_allowed(&p, "", 0));
+    assert_false(sws_proxy_upgrade_allowed(&p, "web", 3));
+    assert_false(sws_proxy_upgrade_allowed(&p, "websocket;x", 11));
+    assert_int_equal(sws_proxy_parse_upgrade(&p, "off", err, sizeof err), 0);
+    assert_string_equal(p.upgrade, "");
+    assert_false(sws_proxy_upgrade_allowed(&p, "websocket", 9));
+    assert_int_equal(sws_proxy_parse_upgrade(&p, "web socket", err, sizeof err), -EINVAL);
+    assert_int_equal(sws_proxy_parse_upgrade(&p, "websocket,,", err, sizeof err), 0);
+    assert_string_equal(p.upgrade, "websocket");
+    assert_int_equal(sws_proxy_parse_upgrade(&p, "a/b", err, sizeof err), -EINVAL);
 }
 
 static void host_as_configured(void **st) {
@@ -190,6 +256,8 @@ static void trailer_fields_that_may_go_on(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hop_by_hop_fields_never_go_upstream),
+        cmocka_unit_test(an_upgrade_goes_on_when_tunnelled),
+        cmocka_unit_test(upgrade_key_and_the_protocols_it_allows),
         cmocka_unit_test(host_as_configured),
         cmocka_unit_test(forwarding_fields_and_chunked_body),
         cmocka_unit_test(strip_prefix_takes_the_route_off),

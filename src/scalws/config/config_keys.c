@@ -235,6 +235,12 @@ static int parse_trusted(sws_config *c, const char *v, char *why, size_t len) {
 static void format_trusted(const sws_config *c, char *out, size_t len) {
     sws_trusted_format(&c->proxy, out, len);
 }
+static int parse_upgrade(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_proxy_parse_upgrade(&c->proxy, v, why, len);
+}
+static void format_upgrade(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->proxy.upgrade[0] ? c->proxy.upgrade : "off");
+}
 /* An origin-form path ("/healthz"), or off. */
 static int parse_health_check(sws_config *c, const char *v, char *why, size_t len) {
     if (!*v || strcmp(v, "off") == 0) {
@@ -591,6 +597,11 @@ const sws_key sws_config_keys[] = {
        "time between two reads of an upstream's answer (504 after it)"),
     MS("proxy", "idle_timeout", proxy.idle_timeout_ms, 1, "60s", RELOAD,
        "idle time of a pooled upstream connection before it is closed"),
+    CUSTOM(
+        "proxy", "upgrade", parse_upgrade, format_upgrade, "websocket", RELOAD,
+        "protocols a request may Upgrade to through the proxy (a tunnel), comma separated, or off"),
+    MS("proxy", "tunnel_idle_timeout", proxy.tunnel_idle_timeout_ms, 1, "3600s", RELOAD,
+       "time a tunnel may carry no byte either way before both sides are closed"),
 
     ACME_KEY(directory, NULL, "the ACME CA's directory URL; unset: no ACME (doc/acme.md)"),
     ACME_KEY(email, NULL, "the ACME account's contact address"),

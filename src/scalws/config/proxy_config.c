@@ -1,16 +1,19 @@
 /* The [proxy] keys that are not plain kinds of the key table (config_keys.c):
  * the upstream list, resolved here (at start and on every reload, since a
- * reload builds a new config) to every address a name has, and the Host mode. */
+ * reload builds a new config) to every address a name has, the Host mode,
+ * and the protocols a request may Upgrade to. */
 #include "proxy_config.h"
 #include "config.h" /* SWS_ADDR_MAX */
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* "host:port" or "[v6]:port" into host and port; the port is required. */
 static int split_host_port(const char *t, char *host, size_t hcap, const char **port) {
@@ -203,6 +206,83 @@ void sws_proxy_format_host(const sws_proxy_config *p, char *out, size_t len) {
              p->host_mode == SWS_HOST_CLIENT     ? "client"
              : p->host_mode == SWS_HOST_UPSTREAM ? "upstream"
                                                  : p->host);
+}
+
+/* A token's characters (RFC 9110 5.6.2), which a protocol name is made of. */
+static bool tchar(int ch) {
+    return isalnum(ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+int sws_proxy_parse_upgrade(sws_proxy_config *p, const char *v, char *err, size_t errlen) {
+    if (strcmp(v, "off") == 0 || !*v) {
+        p->upgrade[0] = '\0';
+        return 0;
+    }
+    char out[sizeof p->upgrade];
+    size_t o = 0;
+    const char *s = v;
+    while (*s) {
+        while (*s == ' ' || *s == '\t' || *s == ',')
+            s++;
+        const char *t = s;
+        while (tchar((unsigned char)*s))
+            s++;
+        size_t n = (size_t)(s - t);
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if ((n == 0 && *s) || (*s && *s != ',') || o + n + 2 > sizeof out) {
+            snprintf(err, errlen, "bad protocol list '%s' (want tokens such as websocket, or off)",
+                     v);
+            return -EINVAL;
+        }
+        if (n == 0)
+            break;
+        if (o)
+            out[o++] = ',';
+        for (size_t i = 0; i < n; i++)
+            out[o++] = (char)tolower((unsigned char)t[i]);
+    }
+    out[o] = '\0';
+    memcpy(p->upgrade, out, o + 1);
+    return 0;
+}
+
+/* Whether name[0..n) is one of p->upgrade's tokens. */
+static bool upgrade_listed(const sws_proxy_config *p, const char *name, size_t n) {
+    for (const char *s = p->upgrade; *s;) {
+        const char *e = strchr(s, ',');
+        size_t k = e ? (size_t)(e - s) : strlen(s);
+        if (k == n && strncasecmp(s, name, n) == 0)
+            return true;
+        s += k + (e ? 1 : 0);
+    }
+    return false;
+}
+
+bool sws_proxy_upgrade_allowed(const sws_proxy_config *p, const char *v, size_t n) {
+    const char *end = v + n;
+    bool any = false;
+    while (v < end) {
+        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
+            v++;
+        if (v == end)
+            break;
+        const char *t = v;
+        while (v < end && tchar((unsigned char)*v))
+            v++;
+        size_t k = (size_t)(v - t);
+        if (v < end && *v == '/') { /* protocol-version: the name decides */
+            v++;
+            while (v < end && tchar((unsigned char)*v))
+                v++;
+        }
+        while (v < end && (*v == ' ' || *v == '\t'))
+            v++;
+        if (k == 0 || (v < end && *v != ',') || !upgrade_listed(p, t, k))
+            return false;
+        any = true;
+    }
+    return any;
 }
 
 bool sws_proxy_upstreams_differ(const sws_proxy_config *a, const sws_proxy_config *b) {

@@ -52,6 +52,11 @@ typedef struct sws_proxy_config {
     uint32_t connect_timeout_ms;
     uint32_t read_timeout_ms;
     uint32_t idle_timeout_ms;
+    /* Upgrade tunnels (scenario/proxy/tunnel.c): the protocols a client may
+     * upgrade to through the proxy, lowercase, comma separated ("" off); and
+     * how long a tunnel may carry no byte either way before it is closed. */
+    char upgrade[128];
+    uint32_t tunnel_idle_timeout_ms;
     /* Passive health (nginx): max_fails failures within fail_timeout skip the
      * upstream for fail_timeout; 0 disables. */
     uint32_t max_fails;
@@ -80,6 +85,12 @@ void sws_proxy_format_upstreams(const sws_proxy_config *p, char *out, size_t len
 /* "client", "upstream" or a fixed value (one field value: no controls). */
 int sws_proxy_parse_host(sws_proxy_config *p, const char *value, char *err, size_t errlen);
 void sws_proxy_format_host(const sws_proxy_config *p, char *out, size_t len);
+
+/* "websocket[, token...]" or off into p->upgrade. 0, or -EINVAL with a reason. */
+int sws_proxy_parse_upgrade(sws_proxy_config *p, const char *value, char *err, size_t errlen);
+/* Whether every protocol a request's Upgrade value lists (its name, before any
+ * "/version") is one p->upgrade allows; false for an empty list or off. */
+bool sws_proxy_upgrade_allowed(const sws_proxy_config *p, const char *v, size_t n);
 
 /* Whether the resolved addresses differ (a reload cannot change them). */
 bool sws_proxy_upstreams_differ(const sws_proxy_config *a, const sws_proxy_config *b);

@@ -105,6 +105,17 @@ static char *metrics_text(sws_server *s, size_t *len) {
     M("scalwsd_send_timeouts_total", "counter", "Writes cut by send_timeout.", send_timeouts);
     M("scalwsd_access_log_failures_total", "counter",
       "Access log lines not written whole (a full disk, a closed pipe).", log_failures);
+    M("scalwsd_tunnels_total", "counter",
+      "Upgrade tunnels begun through the proxy (a 101 relayed).", tunnels);
+    M("scalwsd_tunnels_active", "gauge", "Upgrade tunnels open now.", tunnels_active);
+    M("scalwsd_tunnels_drained_total", "counter", "Tunnels closed by the drain timeout.",
+      tunnels_drained);
+    M("scalwsd_tunnels_idle_closed_total", "counter", "Tunnels closed by tunnel_idle_timeout.",
+      tunnels_idle);
+    M("scalwsd_tunnel_sent_bytes_total", "counter", "Tunnelled bytes from clients to upstreams.",
+      tunnel_bytes_up);
+    M("scalwsd_tunnel_received_bytes_total", "counter",
+      "Tunnelled bytes from upstreams to clients.", tunnel_bytes_down);
     M("scalwsd_tls_handshakes_total", "counter", "TLS handshakes completed.", tls_handshakes);
     M("scalwsd_tls_resumed_total", "counter", "TLS handshakes that resumed a session.",
       tls_resumed);
@@ -203,6 +214,11 @@ static char *status_json(sws_server *s, size_t *len) {
                                       (json_int_t)CTR(w, h2_streams), "resets_sent",
                                       (json_int_t)CTR(w, h2_rst_sent), "resets_received",
                                       (json_int_t)CTR(w, h2_rst_recv)));
+        json_object_set_new(
+            lp, "tunnels",
+            json_pack("{s:I, s:I, s:I, s:I}", "active", (json_int_t)CTR(w, tunnels_active), "total",
+                      (json_int_t)CTR(w, tunnels), "bytes_up", (json_int_t)CTR(w, tunnel_bytes_up),
+                      "bytes_down", (json_int_t)CTR(w, tunnel_bytes_down)));
     }
     /* Who accepts and whom each feeds: the loops with a listener, and the
      * loops served from each one's accepts. */

@@ -149,8 +149,9 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
     uint64_t took = d.draining ? sws_now_ms() - d.start : 0;
     fprintf(stderr,
             "scalwsd: stopped after %s: drained in %" PRIu64 " ms; %" PRIu64 " requests, %" PRIu64
-            " connections, %" PRIu64 " closed by the drain timeout\n",
+            " connections, %" PRIu64 " closed by the drain timeout (%" PRIu64 " tunnels)\n",
             d.draining ? d.why : "loop failure", took, sum(s, offsetof(sws_counters, requests)),
-            sum(s, offsetof(sws_counters, accepted)), sum(s, offsetof(sws_counters, forced)));
+            sum(s, offsetof(sws_counters, accepted)), sum(s, offsetof(sws_counters, forced)),
+            sum(s, offsetof(sws_counters, tunnels_drained)));
     return d.draining ? 0 : 1;
 }

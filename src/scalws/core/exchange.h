@@ -53,6 +53,9 @@ typedef struct sws_head {
     uint8_t method; /* llhttp_method_t */
     uint8_t http_major, http_minor;
     bool streams; /* the body's length is not known before its end */
+    /* HTTP/1.1 Upgrade with Connection: upgrade (never CONNECT, never over
+     * HTTP/2): the protocol hands the connection over on a 101. */
+    bool upgrade;
 } sws_head;
 
 /* Whether the comma-separated list in f's value has token (case-insensitive). */

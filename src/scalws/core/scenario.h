@@ -94,6 +94,11 @@ typedef struct sws_scenario_ops {
     int (*request_end)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
     size_t (*request_room)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
     void (*request_flush)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);
+    /* The scenario may take an HTTP/1.1 connection over on an Upgrade
+     * request (the proxy's tunnel): such a request does not end the
+     * connection by itself; an answer other than 101 lets it go on as
+     * HTTP with a fresh request reader. */
+    bool upgrades;
     /* The HTTP connection's slot is freed (its close completed): drop what the
      * scenario holds for it (a file being sent). Optional. */
     void (*conn_end)(struct sws_worker *w, sws_scenario *sc, sws_exchange *x);

@@ -129,6 +129,12 @@ typedef struct sws_counters {
     sws_ctr recv_starved;
     sws_ctr send_timeouts;     /* closed: a write was not done within send_timeout */
     sws_ctr log_failures;      /* access log lines not written whole (access_log.c) */
+    sws_ctr tunnels;           /* proxy Upgrade tunnels begun (a 101 relayed) */
+    sws_ctr tunnels_active;    /* gauge: tunnels open now */
+    sws_ctr tunnels_drained;   /* tunnels closed by the drain timeout */
+    sws_ctr tunnels_idle;      /* tunnels closed by tunnel_idle_timeout */
+    sws_ctr tunnel_bytes_up;   /* tunnelled bytes from clients to upstreams */
+    sws_ctr tunnel_bytes_down; /* tunnelled bytes from upstreams to clients */
     sws_ctr file_cache_hits;   /* static: lookups answered by the open-file cache */
     sws_ctr file_cache_misses; /* static: lookups that opened (or re-checked) the file */
     sws_ctr file_cold_reads;   /* static: reads handed to the helper (not in page cache) */

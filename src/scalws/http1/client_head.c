@@ -131,7 +131,10 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
     uint8_t kind[SWS_MSG_FIELDS_MAX];
     field_kinds(m, kind);
     for (uint32_t i = 0; i < m->nf; i++) {
-        if (is_hop(kind[i]) || sws_forwarded_owns(cfg, m, i))
+        /* An upgrade the proxy tunnels asks the upstream for it: its
+         * Upgrade goes on, with a Connection of our own (below). */
+        bool upgrade = in->upgrade && kind[i] == PXF_HOP && name_eq(m, i, "upgrade", 7);
+        if ((is_hop(kind[i]) && !upgrade) || sws_forwarded_owns(cfg, m, i))
             continue;
         if (kind[i] == PXF_HOST) {
             host = cfg->host_mode == SWS_HOST_CLIENT;
@@ -168,6 +171,8 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
     }
     if (in->streams)
         sws_wbuf_puts(&b, "Transfer-Encoding: chunked\r\n");
+    if (in->upgrade)
+        sws_wbuf_puts(&b, "Connection: upgrade\r\n");
     sws_wbuf_put(&b, "\r\n", 2);
     return b.over ? 0 : hl;
 }
@@ -275,7 +280,12 @@ void sws_h1_msg_head(const sws_msg *m, sws_field *f, uint32_t cap, sws_head *out
                       .method = (uint8_t)m->p.method,
                       .http_major = m->p.http_major,
                       .http_minor = m->p.http_minor,
-                      .streams = (m->p.flags & F_CHUNKED) != 0};
+                      .streams = (m->p.flags & F_CHUNKED) != 0,
+                      /* RFC 9110 7.8: Upgrade in HTTP/1.0 is ignored; and a
+                       * connection that closes after the answer cannot switch. */
+                      .upgrade = m->p.type == HTTP_REQUEST && m->p.upgrade &&
+                                 m->p.method != HTTP_CONNECT && m->p.http_minor >= 1 &&
+                                 llhttp_should_keep_alive(&m->p)};
 }
 
 sws_h1c_framing sws_h1c_response_framing(const sws_msg *m, bool req_head) {

@@ -31,6 +31,7 @@ typedef struct sws_px_request {
     const char *upstream;        /* the upstream as configured ("backend:8080") */
     bool client_tls;             /* the client came on a TLS listener */
     bool streams;                /* the body's length is not known: it goes up chunked */
+    bool upgrade;                /* the client's Upgrade goes on, with Connection: upgrade */
 } sws_px_request;
 
 /* The head for the upstream into out[0..cap): the request line (HTTP/1.1,
@@ -38,7 +39,8 @@ typedef struct sws_px_request {
  * but Expect (the connection answered it) and the forwarding fields
  * (forwarded.c writes those), Via, Host as [proxy] host says (the
  * upstream's name also for a request without one) and Transfer-Encoding for
- * a chunked body. Returns its length, 0 when it does not fit. *names_up:
+ * a chunked body, and with upgrade the client's Upgrade field and
+ * Connection: upgrade (a tunnel asked for). Returns its length, 0 when it does not fit. *names_up:
  * the head's Host is the upstream's own name, so it cannot be retried on
  * another upstream. */
 size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool *names_up);

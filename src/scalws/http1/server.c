@@ -144,6 +144,14 @@ void h1_answer_done(sws_worker *w, sws_conn *c) {
         req_give(w, c);
 }
 
+/* An Upgrade request goes to a scenario that may take the connection over
+ * (the proxy's tunnel): the connection is not ended by it. */
+static bool upgrade_taken(sws_worker *w, sws_conn *c) {
+    const sws_scenario *sc =
+        c->routed || !w->routes_on ? c->sc : sws_route_pick(w, &c->parser->req);
+    return sc->ops->upgrades;
+}
+
 /* A complete request: the scenario answers it (room for resp_max bytes was
  * checked before feeding). more: further input is already here (a
  * pipeline). Draining, the answer says Connection: close unless more of a
@@ -153,8 +161,8 @@ void h1_answer_done(sws_worker *w, sws_conn *c) {
  * answer's head says what the phase says (ka_now). */
 static void answer(sws_worker *w, sws_conn *c, bool more) {
     const sws_http_request *r = &c->parser->req;
-    bool ka =
-        r->keep_alive && (!w->draining || (more && tl_loop_now(w->loop) < sws_drain_grace_end(w)));
+    bool ka = r->keep_alive || (r->upgrade_keep && upgrade_taken(w, c));
+    ka = ka && (!w->draining || (more && tl_loop_now(w->loop) < sws_drain_grace_end(w)));
     if (!ka)
         sws_conn_last(w, c, false);
     if (!sws_conn_out_take(w, c)) {
@@ -199,6 +207,10 @@ void h1_answer_end(sws_worker *w, sws_conn *c) {
     c->answer_pending = false;
     h1_body_end(w, c);
     h1_answer_done(w, c);
+    /* An upgrade answered without a switch: llhttp takes what follows it as
+     * the other protocol's, so the next request gets a fresh reader. */
+    if (c->parser && c->parser->req.upgrade)
+        parser_give(w, c);
     sws_conn_idle_deadline(w, c, h1_conn_partial(c));
 }
 
@@ -535,3 +547,19 @@ const sws_conn_proto sws_http1_conn = {
     .table_free = h1_table_free,
     .trim = h1_trim,
 };
+
+int sws_h1_switch(sws_worker *w, sws_exchange *x, const sws_answer *a, const sws_conn_proto *to) {
+    sws_conn *c = conn_ofx(x);
+    /* Draining, an answer's head ends its connection (h1_head): no tunnel
+     * begins then. */
+    if (x->proto != &sws_h1_proto || c->phase != SWS_PH_OPEN || !c->answer_pending || w->draining)
+        return -EPROTO;
+    int rc = h1_head(w, x, a);
+    if (rc < 0)
+        return rc;
+    c->answer_pending = false;
+    c->h1_head = c->h1_chunked = c->h1_nobody = false;
+    h1_answer_done(w, c);
+    parser_give(w, c); /* nothing on this connection is parsed any more */
+    return sws_conn_switch(w, c, to) ? 0 : -ENOMEM;
+}

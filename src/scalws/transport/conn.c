@@ -373,12 +373,17 @@ static bool proto_switch(sws_worker *w, sws_conn *c, const sws_conn_proto *p) {
     if (p == c->proto)
         return true;
     c->proto = p;
-    c->ex.proto = p->ex;
+    if (p->ex)
+        c->ex.proto = p->ex;
     if (p->attach && !p->attach(w, c)) {
         sws_conn_close(w, c);
         return false;
     }
     return true;
+}
+
+bool sws_conn_switch(sws_worker *w, sws_conn *c, const sws_conn_proto *p) {
+    return proto_switch(w, c, p);
 }
 
 /* A plaintext connection's first bytes: the HTTP/2 preface (its first four
@@ -459,7 +464,9 @@ static void tls_pump(sws_worker *w, sws_conn *c) {
             }
             continue;
         }
-        if (n == SWS_TLS_EOF) /* close_notify: answer what was asked, then close */
+        if (n == SWS_TLS_EOF && c->proto->eof)
+            c->proto->eof(w, c);
+        else if (n == SWS_TLS_EOF) /* close_notify: answer what was asked, then close */
             conn_last(w, c, false);
         else if (n < 0)
             tls_failed(w, c);
@@ -594,7 +601,10 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
                 sws_tls_peer_eof(&c->tls->eng); /* a hello cut short, or no TLS at all */
                 tls_failed(w, c);
             }
-            conn_last(w, c, false);
+            if (c->proto->eof && c->phase == SWS_PH_OPEN)
+                c->proto->eof(w, c);
+            else
+                conn_last(w, c, false);
         } else if (e->res == -ENOBUFS) {
             SWS_ADD(w->ctr.recv_starved, 1);
             if (!c->starved) {

@@ -139,6 +139,10 @@ typedef struct sws_conn_proto {
     void (*settle)(sws_worker *w, sws_conn *c);
     /* The output is written and an answer is pending: the scenario adds. */
     void (*drained)(sws_worker *w, sws_conn *c);
+    /* The peer finished sending (its FIN, or a TLS close_notify). Optional:
+     * without it the connection answers what was asked, then closes; with
+     * it the protocol decides (a tunnel passes the half-close on). */
+    void (*eof)(sws_worker *w, sws_conn *c);
     /* The header deadline passed with a request begun: its error answer
      * (408); false when there is no room for it (the caller closes). */
     bool (*timeout)(sws_worker *w, sws_conn *c);
@@ -179,6 +183,11 @@ bool sws_conn_out_take(sws_worker *w, sws_conn *c);
  * room, resume receiving once nothing is held, and write. */
 void sws_conn_pump(sws_worker *w, sws_conn *c);
 void sws_conn_close(sws_worker *w, sws_conn *c);
+/* The connection is handed to another protocol (an HTTP/1.1 connection to
+ * the proxy's tunnel after a 101): from its next byte on, input goes to p.
+ * The exchange functions stay the old protocol's when p has none. false:
+ * p's attach refused, the connection is closing. */
+bool sws_conn_switch(sws_worker *w, sws_conn *c, const sws_conn_proto *p);
 /* Nothing more is read: the answer in output is the last, then the close.
  * linger: the peer may still be sending (a refused request, pipelined
  * input), so the close is a half-close and a drain. */

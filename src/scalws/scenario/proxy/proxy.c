@@ -362,6 +362,11 @@ static void proxy_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion 
             sws_pool_closed(&px->pool, i);
         return;
     }
+    struct px_tunnel *t = px_tunnel_of_up(px, u);
+    if (t) {
+        px_tunnel_dispatch(px, t, u, e);
+        return;
+    }
     if (tag == SWS_T_UP_READ) {
         on_up_recv(px, u, e);
         return;
@@ -453,6 +458,7 @@ static void proxy_free(sws_worker *w, sws_scenario *sc) {
         px->live = x->next;
         free(x);
     }
+    px_tunnel_free_all(px);
     while (px->free) {
         px_x *x = px->free;
         px->free = x->next;
@@ -514,6 +520,7 @@ const sws_scenario_ops sws_proxy_ops = {
     .request_body = proxy_request_body,
     .request_end = proxy_request_end,
     .request_flush = proxy_request_flush,
+    .upgrades = true,
     .conn_end = proxy_conn_end,
     .turn_done = sws_conn_turn_done,
     .sweep = sws_conn_sweep,

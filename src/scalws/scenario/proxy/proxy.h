@@ -61,6 +61,9 @@ typedef struct px_x {
     bool head_names_up;    /* the head sent names its upstream (Host): no retry elsewhere */
     bool head_seen;        /* the request's head was complete */
     uint8_t log_up;        /* the last upstream tried, + 1 (0: none), for the access log */
+    bool upgrading;        /* its Upgrade went upstream: a 101 makes a tunnel */
+    bool switched;         /* the 101 came: the tunnel has the connections */
+    uint32_t fed;          /* bytes of the last up_feed's input read (past them: the tunnel's) */
     uint32_t hhead, htail; /* upstream input not yet fed (w->hpool), oldest first */
     uint32_t hcount;
     uint32_t olen, wpos; /* obuf: filled, and written (the retry copy is [0, olen)) */
@@ -77,9 +80,10 @@ void px_log_up_end(struct sws_proxy *px);
  * (one per proxy route): a connection has one exchange at a time, whichever
  * route serves it, and one peer. */
 typedef struct px_slot {
-    px_x *x;       /* its exchange, or NULL */
-    uint64_t h;    /* the connection peer was looked up for (sws_ex_mark): slots are reused */
-    char peer[48]; /* its address, for X-Forwarded-For; "" not looked up */
+    px_x *x;             /* its exchange, or NULL */
+    struct px_tunnel *t; /* or its tunnel (tunnel.c) once a 101 came */
+    uint64_t h;          /* the connection peer was looked up for (sws_ex_mark): slots are reused */
+    char peer[48];       /* its address, for X-Forwarded-For; "" not looked up */
 } px_slot;
 
 struct sws_px_shared {
@@ -100,6 +104,7 @@ typedef struct sws_proxy {
     struct sws_px_shared *sh; /* w->px_shared */
     px_x *live;
     px_x *free;
+    struct px_tunnel *tunnels; /* open tunnels (tunnel.c) */
     uint32_t nfree, used, peak;
     bool in_more; /* inside the `more` hook: the connection flushes on return */
     bool tick_armed;
@@ -138,5 +143,21 @@ bool px_x_progress(sws_proxy *px, px_x *x);
 const char *px_peer_of(const sws_proxy *px, const sws_exchange *c);
 /* put_up for sws_h1c_body: what goes upstream, into the exchange's buffer. */
 int px_put_up_cb(void *user, const char *d, size_t n);
+
+/* tunnel.c: the byte tunnel an upgrade becomes. */
+/* The upstream answered 101 to x's Upgrade: a's head goes to the client and
+ * both connections become the tunnel's (x->switched; x keeps no upstream).
+ * 0, or a negative errno (nothing was written: the caller answers 502). */
+int px_tunnel_begin(sws_proxy *px, px_x *x, const sws_answer *a);
+/* After the 101's last byte was read: rest (what the upstream sent after
+ * it) and x's held buffers go to the client through the tunnel; x is given
+ * back. */
+void px_tunnel_adopt(sws_proxy *px, px_x *x, const char *rest, size_t n);
+/* The tunnel u belongs to, or NULL. */
+struct px_tunnel *px_tunnel_of_up(sws_proxy *px, const sws_up_conn *u);
+/* A completion of the tunnel's upstream connection. */
+void px_tunnel_dispatch(sws_proxy *px, struct px_tunnel *t, sws_up_conn *u, const tl_completion *e);
+/* The instance is freed (the process ends): the tunnels' memory goes. */
+void px_tunnel_free_all(sws_proxy *px);
 
 #endif

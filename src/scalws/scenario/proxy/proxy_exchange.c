@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* c's peer as looked up for it, or "" (a slot's text may be an earlier
  * connection's: the handle tells). */
@@ -24,6 +25,16 @@ static int pick_upstream(sws_proxy *px, uint32_t exclude) {
     const sws_proxy_config *cfg = px->pc;
     uint32_t usable = sws_health_usable(px->health, cfg, sws_health_now()) & ~exclude;
     return sws_pick(cfg, &px->pick, px->pool.inflight, usable);
+}
+
+/* Whether the Upgrade value of m lists only protocols [proxy] upgrade allows. */
+static bool upgrade_allowed(const sws_proxy_config *pc, const sws_head *m) {
+    if (!pc->upgrade[0])
+        return false;
+    for (uint32_t i = 0; i < m->nf; i++)
+        if (m->f[i].name_len == 7 && strncasecmp(m->f[i].name, "upgrade", 7) == 0)
+            return sws_proxy_upgrade_allowed(pc, m->f[i].value, m->f[i].value_len);
+    return false;
 }
 
 /* ---- exchanges ------------------------------------------------------------ */
@@ -155,6 +166,7 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_head *m, const sws_up
         .upstream = px->pc->up[u->upstream].text,
         .client_tls = sws_ex_secure(x->c),
         .streams = x->req_streams,
+        .upgrade = x->upgrading,
     };
     size_t hl = sws_px_request_head(&in, head, sizeof(head), &x->head_names_up);
     return hl && put_up(x, head, hl) == 0;
@@ -172,6 +184,9 @@ int px_req_head(px_x *x, const sws_head *m) {
               m->method == HTTP_PUT || m->method == HTTP_DELETE;
     x->req_http10 = m->http_major == 1 && m->http_minor == 0;
     x->req_streams = m->streams;
+    /* An upgrade goes on as asked when its every protocol is allowed; else
+     * without it, answered as a plain request. Draining, no tunnel begins. */
+    x->upgrading = m->upgrade && !px->w->draining && upgrade_allowed(px->pc, m);
     px_slot *sl = slot_of(px, x->c);
     uint64_t conn = sws_ex_mark_of(x->c).conn;
     if (sl->h != conn || !sl->peer[0]) { /* once per connection: X-Forwarded-For */
@@ -205,13 +220,52 @@ int px_put_up_cb(void *user, const char *d, size_t n) {
 
 /* ---- response callbacks: into the client's exchange ------------------------ */
 
+/* The upstream switches protocols. Only an upgrade we asked for (RFC 9110
+ * 15.2.2), and with its Upgrade field: anything else is a bad answer (502).
+ * The 101 goes to the client with the upstream's end-to-end fields and its
+ * Upgrade, and the connections become the tunnel's. */
+static int switch_head(px_x *x, sws_msg *m) {
+    uint32_t up = m->nf;
+    for (uint32_t i = 0; i < m->nf && up == m->nf; i++)
+        if (sws_msg_name_is(m, i, "upgrade"))
+            up = i;
+    sws_up_conn *u = up_of(x);
+    if (!x->upgrading || up == m->nf || !u)
+        return -1;
+    /* Every byte of the request went up before the tunnel takes the
+     * connection; a plaintext write still reading x's buffer would outlive
+     * x. The upstream has read the request to answer it, so its write has
+     * completed already in practice: this is a guard, answered 502. */
+    uint32_t going = u->write_inflight ? u->wlen : 0;
+    if ((!u->tls && u->write_inflight) || x->wpos + going != x->olen)
+        return -1;
+    int upstream = u->upstream;
+    sws_field fields[SWS_MSG_FIELDS_MAX + 3];
+    uint32_t nf = sws_h1c_answer_fields(m, fields, SWS_MSG_FIELDS_MAX);
+    fields[nf++] = sws_field_str("Upgrade", 7, m->buf + m->f[up].val_off, m->f[up].val_len);
+    fields[nf++] = SWS_FIELD_LIT("Connection", "upgrade");
+    fields[nf++] = SWS_FIELD_LIT("Via", "1.1 scalwsd");
+    sws_answer a = {.status = 101,
+                    .relayed = true,
+                    .reason = m->buf + m->start_off,
+                    .reason_len = m->start_len,
+                    .fields = fields,
+                    .nfields = nf};
+    if (px_tunnel_begin(x->px, x, &a) < 0)
+        return -1;
+    x->resp_started = true;
+    x->resp_status = 101;
+    sws_health_passed(x->px->health, upstream);
+    return 1;
+}
+
 static int resp_head(void *user, sws_msg *m) {
     px_x *x = user;
     sws_proxy *px = x->px;
     llhttp_t *p = &m->p;
     int status = p->status_code;
     if (status == 101)
-        return -1; /* an upgrade was never asked for: Upgrade is not forwarded */
+        return switch_head(x, m);
     if (status >= 100 && status < 200) {
         x->resp_info = true; /* 100 Continue and friends: the client got the connection's */
         return 0;
@@ -275,6 +329,10 @@ static int up_feed(px_x *x, const char *d, size_t len) {
         if (rc < 0)
             return rc;
         off += used;
+        if (rc == SWS_MSG_DONE && x->switched) {
+            x->fed = (uint32_t)off; /* the rest is the tunnel's */
+            return 1;
+        }
         if (rc == SWS_MSG_DONE) {
             sws_msg_next(&x->resp);
             if (x->resp_info) {
@@ -473,6 +531,10 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
             px_up_fail(px, x, SWS_UPE_BAD_RESPONSE, 502);
             return -1;
         }
+        if (rc == 1 && x->switched) {
+            px_tunnel_adopt(px, x, px->pool.tls_plain + x->fed, (size_t)n - x->fed);
+            return -1;
+        }
         if (rc == 1) {
             exchange_end(px, x);
             return -1;
@@ -510,6 +572,18 @@ bool px_x_progress(sws_proxy *px, px_x *x) {
         if (room < h->len + PX_SLACK)
             break; /* the client has not taken what it has: `more` comes back */
         int rc = up_feed(x, h->data + h->off, h->len);
+        if (rc == 1 && x->switched) {
+            /* The tunnel copies what follows the 101, then the buffer goes. */
+            x->hhead = h->next;
+            if (--x->hcount == 0)
+                x->htail = SWS_NIL;
+            px_tunnel_adopt(px, x, h->data + h->off + x->fed, h->len - x->fed);
+            tl_buffer_release(w->loop, h->id);
+            w->released++;
+            h->next = w->hfree;
+            w->hfree = i;
+            return true;
+        }
         tl_buffer_release(w->loop, h->id);
         w->released++;
         x->hhead = h->next;

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# WebSocket through the proxy (Upgrade tunnels, doc/operations.md): a real
+# client and server (Debian python3-websockets, tests/e2e/ws_tunnel.py).
+# Echo of text and binary frames, ping/pong and the close handshake; 4 MiB
+# both ways; 16 MiB to a slow reader, the proxy's memory bounded meanwhile;
+# the upstream vanishing and the client vanishing; 250 tunnels at once, and
+# the memory of 300 quiet ones; a
+# plain request before an upgrade on one connection; an upgrade the upstream
+# refuses (403 relayed, the connection goes on); a 101 never asked for (502);
+# half-close passed on each way; a route's tunnel across a reload removing it;
+# upgrade = off; tunnel_idle_timeout; a TLS listener with a TLS upstream; a
+# drain that keeps a tunnel until its timeout, then closes and counts it.
+. "$(dirname "$0")/lib.sh"
+PY=""
+for p in /usr/bin/python3 python3; do
+    if "$p" -c 'import websockets' 2>/dev/null; then
+        PY=$p
+        break
+    fi
+done
+[ -n "$PY" ] || { echo "SKIP: python3-websockets"; exit 77; }
+command -v openssl >/dev/null || { echo "SKIP: openssl"; exit 77; }
+WS=$(dirname "$0")/ws_tunnel.py
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; cleanup' EXIT
+
+# up NAME [args...]: a peer of ws_tunnel.py on a free port; sets its port in $NAME.
+up() {
+    local name=$1 mode=$2
+    shift 2
+    rm -f "$T/$name.port"
+    "$PY" "$WS" "$mode" "$T/$name.port" "$@" 2>"$T/$name.log" &
+    PIDS+=($!)
+    wait_ready "$T/$name.port" "$SWS_START_SECS" "${PIDS[-1]}" || fail "$name did not start"
+    printf -v "$name" '%s' "$(ready_port "$T/$name.port")"
+}
+# stop_ok WHAT: SIGTERM, a clean exit and no sanitizer report.
+stop_ok() {
+    stop_sws
+    [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS ($1)"
+    ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report ($1)"
+}
+client() { timeout 150 "$PY" "$WS" client "$@" || fail "client $*"; }
+metric() {
+    curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
+        awk -v n="$1" '$1 ~ "^" n "[{]" { s += $2 } END { print s + 0 }'
+}
+
+# A certificate for 127.0.0.1, its own CA: the listener's and the TLS upstream's.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
+up WSUP server 110 "$T"
+up WSTLS server 110 "$T" "$T/cert.pem" "$T/key.pem"
+up LIAR liar 110
+
+start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP"
+URL=ws://127.0.0.1:$PORT
+client "$URL" echo
+client "$URL" plain_then_upgrade
+client "$URL" refused
+client "$URL" large 4194304
+# 16 MiB read slowly: back-pressure holds the upstream, the proxy keeps a
+# buffer or two, never the message.
+hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$SWS_PID/status"; }
+before=$(hwm)
+client "$URL" slow_reader 16777216
+grew=$(($(hwm) - before))
+[ "$grew" -lt 8192 ] || fail "the proxy grew by $grew KiB for a 16 MiB message"
+client "$URL" vanish
+rm -f "$T/watch.closed"
+client "$URL" client_vanish
+for _ in $(seq 1 300); do [ -s "$T/watch.closed" ] && break; sleep 0.1; done
+[ -s "$T/watch.closed" ] || fail "the upstream never saw the client vanish"
+# 250 tunnels open at once, each echoing; the gauge counts them.
+rm -f "$T/hold"
+timeout 150 "$PY" "$WS" client "$URL" many 250 "$T/hold" &
+MANY=$!
+for _ in $(seq 1 600); do [ -s "$T/hold" ] && break; sleep 0.1; done
+[ -s "$T/hold" ] || fail "250 tunnels did not open"
+n=$(metric scalwsd_tunnels_active)
+[ "$n" = 250 ] || fail "tunnels_active $n with 250 open"
+curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/status" |
+    jq -e '[.loops[].tunnels.active] | add == 250' >/dev/null || fail "/status tunnels"
+rm -f "$T/hold"
+wait "$MANY" || fail "250 tunnels: $(cat "$T/log")"
+for _ in $(seq 1 100); do [ "$(metric scalwsd_tunnels_active)" = 0 ] && break; sleep 0.1; done
+[ "$(metric scalwsd_tunnels_active)" = 0 ] || fail "tunnels left open: $(metric scalwsd_tunnels_active)"
+[ "$(metric scalwsd_tunnels_total)" -ge 256 ] || fail "tunnels_total $(metric scalwsd_tunnels_total)"
+[ "$(metric scalwsd_tunnel_sent_bytes_total)" -gt 4194304 ] || fail "bytes up"
+[ "$(metric scalwsd_tunnel_received_bytes_total)" -gt 20971520 ] || fail "bytes down"
+# HTTP/2 on the same listener still proxies plain requests.
+[ "$(curl -s --http2-prior-knowledge "http://127.0.0.1:$PORT/plain")" = "plain ok" ] || fail "HTTP/2"
+stop_ok plain
+
+# A proxy route (the default answers itself): tunnels through the route's
+# instance; a reload that removes the route leaves an open tunnel working on
+# the retired instance until it ends.
+ROUTE="[route ws]\npath_prefix = /echo\nscenario = proxy\nupstream = 127.0.0.1:$WSUP"
+start_sws "$ROUTE"
+client "ws://127.0.0.1:$PORT" echo
+rm -f "$T/flag" "$T/flag.go"
+timeout 60 "$PY" "$WS" client "ws://127.0.0.1:$PORT" hold "$T/flag" &
+HOLD=$!
+for _ in $(seq 1 300); do [ -s "$T/flag" ] && break; sleep 0.1; done
+sed -i '/^\[route ws\]/,/^upstream/d' "$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "every loop serves generation 1;" || fail "reload removing the route"
+touch "$T/flag.go"
+wait "$HOLD" || fail "the tunnel under the removed route"
+client "ws://127.0.0.1:$PORT" status /echo 200 # the default answers now
+stop_ok routed
+
+# Quiet tunnels hold no parser, no output buffer, no exchange: 300 of them
+# grow the RSS by a few hundred bytes each on epoll, 3.6 KiB on io_uring on
+# first touch (two sockets' handles and receives); one output buffer or
+# parser each would be ten times the bound. Not under a sanitizer, whose
+# redzones are its own memory.
+if ! grep -q __asan_init "$SWS"; then
+    start_sws "event_loops = 1\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP
+[limits]\nmax_connections = 50000"
+    client "ws://127.0.0.1:$PORT" idle_memory 300 "$SWS_PID" 8192
+    stop_ok idle_memory
+fi
+
+# A 101 the request did not ask for is a bad answer; an asked-for one from
+# it goes through.
+start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$LIAR"
+client "ws://127.0.0.1:$PORT" status /plain 502
+# Half-close passed on both ways: the client's FIN, then the upstream's answer and FIN.
+client "ws://127.0.0.1:$PORT" half_close
+stop_ok liar
+
+# upgrade = off: the Upgrade is not forwarded (the upstream sees a plain GET).
+start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP\nupgrade = off"
+client "ws://127.0.0.1:$PORT" status /echo 403
+[ "$(metric scalwsd_tunnels_total)" = 0 ] || fail "a tunnel with upgrade = off"
+stop_ok off
+
+# tunnel_idle_timeout closes a tunnel that carries nothing.
+start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP\ntunnel_idle_timeout = 1s"
+client "ws://127.0.0.1:$PORT" idle
+[ "$(metric scalwsd_tunnels_idle_closed_total)" = 1 ] || fail "idle closes"
+stop_ok idle
+
+# A TLS listener, and TLS to the upstream.
+SWS_LISTEN_OPTS=tls start_sws "scenario = proxy\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem
+[proxy]\nupstream = 127.0.0.1:$WSTLS\ntls = on\ntls_ca = $T/cert.pem"
+client "wss://127.0.0.1:$PORT" echo
+client "wss://127.0.0.1:$PORT" plain_then_upgrade
+client "wss://127.0.0.1:$PORT" large 4194304
+stop_ok TLS
+
+# Drain: a tunnel keeps working after SIGTERM, until drain_timeout closes it.
+start_sws "drain_timeout = 3s\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP"
+rm -f "$T/flag" "$T/flag.draining"
+timeout 60 "$PY" "$WS" client "ws://127.0.0.1:$PORT" drain "$T/flag" &
+DRAIN=$!
+for _ in $(seq 1 300); do [ -s "$T/flag" ] && break; sleep 0.1; done
+kill -TERM "$SWS_PID"
+wait_log "draining" || fail "no drain"
+touch "$T/flag.draining"
+wait "$DRAIN" || fail "the tunnel during the drain"
+for _ in $(seq 1 300); do kill -0 "$SWS_PID" 2>/dev/null || break; sleep 0.1; done
+SWS_STATUS=0
+wait "$SWS_PID" || SWS_STATUS=$?
+SWS_PID=""
+[ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after the drain"
+grep -q "1 closed by the drain timeout (1 tunnels)" "$T/log" || fail "drained tunnel not counted"
+! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report (drain)"
+
+# SIGUSR2: the new process serves new tunnels; the old one keeps its tunnel
+# working until the drain timeout closes it, then exits by itself.
+start_sws "drain_timeout = 3s\nscenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP"
+OLD=$SWS_PID
+rm -f "$T/flag" "$T/flag.draining"
+timeout 60 "$PY" "$WS" client "ws://127.0.0.1:$PORT" drain "$T/flag" &
+DRAIN=$!
+for _ in $(seq 1 300); do [ -s "$T/flag" ] && break; sleep 0.1; done
+kill -USR2 "$OLD"
+wait_log "serves on every loop" 60 || fail "the new process did not serve"
+NEWPID=$(grep -o "started new process [0-9]*" "$T/log" | tail -1 | awk '{print $4}')
+PIDS+=("$NEWPID")
+wait_log "SIGUSR2: draining\|draining (timeout" 30 || fail "the old process does not drain"
+touch "$T/flag.draining"
+client "ws://127.0.0.1:$PORT" echo # a new tunnel, on the new process
+wait "$DRAIN" || fail "the old process's tunnel during its drain"
+for _ in $(seq 1 300); do kill -0 "$OLD" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$OLD" 2>/dev/null && fail "the old process did not exit"
+wait "$OLD" || fail "the old process's exit status"
+SWS_PID=""
+grep -q "(1 tunnels)" "$T/log" || fail "the old process's drained tunnel not counted"
+kill -TERM "$NEWPID"
+for _ in $(seq 1 300); do kill -0 "$NEWPID" 2>/dev/null || break; sleep 0.1; done
+wait_log "stopped after SIGTERM" 30 || fail "the new process did not stop"
+! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report (SIGUSR2)"
+echo ok
