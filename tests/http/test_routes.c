@@ -85,7 +85,7 @@ static void sections_become_routes_with_their_own_settings(void **state) {
     const sws_route *w = sws_routes_find(t, "www");
     assert_string_equal(w->cfg.stat.root, "/srv/www");
     assert_string_equal(w->cfg.stat.index, "home.html");
-    assert_string_equal(w->host, "www.example.com"); /* lowercased */
+    assert_string_equal(w->hosts, "www.example.com"); /* lowercased */
     /* Each route starts from the key table's defaults, not from another's. */
     assert_string_equal(sws_routes_find(t, "any-sub")->cfg.stat.index, "index.html");
     assert_int_equal(sws_routes_find(t, "api")->cfg.status, 200);
@@ -231,7 +231,7 @@ static void config_errors_name_the_route_and_its_line(void **state) {
                            "scenario = respond\n",
                            err, sizeof err),
                      -EINVAL);
-    assert_non_null(strstr(err, ": the same host and no path, so one of them can never win"));
+    assert_non_null(strstr(err, ": host h.org and no path, so one of them can never win"));
     assert_null(strstr(err, "path_prefix"));
 }
 
@@ -271,7 +271,7 @@ static void a_route_takes_scenario_keys_qualified(void **state) {
     assert_int_equal(a->cfg.status, 418);
     assert_string_equal(a->cfg.stat.index, "x.html");
     /* host is the route's match; [proxy] host is reached as proxy.host. */
-    assert_string_equal(a->host, "a.org");
+    assert_string_equal(a->hosts, "a.org");
     sws_config_release(&cfg);
 }
 
