@@ -128,7 +128,7 @@ want=$(printf 'Moved Permanently: https://codes.test/x\n' | wc -c)
 r=$(raw 'GET http://Abs.test:81/p?q HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n')
 grep -q '^Location: https://abs.test/p?q' <<<"$r" || fail "absolute-form: $r"
 for bad in 'GET http://user@evil.test/ HTTP/1.1\r\nHost: x' 'GET / HTTP/1.1\r\nHost: a.test:8x' \
-    'GET / HTTP/1.1\r\nHost: a%zz.test' 'GET / HTTP/1.0'; do
+    'GET / HTTP/1.1\r\nHost: a%zz.test' 'GET / HTTP/1.1\r\nHost: evil.test%2F.a.test' 'GET / HTTP/1.0'; do
     r=$(raw "$bad"'\r\n\r\n')
     grep -q '^HTTP/1.1 400 ' <<<"$r" || fail "not 400: $bad: $r"
     ! grep -qi '^Location' <<<"$r" || fail "a Location for $bad: $r"

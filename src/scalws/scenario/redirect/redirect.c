@@ -3,11 +3,11 @@
  * the request, and a one-line text body naming it (none for HEAD). The
  * template was checked and cut into parts at load (redirect_config.h): an
  * answer copies them with the request's scheme, host, path and query. The
- * host must be one RFC 3986 3.2.2 allows (no '/', '@', '\\', CR, LF...),
- * else 400; bytes of the path and query that a URI cannot hold are
- * percent-encoded; a Location longer than the template can make (its room
- * in the output was counted at load) is 414. Nothing is allocated, nothing
- * kept between requests. */
+ * host must be one RFC 3986 3.2.2 allows, without escapes (no '/', '@', a
+ * backslash, '%', CR, LF...), else 400; bytes of the path and query that a
+ * URI cannot hold are percent-encoded; a Location longer than the template
+ * can make (its room in the output was counted at load) is 414. Nothing is
+ * allocated, nothing kept between requests. */
 #include "conn.h"
 #include "route.h"
 #include "sws.h"
@@ -70,10 +70,12 @@ static void put_target(loc *l, const char *s, size_t n) {
     }
 }
 
-/* RFC 3986 3.2.2, reg-name: unreserved, sub-delims, pct-encoded. */
+/* RFC 3986 3.2.2, reg-name: unreserved and sub-delims. Not pct-encoded:
+ * no DNS name needs one (an IDN comes as punycode), and a browser decodes
+ * it in a host ("evil.test%2F.example.org"). */
 static bool reg_name_char(unsigned char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c && strchr("-._~!$&'()*+,;=%", c));
+           (c && strchr("-._~!$&'()*+,;=", c));
 }
 
 /* The request's host for $host: the authority of an absolute-form target,
@@ -104,13 +106,9 @@ static size_t request_host(const sws_http_request *r, const char *target, size_t
     } else {
         const char *colon = memchr(h, ':', n);
         end = colon ? (size_t)(colon - h) : n;
-        for (size_t i = 0; i < end; i++) {
-            unsigned char c = (unsigned char)h[i];
-            if (!reg_name_char(c) ||
-                (c == '%' && !(i + 2 < end && strchr("0123456789abcdefABCDEF", h[i + 1]) &&
-                               strchr("0123456789abcdefABCDEF", h[i + 2]) && h[i + 1] && h[i + 2])))
+        for (size_t i = 0; i < end; i++)
+            if (!reg_name_char((unsigned char)h[i]))
                 return 0;
-        }
     }
     if (end < n) { /* ":" port, digits only (RFC 3986 3.2.3) */
         if (h[end] != ':' || n - end - 1 > 5)
