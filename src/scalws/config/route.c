@@ -86,31 +86,30 @@ static uint32_t find(const sws_route_name *idx, uint32_t n, const char *h, size_
     return b;
 }
 
-/* How well r's path matches p (the target's path, up to '?'): 0 not at all. */
-static uint64_t path_score(const sws_route *r, const char *p, size_t n) {
-    if (r->path_len == 0)
+/* How well e's route's path matches p (the target's path, up to '?'): 0 not
+ * at all; else larger is more specific. */
+static uint32_t path_score(const sws_route_name *e, const char *p, size_t n) {
+    if (e->path_len == 0)
         return 1;
-    if (n < r->path_len || memcmp(p, r->path, r->path_len) != 0)
+    if (n < e->path_len || memcmp(p, e->path, e->path_len) != 0)
         return 0;
-    if (r->exact)
-        return n == r->path_len ? 1u << 16 : 0;
-    if (r->path[r->path_len - 1] != '/' && n > r->path_len && p[r->path_len] != '/')
+    if (e->exact)
+        return n == e->path_len ? 1u << 16 : 0;
+    if (!e->slash && n > e->path_len && p[e->path_len] != '/')
         return 0; /* "/api" is not a prefix of "/apix" */
-    return 2u + r->path_len;
+    return 2u + e->path_len;
 }
 
-/* Of the routes in[0..n) (route indices; idx's entries when in is NULL), the
- * one whose path matches p best: 0 when none does. */
-static int best_path(const sws_routes *t, const uint16_t *in, const sws_route_name *idx, uint32_t n,
-                     const char *p, size_t pl) {
+/* Of the entries e[0..n), the route whose path matches p best: 0 when none
+ * does. */
+static int best_path(const sws_route_name *e, uint32_t n, const char *p, size_t pl) {
     int best = 0;
-    uint64_t best_score = 0;
+    uint32_t best_score = 0;
     for (uint32_t i = 0; i < n; i++) {
-        int k = in ? in[i] : idx[i].route;
-        uint64_t score = path_score(&t->r[k], p, pl);
+        uint32_t score = path_score(&e[i], p, pl);
         if (score > best_score) {
             best_score = score;
-            best = k;
+            best = e[i].route;
         }
     }
     return best;
@@ -143,18 +142,19 @@ int sws_route_match(const sws_routes *t, const char *host, size_t host_len, cons
         for (size_t i = 0; i < host_len; i++)
             low[i] = lower(host[i]);
         uint32_t lo, hi = find(t->exact, t->nexact, low, host_len, &lo);
-        int best = best_path(t, NULL, t->exact + lo, hi - lo, target, plen);
+        int best = best_path(t->exact + lo, hi - lo, target, plen);
         /* ".example.com" for "*.example.com": at least one label before it. */
         for (size_t i = 1; !best && t->nwild && i < host_len; i++) {
-            if (low[i] != '.')
+            size_t sl = host_len - i;
+            if (low[i] != '.' || !(t->wild_len[sl / 64] >> (sl % 64) & 1))
                 continue;
-            hi = find(t->wild, t->nwild, low + i, host_len - i, &lo);
-            best = best_path(t, NULL, t->wild + lo, hi - lo, target, plen);
+            hi = find(t->wild, t->nwild, low + i, sl, &lo);
+            best = best_path(t->wild + lo, hi - lo, target, plen);
         }
         if (best)
             return best;
     }
-    return best_path(t, t->any, NULL, t->nany, target, plen);
+    return best_path(t->any, t->nany, target, plen);
 }
 
 static int entry_cmp(const void *a, const void *b) {
@@ -182,17 +182,23 @@ int sws_routes_index(sws_routes *t) {
         return -ENOMEM;
     for (int i = 1; i < t->n; i++) {
         const sws_route *r = &t->r[i];
+        sws_route_name e = {.route = (uint16_t)i,
+                            .path = r->path,
+                            .path_len = r->path_len,
+                            .exact = r->exact,
+                            .slash = r->path_len && r->path[r->path_len - 1] == '/'};
         if (r->nhosts == 0)
-            t->any[t->nany++] = (uint16_t)i;
+            t->any[t->nany++] = e;
         for (uint32_t at = 0; at < r->hosts_len;) {
-            const char *h = r->hosts + at;
-            size_t len = strlen(h);
-            sws_route_name e = {h, (uint16_t)len, (uint16_t)i};
-            if (h[0] == '.')
+            e.name = r->hosts + at;
+            e.len = (uint16_t)strlen(e.name);
+            if (e.name[0] == '.') {
                 t->wild[t->nwild++] = e;
-            else
+                t->wild_len[e.len / 64] |= 1ull << (e.len % 64);
+            } else {
                 t->exact[t->nexact++] = e;
-            at += (uint32_t)len + 1;
+            }
+            at += (uint32_t)e.len + 1u;
         }
     }
     qsort(t->exact, t->nexact, sizeof(*t->exact), entry_cmp);

@@ -55,11 +55,16 @@ typedef struct sws_route {
     sws_scenario_cfg cfg;
 } sws_route;
 
-/* One name of one route, in the table's host index. */
+/* One name of one route, in the table's host index, with the route's path
+ * beside it: choosing among a name's routes reads this array alone. */
 typedef struct sws_route_name {
-    const char *name; /* the route's copy */
+    const char *name; /* the route's copy (NULL in the list of routes without a host) */
     uint16_t len;
-    uint16_t route; /* its index in the table */
+    uint16_t route;    /* its index in the table */
+    const char *path;  /* the route's */
+    uint16_t path_len; /* 0: any path */
+    bool exact;        /* path is an exact `path` */
+    bool slash;        /* a path_prefix ending in '/' */
 } sws_route_name;
 
 typedef struct sws_routes {
@@ -67,11 +72,12 @@ typedef struct sws_routes {
     int n;       /* routes[0] is the default */
     bool listed; /* the config has [route] sections (else only the default) */
     /* The host index (sws_routes_index): every exact name and every wildcard
-     * suffix, each sorted by name, then route; and the routes without a host. */
-    sws_route_name *exact, *wild;
-    uint32_t nexact, nwild;
-    uint16_t *any;
-    uint32_t nany;
+     * suffix, each sorted by name, then route; the routes without a host; and
+     * which lengths the wildcard suffixes have (bit n: one of n bytes), so that
+     * a host's suffix of no such length is not looked up. */
+    sws_route_name *exact, *wild, *any;
+    uint32_t nexact, nwild, nany;
+    uint64_t wild_len[4];
     sws_route r[];
 } sws_routes;
 

@@ -322,7 +322,7 @@ static int check_overlap(const sws_routes *t, char *err, size_t errlen) {
     }
     for (uint32_t i = 0; i < t->nany; i++) {
         for (uint32_t j = i + 1; j < t->nany; j++) {
-            const sws_route *a = &t->r[t->any[i]], *b = &t->r[t->any[j]];
+            const sws_route *a = &t->r[t->any[i].route], *b = &t->r[t->any[j].route];
             if (!same_path(a, b) || (first_b && b >= first_b))
                 continue;
             first_a = a;
