@@ -161,6 +161,19 @@ get /moved
 has /moved 301 'Strict-Transport-Security: max-age=1' 'X-Content-Type-Options: nosniff'
 stop_sws
 
+# --print-config: every line, a route's own (an empty one too), read back the same.
+sed -i 's/^add_header = Connection: close$/add_header = X-Content-Type-Options: nosniff/' "$T/sws.ini"
+"$SWS" --print-config --config "$T/sws.ini" >"$T/p1.ini" || fail "--print-config"
+grep -q '^add_header = X-Content-Type-Options: nosniff$' "$T/p1.ini" || fail "print: add_header"
+grep -q '^add_header = Cache-Control: max-age=60, public ; ' "$T/p1.ini" || fail "print: 2nd line"
+grep -q '^add_header_always = Strict-Transport-Security: max-age=1 ; ' "$T/p1.ini" || fail "print: always"
+grep -q '^add_header_always = X-Route: dead$' "$T/p1.ini" || fail "print: a route's own"
+[ "$(grep -c '^add_header = $' "$T/p1.ini")" = 1 ] || fail "print: a route's empty line"
+"$SWS" --print-config --config "$T/p1.ini" >"$T/p2.ini" || fail "--print-config of its print"
+diff <(grep -v '^; the effective' "$T/p1.ini" | sed 's/ ;.*//') \
+    <(grep -v '^; the effective' "$T/p2.ini" | sed 's/ ;.*//') >"$T/diff" ||
+    fail "the print of the print differs: $(cat "$T/diff")"
+
 # Refused at load, one line each.
 refused() { # WANT LINE
     printf '[server]\n%s\n' "$2" >"$T/bad.ini"
