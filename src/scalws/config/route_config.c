@@ -1,7 +1,7 @@
 /* [route NAME] sections into the route table (route.h). A route section
  * takes its own keys (sws_route_key_table) and every key of [respond],
- * [static], [proxy] and [redirect] by the rows of the one key table: each section is read
- * into a scratch config, with the key table's defaults, and what the
+ * [static], [proxy] and [redirect] by the rows of the one key table: each
+ * section is read into a scratch config, with the key table's defaults, and what the
  * scenarios read of it is kept in the route's compact sws_scenario_cfg. So a
  * key added to one of those sections works in routes without a line here
  * (as long as it lives in sws_config's proxy or stat member). A key both a
@@ -275,13 +275,9 @@ static bool same_path(const sws_route *a, const sws_route *b) {
            memcmp(a->path, b->path, a->path_len) == 0;
 }
 
+/* The message for a, b (a first in the file) sharing name (NULL: no host). */
 static int overlap(const sws_route *a, const sws_route *b, const sws_route_name *name, char *err,
                    size_t errlen) {
-    if (a > b) {
-        const sws_route *x = a;
-        a = b;
-        b = x;
-    }
     /* Say what they share as they were written: two host-only routes have
      * no path_prefix to speak of. */
     char host[300];
