@@ -10,6 +10,8 @@
 #    $is_args, $uri under strip_prefix, a relative target); HEAD: the
 #    length, no body; http -> https on the default route for any Host (with
 #    any_host), www -> apex by host names;
+#  - SIGHUP changes a route's target and code; one that would make an open
+#    redirect is refused and the old table served on;
 #  - what is refused: a $host target on a route that answers any Host
 #    without any_host, a relative target that could start with "//", a
 #    query in the host part, respond with a redirect status; a request
@@ -52,6 +54,7 @@ EOF
     done
 }
 start_sws "$(ini)"
+cp "$T/sws.ini" "$T/orig.ini" # the reloads below change sws.ini
 URL="http://127.0.0.1:$PORT"
 
 # get [curl args...]: the answer's head into $T/h (CR dropped), body into $T/b.
@@ -147,10 +150,23 @@ curl -s -m 10 "http://127.0.0.1:$ADMIN_PORT/status" >"$T/status.json"
     '["example.test","example.org","*.apex.test"]' ] || fail "/status routes: $(jq -c .routes "$T/status.json")"
 [ "$(jq -r '.routes[] | select(.name == "old") | .path_prefix + " " + .scenario' "$T/status.json")" = \
     "/old/ redirect" ] || fail "/status old route"
+
+# SIGHUP: a route's target and code change at once; a reload that would make
+# an open redirect is refused, the old table served on.
+MODE=http1 H2=()
+sed -i 's|^to = \$scheme://example.test\$request_uri$|to = https://example.test/www$request_uri\ncode = 307|' "$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "every loop serves generation 1" 30 || fail "no reload logged"
+P=/r expect 307 'https://example.test/www/r' -H 'Host: www.example.org'
+sed -i 's|^host = www.example.test$|path_prefix = /w/|; /^host = www.example.org$/d; s|^to = https://example.test/www\$request_uri$|to = https://$host/|' "$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "reload refused.*\[route www\] to = https://\$host/ takes its host from the request" 30 ||
+    fail "the open redirect's reload was not refused: $(tail -n 3 "$T/log")"
+P=/r expect 307 'https://example.test/www/r' -H 'Host: www.example.org'
 stop_sws
 
 # --print-config: the lists and the [redirect] keys, read back the same.
-"$SWS" --print-config --config "$T/sws.ini" >"$T/p1.ini" || fail "--print-config"
+"$SWS" --print-config --config "$T/orig.ini" >"$T/p1.ini" || fail "--print-config"
 grep -q '^host = example.test, example.org, \*.apex.test$' "$T/p1.ini" || fail "print: apex hosts"
 grep -q '^host = www.example.test, www.example.org$' "$T/p1.ini" || fail "print: two host lines"
 grep -q '^to = /new\$uri\$is_args\$args$' "$T/p1.ini" || fail "print: to"
