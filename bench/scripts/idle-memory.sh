@@ -332,11 +332,13 @@ jq -s --arg commit "$commit" --arg proto "$proto" --arg sws_env "${sws_env[*]}" 
     (map(select(.arm == "nginx"))[0]) as $ng |
     {commit: $commit, protocol: (if $proto == "h2c" then "HTTP/2 (h2c)" else "HTTP/1.1" end), kernel: $kernel, cpu: $cpu, sources: $sources, sws_env: $sws_env, arms: .,
      ratio_to_nginx: (if $ng then
+        # A peer figure that noise took to zero or below has no ratio (null).
+        def ratio($a; $b): if $b > 0 then ($a / $b * 100 | round / 100) else null end;
         (map(select(.arm != "nginx") | {key: .arm, value: {
-            user: (.user_bytes / $ng.user_bytes * 100 | round / 100),
-            kernel: (.kernel_unreclaimable_bytes / $ng.kernel_unreclaimable_bytes * 100 | round / 100),
-            total: ((.user_bytes + .kernel_unreclaimable_bytes) /
-                    ($ng.user_bytes + $ng.kernel_unreclaimable_bytes) * 100 | round / 100)}})
+            user: ratio(.user_bytes; $ng.user_bytes),
+            kernel: ratio(.kernel_unreclaimable_bytes; $ng.kernel_unreclaimable_bytes),
+            total: ratio(.user_bytes + .kernel_unreclaimable_bytes;
+                         $ng.user_bytes + $ng.kernel_unreclaimable_bytes)}})
          | from_entries) else null end)}' "$tmp"/*.json >"$out"
 jq -c '.ratio_to_nginx' "$out"
 echo "idle-memory: $out"

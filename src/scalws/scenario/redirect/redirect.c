@@ -217,8 +217,13 @@ static int redirect_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     }
     size_t bl = body_of(code, where, (size_t)n, body, sizeof body);
     sws_field f = sws_field_str("Location", 8, where, (uint32_t)n);
-    sws_answer a = {
-        .status = code, .content_type = "text/plain", .length = bl, .fields = &f, .nfields = 1};
+    /* One short text given at once: HTTP/2 lends a buffer of its size. */
+    sws_answer a = {.status = code,
+                    .content_type = "text/plain",
+                    .length = bl,
+                    .whole_body = true,
+                    .fields = &f,
+                    .nfields = 1};
     int rc = sws_ex_head(w, x, &a);
     if (rc < 0)
         return rc;

@@ -14,13 +14,13 @@
 #include <strings.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "exchange.h"
+#include "pagecache.h"
 #include "route.h"
 #include "scenario.h"
 #include "static.h"
@@ -55,9 +55,6 @@ static int static_init(sws_worker *w, sws_scenario *sc) {
     st->fallback = fb && strcmp(fb, "1") == 0;
     const char *sfv = getenv("SWS_STATIC_SENDFILE");
     st->sendfile = !(sfv && strcmp(sfv, "0") == 0);
-    st->page = sysconf(_SC_PAGESIZE);
-    if (st->page <= 0)
-        st->page = 4096;
     int rc = open_root(&cfg->stat);
     if (rc < 0) {
         fprintf(stderr, "scalwsd: [static] root %s: %s\n", cfg->stat.root, strerror(-rc));
@@ -205,6 +202,7 @@ static int answer_short(answer_ctx *a, int status, const sws_field *extra, uint3
                       .content_type = "text/plain",
                       .length = (uint64_t)bl,
                       .last = last,
+                      .whole_body = true,
                       .fields = extra,
                       .nfields = nextra};
     count_error(a->w, status);
@@ -243,28 +241,14 @@ static const char *sf(const sws_http_request *r, int k, size_t *len) {
 /* Reads what fits of the file into c->out. Returns SWS_ANSWER_DONE once the
  * body is complete, SWS_ANSWER_PENDING while more follows (or the helper was
  * given a cold read), or a negative errno that closes the connection. */
-#ifndef SYS_cachestat
-#define SYS_cachestat 451 /* Linux 6.5; Debian 12's headers predate it */
-#endif
-
-/* Whether every page of [off, off + len) is in the page cache (cachestat,
- * Linux 6.5), so that sendfile will not wait on the disk. No cachestat: never
- * (and st->sendfile goes off). */
+/* Whether every page of [off, off + len) is in the page cache, so that
+ * sendfile will not wait on the disk. A kernel that cannot say: never (and
+ * st->sendfile goes off). */
 static bool resident(sws_static *st, int fd, uint64_t off, uint64_t len) {
-    struct {
-        uint64_t off, len;
-    } range = {off, len};
-    struct {
-        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-    } cs;
-    if (syscall(SYS_cachestat, fd, &range, &cs, 0) < 0) {
-        if (errno == ENOSYS || errno == EPERM)
-            st->sendfile = false;
-        return false;
-    }
-    uint64_t pg = (uint64_t)st->page;
-    uint64_t pages = (off + len + pg - 1) / pg - off / pg;
-    return cs.nr_cache >= pages;
+    int r = sws_pagecache_resident(fd, off, len);
+    if (r < 0)
+        st->sendfile = false;
+    return r > 0;
 }
 
 /* Up to this much per sendfile, so that one connection's large file does not
@@ -304,9 +288,11 @@ static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
         struct iovec v = {at, (size_t)want};
         ssize_t n = preadv2(f->fd, &v, 1, (off_t)f->off, RWF_NOWAIT);
         if (n < 0 && errno == EAGAIN) {
-            /* Not in the page cache. With bytes queued, write those first; the
-             * read is tried again when they are gone (it may be warm by then). */
-            if (room < w->out_cap)
+            /* Not in the page cache. With bytes queued in the way of what is
+             * left, write those first; the read is tried again when they are
+             * gone (it may be warm by then). A small body's buffer (HTTP/2,
+             * whole_body) has room for all of it, never for out_cap. */
+            if (room < w->out_cap && room < f->end - f->off)
                 return SWS_ANSWER_PENDING;
             int rc = sf_submit(w, st, x, (uint32_t)want);
             return rc < 0 ? rc : SWS_ANSWER_PENDING;
@@ -326,15 +312,19 @@ static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
     return f->on ? SWS_ANSWER_PENDING : SWS_ANSWER_DONE;
 }
 
+/* A file this small is read in one go after its head (body_start), so its
+ * answer says whole_body. */
+#define SMALL_BODY 8192
+
 /* Starts the body after the head. */
 static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, uint64_t len) {
     sws_worker *w = a->w;
     sws_exchange *x = a->x;
     if (a->head || len == 0)
         return SWS_ANSWER_DONE;
-    size_t room;
-    char *at = sws_ex_room(w, x, &room);
-    if (len <= room && (!st->sendfile || len <= 16384)) {
+    size_t room = 0;
+    char *at = len <= w->out_cap ? sws_ex_room(w, x, &room) : NULL;
+    if (at && len <= room && (!st->sendfile || len <= 16384)) {
         /* The common small file: one read from the page cache, one write. */
         struct iovec v = {at, (size_t)len};
         ssize_t n = preadv2(e->fd, &v, 1, (off_t)first, RWF_NOWAIT);
@@ -351,6 +341,9 @@ static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, 
     int fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0); /* the cache may drop e->fd meanwhile */
     if (fd < 0)
         return -errno;
+    /* HTTP/2 reads a cached range into its frames itself: handed over whole. */
+    if (sws_ex_file(w, x, fd, first, len) == 0)
+        return SWS_ANSWER_DONE;
     st->files[sws_ex_id(x)] = (sfile){.on = true, .fd = fd, .off = first, .end = first + len};
     /* With sendfile the head goes alone and more() sends the body after it. */
     return st->sendfile ? SWS_ANSWER_PENDING : fill(w, st, x);
@@ -388,8 +381,8 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
         sws_ex_close(w, x);
         return;
     }
-    /* The helper read into its own buffer; the output was empty when the
-     * read was handed over, and nothing is added while it runs. */
+    /* The helper read into its own buffer; the output had room for it when
+     * the read was handed over, and nothing is added while it runs. */
     uint32_t n = (uint32_t)j->res;
     memcpy(at, j->buf, n);
     sws_ex_commit(w, x, n);
@@ -630,6 +623,7 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     }
     ans.nfields = nf;
     ans.length = blen;
+    ans.whole_body = blen <= SMALL_BODY;
     int rc = sws_ex_head(w, x, &ans);
     if (rc == 0 && w->access_log)
         sws_ex_log(w, x, status, a.head ? 0 : blen);

@@ -70,7 +70,6 @@ typedef struct sws_static {
     sws_symlinks symlinks;
     bool fallback; /* SWS_STATIC_OPEN_FALLBACK=1: the walk even where openat2 exists */
     bool sendfile; /* page-cache-resident parts go by sendfile (SWS_STATIC_SENDFILE=0: never) */
-    long page;     /* the page size, for cachestat's count */
     const sws_static_config *cfg;
     uint32_t inst; /* its scenario instance: the helper's posts name it (token.h) */
     sws_mime *mime;
