@@ -119,6 +119,8 @@ for MODE in http1 h2; do
     # checks that nothing follows it.)
     # Escapes stay as sent: "%0d%0a" is never a line break.
     P='/a%0d%0a/%22' expect 301 'https://q.test/a%0d%0a/%22' -H 'Host: q.test'
+    # A '%' that escapes nothing is escaped itself.
+    P='/b%zz?c=%' expect 301 'https://q.test/b%25zz?c=%25' -H 'Host: q.test'
 done
 
 # HTTP/1.1 on a raw socket: HEAD ends after the head; a bad host is 400.

@@ -52,15 +52,25 @@ static void put(loc *l, const char *s, size_t n) {
     l->len += n;
 }
 
+#define HEX "0123456789abcdefABCDEF"
+
+/* Whether c is one of set's characters (never NUL, which strchr finds). */
+static bool one_of(unsigned char c, const char *set) {
+    return c && strchr(set, c);
+}
+
 /* Bytes of the request-target: as they are where a URI holds them (RFC
- * 3986: unreserved, reserved and '%'), percent-encoded otherwise (a raw
- * UTF-8 byte, a '"', a space an HTTP/2 :path let through). */
+ * 3986: unreserved, reserved, and '%' with its two digits), percent-encoded
+ * otherwise (a raw UTF-8 byte, a '"', a space an HTTP/2 :path let through,
+ * a '%' that escapes nothing). */
 static void put_target(loc *l, const char *s, size_t n) {
     static const char hexd[] = "0123456789ABCDEF";
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  (c && strchr("-._~:/?#[]@!$&'()*+,;=%", c));
+                  one_of(c, "-._~:/?#[]@!$&'()*+,;=") ||
+                  (c == '%' && i + 2 < n && one_of((unsigned char)s[i + 1], HEX) &&
+                   one_of((unsigned char)s[i + 2], HEX));
         if (ok) {
             put(l, (const char *)&c, 1);
         } else {
@@ -75,7 +85,7 @@ static void put_target(loc *l, const char *s, size_t n) {
  * it in a host ("evil.test%2F.example.org"). */
 static bool reg_name_char(unsigned char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c && strchr("-._~!$&'()*+,;=", c));
+           one_of(c, "-._~!$&'()*+,;=");
 }
 
 /* The request's host for $host: the authority of an absolute-form target,
@@ -101,7 +111,7 @@ static size_t request_host(const sws_http_request *r, const char *target, size_t
             return 0;
         end = (size_t)(close - h) + 1;
         for (size_t i = 1; i + 1 < end; i++)
-            if (!strchr("0123456789abcdefABCDEF:.", h[i]) || !h[i])
+            if (!one_of((unsigned char)h[i], HEX ":."))
                 return 0;
     } else {
         const char *colon = memchr(h, ':', n);
