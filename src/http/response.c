@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 const char *sws_http_reason(int status) {
     switch (status) {
@@ -20,8 +21,14 @@ const char *sws_http_reason(int status) {
         return "Moved Permanently";
     case 302:
         return "Found";
+    case 303:
+        return "See Other";
     case 304:
         return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
     case 400:
         return "Bad Request";
     case 403:
@@ -59,14 +66,25 @@ const char *sws_http_reason(int status) {
 
 size_t sws_http_head(char *out, size_t cap, int status, const char *date, const char *content_type,
                      uint64_t content_length, bool keep_alive) {
+    return sws_http_head_fields(out, cap, status, date, content_type, content_length, keep_alive,
+                                NULL, 0);
+}
+
+size_t sws_http_head_fields(char *out, size_t cap, int status, const char *date,
+                            const char *content_type, uint64_t content_length, bool keep_alive,
+                            const char *fields, size_t fields_len) {
     int n = snprintf(out, cap,
                      "HTTP/1.1 %d %s\r\nServer: " SWS_HTTP_SERVER "\r\nDate: %s\r\n"
-                     "Content-Type: %s\r\nContent-Length: %" PRIu64 "\r\nConnection: %s\r\n\r\n",
-                     status, sws_http_reason(status), date, content_type, content_length,
-                     keep_alive ? "keep-alive" : "close");
-    if (n < 0 || (size_t)n >= cap)
+                     "Content-Type: %s\r\nContent-Length: %" PRIu64 "\r\n",
+                     status, sws_http_reason(status), date, content_type, content_length);
+    const char *tail = keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+    size_t tl = strlen(tail);
+    if (n < 0 || (size_t)n + fields_len + tl >= cap)
         return 0;
-    return (size_t)n;
+    if (fields_len)
+        memcpy(out + n, fields, fields_len);
+    memcpy(out + (size_t)n + fields_len, tail, tl + 1);
+    return (size_t)n + fields_len + tl;
 }
 
 /* The body of an error answer: "404 Not Found\n". */
@@ -81,11 +99,17 @@ size_t sws_http_error_body_len(int status) {
 }
 
 size_t sws_http_error(char *out, size_t cap, int status, const char *date, bool head) {
+    return sws_http_error_fields(out, cap, status, date, head, NULL, 0);
+}
+
+size_t sws_http_error_fields(char *out, size_t cap, int status, const char *date, bool head,
+                             const char *fields, size_t fields_len) {
     char body[64];
     int bl = error_body(body, sizeof(body), status);
     if (bl < 0 || (size_t)bl >= sizeof(body))
         return 0;
-    size_t hl = sws_http_head(out, cap, status, date, "text/plain", (uint64_t)bl, false);
+    size_t hl = sws_http_head_fields(out, cap, status, date, "text/plain", (uint64_t)bl, false,
+                                     fields, fields_len);
     if (hl == 0)
         return 0;
     if (head)

@@ -190,10 +190,18 @@ const char *sws_http_reason(int status);
 /* Writes a response head. Returns its length, or 0 when it does not fit in cap. */
 size_t sws_http_head(char *out, size_t cap, int status, const char *date, const char *content_type,
                      uint64_t content_length, bool keep_alive);
+/* The same with fields_len bytes of "Name: value\r\n" lines after the
+ * length (a route's header policy). */
+size_t sws_http_head_fields(char *out, size_t cap, int status, const char *date,
+                            const char *content_type, uint64_t content_length, bool keep_alive,
+                            const char *fields, size_t fields_len);
 
 /* A complete small error answer with "Connection: close" and a text body
  * naming the status. Returns its length, or 0 when it does not fit. */
 size_t sws_http_error(char *out, size_t cap, int status, const char *date, bool head);
+/* The same with fields_len bytes of "Name: value\r\n" lines in its head. */
+size_t sws_http_error_fields(char *out, size_t cap, int status, const char *date, bool head,
+                             const char *fields, size_t fields_len);
 /* The length of the body sws_http_error() writes for status. */
 size_t sws_http_error_body_len(int status);
 

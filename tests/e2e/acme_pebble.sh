@@ -4,7 +4,9 @@
 # 127.0.0.1). The HTTP-01 challenge is really fetched from scalwsd (no
 # PEBBLE_VA_ALWAYS_VALID). Steps:
 #  A. a plaintext scalwsd whose loops answer the challenge; the CA is down at
-#     first (counted, retried), then issues;
+#     first (counted, retried), then issues; every other request on that
+#     listener is redirected to https (its default route: issue 31), and the
+#     challenge is answered all the same;
 #  B. a TLS scalwsd restarted on the same state_dir serves that certificate at
 #     once; a client trusting only Pebble's root gets it; a short validity is
 #     renewed while a keep-alive connection stays open;
@@ -92,7 +94,8 @@ INI
 }
 
 # ---- A: plaintext listener, challenge answered by the loops; CA down first --------
-start_sws "$(acme_ini '')\n[server]\naccess_log = $T/access.log"
+start_sws "$(acme_ini '')\n[server]\naccess_log = $T/access.log\nscenario = redirect
+[redirect]\nto = https://\$host\$request_uri\nany_host = on"
 wait_for 20 "a failure counted while the CA is down" \
     metric_ge 'scalwsd_acme_failures_total{cause="network"}' 1
 grep -q "acme: $D failed (network)" "$T/log" || fail "the CA-down failure was not logged"
@@ -114,6 +117,10 @@ grep -q "Attempting to validate w/ HTTP: http://$D:$PORT/.well-known/acme-challe
     "$T/pebble.log" || fail "pebble did not fetch the challenge from scalwsd"
 grep -q '"GET /.well-known/acme-challenge/[^ ]* HTTP/1.1" 200' "$T/access.log" ||
     fail "the loop did not answer the challenge (access log)"
+got=$(curl -s -m 10 -o /dev/null -w '%{http_code} %{redirect_url}' -H "Host: $D" \
+    "http://127.0.0.1:$PORT/.well-known/acme-challenge/unknown")
+[ "$got" = "301 https://$D/.well-known/acme-challenge/unknown" ] ||
+    fail "a token the ACME thread does not know is the default route's: $got"
 openssl x509 -in "$STATE/cert.pem" -noout -issuer | grep -q Pebble || fail "cert.pem is not Pebble's"
 openssl x509 -in "$STATE/cert.pem" -noout -ext subjectAltName | grep -q "DNS:$W" ||
     fail "the certificate does not name $W"

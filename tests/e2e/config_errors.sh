@@ -139,7 +139,7 @@ refused_at_t_and_start "pre.ini:3: [server] accept = reuse-port-cpu needs one CP
 # Refused by the loader: the message says what is wrong as the reader wrote it.
 refused_at_t_and_start "pre.ini:4: [proxy] health_interval: '10ms' is too short: at least 100ms" \
     "$L"'[proxy]\nhealth_interval = 10ms\n'
-refused_at_t_and_start "pre.ini:6: [route b] overlaps [route a] at $T/pre.ini:3: the same host and no path, so one of them can never win" \
+refused_at_t_and_start "pre.ini:6: [route b] overlaps [route a] at $T/pre.ini:3: host a.example and no path, so one of them can never win" \
     "$L"'[route a]\nhost = a.example\nscenario = respond\n[route b]\nhost = a.example\nscenario = respond\n'
 refused_at_t_and_start "pre.ini:6: [route a] appears twice (first at $T/pre.ini:3)" \
     "$L"'[route a]\npath = /a\nscenario = respond\n[route a]\npath = /b\n'

@@ -85,7 +85,7 @@ static void sections_become_routes_with_their_own_settings(void **state) {
     const sws_route *w = sws_routes_find(t, "www");
     assert_string_equal(w->cfg.stat.root, "/srv/www");
     assert_string_equal(w->cfg.stat.index, "home.html");
-    assert_string_equal(w->host, "www.example.com"); /* lowercased */
+    assert_string_equal(w->hosts, "www.example.com"); /* lowercased */
     /* Each route starts from the key table's defaults, not from another's. */
     assert_string_equal(sws_routes_find(t, "any-sub")->cfg.stat.index, "index.html");
     assert_int_equal(sws_routes_find(t, "api")->cfg.status, 200);
@@ -131,6 +131,80 @@ static void exact_path_then_longest_prefix_on_a_segment(void **state) {
     assert_string_equal(match("other.org", "http://www.example.com/api/x"), "www-api");
     assert_string_equal(match("other.org", "HTTP://a.example.com"), "any-sub");
     sws_config_release(&cfg);
+}
+
+/* A route's host list: each of its names matches as if the route had been
+ * written once per name, in the same ranks (exact, longer wildcard, none). */
+static void host_lists_match_every_name(void **state) {
+    (void)state;
+    char err[512];
+    assert_int_equal(build("[route a]\n"
+                           "host = a.test, B.test., *.w.test\n"
+                           "host = [::1]\n"
+                           "scenario = respond\n"
+                           "[route b]\n"
+                           "host = *.x.w.test, c.test\n"
+                           "scenario = respond\n"
+                           "[route c]\n"
+                           "host = a.test\n"
+                           "path = /only\n"
+                           "scenario = respond\n"
+                           "[route d]\n"
+                           "path = /only\n"
+                           "scenario = respond\n",
+                           err, sizeof err),
+                     0);
+    const sws_route *a = sws_routes_find(cfg.routes, "a");
+    assert_int_equal(a->nhosts, 4);
+    assert_memory_equal(a->hosts, "a.test\0b.test\0.w.test\0[::1]", a->hosts_len);
+    assert_string_equal(match("a.test", "/"), "a");
+    assert_string_equal(match("b.TEST:81", "/"), "a");
+    assert_string_equal(match("q.w.test", "/"), "a");
+    assert_string_equal(match("[::1]:8080", "/"), "a");
+    assert_string_equal(match("q.x.w.test", "/"), "b"); /* the longer suffix */
+    assert_string_equal(match("x.w.test", "/"), "a");   /* *.x.w.test needs a label */
+    assert_string_equal(match("C.test", "/"), "b");
+    assert_string_equal(match("a.test", "/only"), "c"); /* same name: the path decides */
+    assert_string_equal(match("b.test", "/only"), "a"); /* a host rank beats no host */
+    assert_string_equal(match("zz.test", "/only"), "d");
+    assert_string_equal(match("w.test", "/"), "default");
+    sws_config_release(&cfg);
+}
+
+/* Hundreds of names in a few routes: each is found (the index, not a scan,
+ * and not the first route's names only). */
+static void many_names_are_each_found(void **state) {
+    (void)state;
+    size_t cap = 1 << 16, o = 0;
+    char *ini = malloc(cap);
+    assert_non_null(ini);
+    for (int r = 0; r < 4; r++) {
+        o += (size_t)snprintf(ini + o, cap - o, "[route r%d]\nscenario = respond\n", r);
+        for (int line = 0; line < 25; line++) {
+            o += (size_t)snprintf(ini + o, cap - o, "host = ");
+            for (int k = 0; k < 8; k++)
+                o += (size_t)snprintf(ini + o, cap - o, "%sn%d-%d.test", k ? ", " : "", r,
+                                      line * 8 + k);
+            o += (size_t)snprintf(ini + o, cap - o, ", *.w%d-%d.test\n", r, line);
+        }
+    }
+    char err[512];
+    assert_int_equal(build(ini, err, sizeof err), 0);
+    assert_int_equal(cfg.routes->nexact, 800);
+    assert_int_equal(cfg.routes->nwild, 100);
+    for (int r = 0; r < 4; r++) {
+        char want[8], host[64];
+        snprintf(want, sizeof want, "r%d", r);
+        for (int n = 0; n < 200; n += 7) {
+            snprintf(host, sizeof host, "N%d-%d.test", r, n);
+            assert_string_equal(match(host, "/"), want);
+        }
+        snprintf(host, sizeof host, "a.b.w%d-24.test", r);
+        assert_string_equal(match(host, "/"), want);
+    }
+    assert_string_equal(match("n9-0.test", "/"), "default");
+    sws_config_release(&cfg);
+    free(ini);
 }
 
 static void strip_prefix_is_a_view_of_the_target(void **state) {
@@ -190,6 +264,16 @@ static void config_errors_name_the_route_and_its_line(void **state) {
          "path = /x\nscenario = respond\n",
          "[route b] overlaps [route a]"},
         {"[route a]\npath = /x\n", ":1: [route a] needs scenario"},
+        /* One name of two lists in common, and the same (no) path. */
+        {"[route a]\nhost = a.org, b.org\nscenario = respond\n[route b]\n"
+         "host = c.org, *.d.org, B.org\nscenario = respond\n",
+         ":4: [route b] overlaps [route a] at "},
+        {"[route a]\nhost = *.d.org\nscenario = respond\n[route b]\n"
+         "host = c.org, *.D.org\nscenario = respond\n",
+         "host *.d.org and no path"},
+        {"[route a]\nhost = a.org, A.org\nscenario = respond\n", "is named twice"},
+        {"[route a]\nhost = a..org\nscenario = respond\n", "bad host 'a..org'"},
+        {"[route a]\nhost = ,\nscenario = respond\n", "no host name"},
         {"[route a]\npath = /x\nscenario = proxy\n", ":1: [route a] scenario proxy needs upstream"},
         {"[route a]\npath = /x\nscenario = proxy\nupstream = 127.0.0.1:1\npool = shared\n",
          ":1: [route a] pool = shared is for a proxy without [route] sections"},
@@ -231,7 +315,7 @@ static void config_errors_name_the_route_and_its_line(void **state) {
                            "scenario = respond\n",
                            err, sizeof err),
                      -EINVAL);
-    assert_non_null(strstr(err, ": the same host and no path, so one of them can never win"));
+    assert_non_null(strstr(err, ": host h.org and no path, so one of them can never win"));
     assert_null(strstr(err, "path_prefix"));
 }
 
@@ -271,7 +355,7 @@ static void a_route_takes_scenario_keys_qualified(void **state) {
     assert_int_equal(a->cfg.status, 418);
     assert_string_equal(a->cfg.stat.index, "x.html");
     /* host is the route's match; [proxy] host is reached as proxy.host. */
-    assert_string_equal(a->host, "a.org");
+    assert_string_equal(a->hosts, "a.org");
     sws_config_release(&cfg);
 }
 
@@ -279,6 +363,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sections_become_routes_with_their_own_settings),
         cmocka_unit_test(host_exact_beats_wildcard_beats_any),
+        cmocka_unit_test(host_lists_match_every_name),
+        cmocka_unit_test(many_names_are_each_found),
         cmocka_unit_test(exact_path_then_longest_prefix_on_a_segment),
         cmocka_unit_test(strip_prefix_is_a_view_of_the_target),
         cmocka_unit_test(one_default_route_without_sections),

@@ -646,13 +646,33 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
                  cli->config ? cli->config : "--scenario");
         return -EINVAL;
     }
-    return sws_routes_build(c, err, errlen);
+    int rc = sws_routes_build(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    /* The default route's scenario, as a route's is checked (route_config.c). */
+    char why[300];
+    const sws_route *d = &c->routes->r[0];
+    const char *bad = sws_scenario_cfg_check(&d->cfg, false, why, sizeof why);
+    if (bad) {
+        const char *key = d->cfg.scenario == SWS_SCENARIO_RESPOND ? "respond" : "redirect";
+        snprintf(err, errlen, "%s: [server] scenario = %s: %s",
+                 cli->config ? cli->config : "config", key, bad);
+        sws_routes_unref(c->routes);
+        c->routes = NULL;
+        return -EINVAL;
+    }
+    return 0;
 }
 
 /* The value as a file line: ';' after a space would start an inline comment
- * for inih, so it is escaped (the loaders read "\;" as ';'). */
-static void print_value(FILE *f, const char *v) {
+ * for inih, so it is escaped (the loaders read "\;" as ';'). A value of
+ * several lines (add_header's) is that many lines of the key. */
+static void print_value(FILE *f, const char *key, const char *v) {
     for (const char *s = v; *s; s++) {
+        if (*s == '\n') {
+            fprintf(f, "\n%s = ", key);
+            continue;
+        }
         if (*s == ';')
             fputc('\\', f);
         fputc(*s, f);
@@ -695,7 +715,7 @@ void sws_config_print(FILE *f, const sws_config *c, const sws_cli *cli) {
             continue;
         }
         fprintf(f, "%s = ", k->name);
-        print_value(f, v);
+        print_value(f, k->name, v);
         switch (c->origin[i]) {
         case SWS_FROM_FILE:
             fprintf(f, " ; %s:%" PRIu32 "\n", cli->config ? cli->config : "file",

@@ -13,8 +13,10 @@
 #include <sys/socket.h>
 
 #include "acme_config.h"
+#include "header_policy.h"
 #include "log_format.h"
 #include "proxy_config.h"
+#include "redirect_config.h"
 #include "sws_http.h"
 #include "tls_config.h"
 
@@ -30,13 +32,14 @@ typedef enum sws_accept_route {
 typedef enum sws_scenario_kind {
     SWS_SCENARIO_RESPOND = 0,
     SWS_SCENARIO_PROXY,
-    SWS_SCENARIO_STATIC
+    SWS_SCENARIO_STATIC,
+    SWS_SCENARIO_REDIRECT
 } sws_scenario_kind;
 
 typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_URING } sws_backend;
 
 #define SWS_ADDR_MAX 128
-#define SWS_CONFIG_KEYS_MAX 96
+#define SWS_CONFIG_KEYS_MAX 128
 #define SWS_BODY_MAX 65536
 /* Sections a file may name (a [route NAME] is one each): past it, a section
  * given twice is no longer noticed. Above SWS_ROUTES_MAX plus the others. */
@@ -63,7 +66,7 @@ typedef struct sws_static_config {
 } sws_static_config;
 
 /* The settings one scenario instance serves with: those of the [respond],
- * [static] and [proxy] sections, for the default route (the top-level
+ * [static], [proxy] and [redirect] sections, for the default route (the top-level
  * sections) or for one [route NAME] (the same keys inside it). Compact: the
  * body is on the heap, so a hundred routes do not carry a hundred 64 KiB
  * arrays. Built by route_config.c, owned by the route table (route.h). */
@@ -76,18 +79,27 @@ typedef struct sws_scenario_cfg {
     char content_type[128];
     sws_static_config stat;
     sws_proxy_config proxy;
+    sws_redirect_config redirect;
+    /* Its header policy (add_header lines: its route's, else [server]'s),
+     * owned like body; NULL: none. */
+    struct sws_header_policy *headers;
     /* proxy with tls = on: the client context its upstream connections and
      * health checks use, owned (built and freed with the route table). */
     struct sws_tls_client *up_tls;
 } sws_scenario_cfg;
 
-#define SWS_ROUTE_HOST_MAX 256
-#define SWS_ROUTE_PATH_MAX 128 /* the parser keeps 127 bytes of the target (SWS_HTTP_PATH_MAX) */
+#define SWS_ROUTE_NAMES_MAX 4096 /* host names of one route */
+#define SWS_ROUTE_PATH_MAX 128   /* the parser keeps 127 bytes of the target (SWS_HTTP_PATH_MAX) */
 
 /* [route NAME]'s own keys (sws_route_key_table), parsed into the loader's
  * scratch config; route_config.c turns them into a route. */
 typedef struct sws_route_keys {
-    char host[SWS_ROUTE_HOST_MAX]; /* "" any host */
+    /* Its host names so far, each lowercased and NUL-terminated ("*.a.b"
+     * kept as ".a.b"), on the heap while the section is read (route_config.c
+     * frees it); NULL: any host. */
+    char *hosts;
+    uint32_t hosts_len, hosts_cap;
+    uint16_t nhosts;
     char path[SWS_ROUTE_PATH_MAX]; /* "" any path */
     bool prefix;                   /* path is a path_prefix */
     bool strip_prefix;
@@ -146,6 +158,11 @@ typedef struct sws_config {
     sws_proxy_config proxy;
     /* [static] */
     sws_static_config stat;
+    /* [redirect] */
+    sws_redirect_config redirect;
+    /* [server] add_header, add_header_always; in a route's scratch config,
+     * the route's own lines */
+    sws_header_keys hdr;
     /* [respond] */
     int status;
     char body[SWS_BODY_MAX];
@@ -231,6 +248,11 @@ int sws_config_set_key(sws_config *c, const sws_key *k, const char *v, char *why
 bool sws_config_near(const char *typed, const char *known, unsigned *best);
 /* The index of [section] key in the key table, or -1. */
 int sws_config_key_index(const char *section, const char *key);
+/* What a scenario's settings cannot be served with (cfg of a route, named:
+ * it has host names; or the default route's): why, written into buf, or
+ * NULL. A redirect without `to`, or whose $host would be any Host the client
+ * sends without any_host; a respond 3xx redirect status (it has no Location). */
+const char *sws_scenario_cfg_check(const sws_scenario_cfg *cfg, bool named, char *buf, size_t len);
 /* Drops what a loaded or built config holds on the heap (its route table). */
 void sws_config_release(sws_config *c);
 
@@ -304,6 +326,7 @@ const char *sws_config_restart_change(const sws_config *o, const sws_config *n, 
                                       size_t len);
 
 const char *sws_accept_name(sws_accept_route r);
+const char *sws_scenario_name(sws_scenario_kind k);
 const char *sws_backend_name(sws_backend b);
 
 #endif

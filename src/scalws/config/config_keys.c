@@ -9,13 +9,14 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* In the order of sws_accept_route. */
 static const char *const accept_names[] = {"reuse-port", "handoff",        "exclusive", "acceptor",
                                            "herd",       "reuse-port-cpu", NULL};
 static const char *const backend_names[] = {"auto", "epoll", "uring", NULL};
-static const char *const scenario_names[] = {"respond", "proxy", "static", NULL};
+static const char *const scenario_names[] = {"respond", "proxy", "static", "redirect", NULL};
 static const char *const symlink_names[] = {"off", "on", "owner", NULL};
 static const char *const dotfile_names[] = {"deny", "allow", NULL};
 static const char *const pool_names[] = {"per_loop", "shared", NULL};
@@ -25,6 +26,9 @@ static const char *const forwarded_names[] = {"x-forwarded", "rfc7239", "off", N
 
 const char *sws_accept_name(sws_accept_route r) {
     return accept_names[r];
+}
+const char *sws_scenario_name(sws_scenario_kind k) {
+    return scenario_names[k];
 }
 const char *sws_backend_name(sws_backend b) {
     return backend_names[b];
@@ -320,27 +324,110 @@ static void format_route_log_format(const sws_config *c, char *out, size_t len) 
     snprintf(out, len, "%s", c->rt.log_format);
 }
 
-/* [route NAME] host: a name ("*.example.com" for any name under it) or an IP
- * literal, without a port; kept lowercased (Host is matched without case). */
-static int parse_route_host(sws_config *c, const char *v, char *why, size_t len) {
-    size_t n = strlen(v);
-    const char *h = strncmp(v, "*.", 2) == 0 ? v + 2 : v;
-    bool ok = n > 0 && n < sizeof(c->rt.host) && *h;
-    for (const char *s = h; ok && *s; s++) {
-        char ch = *s;
-        ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-             ch == '-' || ch == '.' || (v[0] == '[' && strchr("[]:", ch));
+/* One name of a route's host list: a DNS name ("*.name" for every name
+ * under it, a trailing dot dropped) or an IP literal, without a port. */
+static bool route_name_ok(const char *s, size_t n) {
+    if (n == 0 || n > 253)
+        return false;
+    if (s[0] == '[') { /* an IPv6 literal, as Host writes it */
+        for (size_t i = 1; i + 1 < n; i++)
+            if (!strchr("0123456789abcdefABCDEF:.", s[i]))
+                return false;
+        return n > 2 && s[n - 1] == ']';
     }
-    if (!ok) {
-        snprintf(why, len, "bad host '%s' (want a name, *.name or an IP address, no port)", v);
+    size_t label = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (ch == '.') {
+            if (label == 0)
+                return false; /* an empty label */
+            label = 0;
+            continue;
+        }
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '-') ||
+            ++label > 63)
+            return false;
+    }
+    return label > 0;
+}
+
+/* Appends one name to c->rt.hosts, lowercased ("*.a.b" as ".a.b"). */
+static int add_route_name(sws_config *c, const char *v, size_t n, char *why, size_t len) {
+    sws_route_keys *rt = &c->rt;
+    bool wild = n > 2 && v[0] == '*' && v[1] == '.';
+    const char *h = wild ? v + 2 : v;
+    size_t hl = wild ? n - 2 : n;
+    if (hl > 1 && h[hl - 1] == '.' && h[0] != '[')
+        hl--; /* "example.com." is example.com, as a Host with its dot is matched */
+    if (!route_name_ok(h, hl)) {
+        snprintf(why, len, "bad host '%.*s' (want names, *.name or IP addresses, no port%s)",
+                 (int)n, v, n == 1 && v[0] == '*' ? "; unset matches any host" : "");
         return -EINVAL;
     }
-    for (size_t i = 0; i <= n; i++)
-        c->rt.host[i] = (char)(v[i] >= 'A' && v[i] <= 'Z' ? v[i] + ('a' - 'A') : v[i]);
+    char name[256];
+    size_t k = 0;
+    if (wild)
+        name[k++] = '.';
+    for (size_t i = 0; i < hl; i++)
+        name[k++] = (char)(h[i] >= 'A' && h[i] <= 'Z' ? h[i] + ('a' - 'A') : h[i]);
+    name[k++] = '\0';
+    for (uint32_t at = 0; at < rt->hosts_len; at += (uint32_t)strlen(rt->hosts + at) + 1) {
+        if (strcmp(rt->hosts + at, name) == 0) {
+            snprintf(why, len, "host '%.*s' is named twice", (int)n, v);
+            return -EINVAL;
+        }
+    }
+    if (rt->nhosts == SWS_ROUTE_NAMES_MAX) {
+        snprintf(why, len, "more than %d host names in one route", SWS_ROUTE_NAMES_MAX);
+        return -EINVAL;
+    }
+    if (rt->hosts_len + k > rt->hosts_cap) {
+        uint32_t cap = rt->hosts_cap ? rt->hosts_cap * 2 : 256;
+        char *p = realloc(rt->hosts, cap);
+        if (!p) {
+            snprintf(why, len, "out of memory");
+            return -ENOMEM;
+        }
+        rt->hosts = p;
+        rt->hosts_cap = cap;
+    }
+    memcpy(rt->hosts + rt->hosts_len, name, k);
+    rt->hosts_len += (uint32_t)k;
+    rt->nhosts++;
+    return 0;
+}
+
+/* [route NAME] host: names separated by commas (or spaces); several host
+ * lines add up, for lists longer than a line. */
+static int parse_route_host(sws_config *c, const char *v, char *why, size_t len) {
+    const char *s = v;
+    bool any = false;
+    for (;;) {
+        s += strspn(s, ", \t");
+        if (!*s)
+            break;
+        size_t n = strcspn(s, ", \t");
+        int rc = add_route_name(c, s, n, why, len);
+        if (rc < 0)
+            return rc;
+        any = true;
+        s += n;
+    }
+    if (!any) {
+        snprintf(why, len, "no host name (unset matches any host)");
+        return -EINVAL;
+    }
     return 0;
 }
 static void format_route_host(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->rt.host);
+    size_t o = 0;
+    out[0] = '\0';
+    for (uint32_t at = 0; at < c->rt.hosts_len && o < len;) {
+        const char *h = c->rt.hosts + at;
+        o += (size_t)snprintf(out + o, len - o, "%s%s%s", o ? ", " : "", h[0] == '.' ? "*" : "", h);
+        at += (uint32_t)strlen(h) + 1;
+    }
 }
 
 /* path and path_prefix: one of them per route, '/' first, no query (the
@@ -376,6 +463,35 @@ static void format_route_path(const sws_config *c, char *out, size_t len) {
 }
 static void format_route_prefix(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->rt.prefix ? c->rt.path : "");
+}
+
+/* add_header, add_header_always ([server] and [route NAME]): one field a
+ * line, lines adding up (header_policy.h). */
+static int parse_add_header(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_header_keys_add(&c->hdr, v, false, why, len);
+}
+static int parse_add_header_always(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_header_keys_add(&c->hdr, v, true, why, len);
+}
+static void format_add_header(const sws_config *c, char *out, size_t len) {
+    sws_header_keys_format(&c->hdr, false, out, len);
+}
+static void format_add_header_always(const sws_config *c, char *out, size_t len) {
+    sws_header_keys_format(&c->hdr, true, out, len);
+}
+
+/* [redirect] (redirect_config.c). */
+static int parse_redirect_to(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_redirect_parse_to(&c->redirect, v, why, len);
+}
+static void format_redirect_to(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->redirect.to);
+}
+static int parse_redirect_code(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_redirect_parse_code(&c->redirect, v, why, len);
+}
+static void format_redirect_code(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%u", (unsigned)c->redirect.code);
 }
 
 /* [acme]: parsed by src/acme/acme_config.c, which the unit tests also drive
@@ -458,7 +574,7 @@ const sws_key sws_config_keys[] = {
     BOOL("server", "defer_accept", defer_accept, "on", RESTART,
          "TCP_DEFER_ACCEPT: accept once the request's first bytes arrive"),
     ENUM("server", "scenario", scenario, scenario_names, "respond", RESTART,
-         "what answers requests: respond, proxy or static"),
+         "what answers requests: respond, proxy, static or redirect"),
     CUSTOM("server", "access_log", parse_access_log, format_access_log, NULL, RELOAD,
            "file for the access log, one line per answer (unset or off: none)"),
     CUSTOM("server", "log_format", parse_log_format, format_log_format, "combined", RELOAD,
@@ -467,6 +583,10 @@ const sws_key sws_config_keys[] = {
            "file for the server's pid, kept across SIGUSR2 (unset: none)"),
     BOOL("server", "http2", http2, "on", RESTART,
          "HTTP/2 beside HTTP/1.1: ALPN h2 on a tls listener, the preface on a plaintext one"),
+    CUSTOM("server", "add_header", parse_add_header, format_add_header, NULL, RELOAD,
+           "\"Name: value\" added to 2xx and 3xx answers; one a line, lines add up"),
+    CUSTOM("server", "add_header_always", parse_add_header_always, format_add_header_always, NULL,
+           RELOAD, "\"Name: value\" added to every answer, errors included"),
 
     UINT("http2", "max_concurrent_streams", h2.max_concurrent_streams, 1, 10000, "100", RELOAD,
          "streams a client may have open on one connection (more are refused)"),
@@ -519,6 +639,13 @@ const sws_key sws_config_keys[] = {
            "body of the fixed answer (\\n \\r \\t \\\\ escapes)"),
     STRING("respond", "content_type", content_type, "text/plain", RELOAD,
            "Content-Type of the fixed answer"),
+
+    CUSTOM("redirect", "to", parse_redirect_to, format_redirect_to, NULL, RELOAD,
+           "the Location: a URL or /path with $scheme $host $request_uri $uri $args $is_args"),
+    CUSTOM("redirect", "code", parse_redirect_code, format_redirect_code, "301", RELOAD,
+           "status of the redirect: 301, 302, 303, 307 or 308"),
+    BOOL("redirect", "any_host", redirect.any_host, "off", RELOAD,
+         "allow $host in to without the route's host names (any Host the client sends)"),
 
     SIZE("limits", "header_bytes", limits.header_bytes, 256, 1u << 20, "16k", RELOAD,
          "bytes of a request head or trailer section (431)"),
@@ -620,22 +747,27 @@ const sws_key sws_config_keys[] = {
 const int sws_config_nkeys = (int)(sizeof sws_config_keys / sizeof sws_config_keys[0]);
 
 /* [route NAME]'s own keys (route.h); the section also takes every key of
- * [respond], [static] and [proxy] from the table above. */
+ * [respond], [static], [proxy] and [redirect] from the table above. */
 const sws_key sws_route_key_table[] = {
     CUSTOM("route NAME", "host", parse_route_host, format_route_host, NULL, RELOAD,
-           "Host to match: a name, or *.name for every name under it (unset: any host)"),
+           "Hosts to match: names, *.name for every name under it, comma separated "
+           "(unset: any host)"),
     CUSTOM("route NAME", "path_prefix", parse_route_prefix, format_route_prefix, NULL, RELOAD,
            "path prefix to match, on a segment boundary; the longest wins"),
     CUSTOM("route NAME", "path", parse_route_path, format_route_path, NULL, RELOAD,
            "exact path to match (beats any path_prefix)"),
     ENUM("route NAME", "scenario", rt.scenario, scenario_names, NULL, RELOAD,
-         "what answers the route: respond, static or proxy"),
+         "what answers the route: respond, static, proxy or redirect"),
     BOOL("route NAME", "strip_prefix", rt.strip_prefix, "off", RELOAD,
          "the scenario sees the path without the route's path_prefix"),
     CUSTOM("route NAME", "access_log", parse_route_access_log, format_route_access_log, NULL,
            RELOAD, "the route's access log file, or off (unset: [server]'s)"),
     CUSTOM("route NAME", "log_format", parse_route_log_format, format_route_log_format, NULL,
            RELOAD, "the route's access log format (unset: [server]'s)"),
+    CUSTOM("route NAME", "add_header", parse_add_header, format_add_header, NULL, RELOAD,
+           "\"Name: value\" on its 2xx and 3xx answers (none set: [server]'s)"),
+    CUSTOM("route NAME", "add_header_always", parse_add_header_always, format_add_header_always,
+           NULL, RELOAD, "\"Name: value\" on every answer of the route"),
 };
 const int sws_route_nkeys = (int)(sizeof sws_route_key_table / sizeof sws_route_key_table[0]);
 _Static_assert(sizeof sws_config_keys / sizeof sws_config_keys[0] <= SWS_CONFIG_KEYS_MAX,

@@ -1,10 +1,13 @@
-/* Matching a request to its route (route.h): a scan of the table that
- * scores each route by how specifically it matches and keeps the best. No
- * allocation, no copy of the request: the host and path are compared where
- * the parser keeps them. */
+/* Matching a request to its route (route.h): the host looked up in the
+ * table's index of names (exact, then each wildcard suffix, longest first,
+ * then the routes without a host), and among the routes of the first rank
+ * that has one for the path, the one whose path matches best. No allocation:
+ * the host is lowercased on the stack, the path compared where the parser
+ * keeps it. */
 #include "route.h"
 #include "sws_tls_client.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -13,9 +16,7 @@ static char lower(char c) {
     return (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
 }
 
-/* The absolute-form's "scheme://authority" length (0 for any other form),
- * and the authority itself. */
-static size_t absolute_form(const char *t, size_t n, const char **auth, size_t *auth_len) {
+size_t sws_target_authority(const char *t, size_t n, const char **auth, size_t *auth_len) {
     static const char *const schemes[] = {"http://", "https://"};
     if (n == 0 || t[0] == '/' || t[0] == '*')
         return 0; /* origin-form (nearly every request) and asterisk-form */
@@ -61,36 +62,57 @@ static void host_only(const char **h, size_t *n, bool authority) {
     *n = end;
 }
 
-static bool same_lower(const char *req, const char *route, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (lower(req[i]) != route[i])
-            return false;
-    return true;
+/* Names ordered by length, then bytes: any total order does for the search. */
+static int name_cmp(const char *a, size_t al, const char *b, size_t bl) {
+    if (al != bl)
+        return al < bl ? -1 : 1;
+    return memcmp(a, b, al);
 }
 
-/* How well r's host matches: 0 not at all; else larger is more specific. */
-static uint64_t host_score(const sws_route *r, const char *h, size_t n) {
-    if (r->host_len == 0)
-        return 1;
-    if (!r->wildcard)
-        return n == r->host_len && same_lower(h, r->host, n) ? 3u << 16 : 0;
-    /* ".example.com": at least one label before it. */
-    if (n <= r->host_len || !same_lower(h + n - r->host_len, r->host, r->host_len))
-        return 0;
-    return (2u << 16) + r->host_len;
+/* The entries of idx named h: [*lo, return). */
+static uint32_t find(const sws_route_name *idx, uint32_t n, const char *h, size_t hl,
+                     uint32_t *lo) {
+    uint32_t a = 0, b = n;
+    while (a < b) { /* the first entry not below h */
+        uint32_t m = a + (b - a) / 2;
+        if (name_cmp(idx[m].name, idx[m].len, h, hl) < 0)
+            a = m + 1;
+        else
+            b = m;
+    }
+    *lo = a;
+    while (b < n && idx[b].len == hl && memcmp(idx[b].name, h, hl) == 0)
+        b++;
+    return b;
 }
 
-/* How well r's path matches p (the target's path, up to '?'): 0 not at all. */
-static uint64_t path_score(const sws_route *r, const char *p, size_t n) {
-    if (r->path_len == 0)
+/* How well e's route's path matches p (the target's path, up to '?'): 0 not
+ * at all; else larger is more specific. */
+static uint32_t path_score(const sws_route_name *e, const char *p, size_t n) {
+    if (e->path_len == 0)
         return 1;
-    if (n < r->path_len || memcmp(p, r->path, r->path_len) != 0)
+    if (n < e->path_len || memcmp(p, e->path, e->path_len) != 0)
         return 0;
-    if (r->exact)
-        return n == r->path_len ? 1u << 16 : 0;
-    if (r->path[r->path_len - 1] != '/' && n > r->path_len && p[r->path_len] != '/')
+    if (e->exact)
+        return n == e->path_len ? 1u << 16 : 0;
+    if (!e->slash && n > e->path_len && p[e->path_len] != '/')
         return 0; /* "/api" is not a prefix of "/apix" */
-    return 2u + r->path_len;
+    return 2u + e->path_len;
+}
+
+/* Of the entries e[0..n), the route whose path matches p best: 0 when none
+ * does. */
+static int best_path(const sws_route_name *e, uint32_t n, const char *p, size_t pl) {
+    int best = 0;
+    uint32_t best_score = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t score = path_score(&e[i], p, pl);
+        if (score > best_score) {
+            best_score = score;
+            best = e[i].route;
+        }
+    }
+    return best;
 }
 
 int sws_route_match(const sws_routes *t, const char *host, size_t host_len, const char *target,
@@ -98,7 +120,7 @@ int sws_route_match(const sws_routes *t, const char *host, size_t host_len, cons
     if (t->n <= 1)
         return 0;
     const char *auth;
-    size_t auth_len, skip = absolute_form(target, target_len, &auth, &auth_len);
+    size_t auth_len, skip = sws_target_authority(target, target_len, &auth, &auth_len);
     if (skip) {
         /* RFC 9112 3.2.2: the target's authority wins over Host. */
         host = auth;
@@ -115,28 +137,78 @@ int sws_route_match(const sws_routes *t, const char *host, size_t host_len, cons
         target = "/"; /* "http://host" is the root */
         plen = 1;
     }
-    int best = 0;
-    uint64_t best_score = 0;
+    char low[256];
+    if (host_len && host_len < sizeof(low) && (t->nexact || t->nwild)) {
+        for (size_t i = 0; i < host_len; i++)
+            low[i] = lower(host[i]);
+        uint32_t lo, hi = find(t->exact, t->nexact, low, host_len, &lo);
+        int best = best_path(t->exact + lo, hi - lo, target, plen);
+        /* ".example.com" for "*.example.com": at least one label before it. */
+        for (size_t i = 1; !best && t->nwild && i < host_len; i++) {
+            size_t sl = host_len - i;
+            if (low[i] != '.' || !(t->wild_len[sl / 64] >> (sl % 64) & 1))
+                continue;
+            hi = find(t->wild, t->nwild, low + i, sl, &lo);
+            best = best_path(t->wild + lo, hi - lo, target, plen);
+        }
+        if (best)
+            return best;
+    }
+    return best_path(t->any, t->nany, target, plen);
+}
+
+static int entry_cmp(const void *a, const void *b) {
+    const sws_route_name *x = a, *y = b;
+    int c = name_cmp(x->name, x->len, y->name, y->len);
+    return c ? c : (int)x->route - (int)y->route;
+}
+
+int sws_routes_index(sws_routes *t) {
+    uint32_t ne = 0, nw = 0, na = 0;
     for (int i = 1; i < t->n; i++) {
         const sws_route *r = &t->r[i];
-        uint64_t hs = host_score(r, host, host_len);
-        if (!hs)
-            continue;
-        uint64_t ps = path_score(r, target, plen);
-        if (!ps)
-            continue;
-        uint64_t score = hs << 32 | ps;
-        if (score > best_score) {
-            best_score = score;
-            best = i;
+        na += r->nhosts == 0;
+        for (uint32_t at = 0; at < r->hosts_len; at += (uint32_t)strlen(r->hosts + at) + 1) {
+            if (r->hosts[at] == '.')
+                nw++;
+            else
+                ne++;
         }
     }
-    return best;
+    t->exact = malloc((ne ? ne : 1) * sizeof(*t->exact));
+    t->wild = malloc((nw ? nw : 1) * sizeof(*t->wild));
+    t->any = malloc((na ? na : 1) * sizeof(*t->any));
+    if (!t->exact || !t->wild || !t->any)
+        return -ENOMEM;
+    for (int i = 1; i < t->n; i++) {
+        const sws_route *r = &t->r[i];
+        sws_route_name e = {.route = (uint16_t)i,
+                            .path = r->path,
+                            .path_len = r->path_len,
+                            .exact = r->exact,
+                            .slash = r->path_len && r->path[r->path_len - 1] == '/'};
+        if (r->nhosts == 0)
+            t->any[t->nany++] = e;
+        for (uint32_t at = 0; at < r->hosts_len;) {
+            e.name = r->hosts + at;
+            e.len = (uint16_t)strlen(e.name);
+            if (e.name[0] == '.') {
+                t->wild[t->nwild++] = e;
+                t->wild_len[e.len / 64] |= 1ull << (e.len % 64);
+            } else {
+                t->exact[t->nexact++] = e;
+            }
+            at += (uint32_t)e.len + 1u;
+        }
+    }
+    qsort(t->exact, t->nexact, sizeof(*t->exact), entry_cmp);
+    qsort(t->wild, t->nwild, sizeof(*t->wild), entry_cmp);
+    return 0;
 }
 
 sws_route_view sws_route_target(const sws_route *r, const char *target, size_t target_len) {
     const char *auth;
-    size_t auth_len, skip = absolute_form(target, target_len, &auth, &auth_len);
+    size_t auth_len, skip = sws_target_authority(target, target_len, &auth, &auth_len);
     sws_route_view v = {.path = target + skip, .len = target_len - skip};
     if (skip && (v.len == 0 || v.path[0] == '?'))
         v.lead_slash = true;
@@ -161,8 +233,13 @@ void sws_routes_unref(sws_routes *t) {
         return;
     for (int i = 0; i < t->n; i++) {
         free(t->r[i].cfg.body);
+        free(t->r[i].hosts);
+        sws_header_policy_free(t->r[i].cfg.headers);
         sws_tls_client_free(t->r[i].cfg.up_tls); /* open engines keep their SSL_CTX */
     }
+    free(t->exact);
+    free(t->wild);
+    free(t->any);
     free(t);
 }
 

@@ -4,7 +4,8 @@
  * (route.c) is done once per request on the loop, and allocates nothing.
  *
  * Matching, in this order:
- *   - host: a route with a host beats one without. An exact name beats a
+ *   - host: a route takes a list of names. A route with a host beats one
+ *     without. An exact name beats a
  *     wildcard; of two wildcards the longer suffix wins. The request's host is
  *     the authority of an absolute-form target, else the Host field, without
  *     its port, compared case-insensitively; a request without one matches
@@ -15,7 +16,11 @@
  *     prefix ending in '/' matches whatever begins with it. The path is the
  *     raw target up to '?' (no percent-decoding).
  *   - nothing matches: the default route (the top-level scenario; a 404 when
- *     routes exist and [server] scenario is not set). */
+ *     routes exist and [server] scenario is not set).
+ * The names of every route are indexed with the table (sorted: exact names,
+ * wildcard suffixes), so that a request looks its host up by binary search
+ * (each suffix at a '.' for the wildcards, the longest first) instead of
+ * comparing it with every name; the routes without a host are a list. */
 #ifndef SWS_ROUTE_H
 #define SWS_ROUTE_H
 
@@ -33,10 +38,13 @@
 
 typedef struct sws_route {
     char name[SWS_ROUTE_NAME_MAX];
-    char origin[288];              /* "file:line" of its section ("[server]" for the default) */
-    char host[SWS_ROUTE_HOST_MAX]; /* lowercased; a wildcard keeps ".example.com" */
-    uint16_t host_len;             /* 0: any host */
-    bool wildcard;
+    char origin[288]; /* "file:line" of its section ("[server]" for the default) */
+    /* Its host names, each lowercased and NUL-terminated, a wildcard's as
+     * ".example.com" (for "*.example.com"); owned by the route (NULL: any host). */
+    char *hosts;
+    uint32_t hosts_len;
+    uint16_t nhosts;   /* 0: any host */
+    bool own_headers;  /* its add_header lines are its own, not [server]'s */
     bool exact;        /* path is an exact `path`, not a `path_prefix` */
     uint16_t path_len; /* 0: any path */
     char path[SWS_ROUTE_PATH_MAX];
@@ -54,10 +62,29 @@ typedef struct sws_route {
     sws_scenario_cfg cfg;
 } sws_route;
 
+/* One name of one route, in the table's host index, with the route's path
+ * beside it: choosing among a name's routes reads this array alone. */
+typedef struct sws_route_name {
+    const char *name; /* the route's copy (NULL in the list of routes without a host) */
+    uint16_t len;
+    uint16_t route;    /* its index in the table */
+    const char *path;  /* the route's */
+    uint16_t path_len; /* 0: any path */
+    bool exact;        /* path is an exact `path` */
+    bool slash;        /* a path_prefix ending in '/' */
+} sws_route_name;
+
 typedef struct sws_routes {
     _Atomic int refs;
     int n;       /* routes[0] is the default */
     bool listed; /* the config has [route] sections (else only the default) */
+    /* The host index (sws_routes_index): every exact name and every wildcard
+     * suffix, each sorted by name, then route; the routes without a host; and
+     * which lengths the wildcard suffixes have (bit n: one of n bytes), so that
+     * a host's suffix of no such length is not looked up. */
+    sws_route_name *exact, *wild, *any;
+    uint32_t nexact, nwild, nany;
+    uint64_t wild_len[4];
     sws_route r[];
 } sws_routes;
 
@@ -78,6 +105,13 @@ int sws_route_match(const sws_routes *t, const char *host, size_t host_len, cons
  * strip_prefix is on ("/api/x" -> "/x", "/api" -> "/"), else unchanged. The
  * absolute-form's scheme and authority are dropped in either case. */
 sws_route_view sws_route_target(const sws_route *r, const char *target, size_t target_len);
+
+/* Builds t's host index (0, or -ENOMEM). */
+int sws_routes_index(sws_routes *t);
+
+/* The request-target's "scheme://authority" length (0 for the origin-form),
+ * and the authority itself: what RFC 9112 3.2.2 has win over Host. */
+size_t sws_target_authority(const char *t, size_t n, const char **auth, size_t *auth_len);
 
 /* The table's references (config copies share one table). */
 void sws_routes_ref(sws_routes *t);

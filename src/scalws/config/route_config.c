@@ -1,7 +1,7 @@
 /* [route NAME] sections into the route table (route.h). A route section
  * takes its own keys (sws_route_key_table) and every key of [respond],
- * [static] and [proxy] by the rows of the one key table: each section is read
- * into a scratch config, with the key table's defaults, and what the
+ * [static], [proxy] and [redirect] by the rows of the one key table: each
+ * section is read into a scratch config, with the key table's defaults, and what the
  * scenarios read of it is kept in the route's compact sws_scenario_cfg. So a
  * key added to one of those sections works in routes without a line here
  * (as long as it lives in sws_config's proxy or stat member). A key both a
@@ -25,7 +25,7 @@ struct sws_route_load {
 };
 
 /* The scenario sections a route takes keys of, in the order they are tried. */
-static const char *const scenario_sections[] = {"respond", "static", "proxy"};
+static const char *const scenario_sections[] = {"respond", "static", "proxy", "redirect"};
 
 static bool name_ok(const char *n) {
     size_t len = strlen(n);
@@ -49,6 +49,8 @@ static void fill_scenario(sws_scenario_cfg *d, const sws_config *c, int kind, bo
     memcpy(d->content_type, c->content_type, sizeof(d->content_type));
     d->stat = c->stat;
     d->proxy = c->proxy;
+    d->redirect = c->redirect;
+    d->headers = NULL; /* sws_routes_build: its own or [server]'s */
 }
 
 /* The section being read becomes a route of the list (its body copied). */
@@ -69,13 +71,11 @@ static int finish(struct sws_route_load *L) {
     memset(r, 0, sizeof(*r));
     snprintf(r->name, sizeof(r->name), "%s", L->name);
     snprintf(r->origin, sizeof(r->origin), "%s", L->origin);
-    const char *h = s->rt.host;
-    if (h[0] == '*') {
-        r->wildcard = true;
-        h++; /* ".example.com" */
-    }
-    r->host_len = (uint16_t)strlen(h);
-    memcpy(r->host, h, r->host_len);
+    /* The names move to the route. */
+    r->hosts = L->scratch->rt.hosts;
+    r->hosts_len = s->rt.hosts_len;
+    r->nhosts = s->rt.nhosts;
+    L->scratch->rt.hosts = NULL;
     r->path_len = (uint16_t)strlen(s->rt.path);
     memcpy(r->path, s->rt.path, r->path_len);
     r->exact = r->path_len && !s->rt.prefix;
@@ -95,12 +95,17 @@ static int finish(struct sws_route_load *L) {
     int mime = sws_config_key_index("static", "mime_types");
     r->root_line = root >= 0 ? s->origin_line[root] : 0;
     r->mime_types_line = mime >= 0 ? s->origin_line[mime] : 0;
+    L->n++; /* from here its heap parts are freed with the list */
+    int rc = 0;
+    r->own_headers = s->hdr.set;
+    r->cfg.headers = sws_header_policy_build(&s->hdr, &rc);
+    if (rc < 0)
+        return rc;
     if (s->body_len) {
         if (!(r->cfg.body = malloc(s->body_len)))
             return -ENOMEM;
         memcpy(r->cfg.body, s->body, s->body_len);
     }
-    L->n++;
     return 0;
 }
 
@@ -159,8 +164,8 @@ static int set_route_key(sws_config *s, const char *key, char *why, size_t len, 
         snprintf(why, len, "unknown key (did you mean %s?)", near);
     else
         snprintf(why, len,
-                 "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix and "
-                 "the keys of [respond], [static] and [proxy])");
+                 "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix, "
+                 "add_header and the keys of [respond], [static], [proxy] and [redirect])");
     return -EINVAL;
 }
 
@@ -217,61 +222,127 @@ void sws_route_load_free(sws_config *c) {
     struct sws_route_load *L = c->route_load;
     if (!L)
         return;
-    for (int i = 0; i < L->n; i++)
+    for (int i = 0; i < L->n; i++) {
         free(L->r[i].cfg.body);
+        free(L->r[i].hosts);
+        sws_header_policy_free(L->r[i].cfg.headers);
+    }
+    if (L->open)
+        free(L->scratch->rt.hosts); /* a section whose reading failed */
     free(L->r);
     free(L->scratch);
     free(L);
     c->route_load = NULL;
 }
 
+const char *sws_scenario_cfg_check(const sws_scenario_cfg *cfg, bool named, char *buf, size_t len) {
+    const sws_redirect_config *rd = &cfg->redirect;
+    if (cfg->scenario == SWS_SCENARIO_REDIRECT && !rd->to[0])
+        return "scenario redirect needs to (the target)";
+    if (cfg->scenario == SWS_SCENARIO_REDIRECT && rd->host_from_request && !named &&
+        !rd->any_host) {
+        snprintf(buf, len,
+                 "to = %s takes its host from the request ($host), and the route answers any "
+                 "Host: set any_host = on, or give a [route] the host names it redirects for "
+                 "(host = ...)",
+                 rd->to);
+        return buf;
+    }
+    int st = cfg->status;
+    if (cfg->scenario == SWS_SCENARIO_RESPOND &&
+        (st == 301 || st == 302 || st == 303 || st == 307 || st == 308)) {
+        snprintf(buf, len,
+                 "status %d needs a Location, which respond does not send: use scenario = "
+                 "redirect (to = the target, code = %d)",
+                 st, st);
+        return buf;
+    }
+    return NULL;
+}
+
 /* What a route needs of itself, named by its section. */
 static int check_route(const sws_route *r, char *err, size_t errlen) {
     const char *why = NULL;
-    char buf[200];
+    char buf[800];
     if ((int)r->cfg.scenario < 0)
-        why = "needs scenario (respond, static or proxy)";
+        why = "needs scenario (respond, static, proxy or redirect)";
     else if (r->cfg.scenario == SWS_SCENARIO_PROXY && r->cfg.proxy.nupstreams == 0)
         why = "scenario proxy needs upstream";
     else if (r->cfg.scenario == SWS_SCENARIO_STATIC && !r->cfg.stat.root[0])
         why = "scenario static needs root";
     else if (r->cfg.strip_prefix && (r->exact || !r->path_len))
         why = "strip_prefix needs path_prefix";
-    else if (!r->host_len && !r->path_len) {
-        snprintf(buf, sizeof buf,
-                 "matches every request (no host, no path): that is the default route's job "
-                 "([server] scenario)");
-        why = buf;
-    }
+    else if (!r->nhosts && !r->path_len)
+        why = "matches every request (no host, no path): that is the default route's job "
+              "([server] scenario)";
+    else
+        why = sws_scenario_cfg_check(&r->cfg, r->nhosts > 0, buf, sizeof buf);
     if (!why)
         return 0;
     snprintf(err, errlen, "%s: [route %s] %s", r->origin, r->name, why);
     return -EINVAL;
 }
 
-/* Two routes with the same match: the later can never win. */
+/* Two routes with the same match: the later can never win. Those that
+ * share a name (of the same kind: exact or wildcard) are next to each other
+ * in the host index; the routes without a host are its list. */
+static bool same_path(const sws_route *a, const sws_route *b) {
+    return a->exact == b->exact && a->path_len == b->path_len &&
+           memcmp(a->path, b->path, a->path_len) == 0;
+}
+
+/* The message for a, b (a first in the file) sharing name (NULL: no host). */
+static int overlap(const sws_route *a, const sws_route *b, const sws_route_name *name, char *err,
+                   size_t errlen) {
+    /* Say what they share as they were written: two host-only routes have
+     * no path_prefix to speak of. */
+    char host[300];
+    if (name)
+        snprintf(host, sizeof host, "host %s%.*s", name->name[0] == '.' ? "*" : "", (int)name->len,
+                 name->name);
+    else
+        snprintf(host, sizeof host, "no host");
+    const char *path = !a->path_len ? "no path"
+                       : a->exact   ? "the same path"
+                                    : "the same path_prefix";
+    snprintf(err, errlen,
+             "%s: [route %s] overlaps [route %s] at %s: %s and %s, so one of them can never win",
+             b->origin, b->name, a->name, a->origin, host, path);
+    return -EINVAL;
+}
+
 static int check_overlap(const sws_routes *t, char *err, size_t errlen) {
-    for (int i = 1; i < t->n; i++) {
-        for (int j = 1; j < i; j++) {
-            const sws_route *a = &t->r[j], *b = &t->r[i];
-            if (a->wildcard != b->wildcard || a->exact != b->exact || a->host_len != b->host_len ||
-                a->path_len != b->path_len || memcmp(a->host, b->host, a->host_len) != 0 ||
-                memcmp(a->path, b->path, a->path_len) != 0)
-                continue;
-            /* Say what they share as they were written: two host-only
-             * routes have no path_prefix to speak of. */
-            const char *host = a->host_len ? "the same host" : "no host";
-            const char *path = !a->path_len ? "no path"
-                               : a->exact   ? "the same path"
-                                            : "the same path_prefix";
-            snprintf(err, errlen,
-                     "%s: [route %s] overlaps [route %s] at %s: %s and %s, so one of them can "
-                     "never win",
-                     b->origin, b->name, a->name, a->origin, host, path);
-            return -EINVAL;
+    const sws_route_name *idx[2] = {t->exact, t->wild};
+    uint32_t n[2] = {t->nexact, t->nwild};
+    /* The first overlap in the file's order: the later route of the pair
+     * that comes first, as a reader fixes them top down. */
+    const sws_route *first_a = NULL, *first_b = NULL;
+    const sws_route_name *first_name = NULL;
+    for (int k = 0; k < 2; k++) {
+        for (uint32_t i = 0; i < n[k]; i++) {
+            for (uint32_t j = i + 1; j < n[k] && idx[k][j].len == idx[k][i].len &&
+                                     memcmp(idx[k][j].name, idx[k][i].name, idx[k][i].len) == 0;
+                 j++) {
+                const sws_route *a = &t->r[idx[k][i].route], *b = &t->r[idx[k][j].route];
+                if (!same_path(a, b) || (first_b && b >= first_b))
+                    continue;
+                first_a = a;
+                first_b = b;
+                first_name = &idx[k][i];
+            }
         }
     }
-    return 0;
+    for (uint32_t i = 0; i < t->nany; i++) {
+        for (uint32_t j = i + 1; j < t->nany; j++) {
+            const sws_route *a = &t->r[t->any[i].route], *b = &t->r[t->any[j].route];
+            if (!same_path(a, b) || (first_b && b >= first_b))
+                continue;
+            first_a = a;
+            first_b = b;
+            first_name = NULL;
+        }
+    }
+    return first_b ? overlap(first_a, first_b, first_name, err, errlen) : 0;
 }
 
 /* A proxy with tls = on: its client context, built now so that a CA file
@@ -345,8 +416,10 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
     }
     for (int i = 0; i < listed; i++) {
         sws_route *r = &t->r[t->n++];
-        *r = L->r[i]; /* the body moves to the table */
+        *r = L->r[i]; /* the body, names and fields move to the table */
         L->r[i].cfg.body = NULL;
+        L->r[i].hosts = NULL;
+        L->r[i].cfg.headers = NULL;
         /* [server]'s access log where the route names none: the key may come
          * after the section in the file. */
         if (!r->own_log)
@@ -355,7 +428,19 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
             r->log_fmt = c->log_fmt;
     }
     sws_route_load_free(c);
+    /* [server]'s add_header lines: the default route's, and every route's
+     * that has none of its own (as nginx inherits add_header). */
     int rc = 0;
+    for (int i = 0; rc == 0 && i < t->n; i++)
+        if (i == 0 || !t->r[i].own_headers)
+            t->r[i].cfg.headers = sws_header_policy_build(&c->hdr, &rc);
+    if (rc == 0 && sws_routes_index(t) < 0)
+        rc = -ENOMEM;
+    if (rc < 0) {
+        sws_routes_unref(t);
+        snprintf(err, errlen, "out of memory");
+        return rc;
+    }
     for (int i = 1; rc == 0 && i < t->n; i++)
         rc = check_route(&t->r[i], err, errlen);
     /* pool = shared keeps one process-wide stack per upstream number: the
@@ -392,6 +477,7 @@ static void unfill(sws_config *x, const sws_scenario_cfg *s) {
     memcpy(x->content_type, s->content_type, sizeof(x->content_type));
     x->stat = s->stat;
     x->proxy = s->proxy;
+    x->redirect = s->redirect;
 }
 
 /* How a route's section writes a scenario key so that set_route_key reads it
@@ -416,6 +502,10 @@ static void route_key_name(const sws_key *key, char *out, size_t len) {
 static void print_kv(FILE *f, const char *k, const char *v) {
     fprintf(f, "%s = ", k);
     for (const char *s = v; *s; s++) {
+        if (*s == '\n') { /* a key of several lines (add_header) */
+            fprintf(f, "\n%s = ", k);
+            continue;
+        }
         if (*s == ';')
             fputc('\\', f);
         fputc(*s, f);
@@ -427,14 +517,15 @@ void sws_routes_notes(FILE *f, const sws_config *c) {
     const sws_routes *t = c->routes;
     for (int i = 1; t && i < t->n; i++) {
         const sws_route *r = &t->r[i];
-        bool proxy_word =
-            !r->wildcard && ((r->host_len == 6 && memcmp(r->host, "client", 6) == 0) ||
-                             (r->host_len == 8 && memcmp(r->host, "upstream", 8) == 0));
-        if (r->cfg.scenario == SWS_SCENARIO_PROXY && proxy_word)
-            fprintf(f,
-                    "scalwsd: note: %s: [route %s] host = %.*s is the Host this route matches; "
-                    "the Host sent upstream is proxy.host (doc/routes.md)\n",
-                    r->origin, r->name, (int)r->host_len, r->host);
+        for (uint32_t at = 0; r->cfg.scenario == SWS_SCENARIO_PROXY && at < r->hosts_len;) {
+            const char *h = r->hosts + at;
+            at += (uint32_t)strlen(h) + 1;
+            if (strcmp(h, "client") == 0 || strcmp(h, "upstream") == 0)
+                fprintf(f,
+                        "scalwsd: note: %s: [route %s] host = %s is the Host this route matches; "
+                        "the Host sent upstream is proxy.host (doc/routes.md)\n",
+                        r->origin, r->name, h);
+        }
     }
 }
 
@@ -450,20 +541,34 @@ void sws_routes_print(FILE *f, const sws_config *c) {
     for (int i = 1; i < t->n; i++) {
         const sws_route *r = &t->r[i];
         fprintf(f, "\n[route %s] ; %s\n", r->name, r->origin);
-        if (r->host_len)
-            fprintf(f, "host = %s%.*s\n", r->wildcard ? "*" : "", (int)r->host_len, r->host);
+        if (r->nhosts) {
+            fprintf(f, "host = ");
+            for (uint32_t at = 0; at < r->hosts_len;) {
+                const char *h = r->hosts + at;
+                fprintf(f, "%s%s%s", at ? ", " : "", h[0] == '.' ? "*" : "", h);
+                at += (uint32_t)strlen(h) + 1;
+            }
+            fputc('\n', f);
+        }
         if (r->path_len)
             fprintf(f, "%s = %.*s\n", r->exact ? "path" : "path_prefix", (int)r->path_len, r->path);
-        fprintf(f, "scenario = %s\n",
-                r->cfg.scenario == SWS_SCENARIO_STATIC  ? "static"
-                : r->cfg.scenario == SWS_SCENARIO_PROXY ? "proxy"
-                                                        : "respond");
+        fprintf(f, "scenario = %s\n", sws_scenario_name(r->cfg.scenario));
         if (r->cfg.strip_prefix)
             fprintf(f, "strip_prefix = on\n");
         if (r->own_log)
             print_kv(f, "access_log", r->log_path[0] ? r->log_path : "off");
         if (r->own_format)
             print_kv(f, "log_format", r->log_format);
+        if (r->own_headers) {
+            sws_header_policy_keys(r->cfg.headers, &x->hdr);
+            x->hdr.set = true;
+            for (int k = 0; k < 2; k++) {
+                sws_header_keys_format(&x->hdr, k == 1, v, SWS_BODY_MAX * 2 + 1);
+                /* An empty list of its own is written as one empty line. */
+                if (*v || (k == 0 && !r->cfg.headers))
+                    print_kv(f, k ? "add_header_always" : "add_header", v);
+            }
+        }
         /* The scenario keys that differ from the key table's defaults. */
         sws_config_defaults(x);
         unfill(x, &r->cfg);

@@ -7,6 +7,7 @@
 
 #include "acme_run.h"
 #include "acme_tokens.h"
+#include "route.h"
 #include "status_page.h"
 #include "upstream_health.h"
 
@@ -196,6 +197,30 @@ static char *metrics_text(sws_server *s, size_t *len) {
     return buf;
 }
 
+/* The routes as configured now: name, host names ("*.a.b" for a
+ * wildcard), path or path_prefix, scenario; the default route first. */
+static json_t *routes_json(const sws_routes *t) {
+    json_t *a = json_array();
+    for (int i = 0; a && t && i < t->n; i++) {
+        const sws_route *r = &t->r[i];
+        json_t *hosts = json_array();
+        for (uint32_t at = 0; at < r->hosts_len;) {
+            const char *h = r->hosts + at;
+            char name[260];
+            snprintf(name, sizeof name, "%s%s", h[0] == '.' ? "*" : "", h);
+            json_array_append_new(hosts, json_string(name));
+            at += (uint32_t)strlen(h) + 1;
+        }
+        json_t *e = json_pack("{s:s, s:o, s:s}", "name", r->name, "hosts", hosts, "scenario",
+                              sws_scenario_name(r->cfg.scenario));
+        if (e && r->path_len)
+            json_object_set_new(e, r->exact ? "path" : "path_prefix",
+                                json_stringn(r->path, r->path_len));
+        json_array_append_new(a, e);
+    }
+    return a;
+}
+
 static char *status_json(sws_server *s, size_t *len) {
     json_t *loops = json_array();
     for (int i = 0; i < s->nloops; i++) {
@@ -287,6 +312,7 @@ static char *status_json(sws_server *s, size_t *len) {
         ups = NULL;
     }
     json_object_set_new(root, "upstreams", ups ? ups : json_null());
+    json_object_set_new(root, "routes", routes_json(s->cfg->routes));
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (text) {

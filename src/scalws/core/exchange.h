@@ -17,6 +17,11 @@
  * A fixed answer (respond) is one call: sws_ex_fixed, framed once per
  * protocol and copied per request.
  *
+ * Every head a protocol writes (a scenario's, a fixed answer's, its own
+ * errors') carries the header policy of the exchange's route
+ * (header_policy.h): every field on 2xx and 3xx, the `always` ones on the
+ * rest; a scenario never adds them itself.
+ *
  * Ownership: an exchange belongs to its protocol; the pointer a hook is given
  * is valid until the answer has ended or the exchange was closed (the
  * scenario's conn_end hook says so). */
@@ -91,14 +96,18 @@ typedef struct sws_answer {
 /* A fixed answer (respond, the HTTP-01 challenge is not one): the protocol
  * frames it once (per Date second) and copies it per request. Made with
  * sws_fixed_init, which only keeps the pointers: status, type and body must
- * outlive it. The protocols' framed copies are made on first use. */
+ * outlive it. The protocols' framed copies are made on first use. headers:
+ * its route's header policy (header_policy.h), framed with it, so that its
+ * fields cost nothing per request; set after init (NULL: none). */
 #define SWS_FIXED_PROTOS 2 /* HTTP/2 takes the second slot */
 #define SWS_PROTO_HTTP1 0  /* the protocols' slots in sws_fixed.framed */
+struct sws_header_policy;
 typedef struct sws_fixed {
     int status;
     const char *content_type;
     const char *body;
     uint32_t body_len;
+    const struct sws_header_policy *headers;
     /* Each protocol's framed copy, its own to make and free. */
     void *framed[SWS_FIXED_PROTOS];
     void (*framed_free[SWS_FIXED_PROTOS])(void *);

@@ -169,6 +169,7 @@ extern const sws_scenario_ops sws_respond_ops; /* respond.c */
 extern const sws_scenario_ops sws_proxy_ops;   /* proxy.c */
 /* The proxy's `metrics` hook (proxy_metrics.c). */
 void sws_proxy_metrics(const struct sws_server *s, FILE *f);
-extern const sws_scenario_ops sws_static_ops; /* static/scenario.c */
+extern const sws_scenario_ops sws_static_ops;   /* static/scenario.c */
+extern const sws_scenario_ops sws_redirect_ops; /* redirect/redirect.c */
 
 #endif

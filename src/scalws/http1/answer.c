@@ -101,10 +101,13 @@ int h1_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
     const char *reason = a->reason ? a->reason : line ? NULL : sws_http_reason(st);
     size_t rl = a->reason ? a->reason_len : line ? sl : strlen(reason);
     size_t tl = a->content_type ? strlen(a->content_type) : 0;
+    uint32_t pl;
+    const char *policy = h1_policy(c, st, &pl);
     static const char server[] = "Server: " SWS_HTTP_SERVER "\r\nDate: ";
-    /* Status line, Server and Date, Content-Type; then what ends the head:
-     * a length or chunked, Connection, the blank line (H1_HEAD_TAIL). */
-    size_t fixed = 13 + rl + 2 + sizeof(server) - 1 + SWS_DATE_LEN + 2 + 16 + tl + 2;
+    /* Status line, Server and Date, Content-Type, the route's fields; then
+     * what ends the head: a length or chunked, Connection, the blank line
+     * (H1_HEAD_TAIL). */
+    size_t fixed = 13 + rl + 2 + sizeof(server) - 1 + SWS_DATE_LEN + 2 + 16 + tl + 2 + pl;
     if ((size_t)(end - p) < fixed + H1_HEAD_TAIL)
         return -ENOSPC;
     if (line) {
@@ -128,6 +131,8 @@ int h1_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
         H1_PUT(p, a->content_type, tl);
         H1_PUT(p, "\r\n", 2);
     }
+    if (pl)
+        H1_PUT(p, policy, pl); /* an upstream's field of the same name is kept too, as nginx */
     for (uint32_t i = 0; i < a->nfields; i++) {
         const sws_field *f = &a->fields[i];
         if ((size_t)(end - p) < (size_t)f->name_len + f->value_len + 4 + H1_HEAD_TAIL)
@@ -309,7 +314,10 @@ static void framed_free(void *p) {
 
 static uint32_t frame(char *out, size_t cap, const sws_fixed *f, const char *date, bool ka,
                       uint32_t *head_len) {
-    size_t h = sws_http_head(out, cap, f->status, date, f->content_type, f->body_len, ka);
+    uint32_t pl;
+    const char *policy = sws_headers_h1(f->headers, f->status, &pl);
+    size_t h = sws_http_head_fields(out, cap, f->status, date, f->content_type, f->body_len, ka,
+                                    policy, pl);
     if (h == 0 || h + f->body_len > cap)
         return 0;
     memcpy(out + h, f->body, f->body_len);
@@ -319,7 +327,8 @@ static uint32_t frame(char *out, size_t cap, const sws_fixed *f, const char *dat
 
 /* The room a fixed answer takes in the output (sws_http1_fixed_cap). */
 size_t sws_http1_fixed_cap(const sws_fixed *f) {
-    return 512 + (f->content_type ? strlen(f->content_type) : 0) + f->body_len;
+    return 512 + (f->content_type ? strlen(f->content_type) : 0) + f->body_len +
+           (f->headers ? f->headers->h1_len[1] : 0);
 }
 
 static h1_framed *framed_of(sws_worker *w, sws_fixed *f) {
@@ -425,9 +434,12 @@ static void error_answer(sws_worker *w, sws_conn *c, int status) {
     c->status = (uint16_t)status;
     if (w->logs)
         h1_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
-    size_t n = sws_conn_out_take(w, c) ? sws_http_error(c->out + c->olen, w->out_cap - c->olen,
-                                                        status, w->date.str, head)
-                                       : 0;
+    uint32_t pl;
+    const char *policy = h1_policy(c, status, &pl);
+    size_t n = sws_conn_out_take(w, c)
+                   ? sws_http_error_fields(c->out + c->olen, w->out_cap - c->olen, status,
+                                           w->date.str, head, policy, pl)
+                   : 0;
     if (n == 0) {
         sws_conn_close(w, c);
         return;

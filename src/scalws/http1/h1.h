@@ -17,6 +17,12 @@ static inline const sws_conn *cconn_ofx(const sws_exchange *x) {
     return (const sws_conn *)x;
 }
 
+/* The header policy's lines for an answer of status on c: those of the route
+ * whose instance holds it (the default's before a route is chosen). */
+static inline const char *h1_policy(const sws_conn *c, int status, uint32_t *len) {
+    return sws_headers_h1(c->sc->cfg->headers, status, len);
+}
+
 /* A parser block: the parser, then the access log's field storage, then the
  * static scenario's, then the route stash. The storages are always there, so
  * that a reload that turns the access log on finds room in the parsers

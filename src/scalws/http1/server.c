@@ -229,7 +229,10 @@ void h1_answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
         sws_conn_close(w, c);
         return;
     }
-    size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, head);
+    uint32_t pl;
+    const char *policy = h1_policy(c, status, &pl);
+    size_t n = sws_http_error_fields(c->out + c->olen, w->out_cap - c->olen, status, w->date.str,
+                                     head, policy, pl);
     /* The rest of a refused request may still be on the wire: closing with
      * unread input would send a reset that destroys the answer (nginx's
      * lingering close). */

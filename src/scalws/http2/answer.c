@@ -92,7 +92,11 @@ static nghttp2_nv nv(const char *n, size_t nl, const char *v, size_t vl) {
     return (nghttp2_nv){(uint8_t *)n, (uint8_t *)v, nl, vl, NGHTTP2_NV_FLAG_NONE};
 }
 
-static int h2_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
+/* The head with the fields of policy (header_policy.h: names lowercased
+ * already) after the answer's own; a same-named field of an upstream's is
+ * kept too, as nginx keeps it. */
+static int head_with(sws_worker *w, sws_exchange *x, const sws_answer *a,
+                     const sws_header_policy *policy) {
     h2_stream *st = stream_ofx(x);
     h2_loop *L = h2_loop_of(w);
     if (st->submitted || st->closed)
@@ -110,10 +114,10 @@ static int h2_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
             st->bunits = (uint16_t)(1u << k);
             break;
         }
-    uint32_t names = 0;
+    uint32_t names = 0, extra = policy ? policy->n : 0;
     for (uint32_t i = 0; i < a->nfields; i++)
         names += a->fields[i].name_len;
-    if (!scratch(L, a->nfields + 5, names + 1))
+    if (!scratch(L, a->nfields + extra + 5, names + 1))
         return -ENOMEM;
     nghttp2_nv *v = L->nva;
     uint32_t n = 0;
@@ -138,6 +142,11 @@ static int h2_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
         v[n++] = nv(low, f->name_len, f->value, f->value_len);
         low += f->name_len;
     }
+    for (uint32_t i = 0; i < extra; i++) {
+        const sws_header_field *f = &policy->h2[i];
+        if (sws_headers_take(policy, i, sc))
+            v[n++] = nv(f->name, f->name_len, f->value, f->value_len);
+    }
     char cl[24];
     if (a->length != SWS_BODY_STREAM && !(sc < 200 || sc == 204) &&
         !(sc == 304 && a->length == 0)) {
@@ -156,6 +165,11 @@ static int h2_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
     st->submitted = true;
     st->status = (uint16_t)sc;
     return 0;
+}
+
+/* A scenario's head, or our own error's: its route's policy. */
+static int h2_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
+    return head_with(w, x, a, stream_ofx(x)->sc->cfg->headers);
 }
 
 /* ---- the body -------------------------------------------------------------------- */
@@ -498,7 +512,7 @@ int h2_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, s
 static int h2_fixed(sws_worker *w, sws_exchange *x, sws_fixed *f) {
     h2_stream *st = stream_ofx(x);
     sws_answer a = {.status = f->status, .content_type = f->content_type, .length = f->body_len};
-    int rc = h2_head(w, x, &a);
+    int rc = head_with(w, x, &a, f->headers); /* framed with the answer (its route's) */
     if (rc < 0)
         return rc;
     if (!st->nobody && f->body_len) {

@@ -10,6 +10,7 @@ static const sws_scenario_ops *const by_kind[] = {
     [SWS_SCENARIO_RESPOND] = &sws_respond_ops,
     [SWS_SCENARIO_PROXY] = &sws_proxy_ops,
     [SWS_SCENARIO_STATIC] = &sws_static_ops,
+    [SWS_SCENARIO_REDIRECT] = &sws_redirect_ops,
 };
 
 const sws_scenario_ops *sws_scenario_ops_of(sws_scenario_kind kind) {

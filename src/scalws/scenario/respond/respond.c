@@ -18,6 +18,7 @@ typedef struct sws_respond {
 
 static void fixed_of(sws_fixed *f, const sws_scenario_cfg *cfg) {
     sws_fixed_init(f, cfg->status, cfg->content_type, cfg->body, (uint32_t)cfg->body_len);
+    f->headers = cfg->headers; /* part of what is framed */
 }
 
 static int respond_init(sws_worker *w, sws_scenario *sc) {
