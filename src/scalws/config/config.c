@@ -637,7 +637,8 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
                  cli->config ? cli->config : "--scenario");
         return -EINVAL;
     }
-    return sws_routes_build(c, err, errlen);
+    int rc = sws_routes_build(c, err, errlen);
+    return rc < 0 ? rc : sws_error_pages_load(c, cli->config, err, errlen);
 }
 
 /* The value as a file line: ';' after a space would start an inline comment

@@ -255,6 +255,22 @@ static void format_health_check(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->proxy.health_check[0] ? c->proxy.health_check : "off");
 }
 
+/* [server] error_page and [route NAME] error_page: the syntax now, the files
+ * when the configuration is complete (sws_error_pages_load). */
+static int parse_error_page(sws_config *c, const char *v, char *why, size_t len) {
+    if (!*v || strcmp(v, "off") == 0) {
+        c->error_page[0] = '\0';
+        return 0;
+    }
+    if (sws_error_page_check(v, why, len) < 0)
+        return -EINVAL;
+    snprintf(c->error_page, sizeof(c->error_page), "%s", v);
+    return 0;
+}
+static void format_error_page(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->error_page);
+}
+
 /* [route NAME] host: a name ("*.example.com" for any name under it) or an IP
  * literal, without a port; kept lowercased (Host is matched without case). */
 static int parse_route_host(sws_config *c, const char *v, char *why, size_t len) {
@@ -398,6 +414,8 @@ const sws_key sws_config_keys[] = {
            "file for a combined-format access log (unset: none)"),
     BOOL("server", "http2", http2, "on", RESTART,
          "HTTP/2 beside HTTP/1.1: ALPN h2 on a tls listener, the preface on a plaintext one"),
+    CUSTOM("server", "error_page", parse_error_page, format_error_page, NULL, RELOAD,
+           "CODE [CODE...] FILE[, ...]: files sent as the body of the default route's errors"),
 
     UINT("http2", "max_concurrent_streams", h2.max_concurrent_streams, 1, 10000, "100", RELOAD,
          "streams a client may have open on one connection (more are refused)"),
@@ -558,6 +576,8 @@ const sws_key sws_route_key_table[] = {
          "what answers the route: respond, static or proxy"),
     BOOL("route NAME", "strip_prefix", rt.strip_prefix, "off", RELOAD,
          "the scenario sees the path without the route's path_prefix"),
+    CUSTOM("route NAME", "error_page", parse_error_page, format_error_page, NULL, RELOAD,
+           "CODE [CODE...] FILE[, ...]: files sent as the body of the route's errors"),
 };
 const int sws_route_nkeys = (int)(sizeof sws_route_key_table / sizeof sws_route_key_table[0]);
 _Static_assert(sizeof sws_config_keys / sizeof sws_config_keys[0] <= SWS_CONFIG_KEYS_MAX,

@@ -161,6 +161,7 @@ void sws_routes_unref(sws_routes *t) {
         return;
     for (int i = 0; i < t->n; i++) {
         free(t->r[i].cfg.body);
+        sws_error_pages_unref(t->r[i].cfg.pages);
         sws_tls_client_free(t->r[i].cfg.up_tls); /* open engines keep their SSL_CTX */
     }
     free(t);

@@ -44,6 +44,10 @@ typedef struct sws_route {
     /* Lines of its root and mime_types keys (0: not in its section), for the
      * messages of the checks of the files they name (preflight.c). */
     uint32_t root_line, mime_types_line;
+    /* Its error_page value and line (0: the default route's [server] key,
+     * or unset), read into cfg.pages by sws_error_pages_load. */
+    char error_page[SWS_ERROR_PAGE_SPEC];
+    uint32_t error_page_line;
     sws_scenario_cfg cfg;
 } sws_route;
 

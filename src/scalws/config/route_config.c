@@ -84,6 +84,8 @@ static int finish(struct sws_route_load *L) {
     int mime = sws_config_key_index("static", "mime_types");
     r->root_line = root >= 0 ? s->origin_line[root] : 0;
     r->mime_types_line = mime >= 0 ? s->origin_line[mime] : 0;
+    memcpy(r->error_page, s->error_page, sizeof(r->error_page));
+    r->error_page_line = s->rt.error_page_line;
     if (s->body_len) {
         if (!(r->cfg.body = malloc(s->body_len)))
             return -ENOMEM;
@@ -113,9 +115,13 @@ static const char *nearest_route_key(const char *key) {
 
 static int set_route_key(sws_config *s, const char *key, char *why, size_t len, const char *v,
                          uint32_t line) {
-    for (int i = 0; i < sws_route_nkeys; i++)
-        if (strcmp(sws_route_key_table[i].name, key) == 0)
-            return sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
+    for (int i = 0; i < sws_route_nkeys; i++) {
+        if (strcmp(sws_route_key_table[i].name, key) != 0)
+            continue;
+        if (strcmp(key, "error_page") == 0)
+            s->rt.error_page_line = line; /* for the messages of the files it names */
+        return sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
+    }
     /* "proxy.host": a scenario section's key named outright. */
     const char *dot = strchr(key, '.');
     for (size_t k = 0; k < sizeof(scenario_sections) / sizeof(scenario_sections[0]); k++) {
@@ -143,7 +149,8 @@ static int set_route_key(sws_config *s, const char *key, char *why, size_t len, 
         snprintf(why, len, "unknown key (did you mean %s?)", near);
     else
         snprintf(why, len,
-                 "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix and "
+                 "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix, "
+                 "error_page and "
                  "the keys of [respond], [static] and [proxy])");
     return -EINVAL;
 }
@@ -435,6 +442,8 @@ void sws_routes_print(FILE *f, const sws_config *c) {
                                                         : "respond");
         if (r->cfg.strip_prefix)
             fprintf(f, "strip_prefix = on\n");
+        if (r->error_page[0])
+            print_kv(f, "error_page", r->error_page);
         /* The scenario keys that differ from the key table's defaults. */
         sws_config_defaults(x);
         unfill(x, &r->cfg);

@@ -211,13 +211,16 @@ void h1_answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
      * route's error; one refused earlier (its head's fault) is no route's. */
     if (c->routed)
         sws_route_count(w, c->sc, status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
+    bool out = sws_conn_out_take(w, c);
+    /* Once the route is known, its error page (a head's fault: the text). */
+    const sws_error_page *page = out ? h1_error_page(w, c, status) : NULL;
     if (w->access_log)
-        h1_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
-    if (!sws_conn_out_take(w, c)) {
+        h1_conn_log(w, c, status, head ? 0 : page ? page->len : sws_http_error_body_len(status));
+    if (!out) {
         sws_conn_close(w, c);
         return;
     }
-    size_t n = sws_http_error(c->out + c->olen, w->out_cap - c->olen, status, w->date.str, head);
+    size_t n = h1_error_write(w, c, status, page, head);
     /* The rest of a refused request may still be on the wire: closing with
      * unread input would send a reset that destroys the answer (nginx's
      * lingering close). */

@@ -184,7 +184,8 @@ static void static_free(sws_worker *w, sws_scenario *sc) {
 typedef struct answer_ctx {
     sws_worker *w;
     sws_exchange *x;
-    bool head; /* HEAD: no body */
+    const sws_scenario_cfg *cfg; /* its route's: the error pages */
+    bool head;                   /* HEAD: no body */
 } answer_ctx;
 
 static void count_error(sws_worker *w, int status) {
@@ -195,18 +196,27 @@ static void count_error(sws_worker *w, int status) {
 }
 
 /* An answer with a short text body naming the status (as the error pages of
- * other scenarios), extra fields before it. last: the connection ends after
- * it (a request refused as malformed, or a fault of ours). */
+ * other scenarios), or the route's error page for it, extra fields before
+ * it. last: the connection ends after it (a request refused as malformed, or
+ * a fault of ours). */
 static int answer_short(answer_ctx *a, int status, const sws_field *extra, uint32_t nextra,
                         bool last) {
-    char body[64];
-    int bl = snprintf(body, sizeof(body), "%d %s\n", status, sws_http_reason(status));
+    char text[64];
+    const char *body = text;
+    int bl = snprintf(text, sizeof(text), "%d %s\n", status, sws_http_reason(status));
     sws_answer ans = {.status = status,
                       .content_type = "text/plain",
                       .length = (uint64_t)bl,
                       .last = last,
                       .fields = extra,
                       .nfields = nextra};
+    const sws_error_page *page = sws_error_page_find(a->cfg, status);
+    if (page) {
+        body = page->body;
+        bl = (int)page->len;
+        ans.content_type = page->content_type;
+        ans.length = page->len;
+    }
     count_error(a->w, status);
     if (a->w->access_log)
         sws_ex_log(a->w, a->x, status, a->head ? 0 : (uint64_t)bl);
@@ -452,7 +462,7 @@ static void static_metrics(const sws_server *s, FILE *f) {
 static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     sws_static *st = sc->state;
     const sws_http_request *r = sws_ex_request(x);
-    answer_ctx a = {.w = w, .x = x, .head = r->head};
+    answer_ctx a = {.w = w, .x = x, .cfg = sc->cfg, .head = r->head};
     /* resp_max (OUT_CAP / 4) bytes are free: far more than any head. */
     if (!r->sf_fields) /* the slot's field storage could not be allocated */
         return answer_short(&a, 500, NULL, 0, true);
