@@ -48,6 +48,14 @@ typedef struct sws_addr {
     socklen_t len;
 } sws_addr;
 
+/* One try_files entry: a path template, or "=CODE" (the last only). */
+#define SWS_TRY_MAX 8
+typedef struct sws_try {
+    uint8_t off, len; /* the entry's text in try_files */
+    uint8_t uri;      /* where "$uri" is in it, plus one (0: none) */
+    uint16_t code;    /* "=CODE": the status answered (0: a path) */
+} sws_try;
+
 /* [static]: the static scenario (src/scalws/static/). */
 typedef struct sws_static_config {
     char root[1024];         /* required with scenario static */
@@ -60,6 +68,10 @@ typedef struct sws_static_config {
     bool precompressed;      /* FILE.gz / FILE.br siblings (gzip_static) */
     uint32_t cache_entries;  /* open-file cache entries per loop; 0 off */
     uint32_t cache_valid_ms; /* an entry is checked against the file after this */
+    char try_files[256];     /* "$uri $uri/ /index.html" ("" none), parsed into try */
+    uint8_t ntry;
+    sws_try try[SWS_TRY_MAX];
+    bool autoindex; /* a directory without its index is listed (else 403) */
 } sws_static_config;
 
 /* error_page: files sent as the body of a route's error answers, read when
