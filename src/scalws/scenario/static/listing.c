@@ -195,7 +195,8 @@ int sws_static_listing(int rootfd, const char *rel, sws_symlinks symlinks, bool 
     if (rc == 0 && !f)
         rc = -ENOMEM;
     if (f) {
-        qsort(v, n, sizeof(*v), by_kind_then_name);
+        if (n) /* v is NULL for an empty directory */
+            qsort(v, n, sizeof(*v), by_kind_then_name);
         /* The title is the directory's path below the root, as a name. */
         char title[4096];
         snprintf(title, sizeof(title), "/%s%s", rel, *rel ? "/" : "");
