@@ -107,6 +107,19 @@ mv "$E/404.gone" "$E/404.html"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 
+# --- without routes: the default route's pages, also for the proxy's 502
+start_sws "scenario = proxy
+error_page = 502 $E/50x.html
+[proxy]
+upstream = 127.0.0.1:$DEAD"
+for P in http1.1 http2-prior-knowledge; do
+    expect "$P no routes: 502" "$(code /x)" 502
+    expect "$P no routes: 502 body" "$(H "$(U /x)")" '<h1>the upstream is down</h1>'
+done
+ans=$(raw 'GET /x HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n')
+grep -q '^HTTP/1.1 400' <<<"$ans" || fail "no routes: malformed head: $ans"
+stop_sws
+
 # --- refused by --check-config: missing, too large, no type, a route's, syntax
 check_refused() { # VALUE SECTION WANT
     printf '[static]\nroot = %s\n%s\nerror_page = %s\n' "$R" "$2" "$1" >"$T/bad.ini"

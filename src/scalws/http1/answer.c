@@ -379,8 +379,8 @@ static void h1_abort(sws_worker *w, sws_exchange *x) {
     h1_answer_end(w, c);
 }
 
-const sws_error_page *h1_error_page(sws_worker *w, const sws_conn *c, int status) {
-    const sws_error_page *p = c->routed ? sws_error_page_find(c->sc->cfg, status) : NULL;
+const sws_error_page *h1_error_page(sws_worker *w, const sws_conn *c, int status, bool known) {
+    const sws_error_page *p = known ? sws_error_page_find(c->sc->cfg, status) : NULL;
     /* The route's resp_max keeps room for it (route_inst.c); else the text. */
     return p && (size_t)p->len + 1024 <= w->out_cap - c->olen ? p : NULL;
 }
@@ -408,7 +408,7 @@ static void error_answer(sws_worker *w, sws_conn *c, int status) {
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
     c->status = (uint16_t)status;
     bool out = sws_conn_out_take(w, c);
-    const sws_error_page *page = h1_error_page(w, c, status);
+    const sws_error_page *page = h1_error_page(w, c, status, true); /* the scenario's error */
     if (w->access_log)
         h1_conn_log(w, c, status, head ? 0 : page ? page->len : sws_http_error_body_len(status));
     size_t n = out ? h1_error_write(w, c, status, page, head) : 0;

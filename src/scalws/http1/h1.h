@@ -71,9 +71,9 @@ const sws_head *h1_request_head(const sws_exchange *x);
 
 /* answer.c */
 extern const sws_proto sws_h1_proto;
-/* The page of c's route for an error status (none before the route is
- * known, or when it would not fit the output: the short text then). */
-const sws_error_page *h1_error_page(sws_worker *w, const sws_conn *c, int status);
+/* The page of c's route for an error status, once its route is known (none
+ * before, or when it would not fit the output: the short text then). */
+const sws_error_page *h1_error_page(sws_worker *w, const sws_conn *c, int status, bool known);
 /* Our error answer with "Connection: close" at the end of c->out (taken):
  * page's, or a short text naming the status. Its length, or 0 when it does
  * not fit. */

@@ -212,8 +212,10 @@ void h1_answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
     if (c->routed)
         sws_route_count(w, c->sc, status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
     bool out = sws_conn_out_take(w, c);
-    /* Once the route is known, its error page (a head's fault: the text). */
-    const sws_error_page *page = out ? h1_error_page(w, c, status) : NULL;
+    /* Once the route is known (the head complete and sound: routed, or the
+     * default's without routes), its error page; a head's fault: the text. */
+    bool known = c->routed || (!w->routes_on && c->parser && sws_http_head_sound(c->parser));
+    const sws_error_page *page = out ? h1_error_page(w, c, status, known) : NULL;
     if (w->access_log)
         h1_conn_log(w, c, status, head ? 0 : page ? page->len : sws_http_error_body_len(status));
     if (!out) {
