@@ -96,6 +96,18 @@ for P in http1.1 http2-prior-knowledge; do
     expect "$P listing HEAD body" "$(H -I "$(U /list/)" | tr -d '\r' | sed '1,/^$/d' | wc -c)" 0
     expect "$P empty dir" "$(H "$(U /list/sub/)" | grep -c 'href=')" 1
 done
+# --- cost: an existing file makes one lookup, as without try_files; a miss
+# pays for the candidates (open-file cache lookups, hits and misses summed)
+lookups() {
+    curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
+        awk '/^scalwsd_file_cache_(hits|misses)_total/ { n += $2 } END { print n + 0 }'
+}
+before=$(lookups)
+for _ in $(seq 1 10); do curl -s -m 5 -o /dev/null "$(U /about.html)"; done
+expect "lookups of an existing file" "$(($(lookups) - before))" 10
+before=$(lookups)
+for _ in $(seq 1 10); do curl -s -m 5 -o /dev/null "$(U /app/x)"; done
+expect "lookups of a fallback" "$(($(lookups) - before))" 40 # $uri, $uri.html, $uri/, /index.html
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 
