@@ -81,10 +81,10 @@ typedef struct h2_stream {
     char *body;              /* H2_BLOCK bytes from the loop's pool while an answer is given */
     uint32_t boff, blen;
     const char *fixed;               /* a fixed answer's body, sent from where it is */
-    sws_error_pages *held;           /* the error page fixed is in, referenced (or NULL) */
     char note[48];                   /* our own error answer's body (sent as fixed) */
     struct h2_stream *wprev, *wnext; /* its connection's line for a body buffer */
     uint32_t fixed_left;
+    sws_error_pages *held; /* the error page fixed is in, referenced (or NULL) */
     sws_http_request req;
     sws_head head;      /* with keep_fields, for request_head */
     sws_field *f;       /* fcap entries; the names and values are in rc */
