@@ -28,7 +28,7 @@ static int append(sws_msg *m, const char *at, size_t n) {
 
 static int on_begin(llhttp_t *p) {
     sws_msg *m = of(p);
-    m->len = m->start_off = m->start_len = m->nf = 0;
+    m->len = m->start_off = m->start_len = m->nf = m->head_nf = 0;
     m->last = 0;
     m->started = true;
     m->headers_done = false;
@@ -75,6 +75,7 @@ static int on_value(llhttp_t *p, const char *at, size_t n) {
 static int on_headers(llhttp_t *p) {
     sws_msg *m = of(p);
     m->headers_done = true;
+    m->head_nf = m->nf;
     /* llhttp 8.1 takes "HTTP/1.1  200 OK" as status 0, and two-digit or
      * "000"/"999" codes as they are: none may pass on to a client. Found by
      * fuzz_response (RFC 9110 15: a status code is three digits, 100..599). */
@@ -171,7 +172,7 @@ void sws_msg_init(sws_msg *m, llhttp_type_t type, const sws_msg_cb *cb, void *us
     m->p.data = m;
     m->cb = cb;
     m->user = user;
-    m->len = m->nf = 0;
+    m->len = m->nf = m->head_nf = 0;
     m->overflow = m->started = m->headers_done = false;
     m->size_next = m->at_size = m->trailers = false;
     m->cstate = m->csize_len = 0;

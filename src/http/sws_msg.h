@@ -39,6 +39,9 @@ typedef struct sws_msg {
     uint32_t start_off; /* URL (request) or reason phrase (response) in buf */
     uint32_t start_len;
     uint32_t nf;
+    /* Fields of the head: those past it (f[head_nf..nf)) are the trailer
+     * section of a chunked message, read into the same buffer. */
+    uint32_t head_nf;
     uint8_t last;  /* 0 nothing, 1 in a field name, 2 in a value */
     bool overflow; /* head larger than SWS_MSG_HEAD_MAX or too many fields */
     bool started;  /* a message has begun and is not complete */

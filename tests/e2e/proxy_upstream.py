@@ -96,6 +96,17 @@ def serve(conn):
                         out += b"%x\r\n%s\r\n" % (len(part), part)
                     out += b"0\r\n\r\n"
                 conn.sendall(out)
+            elif path.startswith("/trailers"):
+                # A chunked body and a trailer section: fields that may go on
+                # and those that must not (framing, cookies, hop-by-hop).
+                out = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                       b"Trailer: X-Checksum\r\n\r\n")
+                if method != "HEAD":
+                    out += b"5\r\nhello\r\n6\r\n world\r\n0\r\n"
+                    out += (b"X-Checksum: sha256=abc\r\nContent-Length: 99\r\n"
+                            b"Set-Cookie: a=b\r\nConnection: close\r\n"
+                            b"X-Timing: 12ms\r\n\r\n")
+                conn.sendall(out)
             elif path.startswith("/eof"):
                 conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"x" * 30000)
                 return

@@ -40,6 +40,7 @@
 
 #define WAIT_MS 5000
 #define BIG_SIZE (1024 * 1024 + 123) /* the static file: more than one window, odd */
+#define SMALL_SIZE 1000              /* www/small.bin: BIG_SIZE's first bytes */
 /* The bounds of the config below: each under the library's default (reset
  * burst 1000, max_outbound_ack 1000, continuations 8), so that a case can
  * tell the server's bound from the library's. */
@@ -99,6 +100,8 @@ static int server_start(void **state) {
     }
     snprintf(path, sizeof(path), "%s/www/big.bin", g_dir);
     write_file(path, g_big, BIG_SIZE);
+    snprintf(path, sizeof(path), "%s/www/small.bin", g_dir);
+    write_file(path, g_big, SMALL_SIZE);
     snprintf(ini, sizeof(ini),
              "[server]\n"
              "listen = 127.0.0.1:0\n"
@@ -956,6 +959,56 @@ static void large_file_through_a_tiny_window(void **state) {
     h2c_close(c);
 }
 
+static bool all_headed(h2c *c, void *arg) {
+    int want = *(int *)arg, n = 0;
+    for (int i = 0; i < c->nst; i++)
+        n += c->st[i].status != 0;
+    return n >= want;
+}
+
+/* Answers held behind a closed window borrow body buffers within the
+ * connection's bound ([http2] stream_buffers blocks' worth, answer.c): 90
+ * small files at once each borrow a 2 KiB buffer and none waits, where a
+ * block each would have left 74 in line; 20 large files on another
+ * connection take the 16 blocks and 4 wait. Once the windows open, every
+ * answer arrives whole. */
+static void body_buffers_are_bounded_by_size(void **state) {
+    (void)state;
+    const nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}};
+    const nghttp2_settings_entry open[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 65535}};
+    uint64_t waits0 = CTR(h2_buffer_waits);
+    h2c *small = h2c_open(iv, 1, true);
+    enum { NS = 90, NB = 20 };
+    for (int i = 0; i < NS; i++)
+        h2c_request(small, "GET", "/files/small.bin", NULL, 0, NULL);
+    int n = NS;
+    assert_true(h2c_run(small, all_headed, &n, WAIT_MS));
+    assert_int_equal(CTR(h2_buffer_waits), waits0);
+    h2c *big = h2c_open(iv, 1, true);
+    for (int i = 0; i < NB; i++)
+        h2c_request(big, "GET", "/files/big.bin", NULL, 0, NULL);
+    n = NB;
+    assert_true(h2c_run(big, all_headed, &n, WAIT_MS));
+    uint64_t end = now_ms() + WAIT_MS;
+    while (CTR(h2_buffer_waits) < waits0 + NB - 16 && now_ms() < end)
+        h2c_run(big, NULL, NULL, 10);
+    assert_true(CTR(h2_buffer_waits) >= waits0 + NB - 16);
+    for (h2c *c = small; c; c = c == small ? big : NULL) {
+        assert_int_equal(nghttp2_submit_settings(c->s, NGHTTP2_FLAG_NONE, open, 1), 0);
+        n = c == small ? NS : NB;
+        assert_true(h2c_run(c, all_closed, &n, 4 * WAIT_MS));
+        for (int i = 0; i < c->nst; i++) {
+            assert_int_equal(c->st[i].status, 200);
+            assert_int_equal(c->st[i].close_code, NGHTTP2_NO_ERROR);
+            size_t want = c == small ? SMALL_SIZE : BIG_SIZE;
+            assert_int_equal(c->st[i].blen, want);
+            assert_memory_equal(c->st[i].body, g_big, want);
+        }
+    }
+    h2c_close(small);
+    h2c_close(big);
+}
+
 /* Range (206 and its slice) and If-None-Match (304, no body) on static. */
 static void range_and_if_none_match(void **state) {
     (void)state;
@@ -1406,6 +1459,7 @@ int main(void) {
         CASE(many_streams_on_one_connection),
         CASE(streams_past_the_limit_are_refused),
         CASE(large_file_through_a_tiny_window),
+        CASE(body_buffers_are_bounded_by_size),
         CASE(range_and_if_none_match),
         CASE(request_limits_per_stream),
         CASE(unknown_method_is_501),

@@ -162,6 +162,31 @@ static void answer_fields_and_chunks(void **st) {
     assert_memory_equal(g[0].name, "X-B", 3);
 }
 
+/* An upstream's trailer section: read after the head into the same message,
+ * and only the fields a trailer may carry go on (RFC 9110 6.5.1). */
+static void trailer_fields_that_may_go_on(void **st) {
+    (void)st;
+    const sws_msg *m = test_parse(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                                                 "X-Head: 1\r\n\r\n"
+                                                 "3\r\nabc\r\n0\r\n"
+                                                 "X-Checksum: sha256=abc\r\nContent-Length: 99\r\n"
+                                                 "set-cookie: a=b\r\nConnection: close\r\n"
+                                                 "Transfer-Encoding: gzip\r\nHost: evil\r\n"
+                                                 "X-Timing: 12ms\r\n\r\n");
+    assert_int_equal(m->head_nf, 2);
+    assert_int_equal(m->nf, 9);
+    sws_field f[SWS_MSG_FIELDS_MAX];
+    assert_int_equal(sws_h1c_trailer_fields(m, f, SWS_MSG_FIELDS_MAX), 2);
+    assert_int_equal(f[0].name_len, 10);
+    assert_memory_equal(f[0].name, "X-Checksum", 10);
+    assert_memory_equal(f[0].value, "sha256=abc", 10);
+    assert_memory_equal(f[1].name, "X-Timing", 8);
+    /* The head's own fields are never taken for trailers. */
+    m = test_parse(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                                  "X-Head: 1\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+    assert_int_equal(sws_h1c_trailer_fields(m, f, SWS_MSG_FIELDS_MAX), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hop_by_hop_fields_never_go_upstream),
@@ -170,6 +195,7 @@ int main(void) {
         cmocka_unit_test(strip_prefix_takes_the_route_off),
         cmocka_unit_test(a_head_that_does_not_fit_is_refused),
         cmocka_unit_test(answer_fields_and_chunks),
+        cmocka_unit_test(trailer_fields_that_may_go_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -523,7 +523,7 @@ const sws_key sws_config_keys[] = {
     UINT("http2", "max_header_blocks", h2.max_header_blocks, 1, 64, "4", RELOAD,
          "a header block decoding past this many times header_bytes ends the connection"),
     UINT("http2", "stream_buffers", h2.stream_buffers, 1, 10000, "16", RELOAD,
-         "streams of one connection whose answers may wait in a buffer at once (others wait)"),
+         "output buffers' worth of answers one connection may hold at once (others wait)"),
     SIZE("http2", "loop_buffer", h2.loop_buffer, 1u << 20, UINT64_MAX, "64m", RESTART,
          "answer bytes waiting for clients on one event loop, every stream together"),
 

@@ -12,6 +12,7 @@
  *   sws_ex_room / sws_ex_commit, sws_ex_body, sws_ex_sendfile
  *                   body bytes, as room allows; room comes back after the
  *                   protocol has written what is queued (the `more` hook)
+ *   sws_ex_trailers optional, for a streamed body: its trailer fields
  *   sws_ex_end      the answer is complete (or `answer` returns DONE)
  * A fixed answer (respond) is one call: sws_ex_fixed, framed once per
  * protocol and copied per request.
@@ -74,6 +75,10 @@ typedef struct sws_answer {
     /* Another server's answer (the proxy's upstream): its fields carry
      * their own Date and Server, and reason its own phrase. */
     bool relayed;
+    /* The body is short and given at once (a small file, a short text): a
+     * protocol that lends a buffer per answer (HTTP/2) may lend one of just
+     * `length` bytes, whose room never exceeds what is left of the body. */
+    bool whole_body;
     const char *reason; /* NULL: the status's usual phrase */
     uint32_t reason_len;
     const sws_field *fields; /* every other field, in order */
@@ -125,6 +130,7 @@ typedef struct sws_proto {
     int (*sendfile)(struct sws_worker *w, sws_exchange *x, int fd, uint64_t *off, size_t len);
     int (*fixed)(struct sws_worker *w, sws_exchange *x, sws_fixed *f);
     int (*error)(struct sws_worker *w, sws_exchange *x, int status);
+    int (*trailers)(struct sws_worker *w, sws_exchange *x, const sws_field *f, uint32_t n);
     void (*end)(struct sws_worker *w, sws_exchange *x);
     void (*more)(struct sws_worker *w, sws_exchange *x);
     void (*close)(struct sws_worker *w, sws_exchange *x);
@@ -217,6 +223,17 @@ static inline int sws_ex_fixed(struct sws_worker *w, sws_exchange *x, sws_fixed 
  * answer's head was given; outside a hook the exchange is over with it. */
 static inline int sws_ex_error(struct sws_worker *w, sws_exchange *x, int status) {
     return x->proto->error(w, x, status);
+}
+/* The trailer section of an answer whose length was SWS_BODY_STREAM, after
+ * its last body byte and before sws_ex_end (an upstream's trailers, which
+ * the proxy forwards). The fields are copied. The protocol sends them where
+ * its framing carries them (HTTP/1.1's last chunk, an HTTP/2 HEADERS frame
+ * that ends the stream) and drops them where it cannot (an HTTP/1.0 client,
+ * a HEAD, a body framed by its length): trailers are optional to deliver
+ * (RFC 9110 6.5.1). 0, or -ENOSPC when they do not fit the output now. */
+static inline int sws_ex_trailers(struct sws_worker *w, sws_exchange *x, const sws_field *f,
+                                  uint32_t n) {
+    return x->proto->trailers(w, x, f, n);
 }
 /* A pending answer (SWS_ANSWER_PENDING) is complete; the connection goes on
  * with the next request once the answer is written. */

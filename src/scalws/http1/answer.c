@@ -234,6 +234,32 @@ void h1_body_end(sws_worker *w, sws_conn *c) {
     c->h1_chunked = false;
 }
 
+/* The trailer section goes in the last chunk (RFC 9112 7.1.2), which ends
+ * the body here instead of in h1_body_end; a body not chunked has no place
+ * for it (an HTTP/1.0 client's, a HEAD's): the fields are dropped. */
+static int h1_trailers(sws_worker *w, sws_exchange *x, const sws_field *f, uint32_t n) {
+    sws_conn *c = conn_ofx(x);
+    if (!c->h1_chunked || c->h1_nobody || !c->out)
+        return 0;
+    size_t need = 5; /* "0\r\n" and the blank line */
+    for (uint32_t i = 0; i < n; i++)
+        need += (size_t)f[i].name_len + f[i].value_len + 4;
+    if (c->olen + need > w->out_cap)
+        return -ENOSPC;
+    char *p = c->out + c->olen;
+    H1_PUT(p, "0\r\n", 3);
+    for (uint32_t i = 0; i < n; i++) {
+        H1_PUT(p, f[i].name, f[i].name_len);
+        H1_PUT(p, ": ", 2);
+        H1_PUT(p, f[i].value, f[i].value_len);
+        H1_PUT(p, "\r\n", 2);
+    }
+    H1_PUT(p, "\r\n", 2);
+    c->olen = (uint32_t)(p - c->out);
+    c->h1_chunked = false; /* the last chunk is written */
+    return 0;
+}
+
 static int h1_sendfile(sws_worker *w, sws_exchange *x, int fd, uint64_t *off, size_t len) {
     sws_conn *c = conn_ofx(x);
     /* Never over TLS (the plaintext would go beside the engine's records),
@@ -462,6 +488,7 @@ const sws_proto sws_h1_proto = {
     .sendfile = h1_sendfile,
     .fixed = h1_fixed,
     .error = h1_error,
+    .trailers = h1_trailers,
     .end = h1_end,
     .more = h1_more,
     .close = h1_close,

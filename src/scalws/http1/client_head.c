@@ -214,6 +214,55 @@ uint32_t sws_h1c_answer_fields(const sws_msg *m, sws_field *out, uint32_t cap) {
     return k;
 }
 
+/* Names a trailer section must not carry on (RFC 9110 6.5.1 and 7.6.1),
+ * lowercase, by length for a short scan. */
+static bool trailer_refused(const char *name, uint32_t n) {
+    static const char *const refused[] = {"te",
+                                          "age",
+                                          "date",
+                                          "host",
+                                          "vary",
+                                          "range",
+                                          "expect",
+                                          "pragma",
+                                          "expires",
+                                          "trailer",
+                                          "upgrade",
+                                          "warning",
+                                          "location",
+                                          "set-cookie",
+                                          "connection",
+                                          "keep-alive",
+                                          "retry-after",
+                                          "content-type",
+                                          "max-forwards",
+                                          "authorization",
+                                          "cache-control",
+                                          "content-range",
+                                          "content-length",
+                                          "proxy-connection",
+                                          "content-encoding",
+                                          "www-authenticate",
+                                          "transfer-encoding",
+                                          "proxy-authenticate",
+                                          "proxy-authorization"};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        if (strlen(refused[i]) == n && strncasecmp(refused[i], name, n) == 0)
+            return true;
+    return false;
+}
+
+uint32_t sws_h1c_trailer_fields(const sws_msg *m, sws_field *out, uint32_t cap) {
+    uint32_t k = 0;
+    for (uint32_t i = m->head_nf; i < m->nf && k < cap; i++) {
+        const char *name = m->buf + m->f[i].name_off;
+        if (trailer_refused(name, m->f[i].name_len))
+            continue;
+        out[k++] = sws_field_str(name, m->f[i].name_len, m->buf + m->f[i].val_off, m->f[i].val_len);
+    }
+    return k;
+}
+
 void sws_h1_msg_head(const sws_msg *m, sws_field *f, uint32_t cap, sws_head *out) {
     uint32_t n = m->nf < cap ? m->nf : cap;
     for (uint32_t i = 0; i < n; i++)

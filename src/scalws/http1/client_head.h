@@ -62,6 +62,14 @@ int sws_h1c_status(const char *got, size_t n);
  * m in one pass: its end-to-end fields but Content-Length, pointing into m. */
 uint32_t sws_h1c_answer_fields(const sws_msg *m, sws_field *out, uint32_t cap);
 
+/* The trailer fields of an upstream's chunked answer m (read after its
+ * head, m->f[head_nf..nf)) that may go on to the client, pointing into m:
+ * not those that frame, route or control a message or describe its content
+ * (RFC 9110 6.5.1: Content-Length, Transfer-Encoding, Host, Content-Type,
+ * Set-Cookie, Cache-Control, ...), nor hop-by-hop ones, which a recipient
+ * must not take from a trailer section. Returns how many. */
+uint32_t sws_h1c_trailer_fields(const sws_msg *m, sws_field *out, uint32_t cap);
+
 /* The head of a message an HTTP/1.1 reader parsed (a request, or an
  * upstream's answer), as the protocol-neutral view: out->f points at f,
  * which gets up to cap fields pointing into m. */

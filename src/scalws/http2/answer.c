@@ -97,6 +97,16 @@ static int h2_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
     int sc = a->status;
     bool bodyless = sc < 200 || sc == 204 || sc == 304;
     st->nobody = st->req.head || bodyless;
+    /* The buffer its body will borrow: a small class for one given whole
+     * (unless it holds a block, waits for one or was promised one already:
+     * the proxy asks room before its head). */
+    bool fresh = !st->body && !st->buf_wait && !st->buf_woken;
+    for (uint8_t k = 0; a->whole_body && fresh && k < H2_SMALL_CLASSES; k++)
+        if (a->length <= (uint64_t)H2_UNIT << k) {
+            st->bclass = k;
+            st->bunits = (uint16_t)(1u << k);
+            break;
+        }
     uint32_t names = 0;
     for (uint32_t i = 0; i < a->nfields; i++)
         names += a->fields[i].name_len;
@@ -156,16 +166,26 @@ static void body_added(h2_stream *st) {
 
 /* A body buffer, within the connection's and the loop's bounds (the "HTTP/2
  * Bomb": answers that wait behind closed windows hold at most stream_buffers
- * buffers per connection and loop_buffer bytes per loop). Past them the
- * stream waits in line, on its connection when that is the bound, else on
- * the loop, and its scenario's `more` comes once a buffer is given back, as
- * after a write; the buffer is promised to it until it asks again, so that
- * one given back wakes one stream, not every one waiting. */
+ * blocks' worth per connection and loop_buffer bytes per loop, counted in
+ * H2_UNITs). Past them the stream waits in line, on its connection when
+ * that is the bound, else on the loop, and its scenario's `more` comes once
+ * buffers given back make room for it, as after a write; that room is
+ * promised to it until it asks again, so that a buffer given back wakes the
+ * streams it makes room for, not every one waiting. */
+static bool conn_fits(sws_worker *w, h2_loop *L, h2_stream *st) {
+    return st->hc->units + st->hc->promised + st->bunits <=
+           w->cfg->h2.stream_buffers * L->block_units;
+}
+
+static bool loop_fits(h2_loop *L, h2_stream *st) {
+    return L->units + L->promised + st->bunits <= L->units_cap;
+}
+
 static void wake(sws_worker *w, h2_loop *L, h2_stream *st) {
     st->buf_wait = false;
     st->buf_woken = true;
-    st->hc->promised++;
-    L->promised++;
+    st->hc->promised += st->bunits;
+    L->promised += st->bunits;
     st->want_more = st->pending && !st->ended;
     st->hc->more_due = st->hc->more_due || st->want_more;
     h2_kick(w, st->hc);
@@ -197,8 +217,8 @@ void h2_wait_drop(sws_worker *w, h2_stream *st) {
     }
     if (st->buf_woken) {
         st->buf_woken = false;
-        hc->promised--;
-        h2_loop_of(w)->promised--;
+        hc->promised -= st->bunits;
+        h2_loop_of(w)->promised -= st->bunits;
     }
     st->buf_wait = false;
 }
@@ -206,12 +226,16 @@ void h2_wait_drop(sws_worker *w, h2_stream *st) {
 static bool body_take(sws_worker *w, h2_stream *st) {
     h2_loop *L = h2_loop_of(w);
     h2_conn *hc = st->hc;
+    bool woken = st->buf_woken;
     h2_wait_drop(w, st); /* a promise is used (or lapses) by asking */
-    bool conn_room = hc->nbodies + hc->promised < w->cfg->h2.stream_buffers;
-    bool loop_room = L->nbodies + L->promised < L->bodies_cap;
-    if (conn_room && loop_room && (st->body = sws_lend_take(&L->blocks))) {
-        hc->nbodies++;
-        L->nbodies++;
+    /* Streams in its connection's line go first: a small answer does not
+     * pass a larger one that waits for room. */
+    bool conn_room = (woken || !hc->wfirst) && conn_fits(w, L, st);
+    bool loop_room = loop_fits(L, st);
+    sws_lend *pool = st->bclass < H2_SMALL_CLASSES ? &L->small[st->bclass] : &L->blocks;
+    if (conn_room && loop_room && (st->body = sws_lend_take(pool))) {
+        hc->units += st->bunits;
+        L->units += st->bunits;
         return true;
     }
     st->buf_wait = true;
@@ -228,33 +252,39 @@ void h2_body_give(sws_worker *w, h2_stream *st) {
     h2_conn *hc = st->hc;
     if (!st->body)
         return;
-    sws_lend_give(&L->blocks, st->body);
+    sws_lend_give(st->bclass < H2_SMALL_CLASSES ? &L->small[st->bclass] : &L->blocks, st->body);
     st->body = NULL;
     st->boff = st->blen = 0;
-    hc->nbodies--;
-    L->nbodies--;
-    /* The connection's own waiting stream first (a slot of the connection
-     * and one of the loop are free), else one waiting for the loop's bound
-     * whose connection has room; one whose connection has none moves to
-     * its connection's line. */
-    if (hc->wfirst) {
+    hc->units -= st->bunits;
+    L->units -= st->bunits;
+    /* The connection's own waiting streams first, oldest first, while the
+     * room they need is free; else those waiting for the loop's bound whose
+     * connection has room; one whose connection has none moves to its
+     * connection's line. */
+    while (hc->wfirst && conn_fits(w, L, hc->wfirst) && loop_fits(L, hc->wfirst)) {
         h2_stream *next = hc->wfirst;
         h2_wait_drop(w, next);
         wake(w, L, next);
-        return;
     }
+    if (hc->wfirst)
+        return;
     while (L->wlen) {
         struct h2_waiter e = L->waiters[L->whead];
+        if (e.st->gen != e.gen || !e.st->buf_wait || e.st->wlisted || !e.st->hc) {
+            L->whead = (L->whead + 1) % L->n; /* gone, served, or in its connection's line */
+            L->wlen--;
+            continue;
+        }
+        if (!loop_fits(L, e.st))
+            return; /* the oldest waits for more to come back */
         L->whead = (L->whead + 1) % L->n;
         L->wlen--;
-        if (e.st->gen != e.gen || !e.st->buf_wait || e.st->wlisted || !e.st->hc)
-            continue; /* gone, served, or in its connection's line */
-        if (e.st->hc->nbodies + e.st->hc->promised < w->cfg->h2.stream_buffers) {
+        if (conn_fits(w, L, e.st)) {
             e.st->buf_wait = false;
             wake(w, L, e.st);
-            return;
+        } else {
+            conn_wait_add(e.st->hc, e.st);
         }
-        conn_wait_add(e.st->hc, e.st);
     }
 }
 
@@ -271,7 +301,7 @@ static char *h2_room(sws_worker *w, sws_exchange *x, size_t *len) {
     }
     /* Bytes still wait: no sliver of room (a read of a few bytes), the
      * scenario adds once they are sent (`more`). */
-    *len = w->out_cap - st->blen;
+    *len = (st->bclass < H2_SMALL_CLASSES ? (size_t)H2_UNIT << st->bclass : w->out_cap) - st->blen;
     if (st->blen && *len < H2_MIN_DATA)
         *len = 0;
     return st->body + st->blen;
@@ -306,6 +336,56 @@ static int h2_sendfile(sws_worker *w, sws_exchange *x, int fd, uint64_t *off, si
     return -EOPNOTSUPP;
 }
 
+/* The trailer section: kept (one allocation: the nv array, the lowercased
+ * names, the values) until the data provider reaches the body's end, where
+ * the HEADERS frame that ends the stream is submitted. Submitted earlier, it
+ * would go out ahead of the DATA still to come (the library sends HEADERS
+ * before DATA). Rare (the proxy forwards an upstream's), so malloc. */
+static int h2_trailers(sws_worker *w, sws_exchange *x, const sws_field *f, uint32_t n) {
+    (void)w;
+    h2_stream *st = stream_ofx(x);
+    if (!st->submitted || st->nobody || st->closed || st->trailers || st->fixed)
+        return 0;
+    size_t bytes = (size_t)n * sizeof(nghttp2_nv);
+    for (uint32_t i = 0; i < n; i++)
+        bytes += (size_t)f[i].name_len + f[i].value_len;
+    nghttp2_nv *v = malloc(bytes ? bytes : 1);
+    if (!v)
+        return -ENOMEM;
+    char *p = (char *)(v + n);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (connection_specific(&f[i]) || f[i].name_len == 0)
+            continue;
+        for (uint32_t j = 0; j < f[i].name_len; j++) {
+            char ch = f[i].name[j];
+            p[j] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+        }
+        memcpy(p + f[i].name_len, f[i].value, f[i].value_len);
+        v[k++] = nv(p, f[i].name_len, p + f[i].name_len, f[i].value_len);
+        p += f[i].name_len + f[i].value_len;
+    }
+    if (k == 0) {
+        free(v);
+        return 0;
+    }
+    st->trailers = v;
+    st->ntrailers = k;
+    return 0;
+}
+
+/* At the body's end: the trailers, if any, end the stream instead of the
+ * last DATA frame (the library copies them). */
+static void body_end(h2_stream *st, uint32_t *flags) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!st->trailers)
+        return;
+    if (nghttp2_submit_trailer(st->hc->s, st->id, st->trailers, st->ntrailers) == 0)
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    free(st->trailers);
+    st->trailers = NULL;
+}
+
 ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
                      nghttp2_data_source *src, void *ud) {
     (void)s;
@@ -316,7 +396,7 @@ ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, u
     size_t avail = st->fixed ? st->fixed_left : st->blen - st->boff;
     if (avail == 0) {
         if (st->ended) {
-            *flags |= NGHTTP2_DATA_FLAG_EOF;
+            body_end(st, flags);
             return 0;
         }
         st->deferred = true;
@@ -340,7 +420,7 @@ ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, u
         n = room - 9;
     *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
     if (n == avail && st->ended)
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        body_end(st, flags);
     return (ssize_t)n;
 }
 
@@ -554,6 +634,7 @@ const sws_proto sws_h2_proto = {
     .sendfile = h2_sendfile,
     .fixed = h2_fixed,
     .error = h2_error,
+    .trailers = h2_trailers,
     .end = h2_end,
     .more = h2_more,
     .close = h2_close,

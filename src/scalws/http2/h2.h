@@ -20,6 +20,13 @@
  * as large as an HTTP/1.1 connection's output (w->out_cap, >= H2_BLOCK): a
  * scenario finds the room it would find there. */
 #define H2_BLOCK 16384
+/* The unit of the body buffers' bounds: an answer given whole (whole_body)
+ * of at most 2, 4 or 8 KiB borrows a buffer of that class, 1, 2 or 4 units;
+ * any other a block of out_cap. The bounds count units, so a connection
+ * answering 100 small files at once holds 100 small buffers, not 16 blocks
+ * with 84 streams waiting in line for them. */
+#define H2_UNIT 2048
+#define H2_SMALL_CLASSES 3
 /* A DATA frame shorter than this (of more that waits) is not made to fill
  * the output's last bytes: it waits for the next write's room. */
 #define H2_MIN_DATA 4096
@@ -78,9 +85,13 @@ typedef struct h2_stream {
     uint64_t content_length; /* declared; UINT64_MAX: none */
     uint64_t body_in;        /* request body bytes received */
     uint64_t sent;           /* answer body bytes sent */
-    char *body;              /* H2_BLOCK bytes from the loop's pool while an answer is given */
+    char *body;              /* its buffer from the loop's pools while an answer is given */
     uint32_t boff, blen;
-    const char *fixed;               /* a fixed answer's body, sent from where it is */
+    uint8_t bclass;       /* the buffer's small class, H2_SMALL_CLASSES for a block */
+    uint16_t bunits;      /* its size in H2_UNITs (what the bounds count) */
+    const char *fixed;    /* a fixed answer's body, sent from where it is */
+    nghttp2_nv *trailers; /* sws_ex_trailers' copy, until the body's end */
+    uint32_t ntrailers;
     char note[48];                   /* our own error answer's body (sent as fixed) */
     struct h2_stream *wprev, *wnext; /* its connection's line for a body buffer */
     uint32_t fixed_left;
@@ -101,8 +112,8 @@ struct h2_conn {
     h2_stream *streams;
     uint32_t nstreams;
     uint32_t out_wait;                /* streams whose data waits for room in the output */
-    uint32_t nbodies;                 /* its streams holding a body buffer */
-    uint32_t promised;                /* buffers promised to its woken streams */
+    uint32_t units;                   /* H2_UNITs of body buffers its streams hold */
+    uint32_t promised;                /* units promised to its woken streams */
     struct h2_stream *wfirst, *wlast; /* its streams waiting for a buffer, oldest first */
     const uint8_t *spill;             /* mem_send bytes that did not fit the output */
     size_t spill_len;
@@ -146,9 +157,11 @@ typedef struct h2_loop {
     h2_stream *table; /* streams_per_loop entries, calloc'd */
     uint32_t *free_idx;
     uint32_t nfree, n;
-    sws_lend blocks;              /* out_cap: bodies and carries */
-    uint32_t nbodies, bodies_cap; /* body buffers lent, and the most ([http2] loop_buffer) */
-    uint32_t promised;            /* buffers promised to woken streams */
+    sws_lend blocks;                  /* out_cap: bodies and carries */
+    sws_lend small[H2_SMALL_CLASSES]; /* 2, 4 and 8 KiB: bodies given whole */
+    uint32_t units, units_cap,
+        promised;         /* H2_UNITs lent, the most ([http2] loop_buffer), promised */
+    uint32_t block_units; /* of one out_cap block */
     /* Streams waiting for a body buffer, oldest first (a ring of n). */
     struct h2_waiter {
         h2_stream *st;

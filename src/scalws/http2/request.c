@@ -31,7 +31,10 @@ static h2_stream *stream_new(h2_conn *hc, int32_t id) {
                       .gen = gen,
                       .sc = &w->sc,
                       .content_length = UINT64_MAX,
-                      .start_ms = (uint32_t)tl_loop_now(w->loop)};
+                      .start_ms = (uint32_t)tl_loop_now(w->loop),
+                      /* a block, until an answer given whole says less */
+                      .bclass = H2_SMALL_CLASSES,
+                      .bunits = (uint16_t)L->block_units};
     st->req.http_major = 2;
     st->req.keep_alive = true;
     if (w->access_log || w->lend_sf) {
@@ -75,6 +78,7 @@ void h2_stream_free(h2_conn *hc, h2_stream *st) {
     }
     free(st->f);
     free(st->rc);
+    free(st->trailers);
     sws_lend_give(&L->stores, st->store);
     h2_body_give(w, st);
     h2_wait_drop(w, st);

@@ -195,8 +195,10 @@ static bool h2_attach(sws_worker *w, sws_conn *c) {
     h2_loop *L = h2_loop_of(w);
     if (!L->blocks.size) { /* out_cap is known once the scenarios are (worker.c) */
         L->blocks.size = w->out_cap;
+        L->block_units = (w->out_cap + H2_UNIT - 1) / H2_UNIT;
         uint64_t cap = w->cfg->h2.loop_buffer / w->out_cap;
-        L->bodies_cap = cap < 16 ? 16 : cap > L->n ? L->n : (uint32_t)cap;
+        cap = cap < 16 ? 16 : cap > L->n ? L->n : cap;
+        L->units_cap = (uint32_t)cap * L->block_units;
     }
     h2_conn *hc = calloc(1, sizeof(*hc));
     nghttp2_option *o = session_options(w);
@@ -671,6 +673,9 @@ static int h2_table_init(sws_worker *w) {
     if (sws_lend_init(&L->blocks, 0, L->n + w->nslots) < 0 ||
         sws_lend_init(&L->stores, H2_STORE, L->n) < 0)
         return -ENOMEM;
+    for (int k = 0; k < H2_SMALL_CLASSES; k++)
+        if (sws_lend_init(&L->small[k], (size_t)H2_UNIT << k, L->n) < 0)
+            return -ENOMEM;
     if (nghttp2_session_callbacks_new(&L->cbs) != 0)
         return -ENOMEM;
     nghttp2_session_callbacks *cb = L->cbs;
@@ -700,6 +705,8 @@ static void h2_table_free(sws_worker *w) {
     h2_mem_fini(&L->mem);
     sws_lend_fini(&L->blocks);
     sws_lend_fini(&L->stores);
+    for (int k = 0; k < H2_SMALL_CLASSES; k++)
+        sws_lend_fini(&L->small[k]);
     free(L->table);
     free(L->free_idx);
     free(L->kick);
@@ -714,6 +721,8 @@ static void h2_trim(sws_worker *w) {
     h2_loop *L = h2_loop_of(w);
     sws_lend_trim(&L->blocks, H2_BLOCK_CACHE);
     sws_lend_trim(&L->stores, H2_BLOCK_CACHE);
+    for (int k = 0; k < H2_SMALL_CLASSES; k++)
+        sws_lend_trim(&L->small[k], H2_BLOCK_CACHE);
     h2_mem_trim(&L->mem);
 }
 

@@ -237,6 +237,17 @@ static int resp_done(void *user, sws_msg *m) {
     if (x->resp_info)
         return 0;
     x->resp_up_ka = x->resp_up_ka && llhttp_should_keep_alive(&m->p);
+    if (m->nf > m->head_nf && x->resp_started) {
+        /* The upstream's trailer section, where the client's protocol can
+         * carry it. It fits: the section is within the reader's head buffer
+         * and the upstream's bytes are fed only while the output has
+         * PX_SLACK room beyond them; were it refused (HTTP/2 out of memory)
+         * it is dropped, as a recipient may (RFC 9110 6.5.1). */
+        sws_field tf[SWS_MSG_FIELDS_MAX];
+        uint32_t n = sws_h1c_trailer_fields(m, tf, SWS_MSG_FIELDS_MAX);
+        if (n)
+            (void)sws_ex_trailers(x->px->w, x->c, tf, n);
+    }
     return 0;
 }
 

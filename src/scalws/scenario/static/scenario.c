@@ -209,6 +209,7 @@ static int answer_short(answer_ctx *a, int status, const sws_field *extra, uint3
                       .content_type = "text/plain",
                       .length = (uint64_t)bl,
                       .last = last,
+                      .whole_body = true,
                       .fields = extra,
                       .nfields = nextra};
     const sws_error_page *page = sws_error_page_find(a->cfg, status);
@@ -307,9 +308,11 @@ static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
         struct iovec v = {at, (size_t)want};
         ssize_t n = preadv2(f->fd, &v, 1, (off_t)f->off, RWF_NOWAIT);
         if (n < 0 && errno == EAGAIN) {
-            /* Not in the page cache. With bytes queued, write those first; the
-             * read is tried again when they are gone (it may be warm by then). */
-            if (room < w->out_cap)
+            /* Not in the page cache. With bytes queued in the way of what is
+             * left, write those first; the read is tried again when they are
+             * gone (it may be warm by then). A small body's buffer (HTTP/2,
+             * whole_body) has room for all of it, never for out_cap. */
+            if (room < w->out_cap && room < f->end - f->off)
                 return SWS_ANSWER_PENDING;
             int rc = sf_submit(w, st, x, (uint32_t)want);
             return rc < 0 ? rc : SWS_ANSWER_PENDING;
@@ -326,6 +329,10 @@ static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
     }
     return f->on ? SWS_ANSWER_PENDING : SWS_ANSWER_DONE;
 }
+
+/* A file this small is read in one go after its head (body_start), so its
+ * answer says whole_body. */
+#define SMALL_BODY 8192
 
 /* Starts the body after the head. */
 static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, uint64_t len) {
@@ -426,8 +433,8 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
         sws_ex_close(w, x);
         return;
     }
-    /* The helper read into its own buffer; the output was empty when the
-     * read was handed over, and nothing is added while it runs. */
+    /* The helper read into its own buffer; the output had room for it when
+     * the read was handed over, and nothing is added while it runs. */
     uint32_t n = (uint32_t)j->res;
     memcpy(at, j->buf, n);
     sws_ex_commit(w, x, n);
@@ -656,6 +663,7 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     }
     ans.nfields = nf;
     ans.length = blen;
+    ans.whole_body = blen <= SMALL_BODY;
     int rc = sws_ex_head(w, x, &ans);
     if (rc == 0 && w->access_log)
         sws_ex_log(w, x, status, a.head ? 0 : blen);
