@@ -223,6 +223,14 @@ static void config_error_pages_loaded(void **state) {
     assert_non_null(strstr(err, ":6: [route r] error_page: "));
     assert_non_null(strstr(err, "-none.html: No such file or directory"));
     sws_config_release(&c);
+    /* Seventeen statuses, each its own group: one more than a route keeps. */
+    char many[600] = "";
+    for (int code = 400; code <= 416; code++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s%d x.html",
+                 code > 400 ? ", " : "", code);
+    sws_config_defaults(&c);
+    assert_int_equal(sws_config_set(&c, "server", "error_page", many, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "more than 16 statuses"));
 }
 
 static void config_missing_file_is_an_error(void **state) {

@@ -29,6 +29,10 @@ static int parse(char *v, group *g, int *ng, char *why, size_t len) {
     uint16_t seen[SWS_ERROR_PAGES_MAX];
     *ng = 0;
     for (char *part = v; part;) {
+        if (*ng == SWS_ERROR_PAGES_MAX) {
+            snprintf(why, len, "more than %d statuses", SWS_ERROR_PAGES_MAX);
+            return -EINVAL;
+        }
         char *comma = strchr(part, ',');
         if (comma)
             *comma = '\0';

@@ -92,7 +92,7 @@ static sf_pick try_files(sws_worker *w, sws_static *st, char *rel, size_t rlen, 
         unsigned cf;
         if (y->uri == 1 && y->len == 4) {
             /* "$uri" alone: the path as it is (the common first entry). */
-            memcpy(rel, uri + 1, rlen + 1);
+            memcpy(rel, uri + 1, rlen);
             rel[rlen] = '\0';
             n = rlen;
             cf = flags;
