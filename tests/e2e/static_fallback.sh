@@ -24,6 +24,10 @@ for n in '<script>alert(1)<' 'a"b' "it's" 'a b' 'x&y' 'javascript:alert(1)' '?q#
     printf 'x' >"$R/list/$n"
 done
 mkfifo "$R/list/fifo"
+# More names than a listing shows: its page is far larger than the output
+# buffer, so it goes out in many writes.
+mkdir "$R/many"
+(cd "$R/many" && seq -f 'file%05g.txt' 1 10050 | xargs touch)
 
 ini="scenario = static
 [static]
@@ -95,7 +99,12 @@ for P in http1.1 http2-prior-knowledge; do
     expect "$P listing HEAD" "$(hdr Content-Length /list/ -I)" "$(H "$(U /list/)" | wc -c)"
     expect "$P listing HEAD body" "$(H -I "$(U /list/)" | tr -d '\r' | sed '1,/^$/d' | wc -c)" 0
     expect "$P empty dir" "$(H "$(U /list/sub/)" | grep -c 'href=')" 1
+    H "$(U /many/)" >"$T/many.$P"
+    expect "$P large listing rows" "$(grep -c '^<tr><td><a href="file' "$T/many.$P")" 10000
+    grep -q '^<p>50 more entries are not listed' "$T/many.$P" || fail "$P: no truncation note"
+    expect "$P large listing end" "$(tail -1 "$T/many.$P")" '</body></html>'
 done
+cmp -s "$T/many.http1.1" "$T/many.http2-prior-knowledge" || fail "the large listing differs by protocol"
 # --- cost: an existing file makes one lookup, as without try_files; a miss
 # pays for the candidates (open-file cache lookups, hits and misses summed)
 lookups() {
