@@ -109,7 +109,7 @@ static sf_pick try_files(sws_worker *w, sws_static *st, char *rel, size_t rlen, 
             }
             int rc = sws_static_path_plain(cand, cl, rel, &cf);
             if (rc < 0)
-                continue; /* it would climb above the root ("$uri/.." of "/") */
+                continue; /* it would climb above the root (the config allows none) */
             n = (size_t)rc;
         }
         fentry *e = sf_lookup(w, st, rel, n);
