@@ -120,6 +120,19 @@ ans=$(raw 'GET /x HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n')
 grep -q '^HTTP/1.1 400' <<<"$ans" || fail "no routes: malformed head: $ans"
 stop_sws
 
+# --- a reload whose page would not fit the buffers sized at start: refused
+# (respond's buffers hold four answers of a quarter each: 16 KiB, 4 KiB)
+head -c 6000 /dev/zero | tr '\0' 'y' >"$E/6k.html"
+start_sws "[respond]
+status = 404"
+printf '[server]\nlisten = 127.0.0.1:0\nerror_page = 404 %s\n[respond]\nstatus = 404\n[admin]\nlisten = 127.0.0.1:0\n' \
+    "$E/6k.html" >"$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "reload refused, .*\[server\] error_page of 6000 bytes does not fit the connection buffers sized at start (up to 3072 bytes); that needs a restart" ||
+    fail "a reload with a page too large for the buffers not refused"
+expect "page kept out" "$(curl -s -m 5 "$(U /)")" "Hello from scalwsd"
+stop_sws
+
 # --- refused by --check-config: missing, too large, no type, a route's, syntax
 check_refused() { # VALUE SECTION WANT
     printf '[static]\nroot = %s\n%s\nerror_page = %s\n' "$R" "$2" "$1" >"$T/bad.ini"
