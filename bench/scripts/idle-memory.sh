@@ -277,6 +277,10 @@ def connect(i):
 # Warm-up: the loop's receive buffers (a provided-buffer ring goes round all
 # of them), the output buffer, the parser: per-loop, not per-connection.
 w = connect(0)
+# Idle means idle for a while: a server may set an idle connection's state
+# aside on its periodic sweep (scalwsd gives an idle HTTP/2 session's frame
+# buffer pages back after a quiet second), so each reading waits past two.
+SETTLE = 2.5
 if proto == "h2c":
     wh = H2(w)
     w.sendall(H2_HELLO)
@@ -302,9 +306,9 @@ for i in range(n):
         answer(s)  # one request each, answered: idle keep-alive from here
     conns.append(s)
     if i + 1 == n // 2:
-        time.sleep(0.1)
+        time.sleep(SETTLE)
         rss_mid = rss_kib()
-time.sleep(0.3)
+time.sleep(SETTLE)
 rss1 = rss_kib()
 _, slab1 = slab()
 delta = {k: slab1.get(k, 0) - slab0.get(k, 0) for k in set(slab0) | set(slab1)}
@@ -332,11 +336,13 @@ jq -s --arg commit "$commit" --arg proto "$proto" --arg sws_env "${sws_env[*]}" 
     (map(select(.arm == "nginx"))[0]) as $ng |
     {commit: $commit, protocol: (if $proto == "h2c" then "HTTP/2 (h2c)" else "HTTP/1.1" end), kernel: $kernel, cpu: $cpu, sources: $sources, sws_env: $sws_env, arms: .,
      ratio_to_nginx: (if $ng then
+        # A peer figure that noise took to zero or below has no ratio (null).
+        def ratio($a; $b): if $b > 0 then ($a / $b * 100 | round / 100) else null end;
         (map(select(.arm != "nginx") | {key: .arm, value: {
-            user: (.user_bytes / $ng.user_bytes * 100 | round / 100),
-            kernel: (.kernel_unreclaimable_bytes / $ng.kernel_unreclaimable_bytes * 100 | round / 100),
-            total: ((.user_bytes + .kernel_unreclaimable_bytes) /
-                    ($ng.user_bytes + $ng.kernel_unreclaimable_bytes) * 100 | round / 100)}})
+            user: ratio(.user_bytes; $ng.user_bytes),
+            kernel: ratio(.kernel_unreclaimable_bytes; $ng.kernel_unreclaimable_bytes),
+            total: ratio(.user_bytes + .kernel_unreclaimable_bytes;
+                         $ng.user_bytes + $ng.kernel_unreclaimable_bytes)}})
          | from_entries) else null end)}' "$tmp"/*.json >"$out"
 jq -c '.ratio_to_nginx' "$out"
 echo "idle-memory: $out"

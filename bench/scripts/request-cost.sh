@@ -10,6 +10,7 @@
 # Usage: bench/scripts/request-cost.sh [--fixedload PATH] SCALWSD [SCALWSD...]
 # Prints one JSON line per binary, scenario and shape. KEEP_CG=PREFIX keeps each
 # run's callgrind file as PREFIX.SCENARIO.SHAPE.N.BUILD for callgrind_annotate.
+# STATIC_BYTES: the static file's size (1024).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib/ports.sh"
@@ -25,7 +26,7 @@ tmp=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/www"
-head -c 1024 /dev/zero | tr '\0' 'a' >"$tmp/www/index.html"
+head -c "${STATIC_BYTES:-1024}" /dev/zero | tr '\0' 'a' >"$tmp/www/index.html"
 
 # The proxy's upstream: the first binary, respond, outside callgrind.
 "$1" --listen 127.0.0.1:0 --worker-threads 1 --ready-file "$tmp/up.ready" 2>/dev/null &

@@ -41,6 +41,7 @@
 #define WAIT_MS 5000
 #define BIG_SIZE (1024 * 1024 + 123) /* the static file: more than one window, odd */
 #define SMALL_SIZE 1000              /* www/small.bin: BIG_SIZE's first bytes */
+#define MID_SIZE 12000               /* www/mid.bin: too large for a small buffer */
 /* The bounds of the config below: each under the library's default (reset
  * burst 1000, max_outbound_ack 1000, continuations 8), so that a case can
  * tell the server's bound from the library's. */
@@ -102,6 +103,8 @@ static int server_start(void **state) {
     write_file(path, g_big, BIG_SIZE);
     snprintf(path, sizeof(path), "%s/www/small.bin", g_dir);
     write_file(path, g_big, SMALL_SIZE);
+    snprintf(path, sizeof(path), "%s/www/mid.bin", g_dir);
+    write_file(path, g_big, MID_SIZE);
     snprintf(ini, sizeof(ini),
              "[server]\n"
              "listen = 127.0.0.1:0\n"
@@ -969,9 +972,9 @@ static bool all_headed(h2c *c, void *arg) {
 /* Answers held behind a closed window borrow body buffers within the
  * connection's bound ([http2] stream_buffers blocks' worth, answer.c): 90
  * small files at once each borrow a 2 KiB buffer and none waits, where a
- * block each would have left 74 in line; 20 large files on another
- * connection take the 16 blocks and 4 wait. Once the windows open, every
- * answer arrives whole. */
+ * block each would have left 74 in line; 20 files of 12 KB on another
+ * connection take the 16 blocks and 4 wait (larger ones go as file ranges,
+ * with no buffer). Once the windows open, every answer arrives whole. */
 static void body_buffers_are_bounded_by_size(void **state) {
     (void)state;
     const nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}};
@@ -986,7 +989,7 @@ static void body_buffers_are_bounded_by_size(void **state) {
     assert_int_equal(CTR(h2_buffer_waits), waits0);
     h2c *big = h2c_open(iv, 1, true);
     for (int i = 0; i < NB; i++)
-        h2c_request(big, "GET", "/files/big.bin", NULL, 0, NULL);
+        h2c_request(big, "GET", "/files/mid.bin", NULL, 0, NULL);
     n = NB;
     assert_true(h2c_run(big, all_headed, &n, WAIT_MS));
     uint64_t end = now_ms() + WAIT_MS;
@@ -1000,13 +1003,35 @@ static void body_buffers_are_bounded_by_size(void **state) {
         for (int i = 0; i < c->nst; i++) {
             assert_int_equal(c->st[i].status, 200);
             assert_int_equal(c->st[i].close_code, NGHTTP2_NO_ERROR);
-            size_t want = c == small ? SMALL_SIZE : BIG_SIZE;
+            size_t want = c == small ? SMALL_SIZE : MID_SIZE;
             assert_int_equal(c->st[i].blen, want);
             assert_memory_equal(c->st[i].body, g_big, want);
         }
     }
     h2c_close(small);
     h2c_close(big);
+}
+
+/* A connection quiet for two sweeps gives its frame buffer's pages back
+ * (mem.c h2_mem_session_idle): the next frames are written into fresh
+ * zeroed pages, and answers, small and large, come as before. */
+static void idle_session_answers_again(void **state) {
+    (void)state;
+    h2c *c = h2c_open(NULL, 0, false);
+    cst *st = h2c_fetch(c, "GET", "/", NULL, 0);
+    assert_int_equal(st->status, 200);
+    struct timespec quiet = {2, 600 * 1000 * 1000}; /* the sweep runs each second */
+    nanosleep(&quiet, NULL);
+    st = h2c_fetch(c, "GET", "/files/big.bin", NULL, 0);
+    assert_int_equal(st->status, 200);
+    assert_int_equal(st->blen, BIG_SIZE);
+    assert_memory_equal(st->body, g_big, BIG_SIZE);
+    nanosleep(&quiet, NULL);
+    st = h2c_fetch(c, "GET", "/", NULL, 0);
+    assert_int_equal(st->status, 200);
+    assert_int_equal(st->blen, 19);
+    assert_int_equal(c->ngoaway, 0);
+    h2c_close(c);
 }
 
 /* Range (206 and its slice) and If-None-Match (304, no body) on static. */
@@ -1460,6 +1485,7 @@ int main(void) {
         CASE(streams_past_the_limit_are_refused),
         CASE(large_file_through_a_tiny_window),
         CASE(body_buffers_are_bounded_by_size),
+        CASE(idle_session_answers_again),
         CASE(range_and_if_none_match),
         CASE(request_limits_per_stream),
         CASE(unknown_method_is_501),

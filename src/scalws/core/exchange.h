@@ -128,6 +128,7 @@ typedef struct sws_proto {
     void (*commit)(struct sws_worker *w, sws_exchange *x, size_t n);
     int (*body)(struct sws_worker *w, sws_exchange *x, const void *data, size_t len);
     int (*sendfile)(struct sws_worker *w, sws_exchange *x, int fd, uint64_t *off, size_t len);
+    int (*file)(struct sws_worker *w, sws_exchange *x, int fd, uint64_t off, uint64_t len);
     int (*fixed)(struct sws_worker *w, sws_exchange *x, sws_fixed *f);
     int (*error)(struct sws_worker *w, sws_exchange *x, int status);
     int (*trailers)(struct sws_worker *w, sws_exchange *x, const sws_field *f, uint32_t n);
@@ -212,6 +213,17 @@ static inline int sws_ex_body(struct sws_worker *w, sws_exchange *x, const void 
 static inline int sws_ex_sendfile(struct sws_worker *w, sws_exchange *x, int fd, uint64_t *off,
                                   size_t len) {
     return x->proto->sendfile(w, x, fd, off, len);
+}
+/* Hands the rest of the body over as a file range, read by the protocol as
+ * it frames the body (HTTP/2: straight into each DATA frame, no buffer and
+ * no copy of the scenario's). 0: taken; the protocol owns fd (it closes it)
+ * and the body is given: the scenario ends the answer. -EAGAIN: not all of
+ * the range is in the page cache (the loop would wait on the disk);
+ * -EOPNOTSUPP: not taken (HTTP/1.1 has sendfile; bytes already queued). On
+ * either, fd stays the scenario's. */
+static inline int sws_ex_file(struct sws_worker *w, sws_exchange *x, int fd, uint64_t off,
+                              uint64_t len) {
+    return x->proto->file(w, x, fd, off, len);
 }
 /* The whole answer of f (head and body, or the head alone for HEAD). */
 static inline int sws_ex_fixed(struct sws_worker *w, sws_exchange *x, sws_fixed *f) {

@@ -260,6 +260,17 @@ static int h1_trailers(sws_worker *w, sws_exchange *x, const sws_field *f, uint3
     return 0;
 }
 
+/* HTTP/1.1 sends files with sendfile (h1_sendfile), from the scenario's
+ * descriptor, as the socket takes them. */
+static int h1_file(sws_worker *w, sws_exchange *x, int fd, uint64_t off, uint64_t len) {
+    (void)w;
+    (void)x;
+    (void)fd;
+    (void)off;
+    (void)len;
+    return -EOPNOTSUPP;
+}
+
 static int h1_sendfile(sws_worker *w, sws_exchange *x, int fd, uint64_t *off, size_t len) {
     sws_conn *c = conn_ofx(x);
     /* Never over TLS (the plaintext would go beside the engine's records),
@@ -486,6 +497,7 @@ const sws_proto sws_h1_proto = {
     .commit = h1_commit,
     .body = h1_body,
     .sendfile = h1_sendfile,
+    .file = h1_file,
     .fixed = h1_fixed,
     .error = h1_error,
     .trailers = h1_trailers,

@@ -9,11 +9,14 @@
 #include "h2.h"
 
 #include "access_log.h"
+#include "pagecache.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 static const sws_http_request *h2_request(const sws_exchange *x) {
     return &cstream_ofx(x)->req;
@@ -326,6 +329,32 @@ static int h2_body(sws_worker *w, sws_exchange *x, const void *data, size_t n) {
     return 0;
 }
 
+/* A file range read into the DATA frames as they go (h2_send_data): no body
+ * buffer, no copy. Only a range all in the page cache is taken, so that the
+ * frames' reads do not wait on the disk (a page evicted meanwhile is read in
+ * place, one frame at most); and only behind no bytes of the buffer, which
+ * would go after it. */
+static int h2_file(sws_worker *w, sws_exchange *x, int fd, uint64_t off, uint64_t len) {
+    h2_stream *st = stream_ofx(x);
+    if (!st->submitted || st->nobody || st->closed || st->fixed || st->file || st->blen > st->boff)
+        return -EOPNOTSUPP;
+    h2_loop *L = h2_loop_of(w);
+    if (L->no_cachestat)
+        return -EOPNOTSUPP;
+    int r = sws_pagecache_resident(fd, off, len);
+    if (r < 0)
+        L->no_cachestat = true;
+    if (r <= 0)
+        return r < 0 ? -EOPNOTSUPP : -EAGAIN;
+    h2_body_give(w, st); /* an empty buffer it held goes back */
+    st->file = true;
+    st->file_fd = fd;
+    st->file_off = off;
+    st->file_left = len;
+    body_added(st);
+    return 0;
+}
+
 /* The frames carry the bytes: a file is read into the stream's buffer. */
 static int h2_sendfile(sws_worker *w, sws_exchange *x, int fd, uint64_t *off, size_t len) {
     (void)w;
@@ -393,7 +422,9 @@ ssize_t h2_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, u
     (void)buf;
     h2_stream *st = src->ptr;
     h2_conn *hc = ud;
-    size_t avail = st->fixed ? st->fixed_left : st->blen - st->boff;
+    size_t avail = st->fixed  ? st->fixed_left
+                   : st->file ? (size_t)(st->file_left < SIZE_MAX ? st->file_left : SIZE_MAX)
+                              : st->blen - st->boff;
     if (avail == 0) {
         if (st->ended) {
             body_end(st, flags);
@@ -438,6 +469,15 @@ int h2_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, s
         memcpy(o + 9, st->fixed, len);
         st->fixed += len;
         st->fixed_left -= (uint32_t)len;
+    } else if (st->file) {
+        struct iovec v = {o + 9, len};
+        ssize_t n = preadv2(st->file_fd, &v, 1, (off_t)st->file_off, RWF_NOWAIT);
+        if (n < 0 && errno == EAGAIN) /* evicted since h2_file looked: read in place */
+            n = pread(st->file_fd, o + 9, len, (off_t)st->file_off);
+        if (n != (ssize_t)len) /* the file shrank: the length said cannot be kept */
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        st->file_off += len;
+        st->file_left -= len;
     } else {
         memcpy(o + 9, st->body + st->boff, len);
         st->boff += (uint32_t)len;
@@ -632,6 +672,7 @@ const sws_proto sws_h2_proto = {
     .commit = h2_commit,
     .body = h2_body,
     .sendfile = h2_sendfile,
+    .file = h2_file,
     .fixed = h2_fixed,
     .error = h2_error,
     .trailers = h2_trailers,

@@ -77,6 +77,7 @@ typedef struct h2_stream {
     bool wlisted : 1;     /* in its connection's line for one (wprev, wnext) */
     bool buf_woken : 1;   /* a buffer is promised to it until it asks */
     bool counted : 1;     /* its route counted its answer */
+    bool file : 1;        /* the body's rest is file_fd's range (sws_ex_file) */
     uint16_t refuse;      /* an error status to answer instead of the scenario */
     uint16_t status;
     uint16_t nf, fcap;
@@ -91,6 +92,8 @@ typedef struct h2_stream {
     uint16_t bunits;      /* its size in H2_UNITs (what the bounds count) */
     const char *fixed;    /* a fixed answer's body, sent from where it is */
     nghttp2_nv *trailers; /* sws_ex_trailers' copy, until the body's end */
+    int file_fd;          /* with file: read into the DATA frames, closed at the end */
+    uint64_t file_off, file_left;
     uint32_t ntrailers;
     char note[48];                   /* our own error answer's body (sent as fixed) */
     struct h2_stream *wprev, *wnext; /* its connection's line for a body buffer */
@@ -107,6 +110,7 @@ typedef struct h2_stream {
 
 struct h2_conn {
     nghttp2_session *s;
+    h2_mem_session mems; /* its allocations (mem.c): the frame buffer dropped while idle */
     sws_worker *w;
     sws_conn *c;
     h2_stream *streams;
@@ -123,6 +127,7 @@ struct h2_conn {
     uint32_t carry_off, carry_len;
     int32_t carry_stream;
     bool dead : 1;         /* terminated: nothing more is read */
+    bool stirred : 1;      /* read or written since the last sweep */
     bool notice_sent : 1;  /* draining: the shutdown notice went out */
     bool goaway_final : 1; /* the last GOAWAY is queued: no new stream */
     /* Inside the session (mem_recv, or fill): a scenario's call that would
@@ -159,9 +164,10 @@ typedef struct h2_loop {
     uint32_t nfree, n;
     sws_lend blocks;                  /* out_cap: bodies and carries */
     sws_lend small[H2_SMALL_CLASSES]; /* 2, 4 and 8 KiB: bodies given whole */
-    uint32_t units, units_cap,
-        promised;         /* H2_UNITs lent, the most ([http2] loop_buffer), promised */
+    /* H2_UNITs lent, the most ([http2] loop_buffer), and promised */
+    uint32_t units, units_cap, promised;
     uint32_t block_units; /* of one out_cap block */
+    bool no_cachestat;    /* the kernel cannot say what is cached: no h2_file */
     /* Streams waiting for a body buffer, oldest first (a ring of n). */
     struct h2_waiter {
         h2_stream *st;

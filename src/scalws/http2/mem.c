@@ -2,18 +2,20 @@
  * frees a handful of small blocks per stream (the stream, its frames, the
  * answer's copied fields), which glibc's malloc serves at ~100 instructions
  * each. Blocks up to H2_MEM_MAX come from per-size-class free lists of the
- * loop instead (one thread, no locks); larger ones (a session's 16 KiB frame
- * buffer and 4 KiB stream map) from malloc and calloc, which leave a fresh
- * heap's pages untouched until written (an idle session writes one page of
- * its frame buffer: bench/README.md, "Idle HTTP/2 connections"). Pages of
- * their own (mmap) were tried: more resident memory in that benchmark, and
- * two mappings per connection would meet vm.max_map_count. Trimmed by the
- * sweep as the other pools are. */
+ * loop instead (one thread, no locks); larger ones (a session's 4 KiB
+ * stream map) from malloc and calloc, which leave a fresh heap's pages
+ * untouched until written. A session's 16 KiB frame buffer is page-aligned
+ * (posix_memalign, in the heap: a mapping of its own per connection would
+ * meet vm.max_map_count) so that its pages can go back while the session is
+ * idle (h2_mem_session_idle; bench/README.md, "Idle HTTP/2 connections").
+ * Trimmed by the sweep as the other pools are. */
 #include "mem.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Each block carries its class in front, 16 bytes to keep malloc's
  * alignment. */
@@ -121,6 +123,94 @@ static void *mem_realloc(void *ptr, size_t n, void *ud) {
     memcpy(q, ptr, have < n ? have : n);
     give(m, ptr);
     return q;
+}
+
+/* ---- a session's view: its frame buffer apart -------------------------------- */
+
+/* The frame buffer's size in libnghttp2 1.52 is 16,394 (a frame header, a
+ * padding octet, 16 KiB of payload): a block of about that size is taken
+ * for it, once; anything else goes to the loop's pools. */
+#define FB_MIN (16384 + 9)
+#define FB_MAX (16384 + 64)
+
+static size_t page_size(void) {
+    static size_t page;
+    if (!page) {
+        long p = sysconf(_SC_PAGESIZE);
+        page = p > 0 ? (size_t)p : 4096;
+    }
+    return page;
+}
+
+static void *s_take(h2_mem_session *s, size_t n, bool zero) {
+    if (s->fb || n < FB_MIN || n > FB_MAX)
+        return take(s->m, n, zero);
+    void *p;
+    if (posix_memalign(&p, page_size(), n) != 0)
+        return NULL;
+    if (zero)
+        memset(p, 0, n);
+    s->fb = p;
+    s->fb_len = n;
+    s->fb_dropped = false;
+    return p;
+}
+
+static void s_give(h2_mem_session *s, void *ptr) {
+    if (ptr && ptr == s->fb) {
+        free(ptr);
+        s->fb = NULL;
+        return;
+    }
+    give(s->m, ptr);
+}
+
+static void *s_malloc(size_t n, void *ud) {
+    return s_take(ud, n, false);
+}
+
+static void s_free(void *ptr, void *ud) {
+    s_give(ud, ptr);
+}
+
+static void *s_calloc(size_t nmemb, size_t size, void *ud) {
+    if (size && nmemb > SIZE_MAX / size)
+        return NULL;
+    return s_take(ud, nmemb * size, true);
+}
+
+static void *s_realloc(void *ptr, size_t n, void *ud) {
+    h2_mem_session *s = ud;
+    if (!ptr) /* the library makes its frame buffer so (nghttp2_buf_reserve) */
+        return s_take(s, n, false);
+    if (ptr != s->fb)
+        return mem_realloc(ptr, n, s->m);
+    if (n == 0) {
+        s_give(s, ptr);
+        return NULL;
+    }
+    if (n <= s->fb_len)
+        return ptr;
+    void *q = take(s->m, n, false);
+    if (!q)
+        return NULL;
+    memcpy(q, ptr, s->fb_len);
+    s_give(s, ptr);
+    return q;
+}
+
+void h2_mem_session_init(h2_mem_session *s, h2_mem *m) {
+    memset(s, 0, sizeof(*s));
+    s->m = m;
+    s->mem = (nghttp2_mem){s, s_malloc, s_free, s_calloc, s_realloc};
+}
+
+void h2_mem_session_idle(h2_mem_session *s) {
+    if (!s->fb || s->fb_dropped)
+        return;
+    size_t whole = s->fb_len / page_size() * page_size();
+    if (whole && madvise(s->fb, whole, MADV_DONTNEED) == 0)
+        s->fb_dropped = true;
 }
 
 void h2_mem_init(h2_mem *m) {

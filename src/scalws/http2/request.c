@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- the stream table ----------------------------------------------------------- */
 
@@ -79,6 +80,8 @@ void h2_stream_free(h2_conn *hc, h2_stream *st) {
     free(st->f);
     free(st->rc);
     free(st->trailers);
+    if (st->file)
+        close(st->file_fd);
     sws_lend_give(&L->stores, st->store);
     h2_body_give(w, st);
     h2_wait_drop(w, st);

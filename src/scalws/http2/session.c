@@ -202,7 +202,9 @@ static bool h2_attach(sws_worker *w, sws_conn *c) {
     }
     h2_conn *hc = calloc(1, sizeof(*hc));
     nghttp2_option *o = session_options(w);
-    if (!hc || !o || nghttp2_session_server_new3(&hc->s, L->cbs, hc, o, &L->mem.mem) != 0) {
+    if (hc)
+        h2_mem_session_init(&hc->mems, &L->mem);
+    if (!hc || !o || nghttp2_session_server_new3(&hc->s, L->cbs, hc, o, &hc->mems.mem) != 0) {
         nghttp2_option_del(o);
         free(hc);
         return false;
@@ -400,6 +402,7 @@ static bool h2_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len,
         if (hc->dead)
             break;
         n = nghttp2_session_mem_recv(hc->s, d + *off, k);
+        hc->stirred = true;
         if (n < 0)
             break;
         *off += (uint32_t)n;
@@ -497,6 +500,8 @@ static void fill(sws_worker *w, sws_conn *c, h2_conn *hc) {
             }
             if (n == 0)
                 break;
+            hc->stirred = true;
+            h2_mem_session_busy(&hc->mems); /* a frame was written there */
             if (!put(w, c, hc, p, (size_t)n))
                 return;
         }
@@ -619,6 +624,11 @@ static void h2_sweep(sws_worker *w, sws_conn *c, uint64_t now) {
             return;
         }
     }
+    /* Quiet for a whole sweep, with no stream and nothing queued: the
+     * session's frame buffer holds nothing, and its pages go back. */
+    if (!hc->stirred && hc->nstreams == 0 && !hc->spill_len && !nghttp2_session_want_write(hc->s))
+        h2_mem_session_idle(&hc->mems);
+    hc->stirred = false;
     if (now < c->deadline)
         return;
     /* Idle past keepalive_timeout, or streams that made no progress within

@@ -14,13 +14,13 @@
 #include <strings.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "exchange.h"
+#include "pagecache.h"
 #include "route.h"
 #include "scenario.h"
 #include "static.h"
@@ -55,9 +55,6 @@ static int static_init(sws_worker *w, sws_scenario *sc) {
     st->fallback = fb && strcmp(fb, "1") == 0;
     const char *sfv = getenv("SWS_STATIC_SENDFILE");
     st->sendfile = !(sfv && strcmp(sfv, "0") == 0);
-    st->page = sysconf(_SC_PAGESIZE);
-    if (st->page <= 0)
-        st->page = 4096;
     int rc = open_root(&cfg->stat);
     if (rc < 0) {
         fprintf(stderr, "scalwsd: [static] root %s: %s\n", cfg->stat.root, strerror(-rc));
@@ -239,28 +236,14 @@ static const char *sf(const sws_http_request *r, int k, size_t *len) {
 /* Reads what fits of the file into c->out. Returns SWS_ANSWER_DONE once the
  * body is complete, SWS_ANSWER_PENDING while more follows (or the helper was
  * given a cold read), or a negative errno that closes the connection. */
-#ifndef SYS_cachestat
-#define SYS_cachestat 451 /* Linux 6.5; Debian 12's headers predate it */
-#endif
-
-/* Whether every page of [off, off + len) is in the page cache (cachestat,
- * Linux 6.5), so that sendfile will not wait on the disk. No cachestat: never
- * (and st->sendfile goes off). */
+/* Whether every page of [off, off + len) is in the page cache, so that
+ * sendfile will not wait on the disk. A kernel that cannot say: never (and
+ * st->sendfile goes off). */
 static bool resident(sws_static *st, int fd, uint64_t off, uint64_t len) {
-    struct {
-        uint64_t off, len;
-    } range = {off, len};
-    struct {
-        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-    } cs;
-    if (syscall(SYS_cachestat, fd, &range, &cs, 0) < 0) {
-        if (errno == ENOSYS || errno == EPERM)
-            st->sendfile = false;
-        return false;
-    }
-    uint64_t pg = (uint64_t)st->page;
-    uint64_t pages = (off + len + pg - 1) / pg - off / pg;
-    return cs.nr_cache >= pages;
+    int r = sws_pagecache_resident(fd, off, len);
+    if (r < 0)
+        st->sendfile = false;
+    return r > 0;
 }
 
 /* Up to this much per sendfile, so that one connection's large file does not
@@ -340,9 +323,9 @@ static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, 
     sws_exchange *x = a->x;
     if (a->head || len == 0)
         return SWS_ANSWER_DONE;
-    size_t room;
-    char *at = sws_ex_room(w, x, &room);
-    if (len <= room && (!st->sendfile || len <= 16384)) {
+    size_t room = 0;
+    char *at = len <= w->out_cap ? sws_ex_room(w, x, &room) : NULL;
+    if (at && len <= room && (!st->sendfile || len <= 16384)) {
         /* The common small file: one read from the page cache, one write. */
         struct iovec v = {at, (size_t)len};
         ssize_t n = preadv2(e->fd, &v, 1, (off_t)first, RWF_NOWAIT);
@@ -359,6 +342,9 @@ static int body_start(answer_ctx *a, sws_static *st, fentry *e, uint64_t first, 
     int fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0); /* the cache may drop e->fd meanwhile */
     if (fd < 0)
         return -errno;
+    /* HTTP/2 reads a cached range into its frames itself: handed over whole. */
+    if (sws_ex_file(w, x, fd, first, len) == 0)
+        return SWS_ANSWER_DONE;
     st->files[sws_ex_id(x)] = (sfile){.on = true, .fd = fd, .off = first, .end = first + len};
     /* With sendfile the head goes alone and more() sends the body after it. */
     return st->sendfile ? SWS_ANSWER_PENDING : fill(w, st, x);

@@ -97,7 +97,6 @@ typedef struct sws_static {
     sws_symlinks symlinks;
     bool fallback; /* SWS_STATIC_OPEN_FALLBACK=1: the walk even where openat2 exists */
     bool sendfile; /* page-cache-resident parts go by sendfile (SWS_STATIC_SENDFILE=0: never) */
-    long page;     /* the page size, for cachestat's count */
     const sws_static_config *cfg;
     const sws_scenario_cfg *scfg; /* its route's whole settings: the error pages */
     uint32_t inst;                /* its scenario instance: the helper's posts name it (token.h) */
