@@ -2,7 +2,8 @@
  * a result that is not refused is relative, has no empty, "." or ".." segment
  * and no NUL (so it never leaves the root), is no longer than the input, and
  * is a fixed point: normalising it again changes nothing (when it holds no
- * byte that would be read as an escape or the end of the path). */
+ * byte that would be read as an escape or the end of the path). The same for
+ * sws_static_path_plain, the variant for paths already decoded. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     } else if (n != -22) {
         abort(); /* -EINVAL is the only refusal */
+    }
+    /* The same bytes as an already decoded path (a try_files candidate): the
+     * same invariant, and a fixed point without exception, since nothing in
+     * it is read as an escape or an end. */
+    n = sws_static_path_plain((const char *)data, size, out, &flags);
+    if (n >= 0) {
+        check(out, n, size);
+        char *again = malloc((size_t)n + 2), *out2 = malloc((size_t)n + 2);
+        again[0] = '/';
+        memcpy(again + 1, out, (size_t)n);
+        unsigned f2;
+        int m = sws_static_path_plain(again, (size_t)n + 1, out2, &f2);
+        if (m != n || memcmp(out, out2, (size_t)n) != 0 ||
+            (f2 & SWS_PATH_DOTFILE) != (flags & SWS_PATH_DOTFILE))
+            abort();
+        free(again);
+        free(out2);
+    } else if (n != -22) {
+        abort();
     }
     free(out);
     return 0;

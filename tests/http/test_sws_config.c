@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "cpu.h"
+#include "route.h"
 #include "test_ini.h"
 
 static const char *write_ini(const char *text) {
@@ -151,6 +152,87 @@ static void config_bad_value_names_file_line_key(void **state) {
     assert_null(strchr(err, '\n'));
 }
 
+/* try_files is parsed once, at load: each entry's place, its $uri and its
+ * =CODE; what could climb out of the root or never be reached is refused. */
+static void config_try_files_parsed_and_checked(void **state) {
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    sws_config_defaults(&c);
+    assert_int_equal(c.stat.ntry, 0);
+    assert_int_equal(sws_config_set(&c, "static", "try_files",
+                                    "$uri /en$uri.html  /index.html =404", err, sizeof(err)),
+                     0);
+    assert_int_equal(c.stat.ntry, 4);
+    const sws_try *t = c.stat.try;
+    assert_int_equal(t[0].uri, 1);
+    assert_int_equal(t[0].len, 4);
+    assert_int_equal(t[1].uri, 4); /* "$uri" after "/en" */
+    assert_memory_equal(c.stat.try_files + t[1].off, "/en$uri.html", 12);
+    assert_int_equal(t[2].uri, 0);
+    assert_int_equal(t[3].code, 404);
+    static const char *const bad[] = {"$uri /../x", "$uri/../..", "=404 $uri",
+                                      "$uri $args", "$uri$uri",   "index.html",
+                                      "$uri =200",  "$uri =",     "a b c d e f g h i"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        if (sws_config_set(&c, "static", "try_files", bad[i], err, sizeof(err)) != -EINVAL)
+            fail_msg("try_files = %s accepted", bad[i]);
+        assert_true(err[0] != '\0');
+    }
+    assert_int_equal(c.stat.ntry, 4); /* a refused value changes nothing */
+    assert_int_equal(sws_config_set(&c, "static", "try_files", "off", err, sizeof(err)), 0);
+    assert_int_equal(c.stat.ntry, 0);
+}
+
+/* error_page: the files are read when the configuration is built, one set
+ * per route, found by status; a missing one names file, line and route. */
+static void config_error_pages_loaded(void **state) {
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    const char *dir = getenv("SWS_TEST_TMP");
+    char page[600], ini[2048];
+    snprintf(page, sizeof(page), "%s/sws_config_404.html", dir ? dir : "/tmp");
+    FILE *f = fopen(page, "w");
+    assert_non_null(f);
+    fputs("<p>gone</p>", f);
+    fclose(f);
+    snprintf(ini, sizeof(ini),
+             "[server]\nerror_page = 404 410 %s\n[route r]\npath = /r\nscenario = respond\n"
+             "error_page = 502 %s\n",
+             page, page);
+    sws_cli cli = {.config = test_write_ini("sws_config_test.ini", ini)};
+    assert_int_equal(sws_config_build(&c, &cli, err, sizeof(err)), 0);
+    const sws_error_page *p = sws_error_page_find(&c.routes->r[0].cfg, 410);
+    assert_non_null(p);
+    assert_int_equal(p->len, 11);
+    assert_memory_equal(p->body, "<p>gone</p>", 11);
+    assert_string_equal(p->content_type, "text/html");
+    assert_null(sws_error_page_find(&c.routes->r[0].cfg, 502));
+    assert_non_null(sws_error_page_find(&c.routes->r[1].cfg, 502));
+    assert_null(sws_error_page_find(&c.routes->r[1].cfg, 404)); /* not inherited */
+    assert_int_equal(sws_error_pages_room(&c.routes->r[1].cfg), 11 + 1024);
+    sws_config_release(&c);
+    snprintf(
+        ini, sizeof(ini),
+        "[server]\n[route r]\npath = /r\nscenario = respond\n\nerror_page = 502 %s-none.html\n",
+        page);
+    cli.config = test_write_ini("sws_config_test.ini", ini);
+    assert_int_equal(sws_config_build(&c, &cli, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":6: [route r] error_page: "));
+    assert_non_null(strstr(err, "-none.html: No such file or directory"));
+    sws_config_release(&c);
+    /* Seventeen statuses, each its own group: one more than a route keeps. */
+    char many[600] = "";
+    for (int code = 400; code <= 416; code++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s%d x.html",
+                 code > 400 ? ", " : "", code);
+    sws_config_defaults(&c);
+    assert_int_equal(sws_config_set(&c, "server", "error_page", many, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "more than 16 statuses"));
+}
+
 static void config_missing_file_is_an_error(void **state) {
     (void)state;
     static sws_config c;
@@ -250,6 +332,8 @@ int main(void) {
         cmocka_unit_test(config_short_duration_says_the_minimum),
         cmocka_unit_test(config_section_twice_is_noted),
         cmocka_unit_test(config_bad_value_names_file_line_key),
+        cmocka_unit_test(config_try_files_parsed_and_checked),
+        cmocka_unit_test(config_error_pages_loaded),
         cmocka_unit_test(config_missing_file_is_an_error),
         cmocka_unit_test(config_addresses),
         cmocka_unit_test(config_table_round_trips),

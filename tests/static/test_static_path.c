@@ -83,10 +83,43 @@ static void raw_nul_refused(void **state) {
     assert_int_equal(sws_static_path("/a\0b", 4, out, &flags), -EINVAL);
 }
 
+/* A path already decoded (try_files' candidates): no escape is read and '?'
+ * and '#' are bytes of names, so nothing is decoded twice; the dot segments
+ * and the refusals are the same. */
+static void plain_does_not_decode(void **state) {
+    (void)state;
+    static const pcase cases[] = {
+        {"/%2e%2e/x", 8, "%2e%2e/x", 0},
+        {"/a%2f..%2fb", 10, "a%2f..%2fb", 0},
+        {"/a?x=../../", 0, "", SWS_PATH_DIR}, /* "a?x=.." is a name, the last ".." drops it */
+        {"/a#frag.html", 11, "a#frag.html", 0},
+        {"/a/b/../c.html", 8, "a/c.html", 0},
+        {"/docs//", 4, "docs", SWS_PATH_DIR},
+        {"/..", -EINVAL, NULL, 0},
+        {"/a/../../x", -EINVAL, NULL, 0},
+        {"/.html", 5, ".html", SWS_PATH_DOTFILE},
+        {"a", -EINVAL, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[256];
+        unsigned flags = 99;
+        int rc = sws_static_path_plain(cases[i].in, strlen(cases[i].in), out, &flags);
+        if (rc != cases[i].rc)
+            fail_msg("%s: rc %d, want %d", cases[i].in, rc, cases[i].rc);
+        if (rc >= 0) {
+            if (strcmp(out, cases[i].out) != 0)
+                fail_msg("%s: \"%s\", want \"%s\"", cases[i].in, out, cases[i].out);
+            if (flags != cases[i].flags)
+                fail_msg("%s: flags %u, want %u", cases[i].in, flags, cases[i].flags);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(normalises),
         cmocka_unit_test(raw_nul_refused),
+        cmocka_unit_test(plain_does_not_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -661,7 +661,7 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
         c->routes = NULL;
         return -EINVAL;
     }
-    return 0;
+    return sws_error_pages_load(c, cli->config, err, errlen);
 }
 
 /* The value as a file line: ';' after a space would start an inline comment

@@ -6,6 +6,7 @@
 #ifndef SWS_CONFIG_H
 #define SWS_CONFIG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,6 +52,14 @@ typedef struct sws_addr {
     socklen_t len;
 } sws_addr;
 
+/* One try_files entry: a path template, or "=CODE" (the last only). */
+#define SWS_TRY_MAX 8
+typedef struct sws_try {
+    uint8_t off, len; /* the entry's text in try_files */
+    uint8_t uri;      /* where "$uri" is in it, plus one (0: none) */
+    uint16_t code;    /* "=CODE": the status answered (0: a path) */
+} sws_try;
+
 /* [static]: the static scenario (src/scalws/static/). */
 typedef struct sws_static_config {
     char root[1024];         /* required with scenario static */
@@ -63,7 +72,35 @@ typedef struct sws_static_config {
     bool precompressed;      /* FILE.gz / FILE.br siblings (gzip_static) */
     uint32_t cache_entries;  /* open-file cache entries per loop; 0 off */
     uint32_t cache_valid_ms; /* an entry is checked against the file after this */
+    char try_files[256];     /* "$uri $uri/ /index.html" ("" none), parsed into try */
+    uint8_t ntry;
+    sws_try try[SWS_TRY_MAX];
+    bool autoindex; /* a directory without its index is listed (else 403) */
 } sws_static_config;
+
+/* error_page: files sent as the body of a route's error answers, read when
+ * the configuration is loaded (error_page.c) and kept in memory, so that an
+ * error answer never touches the disk. */
+#define SWS_ERROR_PAGE_SPEC 512  /* the key's value */
+#define SWS_ERROR_PAGE_MAX 16384 /* bytes of one file: it goes out in one write */
+#define SWS_ERROR_PAGES_MAX 16   /* statuses of one route */
+
+typedef struct sws_error_page {
+    uint16_t status;
+    uint32_t len;
+    const char *content_type; /* by the file's extension */
+    const char *body;         /* len bytes, in its set's data */
+} sws_error_page;
+
+/* One route's pages. Owned by the route table; an HTTP/2 stream sending one
+ * from where it is holds a reference too (a reload may free the table first). */
+typedef struct sws_error_pages {
+    _Atomic int refs;
+    int n;
+    uint32_t largest;
+    sws_error_page p[SWS_ERROR_PAGES_MAX];
+    char data[];
+} sws_error_pages;
 
 /* The settings one scenario instance serves with: those of the [respond],
  * [static], [proxy] and [redirect] sections, for the default route (the top-level
@@ -86,6 +123,8 @@ typedef struct sws_scenario_cfg {
     /* proxy with tls = on: the client context its upstream connections and
      * health checks use, owned (built and freed with the route table). */
     struct sws_tls_client *up_tls;
+    /* Its route's error pages (NULL: none), owned by the route table. */
+    sws_error_pages *pages;
 } sws_scenario_cfg;
 
 #define SWS_ROUTE_NAMES_MAX 4096 /* host names of one route */
@@ -111,6 +150,7 @@ typedef struct sws_route_keys {
     uint32_t access_log_line;
     char log_format[200];
     sws_log_format log_fmt;
+    uint32_t error_page_line;
 } sws_route_keys;
 
 struct sws_routes;
@@ -149,7 +189,10 @@ typedef struct sws_config {
     char log_format[200];         /* as written; compiled into log_fmt */
     sws_log_format log_fmt;
     char pid_file[256]; /* empty: none */
-    bool defer_accept;  /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
+    /* "404 FILE, 502 503 FILE": the default route's error pages ([server]),
+     * or, in a route's scratch config, the route's. */
+    char error_page[SWS_ERROR_PAGE_SPEC];
+    bool defer_accept; /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
     sws_scenario_kind scenario;
     bool http2; /* the listener speaks HTTP/2 too (ALPN h2, or the preface on plaintext) */
     /* [http2] */
@@ -288,6 +331,21 @@ typedef struct sws_cli {
 /* Defaults, then the file, then the flags; checks what needs several keys.
  * 0, or a negative errno with one line in err ("file:line: ..." or "--flag: ..."). */
 int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen);
+
+/* error_page.c: the value's syntax ("CODE [CODE...] FILE[, ...]", codes
+ * 400..599, each once): 0, or -EINVAL with why. */
+int sws_error_page_check(const char *v, char *why, size_t len);
+/* The error pages of every route of c's table read from their files (each
+ * a regular file of at most SWS_ERROR_PAGE_MAX bytes with a known
+ * extension): 0, or -EINVAL with "file:line: [section] error_page: why".
+ * sws_config_build calls it; config_file names the file in messages. */
+int sws_error_pages_load(sws_config *c, const char *config_file, char *err, size_t errlen);
+/* The page of cfg's route for status, or NULL. Any thread. */
+const sws_error_page *sws_error_page_find(const sws_scenario_cfg *cfg, int status);
+/* Room an answer with cfg's largest page needs in the output (0: no pages). */
+uint32_t sws_error_pages_room(const sws_scenario_cfg *cfg);
+void sws_error_pages_ref(sws_error_pages *p);
+void sws_error_pages_unref(sws_error_pages *p);
 
 /* preflight.c: what the start would refuse in the files and directories the
  * configuration names (the access log's directory, each static root and

@@ -221,6 +221,91 @@ static void format_index(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->stat.index);
 }
 
+/* Whether the text [s, s + n) has a ".." segment. */
+static bool dotdot(const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && s[e] != '/')
+            e++;
+        if (e - i == 2 && s[i] == '.' && s[i + 1] == '.')
+            return true;
+        i = e + 1;
+    }
+    return false;
+}
+
+/* try_files: paths below the root, each '/'-first or "$uri"-first with at
+ * most one $uri and no ".." (nothing may climb out of the root), and at the
+ * end "=CODE" if wanted; parsed once here, so a request reads offsets. */
+static int parse_try_files(sws_config *c, const char *v, char *why, size_t len) {
+    sws_static_config *st = &c->stat;
+    if (strlen(v) >= sizeof(st->try_files) || strpbrk(v, "\r\n")) {
+        snprintf(why, len, "longer than %zu bytes", sizeof(st->try_files) - 1);
+        return -EINVAL;
+    }
+    sws_static_config t = {0};
+    strcpy(t.try_files, strcmp(v, "off") == 0 ? "" : v);
+    const char *s = t.try_files;
+    for (size_t i = 0; s[i];) {
+        if (s[i] == ' ' || s[i] == '\t') {
+            i++;
+            continue;
+        }
+        size_t e = i;
+        while (s[e] && s[e] != ' ' && s[e] != '\t')
+            e++;
+        size_t n = e - i;
+        if (t.ntry && t.try[t.ntry - 1].code) {
+            snprintf(why, len, "'%.*s' after '=%u': a status ends the list", (int)n, s + i,
+                     t.try[t.ntry - 1].code);
+            return -EINVAL;
+        }
+        if (t.ntry == SWS_TRY_MAX) {
+            snprintf(why, len, "more than %d entries", SWS_TRY_MAX);
+            return -EINVAL;
+        }
+        sws_try *y = &t.try[t.ntry++];
+        *y = (sws_try){.off = (uint8_t)i, .len = (uint8_t)n};
+        if (s[i] == '=') {
+            uint64_t code;
+            char num[8];
+            snprintf(num, sizeof(num), "%.*s", (int)(n - 1), s + i + 1);
+            if (n > 4 || sws_parse_uint(num, 400, 599, &code) < 0) {
+                snprintf(why, len, "bad status '%.*s' (want =400..=599)", (int)n, s + i);
+                return -EINVAL;
+            }
+            y->code = (uint16_t)code;
+        } else {
+            const char *u = strstr(s + i, "$uri");
+            if (u && u >= s + e)
+                u = NULL;
+            size_t at = u ? (size_t)(u - s) : e; /* the literal before $uri */
+            const char *rest = u ? u + 4 : s + e;
+            bool ok = (s[i] == '/' || u == s + i) && !memchr(rest, '$', (size_t)(s + e - rest)) &&
+                      !memchr(s + i, '$', at - i) && !dotdot(s + i, at - i) &&
+                      !dotdot(rest, (size_t)(s + e - rest));
+            for (size_t k = i; ok && k < e; k++)
+                ok = (unsigned char)s[k] >= 0x20 && s[k] != 0x7f;
+            if (!ok) {
+                snprintf(why, len,
+                         "bad entry '%.*s' (want /path or $uri with text around it, one $uri, no "
+                         "'..', or =CODE last)",
+                         (int)n, s + i);
+                return -EINVAL;
+            }
+            y->uri = u ? (uint8_t)(u - (s + i) + 1) : 0;
+        }
+        i = e;
+    }
+    memcpy(st->try_files, t.try_files, sizeof(st->try_files));
+    st->ntry = t.ntry;
+    memcpy(st->try, t.try, sizeof(st->try));
+    return 0;
+}
+static void format_try_files(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->stat.try_files[0] ? c->stat.try_files : "off");
+}
+
 static int parse_upstream(sws_config *c, const char *v, char *why, size_t len) {
     return sws_proxy_parse_upstreams(&c->proxy, v, why, len);
 }
@@ -396,6 +481,22 @@ static int add_route_name(sws_config *c, const char *v, size_t n, char *why, siz
     rt->hosts_len += (uint32_t)k;
     rt->nhosts++;
     return 0;
+}
+
+/* [server] error_page and [route NAME] error_page: the syntax now, the files
+ * when the configuration is complete (sws_error_pages_load). */
+static int parse_error_page(sws_config *c, const char *v, char *why, size_t len) {
+    if (!*v || strcmp(v, "off") == 0) {
+        c->error_page[0] = '\0';
+        return 0;
+    }
+    if (sws_error_page_check(v, why, len) < 0)
+        return -EINVAL;
+    snprintf(c->error_page, sizeof(c->error_page), "%s", v);
+    return 0;
+}
+static void format_error_page(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->error_page);
 }
 
 /* [route NAME] host: names separated by commas (or spaces); several host
@@ -587,6 +688,8 @@ const sws_key sws_config_keys[] = {
            "\"Name: value\" added to 2xx and 3xx answers; one a line, lines add up"),
     CUSTOM("server", "add_header_always", parse_add_header_always, format_add_header_always, NULL,
            RELOAD, "\"Name: value\" added to every answer, errors included"),
+    CUSTOM("server", "error_page", parse_error_page, format_error_page, NULL, RELOAD,
+           "CODE [CODE...] FILE[, ...]: files sent as the body of the default route's errors"),
 
     UINT("http2", "max_concurrent_streams", h2.max_concurrent_streams, 1, 10000, "100", RELOAD,
          "streams a client may have open on one connection (more are refused)"),
@@ -616,7 +719,7 @@ const sws_key sws_config_keys[] = {
     STRING("static", "root", stat.root, NULL, RELOAD,
            "the directory served (scenario static needs it; --root sets it)"),
     CUSTOM("static", "index", parse_index, format_index, "index.html", RELOAD,
-           "file served for a directory; empty: none (403, never a listing)"),
+           "file served for a directory; empty: none (403, or a listing with autoindex)"),
     STRING("static", "default_type", stat.default_type, "application/octet-stream", RELOAD,
            "Content-Type of an extension mime_types does not list"),
     STRING("static", "cache_control", stat.cache_control, NULL, RELOAD,
@@ -633,6 +736,10 @@ const sws_key sws_config_keys[] = {
          "entries of each loop's open-file cache (0: off)"),
     MS("static", "open_file_cache_valid", stat.cache_valid_ms, 0, "1s", RELOAD,
        "how long a cached entry is used before the file is opened again"),
+    CUSTOM("static", "try_files", parse_try_files, format_try_files, "off", RELOAD,
+           "paths tried in order ($uri, $uri.html, $uri/, /index.html), =CODE last; off: none"),
+    BOOL("static", "autoindex", stat.autoindex, "off", RELOAD,
+         "list a directory without its index file (HTML; dotfiles only with dotfiles = allow)"),
 
     UINT("respond", "status", status, 200, 599, "200", RELOAD, "status of the fixed answer"),
     CUSTOM("respond", "body", parse_body, format_body, "Hello from scalwsd\\n", RELOAD,
@@ -768,6 +875,8 @@ const sws_key sws_route_key_table[] = {
            "\"Name: value\" on its 2xx and 3xx answers (none set: [server]'s)"),
     CUSTOM("route NAME", "add_header_always", parse_add_header_always, format_add_header_always,
            NULL, RELOAD, "\"Name: value\" on every answer of the route"),
+    CUSTOM("route NAME", "error_page", parse_error_page, format_error_page, NULL, RELOAD,
+           "CODE [CODE...] FILE[, ...]: files sent as the body of the route's errors"),
 };
 const int sws_route_nkeys = (int)(sizeof sws_route_key_table / sizeof sws_route_key_table[0]);
 _Static_assert(sizeof sws_config_keys / sizeof sws_config_keys[0] <= SWS_CONFIG_KEYS_MAX,

@@ -235,6 +235,7 @@ void sws_routes_unref(sws_routes *t) {
         free(t->r[i].cfg.body);
         free(t->r[i].hosts);
         sws_header_policy_free(t->r[i].cfg.headers);
+        sws_error_pages_unref(t->r[i].cfg.pages);
         sws_tls_client_free(t->r[i].cfg.up_tls); /* open engines keep their SSL_CTX */
     }
     free(t->exact);

@@ -59,6 +59,10 @@ typedef struct sws_route {
     bool own_log, own_format;
     char log_format[200]; /* own_format: as written (--print-config) */
     sws_log_format log_fmt;
+    /* Its error_page value and line (0: the default route's [server] key,
+     * or unset), read into cfg.pages by sws_error_pages_load. */
+    char error_page[SWS_ERROR_PAGE_SPEC];
+    uint32_t error_page_line;
     sws_scenario_cfg cfg;
 } sws_route;
 

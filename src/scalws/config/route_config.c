@@ -95,6 +95,8 @@ static int finish(struct sws_route_load *L) {
     int mime = sws_config_key_index("static", "mime_types");
     r->root_line = root >= 0 ? s->origin_line[root] : 0;
     r->mime_types_line = mime >= 0 ? s->origin_line[mime] : 0;
+    memcpy(r->error_page, s->error_page, sizeof(r->error_page));
+    r->error_page_line = s->rt.error_page_line;
     L->n++; /* from here its heap parts are freed with the list */
     int rc = 0;
     r->own_headers = s->hdr.set;
@@ -130,12 +132,13 @@ static const char *nearest_route_key(const char *key) {
 static int set_route_key(sws_config *s, const char *key, char *why, size_t len, const char *v,
                          uint32_t line) {
     for (int i = 0; i < sws_route_nkeys; i++) {
-        if (strcmp(sws_route_key_table[i].name, key) == 0) {
-            int rc = sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
-            if (rc == 0 && strcmp(key, "access_log") == 0)
-                s->rt.access_log_line = line; /* preflight.c names it */
-            return rc;
-        }
+        if (strcmp(sws_route_key_table[i].name, key) != 0)
+            continue;
+        if (strcmp(key, "access_log") == 0)
+            s->rt.access_log_line = line; /* preflight.c names it */
+        if (strcmp(key, "error_page") == 0)
+            s->rt.error_page_line = line; /* for the messages of the files it names */
+        return sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
     }
     /* "proxy.host": a scenario section's key named outright. */
     const char *dot = strchr(key, '.');
@@ -165,7 +168,8 @@ static int set_route_key(sws_config *s, const char *key, char *why, size_t len, 
     else
         snprintf(why, len,
                  "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix, "
-                 "add_header and the keys of [respond], [static], [proxy] and [redirect])");
+                 "access_log, log_format, add_header, error_page and the keys of [respond], "
+                 "[static], [proxy] and [redirect])");
     return -EINVAL;
 }
 
@@ -569,6 +573,8 @@ void sws_routes_print(FILE *f, const sws_config *c) {
                     print_kv(f, k ? "add_header_always" : "add_header", v);
             }
         }
+        if (r->error_page[0])
+            print_kv(f, "error_page", r->error_page);
         /* The scenario keys that differ from the key table's defaults. */
         sws_config_defaults(x);
         unfill(x, &r->cfg);

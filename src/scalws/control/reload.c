@@ -76,6 +76,17 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
     unsigned seen = 0;
     for (int i = 0; i < n->routes->n; i++) {
         const sws_route *r = &n->routes->r[i];
+        /* An error answer goes out whole: its page within the room of an
+         * answer, which the buffers sized at start bound. */
+        uint32_t room = s->workers[0].out_cap / 4;
+        if (sws_error_pages_room(&r->cfg) > room) {
+            snprintf(buf, len,
+                     "[%s%s] error_page of %u bytes does not fit the connection buffers sized "
+                     "at start (up to %u bytes)",
+                     i ? "route " : "server", i ? r->name : "", r->cfg.pages->largest,
+                     room - (sws_error_pages_room(&r->cfg) - r->cfg.pages->largest));
+            return buf;
+        }
         unsigned bit = 1u << r->cfg.scenario;
         if (!(s->kinds_at_start & bit)) {
             snprintf(buf, len,

@@ -241,10 +241,11 @@ static inline int sws_ex_file(struct sws_worker *w, sws_exchange *x, int fd, uin
 static inline int sws_ex_fixed(struct sws_worker *w, sws_exchange *x, sws_fixed *f) {
     return x->proto->fixed(w, x, f);
 }
-/* An error answer of the server's own (a short text body naming the
- * status), after which the connection ends; for 502/504 from a proxy, and
- * for anything the scenario cannot answer once it began. Only before the
- * answer's head was given; outside a hook the exchange is over with it. */
+/* An error answer of the server's own (its route's error_page for the
+ * status, else a short text body naming it), after which the connection
+ * ends; for 502/504 from a proxy, and for anything the scenario cannot
+ * answer once it began. Only before the answer's head was given; outside a
+ * hook the exchange is over with it. */
 static inline int sws_ex_error(struct sws_worker *w, sws_exchange *x, int status) {
     return x->proto->error(w, x, status);
 }

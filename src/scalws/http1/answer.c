@@ -425,21 +425,42 @@ static void h1_abort(sws_worker *w, sws_exchange *x) {
     h1_answer_end(w, c);
 }
 
-/* Our own error answer (text body naming the status) for a request whose
- * answer has not begun, after which the connection ends (the proxy's
- * 502/504). The route counts it when the answer is done. */
+const sws_error_page *h1_error_page(sws_worker *w, const sws_conn *c, int status, bool known) {
+    const sws_error_page *p = known ? sws_error_page_find(c->sc->cfg, status) : NULL;
+    /* The route's resp_max keeps room for it (route_inst.c); else the text. */
+    return p && (size_t)p->len + 1024 <= w->out_cap - c->olen ? p : NULL;
+}
+
+size_t h1_error_write(sws_worker *w, sws_conn *c, int status, const sws_error_page *page,
+                      bool head) {
+    char *out = c->out + c->olen;
+    size_t cap = w->out_cap - c->olen;
+    uint32_t pl; /* the route's header policy: its always fields on an error */
+    const char *policy = h1_policy(c, status, &pl);
+    if (!page)
+        return sws_http_error_fields(out, cap, status, w->date.str, head, policy, pl);
+    size_t h = sws_http_head_fields(out, cap, status, w->date.str, page->content_type, page->len,
+                                    false, policy, pl);
+    if (h == 0 || head)
+        return h;
+    if (h + page->len > cap)
+        return 0;
+    memcpy(out + h, page->body, page->len);
+    return h + page->len;
+}
+
+/* Our own error answer (the route's page, or a text body naming the status)
+ * for a request whose answer has not begun, after which the connection ends
+ * (the proxy's 502/504). The route counts it when the answer is done. */
 static void error_answer(sws_worker *w, sws_conn *c, int status) {
     bool head = c->parser->req.head;
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
     c->status = (uint16_t)status;
+    bool out = sws_conn_out_take(w, c);
+    const sws_error_page *page = h1_error_page(w, c, status, true); /* the scenario's error */
     if (w->logs)
-        h1_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
-    uint32_t pl;
-    const char *policy = h1_policy(c, status, &pl);
-    size_t n = sws_conn_out_take(w, c)
-                   ? sws_http_error_fields(c->out + c->olen, w->out_cap - c->olen, status,
-                                           w->date.str, head, policy, pl)
-                   : 0;
+        h1_conn_log(w, c, status, head ? 0 : page ? page->len : sws_http_error_body_len(status));
+    size_t n = out ? h1_error_write(w, c, status, page, head) : 0;
     if (n == 0) {
         sws_conn_close(w, c);
         return;

@@ -77,6 +77,14 @@ const sws_head *h1_request_head(const sws_exchange *x);
 
 /* answer.c */
 extern const sws_proto sws_h1_proto;
+/* The page of c's route for an error status, once its route is known (none
+ * before, or when it would not fit the output: the short text then). */
+const sws_error_page *h1_error_page(sws_worker *w, const sws_conn *c, int status, bool known);
+/* Our error answer with "Connection: close" at the end of c->out (taken):
+ * page's, or a short text naming the status. Its length, or 0 when it does
+ * not fit. */
+size_t h1_error_write(sws_worker *w, sws_conn *c, int status, const sws_error_page *page,
+                      bool head);
 int h1_head(sws_worker *w, sws_exchange *x, const sws_answer *a);
 /* A chunked body's last chunk (a body of known length needs nothing). */
 void h1_body_end(sws_worker *w, sws_conn *c);

@@ -223,16 +223,18 @@ void h1_answer_error_head(sws_worker *w, sws_conn *c, int status, bool head) {
      * route's error; one refused earlier (its head's fault) is no route's. */
     if (c->routed)
         sws_route_count(w, c->sc, status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
+    bool out = sws_conn_out_take(w, c);
+    /* Once the route is known (the head complete and sound: routed, or the
+     * default's without routes), its error page; a head's fault: the text. */
+    bool known = c->routed || (!w->routes_on && c->parser && sws_http_head_sound(c->parser));
+    const sws_error_page *page = out ? h1_error_page(w, c, status, known) : NULL;
     if (w->logs)
-        h1_conn_log(w, c, status, head ? 0 : sws_http_error_body_len(status));
-    if (!sws_conn_out_take(w, c)) {
+        h1_conn_log(w, c, status, head ? 0 : page ? page->len : sws_http_error_body_len(status));
+    if (!out) {
         sws_conn_close(w, c);
         return;
     }
-    uint32_t pl;
-    const char *policy = h1_policy(c, status, &pl);
-    size_t n = sws_http_error_fields(c->out + c->olen, w->out_cap - c->olen, status, w->date.str,
-                                     head, policy, pl);
+    size_t n = h1_error_write(w, c, status, page, head);
     /* The rest of a refused request may still be on the wire: closing with
      * unread input would send a reset that destroys the answer (nginx's
      * lingering close). */

@@ -536,18 +536,32 @@ void h2_answer_error(sws_worker *w, h2_stream *st, int status) {
         return;
     }
     SWS_ADD(w->ctr.errors[sws_status_slot(status)], 1);
-    /* The text goes from the stream itself: no buffer to wait for. */
+    /* The route's page once the route is known, else a text naming the
+     * status; either goes from where it is: no buffer to wait for. */
+    const sws_error_page *page = st->routed ? sws_error_page_find(st->sc->cfg, status) : NULL;
+    const char *body = st->note;
     int bl = snprintf(st->note, sizeof(st->note), "%d %s\n", status, sws_http_reason(status));
     if (bl < 0 || (size_t)bl >= sizeof(st->note))
         bl = 0;
     sws_answer a = {.status = status, .content_type = "text/plain", .length = (uint64_t)bl};
+    if (page) {
+        body = page->body;
+        bl = (int)page->len;
+        a = (sws_answer){.status = status, .content_type = page->content_type, .length = page->len};
+    }
     if (h2_head(w, &st->ex, &a) < 0) {
         h2_reset(st->hc, st, NGHTTP2_INTERNAL_ERROR);
         return;
     }
     if (!st->nobody && bl) {
-        st->fixed = st->note;
+        st->fixed = body;
         st->fixed_left = (uint32_t)bl;
+        if (page) {
+            /* A reload may free the route table before the client has
+             * taken the page: the stream keeps it (h2_stream_free). */
+            st->held = st->sc->cfg->pages;
+            sws_error_pages_ref(st->held);
+        }
     }
     if (w->logs)
         h2_log(w, st, NULL, status, st->nobody ? 0 : (uint64_t)bl);

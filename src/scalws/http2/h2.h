@@ -101,6 +101,7 @@ typedef struct h2_stream {
     char note[48];                   /* our own error answer's body (sent as fixed) */
     struct h2_stream *wprev, *wnext; /* its connection's line for a body buffer */
     uint32_t fixed_left;
+    sws_error_pages *held; /* the error page fixed is in, referenced (or NULL) */
     sws_http_request req;
     sws_head head;      /* with keep_fields, for request_head */
     sws_field *f;       /* fcap entries; the names and values are in rc */

@@ -85,6 +85,7 @@ void h2_stream_free(h2_conn *hc, h2_stream *st) {
     sws_lend_give(&L->stores, st->store);
     h2_body_give(w, st);
     h2_wait_drop(w, st);
+    sws_error_pages_unref(st->held);
     if (st->prev)
         st->prev->next = st->next;
     else

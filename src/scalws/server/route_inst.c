@@ -66,9 +66,16 @@ static int take_id(sws_worker *w, sws_scenario *sc) {
  * own, and keeps what the hook set it to; the loop's is the largest. */
 static void resp_max_settle(sws_worker *w) {
     uint32_t m = w->sc.resp_max;
-    for (uint32_t i = 1; i < w->ninst; i++)
-        if (w->inst[i] && !w->inst[i]->retired && w->inst[i]->resp_max > m)
-            m = w->inst[i]->resp_max;
+    for (uint32_t i = 0; i < w->ninst; i++) {
+        const sws_scenario *sc = w->inst[i];
+        if (!sc || sc->retired)
+            continue;
+        if (sc->resp_max > m)
+            m = sc->resp_max;
+        /* An error answer goes out in one piece, its route's page with it. */
+        if (sws_error_pages_room(sc->cfg) > m)
+            m = sws_error_pages_room(sc->cfg);
+    }
     w->resp_max = m < 512 ? 512 : m;
 }
 

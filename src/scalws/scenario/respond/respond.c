@@ -16,8 +16,13 @@ typedef struct sws_respond {
     bool has_next;
 } sws_respond;
 
+/* An error status answers with its route's page when it has one. */
 static void fixed_of(sws_fixed *f, const sws_scenario_cfg *cfg) {
-    sws_fixed_init(f, cfg->status, cfg->content_type, cfg->body, (uint32_t)cfg->body_len);
+    const sws_error_page *p = sws_error_page_find(cfg, cfg->status);
+    if (p)
+        sws_fixed_init(f, cfg->status, p->content_type, p->body, p->len);
+    else
+        sws_fixed_init(f, cfg->status, cfg->content_type, cfg->body, (uint32_t)cfg->body_len);
     f->headers = cfg->headers; /* part of what is framed */
 }
 
@@ -48,7 +53,7 @@ static int respond_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     if (rc < 0)
         return rc;
     if (w->logs)
-        sws_ex_log(w, x, sc->cfg->status, sws_ex_request(x)->head ? 0 : sc->cfg->body_len);
+        sws_ex_log(w, x, r->now.status, sws_ex_request(x)->head ? 0 : r->now.body_len);
     return SWS_ANSWER_DONE;
 }
 
@@ -67,9 +72,9 @@ static const char *respond_reload_refuses(const sws_server *s, const sws_config 
         if (sws_http1_fixed_cap(&f) <= room)
             continue;
         snprintf(buf, len,
-                 "[%s%s] body of %zu bytes does not fit the connection buffers sized at start "
+                 "[%s%s] body of %u bytes does not fit the connection buffers sized at start "
                  "(up to %zu bytes)",
-                 i ? "route " : "respond", i ? rt->name : "", rt->cfg.body_len,
+                 i ? "route " : "respond", i ? rt->name : "", (unsigned)f.body_len,
                  room - 512 - sizeof(rt->cfg.content_type));
         return buf;
     }

@@ -29,9 +29,14 @@ static void *helper_main(void *arg) {
         if (!st->head)
             st->tail = &st->head;
         pthread_mutex_unlock(&st->lock);
-        j->res = pread(j->fd, j->buf, j->len, (off_t)j->off);
-        if (j->res < 0)
-            j->res = -errno;
+        if (j->list) {
+            j->res = sws_static_listing(j->fd, j->buf, j->symlinks, j->fallback, j->dotfiles,
+                                        &j->html, &j->html_len);
+        } else {
+            j->res = pread(j->fd, j->buf, j->len, (off_t)j->off);
+            if (j->res < 0)
+                j->res = -errno;
+        }
         tl_message m = {.value = 0, .ptr = j};
         while (tl_loop_post(j->w->loop, sws_token_of(st->inst, j->idx, SWS_T_FILE_READ), &m) < 0) {
             /* -ENOMEM: the loop waits for every job it handed out (finished
@@ -45,8 +50,7 @@ static void *helper_main(void *arg) {
     return NULL;
 }
 
-int sf_submit(sws_worker *w, sws_static *st, sws_exchange *x, uint32_t len) {
-    sfile *f = &st->files[sws_ex_id(x)];
+static int helper_start(sws_static *st) {
     if (!st->helper_on) {
         /* Not on the loop's CPU (a thread inherits its creator's pinning):
          * anywhere the process may run, as the control thread. */
@@ -61,6 +65,22 @@ int sf_submit(sws_worker *w, sws_static *st, sws_exchange *x, uint32_t len) {
             return -EAGAIN;
         st->helper_on = true;
     }
+    return 0;
+}
+
+static void enqueue(sws_static *st, job *j) {
+    st->inflight++;
+    pthread_mutex_lock(&st->lock);
+    *st->tail = j;
+    st->tail = &j->next;
+    pthread_cond_signal(&st->cond);
+    pthread_mutex_unlock(&st->lock);
+}
+
+int sf_submit(sws_worker *w, sws_static *st, sws_exchange *x, uint32_t len) {
+    sfile *f = &st->files[sws_ex_id(x)];
+    if (helper_start(st) < 0)
+        return -EAGAIN;
     /* Allocated on the cold path only, where a disk read dwarfs it. */
     job *j = malloc(sizeof(*j) + len);
     if (!j)
@@ -73,14 +93,60 @@ int sf_submit(sws_worker *w, sws_static *st, sws_exchange *x, uint32_t len) {
                .off = f->off,
                .len = len};
     f->job = true;
-    st->inflight++;
     SWS_ADD(w->ctr.file_cold_reads, 1);
-    pthread_mutex_lock(&st->lock);
-    *st->tail = j;
-    st->tail = &j->next;
-    pthread_cond_signal(&st->cond);
-    pthread_mutex_unlock(&st->lock);
+    enqueue(st, j);
     return 0;
+}
+
+/* The helper reads the directory and the status of each entry: a directory
+ * of a million names, or one on a cold disk, never holds the loop. It works
+ * below a duplicate of the root's descriptor, which a reload cannot close
+ * under it. */
+int sf_submit_list(sws_worker *w, sws_static *st, sws_exchange *x, const char *rel, size_t len) {
+    sfile *f = &st->files[sws_ex_id(x)];
+    if (helper_start(st) < 0)
+        return -EAGAIN;
+    job *j = malloc(sizeof(*j) + len + 1);
+    if (!j)
+        return -ENOMEM;
+    *j = (job){.w = w,
+               .idx = sws_ex_id(x),
+               .x = x,
+               .mark = sws_ex_mark_of(x),
+               .list = true,
+               .head = sws_ex_request(x)->head,
+               .dotfiles = st->cfg->dotfiles,
+               .symlinks = st->symlinks,
+               .fallback = st->fallback,
+               .fd = fcntl(st->rootfd, F_DUPFD_CLOEXEC, 0),
+               .len = (uint32_t)len};
+    if (j->fd < 0) {
+        int rc = -errno;
+        free(j);
+        return rc;
+    }
+    memcpy(j->buf, rel, len);
+    j->buf[len] = '\0';
+    /* On, with a job: `more` waits for the job (fill sends nothing). */
+    *f = (sfile){.on = true, .job = true, .fd = -1};
+    enqueue(st, j);
+    return 0;
+}
+
+void sf_job_free(job *j) {
+    close(j->fd);
+    free(j->html);
+    free(j);
+}
+
+void sf_body_done(sfile *f) {
+    if (f->mem)
+        free(f->mem);
+    else
+        close(f->fd);
+    f->mem = NULL;
+    f->fd = -1;
+    f->on = false;
 }
 
 static void entry_drop(fentry *e) {

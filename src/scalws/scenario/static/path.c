@@ -15,7 +15,10 @@ static int hex(unsigned char c) {
     return -1;
 }
 
-int sws_static_path(const char *target, size_t len, char *out, unsigned *flags) {
+/* decode: a request target (%-escapes decoded once, '?' or '#' ends the
+ * path); else a path already decoded (try_files' candidates), whose every
+ * byte is a byte of a name. */
+static int normalise(const char *target, size_t len, char *out, unsigned *flags, bool decode) {
     *flags = 0;
     if (len == 0 || target[0] != '/')
         return -EINVAL;
@@ -23,10 +26,10 @@ int sws_static_path(const char *target, size_t len, char *out, unsigned *flags) 
     size_t seg = 0; /* where the current segment starts in out */
     for (size_t i = 1;; i++) {
         int c;
-        bool end = i >= len || target[i] == '?' || target[i] == '#';
+        bool end = i >= len || (decode && (target[i] == '?' || target[i] == '#'));
         if (end) {
             c = '/';
-        } else if (target[i] == '%') {
+        } else if (decode && target[i] == '%') {
             int h = i + 2 < len ? hex((unsigned char)target[i + 1]) : -1;
             int l = h >= 0 ? hex((unsigned char)target[i + 2]) : -1;
             if (l < 0)
@@ -82,4 +85,12 @@ int sws_static_path(const char *target, size_t len, char *out, unsigned *flags) 
             break;
         }
     return (int)o;
+}
+
+int sws_static_path(const char *target, size_t len, char *out, unsigned *flags) {
+    return normalise(target, len, out, flags, true);
+}
+
+int sws_static_path_plain(const char *path, size_t len, char *out, unsigned *flags) {
+    return normalise(path, len, out, flags, false);
 }

@@ -68,6 +68,7 @@ static int static_init(sws_worker *w, sws_scenario *sc) {
         return rc;
     }
     st->cfg = &cfg->stat;
+    st->scfg = cfg;
     st->symlinks = (sws_symlinks)cfg->stat.follow_symlinks;
     uint32_t n = cfg->stat.cache_entries;
     if (n) {
@@ -127,6 +128,7 @@ static void static_reload_commit(sws_worker *w, sws_scenario *sc) {
     st->mime = st->next_mime;
     st->next_mime = NULL;
     st->cfg = &sc->cfg->stat;
+    st->scfg = sc->cfg;
     st->symlinks = (sws_symlinks)st->cfg->follow_symlinks;
     /* Every cached type and descriptor belongs to the old root and map. The
      * size of the cache stays the start's (a resize would move entries). */
@@ -149,8 +151,7 @@ static void static_free(sws_worker *w, sws_scenario *sc) {
     while (st->head) {
         job *j = st->head;
         st->head = j->next;
-        close(j->fd);
-        free(j);
+        sf_job_free(j);
     }
     if (st->cache) {
         sf_cache_clear(st);
@@ -159,7 +160,7 @@ static void static_free(sws_worker *w, sws_scenario *sc) {
     if (st->files) {
         for (uint32_t i = 0; i < w->nexchanges; i++)
             if (st->files[i].on && !st->files[i].job)
-                close(st->files[i].fd);
+                sf_body_done(&st->files[i]);
         free(st->files);
     }
     if (st->rootfd >= 0)
@@ -181,7 +182,8 @@ static void static_free(sws_worker *w, sws_scenario *sc) {
 typedef struct answer_ctx {
     sws_worker *w;
     sws_exchange *x;
-    bool head; /* HEAD: no body */
+    const sws_scenario_cfg *cfg; /* its route's: the error pages */
+    bool head;                   /* HEAD: no body */
 } answer_ctx;
 
 static void count_error(sws_worker *w, int status) {
@@ -192,12 +194,14 @@ static void count_error(sws_worker *w, int status) {
 }
 
 /* An answer with a short text body naming the status (as the error pages of
- * other scenarios), extra fields before it. last: the connection ends after
- * it (a request refused as malformed, or a fault of ours). */
+ * other scenarios), or the route's error page for it, extra fields before
+ * it. last: the connection ends after it (a request refused as malformed, or
+ * a fault of ours). */
 static int answer_short(answer_ctx *a, int status, const sws_field *extra, uint32_t nextra,
                         bool last) {
-    char body[64];
-    int bl = snprintf(body, sizeof(body), "%d %s\n", status, sws_http_reason(status));
+    char text[64];
+    const char *body = text;
+    int bl = snprintf(text, sizeof(text), "%d %s\n", status, sws_http_reason(status));
     sws_answer ans = {.status = status,
                       .content_type = "text/plain",
                       .length = (uint64_t)bl,
@@ -205,6 +209,13 @@ static int answer_short(answer_ctx *a, int status, const sws_field *extra, uint3
                       .whole_body = true,
                       .fields = extra,
                       .nfields = nextra};
+    const sws_error_page *page = sws_error_page_find(a->cfg, status);
+    if (page) {
+        body = page->body;
+        bl = (int)page->len;
+        ans.content_type = page->content_type;
+        ans.length = page->len;
+    }
     count_error(a->w, status);
     if (a->w->logs)
         sws_ex_log(a->w, a->x, status, a->head ? 0 : (uint64_t)bl);
@@ -213,22 +224,6 @@ static int answer_short(answer_ctx *a, int status, const sws_field *extra, uint3
         return rc;
     rc = sws_ex_body(a->w, a->x, body, (size_t)bl);
     return rc < 0 ? rc : SWS_ANSWER_DONE;
-}
-
-static int status_of(int err) {
-    switch (err) {
-    case -ENOENT:
-    case -ENOTDIR:
-    case -ENAMETOOLONG:
-        return 404;
-    case -EACCES:
-    case -EPERM:
-    case -EXDEV: /* a link out of the root, or to another owner */
-    case -ELOOP:
-        return 403;
-    default:
-        return 500;
-    }
 }
 
 static const char *sf(const sws_http_request *r, int k, size_t *len) {
@@ -262,7 +257,7 @@ static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
      * socket takes bytes and the pages are resident: the loop never waits in
      * sendfile, on the socket (non-blocking) or on the disk (cachestat said
      * the pages are there). */
-    while (f->on && !f->job && st->sendfile) {
+    while (f->on && !f->job && !f->mem && st->sendfile) {
         uint64_t want = f->end - f->off;
         if (want > SENDFILE_MAX)
             want = SENDFILE_MAX;
@@ -274,8 +269,7 @@ static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
         if (n < 0)
             return n;
         if (f->off == f->end) {
-            close(f->fd);
-            f->on = false;
+            sf_body_done(f);
             return SWS_ANSWER_DONE;
         }
     }
@@ -285,6 +279,15 @@ static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
         uint64_t want = f->end - f->off;
         if (want > room)
             want = room;
+        if (f->mem) {
+            /* A listing's page, in memory: no disk to wait on. */
+            memcpy(at, f->mem + f->off, (size_t)want);
+            sws_ex_commit(w, x, (size_t)want);
+            f->off += want;
+            if (f->off == f->end)
+                sf_body_done(f);
+            continue;
+        }
         struct iovec v = {at, (size_t)want};
         ssize_t n = preadv2(f->fd, &v, 1, (off_t)f->off, RWF_NOWAIT);
         if (n < 0 && errno == EAGAIN) {
@@ -304,10 +307,8 @@ static int fill(sws_worker *w, sws_static *st, sws_exchange *x) {
         }
         sws_ex_commit(w, x, (size_t)n);
         f->off += (uint64_t)n;
-        if (f->off == f->end) {
-            close(f->fd);
-            f->on = false;
-        }
+        if (f->off == f->end)
+            sf_body_done(f);
     }
     return f->on ? SWS_ANSWER_PENDING : SWS_ANSWER_DONE;
 }
@@ -357,6 +358,40 @@ static void static_more(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
         sws_ex_end(w, x);
 }
 
+/* A listing the helper rendered (or could not), answered on the loop: the
+ * page goes from memory through the output as a file's bytes would. */
+static void list_done(sws_worker *w, sws_static *st, sws_exchange *x, job *j) {
+    answer_ctx a = {.w = w, .x = x, .cfg = st->scfg, .head = j->head};
+    st->files[sws_ex_id(x)].on = false;
+    int rc;
+    if (j->res < 0) {
+        int status = sf_status_of((int)j->res);
+        rc = answer_short(&a, status, NULL, 0, status == 500);
+    } else {
+        sws_answer ans = {
+            .status = 200, .content_type = "text/html; charset=utf-8", .length = j->html_len};
+        rc = sws_ex_head(w, x, &ans);
+        if (rc == 0 && w->logs)
+            sws_ex_log(w, x, 200, a.head ? 0 : j->html_len);
+        if (rc == 0 && !a.head && j->html_len) {
+            st->files[sws_ex_id(x)] =
+                (sfile){.on = true, .mem = j->html, .fd = -1, .end = j->html_len};
+            j->html = NULL;
+            rc = fill(w, st, x);
+        } else if (rc == 0) {
+            rc = SWS_ANSWER_DONE;
+        }
+    }
+    sf_job_free(j);
+    if (rc < 0) {
+        sws_ex_close(w, x);
+        return;
+    }
+    if (rc == SWS_ANSWER_DONE)
+        sws_ex_end(w, x);
+    sws_ex_more(w, x);
+}
+
 /* A cold read the helper did, on the loop again. */
 static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) {
     job *j = e->u.msg.ptr;
@@ -367,11 +402,14 @@ static void on_file_read(sws_worker *w, sws_static *st, const tl_completion *e) 
     if (!f || !f->job || !sws_ex_marked(x, j->mark)) {
         /* The connection went away meanwhile (conn_end left fd to the job), or
          * its slot serves another one now, whose state is not this job's. */
-        close(j->fd);
-        free(j);
+        sf_job_free(j);
         return;
     }
     f->job = false;
+    if (j->list) {
+        list_done(w, st, x, j);
+        return;
+    }
     size_t room;
     char *at = sws_ex_room(w, x, &room);
     if (j->res <= 0 || !at || room < (size_t)j->res) {
@@ -410,7 +448,7 @@ static void static_conn_end(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     /* With a job out, its post closes the descriptor (on_file_read), and the
      * slot is free for the next connection at once. */
     if (f->on && !f->job)
-        close(f->fd);
+        sf_body_done(f);
     f->on = f->job = false;
 }
 
@@ -445,7 +483,7 @@ static void static_metrics(const sws_server *s, FILE *f) {
 static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     sws_static *st = sc->state;
     const sws_http_request *r = sws_ex_request(x);
-    answer_ctx a = {.w = w, .x = x, .head = r->head};
+    answer_ctx a = {.w = w, .x = x, .cfg = sc->cfg, .head = r->head};
     /* resp_max (OUT_CAP / 4) bytes are free: far more than any head. */
     if (!r->sf_fields) /* the slot's field storage could not be allocated */
         return answer_short(&a, 500, NULL, 0, true);
@@ -490,50 +528,38 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
             break;
         }
     }
-    char rel[SWS_HTTP_SF_PATH_MAX + 1 + 64 + 4]; /* the path, "/", an index, ".gz" */
+    char rel[SF_REL_MAX];
     unsigned flags;
     int n = sws_static_path(target, tlen, rel, &flags);
     if (n < 0)
         return answer_short(&a, 400, NULL, 0, true);
     if ((flags & SWS_PATH_DOTFILE) && !st->cfg->dotfiles)
         return answer_short(&a, 404, NULL, 0, false);
-    size_t rlen = (size_t)n;
-    fentry *e = sf_lookup(w, st, rel, rlen);
-    if (e->err == 0 && e->dir) {
-        if (!(flags & SWS_PATH_DIR)) {
-            /* "/dir" to "/dir/", the query kept, as nginx. */
-            char loc[SWS_HTTP_SF_PATH_MAX + 32];
-            size_t q = 0;
-            while (q < tlen && target[q] != '?')
-                q++;
-            size_t ln = 0;
-            memcpy(loc + ln, target, q);
-            ln += q;
-            loc[ln++] = '/';
-            memcpy(loc + ln, target + q, tlen - q);
-            ln += tlen - q;
-            sws_field where = sws_field_str("Location", 8, loc, (uint32_t)ln);
-            return answer_short(&a, 301, &where, 1, false);
-        }
-        if (!st->cfg->index[0])
-            return answer_short(&a, 403, NULL, 0, false);
-        if (rlen)
-            rel[rlen++] = '/';
-        size_t il = strlen(st->cfg->index);
-        memcpy(rel + rlen, st->cfg->index, il + 1);
-        rlen += il;
-        e = sf_lookup(w, st, rel, rlen);
-        if (e->err == -ENOENT || (e->err == 0 && e->dir))
-            return answer_short(&a, 403, NULL, 0, false); /* no index: no listing either */
-    } else if (e->err == 0 && (flags & SWS_PATH_DIR) && rlen) {
-        /* "/file/": not a directory. */
-        sf_release(st, e);
-        return answer_short(&a, 404, NULL, 0, false);
+    sf_pick p = sf_pick_path(w, st, rel, (size_t)n, flags);
+    if (p.kind == SF_PICK_MOVED) {
+        /* "/dir" to "/dir/", the query kept, as nginx. */
+        char loc[SWS_HTTP_SF_PATH_MAX + 32];
+        size_t q = 0;
+        while (q < tlen && target[q] != '?')
+            q++;
+        size_t ln = 0;
+        memcpy(loc + ln, target, q);
+        ln += q;
+        loc[ln++] = '/';
+        memcpy(loc + ln, target + q, tlen - q);
+        ln += tlen - q;
+        sws_field where = sws_field_str("Location", 8, loc, (uint32_t)ln);
+        return answer_short(&a, 301, &where, 1, false);
     }
-    if (e->err < 0) {
-        int status = status_of(e->err);
-        return answer_short(&a, status, NULL, 0, status == 500);
+    if (p.kind == SF_PICK_STATUS)
+        return answer_short(&a, p.status, NULL, 0, p.status == 500);
+    if (p.kind == SF_PICK_LIST) {
+        /* The helper reads the directory; the answer follows (list_done). */
+        int rc = sf_submit_list(w, st, x, rel, p.rlen);
+        return rc < 0 ? answer_short(&a, 500, NULL, 0, true) : SWS_ANSWER_PENDING;
     }
+    fentry *e = p.e;
+    size_t rlen = p.rlen;
 
     /* A precompressed sibling, when the client takes it (gzip_static). */
     const char *encoding = NULL;

@@ -27,6 +27,13 @@
  * nginx decodes it: "/a%2F..%2Fb" is "b". */
 int sws_static_path(const char *target, size_t len, char *out, unsigned *flags);
 
+/* The same for a path that is already decoded (a try_files candidate built
+ * from the decoded request path): no %-escape is read and '?' and '#' are
+ * bytes of names, so that nothing is decoded twice ("%2e" stays three bytes).
+ * The same result invariant; -EINVAL for a path not starting with '/', a NUL,
+ * or ".." above the root. */
+int sws_static_path_plain(const char *path, size_t len, char *out, unsigned *flags);
+
 /* ---- opening below the root ---------------------------------------------- */
 
 typedef enum sws_symlinks {
@@ -46,6 +53,24 @@ int sws_static_open(int rootfd, const char *rel, sws_symlinks symlinks, bool fal
 
 /* Whether this kernel has openat2 (checked once; thread-safe). */
 bool sws_static_have_openat2(void);
+
+/* ---- directory listings ---------------------------------------------------- */
+
+/* Entries a listing shows at most: past them, the page says how many more
+ * there are (a listing is built whole in memory, up to a few MB). */
+#define SWS_LISTING_MAX 10000
+
+/* The HTML page listing the directory rel below rootfd (opened as
+ * sws_static_open does, with the same links rule): directories first, then
+ * files, each group sorted by name (bytewise), with sizes and modification
+ * times (UTC); names HTML-escaped (bytes that are not UTF-8 and controls
+ * shown as U+FFFD) and percent-encoded in the links; names beginning with
+ * '.' only with dotfiles; entries that are neither files nor directories,
+ * and links the rule refuses, left out. Blocking (directory reads, a stat per
+ * entry): for a thread beside the loop. 0 with *out (malloc'd, the caller
+ * frees) and *len, or a negative errno (-ENOTDIR: rel is not a directory). */
+int sws_static_listing(int rootfd, const char *rel, sws_symlinks symlinks, bool fallback,
+                       bool dotfiles, char **out, size_t *len);
 
 /* ---- validators, ranges, encodings --------------------------------------- */
 
