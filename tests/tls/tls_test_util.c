@@ -134,3 +134,14 @@ void tt_pump(tt_client *c, sws_tls_conn *t, tt_server_side *s) {
             break;
     }
 }
+
+sws_tls_server *tt_server_new(const sws_tls_config *t, int n, sws_tls_keys *keys, char *err,
+                              size_t errlen) {
+    sws_tls_cert_config cc;
+    memset(&cc, 0, sizeof(cc));
+    snprintf(cc.cert, sizeof(cc.cert), "%s", t->cert);
+    snprintf(cc.key, sizeof(cc.key), "%s", t->key);
+    snprintf(cc.ocsp, sizeof(cc.ocsp), "%s", t->ocsp);
+    sws_tls_build b = {.cfg = t, .certs = &cc, .ncerts = 1, .nloops = n, .keys = keys};
+    return sws_tls_server_new(&b, err, errlen);
+}

@@ -13,6 +13,11 @@ enum { TT_EC = 0, TT_RSA = 1 };
  * key, written as PEM to cert and key. 0 or -1. */
 int tt_make_cert(int type, const char *cert, const char *key);
 
+/* A server of one certificate, [tls]'s cert, key and ocsp of t, with n loop
+ * contexts; NULL with err as sws_tls_server_new. */
+sws_tls_server *tt_server_new(const sws_tls_config *t, int n, sws_tls_keys *keys, char *err,
+                              size_t errlen);
+
 /* A client context that trusts the PEM certificate in cafile (NULL: verify nothing). */
 SSL_CTX *tt_client_ctx(const char *cafile);
 
