@@ -146,10 +146,8 @@ typedef struct sws_tls_conn {
     bool sni_known;    /* the client's server name selected a certificate */
     bool refused_name; /* ... or none, and unknown_name = refuse */
     /* Server side, until the handshake is done: the names to choose from (a
-     * reference), and the session-ID context the client's name chose, which
-     * a resumed session must carry (tls_sni.c). */
+     * reference). */
     sws_tls_server *srv;
-    unsigned char sid[32];
 } sws_tls_conn;
 
 /* Results besides byte counts. */

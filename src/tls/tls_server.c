@@ -635,7 +635,6 @@ int sws_tls_server_wrap(sws_tls_conn *t, sws_tls_server *s, int loop) {
     }
     atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
     t->srv = s;
-    memcpy(t->sid, s->def_sid, sizeof(s->def_sid));
     return 0;
 }
 
@@ -649,9 +648,11 @@ int sws_tls_server_choose(SSL *ssl, sws_tls_conn *t, const char *name, size_t le
         g = s->entries[e].group;
         sid = s->entries[e].sid;
     } else if (s->cfg.refuse_unknown) {
-        /* RFC 6066 section 3 for a name; RFC 8446 9.2 for none. */
+        /* RFC 6066 section 3. Without a name RFC 8446 9.2 suggests
+         * missing_extension, which OpenSSL sends as handshake_failure before
+         * the version is chosen: unrecognized_name says more. */
         t->refused_name = true;
-        *al = len ? SSL_AD_UNRECOGNIZED_NAME : SSL_AD_MISSING_EXTENSION;
+        *al = SSL_AD_UNRECOGNIZED_NAME;
         return SSL_CLIENT_HELLO_ERROR;
     }
     if (g != s->def_group && !SSL_set_SSL_CTX(ssl, s->groups[g].ctx)) {
@@ -662,9 +663,10 @@ int sws_tls_server_choose(SSL *ssl, sws_tls_conn *t, const char *name, size_t le
     /* The name's context, and the name itself (a wildcard serves many; an
      * unknown name many more): a session resumes under the name it was made
      * for only, as RFC 6066 section 3 asks. */
+    unsigned char ctx[32];
     uint64_t h = sws_tls_name_hash(name, len);
-    memcpy(t->sid, sid, 24);
-    memcpy(t->sid + 24, &h, 8);
-    SSL_set_session_id_context(ssl, t->sid, sizeof(t->sid));
+    memcpy(ctx, sid, 24);
+    memcpy(ctx + 24, &h, 8);
+    SSL_set_session_id_context(ssl, ctx, sizeof(ctx));
     return SSL_CLIENT_HELLO_SUCCESS;
 }

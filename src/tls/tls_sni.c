@@ -3,10 +3,11 @@
  *   allocation) and handed to tls_server.c, which moves the handshake to the
  *   context of its certificates, or refuses it;
  * - servername: acknowledges a name that chose a certificate (RFC 6066: the
- *   server that used it SHALL say so), which also keeps it in the session;
- * - ticket decryption: a ticket made under another name's context is not
- *   resumed (a full handshake follows). OpenSSL checks the session-ID context
- *   itself for TLS 1.2 sessions, not for a TLS 1.3 ticket: done here for both. */
+ *   server that used it SHALL say so), which also keeps it in the session.
+ * A session resumes under the name it was made for only: each name has its
+ * own session-ID context (tls_server.c), which OpenSSL compares on
+ * resumption, by session ID or by ticket, TLS 1.2 and 1.3 alike (pinned by
+ * tests/tls/test_tls_sni.c, no_resumption_across_names). */
 #include "tls_internal.h"
 
 #include <string.h>
@@ -49,31 +50,7 @@ static int servername(SSL *ssl, int *al, void *arg) {
     return t && t->sni_known ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_NOACK;
 }
 
-static SSL_TICKET_RETURN ticket_decrypted(SSL *ssl, SSL_SESSION *ss, const unsigned char *keyname,
-                                          size_t keyname_len, SSL_TICKET_STATUS status, void *arg) {
-    (void)keyname;
-    (void)keyname_len;
-    (void)arg;
-    switch (status) {
-    case SSL_TICKET_SUCCESS:
-    case SSL_TICKET_SUCCESS_RENEW: {
-        sws_tls_conn *t = conn_of(ssl);
-        unsigned int n = 0;
-        const unsigned char *id = SSL_SESSION_get0_id_context(ss, &n);
-        if (t && (n != sizeof(t->sid) || memcmp(id, t->sid, n) != 0))
-            return SSL_TICKET_RETURN_IGNORE_RENEW;
-        return status == SSL_TICKET_SUCCESS ? SSL_TICKET_RETURN_USE : SSL_TICKET_RETURN_USE_RENEW;
-    }
-    case SSL_TICKET_EMPTY:
-    case SSL_TICKET_NO_DECRYPT:
-        return SSL_TICKET_RETURN_IGNORE_RENEW;
-    default:
-        return SSL_TICKET_RETURN_ABORT;
-    }
-}
-
 void sws_tls_sni_install(SSL_CTX *ctx) {
     SSL_CTX_set_client_hello_cb(ctx, client_hello, NULL);
     SSL_CTX_set_tlsext_servername_callback(ctx, servername);
-    SSL_CTX_set_session_ticket_cb(ctx, NULL, ticket_decrypted, NULL);
 }
