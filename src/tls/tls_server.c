@@ -353,7 +353,8 @@ static int pick_default(sws_tls_server *s, char *err, size_t errlen) {
     for (int k = 0; k < s->ncerts && !s->certs[s->def].c; k++)
         s->def = k;
     if (!s->certs[s->def].c) {
-        snprintf(err, errlen, "%s", s->certs[0].refused);
+        snprintf(err, errlen, "%s",
+                 s->certs[0].refused[0] ? s->certs[0].refused : "no certificate");
         return -EINVAL;
     }
     return 0;
@@ -546,9 +547,11 @@ static sws_tls_server *build(const sws_tls_build *b, const char *only, char *err
         snprintf(sc->section, sizeof(sc->section), sc->cfg.name[0] ? "[tls %s]" : "[tls]",
                  sc->cfg.name);
     }
+    /* The default is picked again once the names are in: on a reload, one
+     * whose names clash is dropped. */
     if (load_certs(s, b, only, err, errlen) < 0 || pick_default(s, err, errlen) < 0 ||
-        fill_names(s, b, err, errlen) < 0 || fill_groups(s, err, errlen) < 0 ||
-        build_contexts(s, err, errlen) < 0) {
+        fill_names(s, b, err, errlen) < 0 || pick_default(s, err, errlen) < 0 ||
+        fill_groups(s, err, errlen) < 0 || build_contexts(s, err, errlen) < 0) {
         server_free(s);
         return NULL;
     }

@@ -447,6 +447,17 @@ static void reload_keeps_a_refused_certificate(void **state) {
     shake(&h, cctx, s2, "b.test", NULL, NULL);
     assert_true(got(&h.c, "b.pem"));
     unshake(&h);
+    /* The same marked default: another default is served. */
+    bad[3].is_default = true;
+    sws_tls_server *s2d = four(1, s1, bad, err, sizeof(err));
+    assert_non_null(s2d);
+    assert_int_equal(find_cert(s2d, "[tls b-again]", &ci), 3);
+    assert_false(ci.served);
+    assert_false(ci.is_default);
+    shake(&h, cctx, s2d, NULL, NULL, NULL);
+    assert_true(got(&h.c, "b.pem"));
+    unshake(&h);
+    sws_tls_server_free(s2d);
     /* ... and the server s2 replaced b by b2 alone: a.test untouched. */
     sws_tls_cert_config nb = spec("b", "b2");
     sws_tls_server *s3 = sws_tls_server_replace(s2, &nb, err, sizeof(err));

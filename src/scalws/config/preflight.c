@@ -209,10 +209,20 @@ void sws_config_preflight_notes(FILE *f, const sws_config *c, const sws_cli *cli
         if (strcmp(v, k->def ? k->def : "") != 0 && (!first || c->origin_line[i] < first))
             first = c->origin_line[i];
     }
+    const char *section = "[tls]";
+    char named[SWS_TLS_SECTION_MAX + 8];
+    for (int i = 0; c->tls_certs && i < c->tls_certs->n; i++) {
+        const sws_tls_cert_config *cc = &c->tls_certs->c[i];
+        if (cc->name[0] && cc->line && (!first || cc->line < first)) {
+            first = cc->line;
+            snprintf(named, sizeof(named), "[tls %s]", cc->name);
+            section = named;
+        }
+    }
     if (first)
         fprintf(f,
-                "scalwsd: warning: %s:%" PRIu32 ": [tls] is not used: no listener is tls "
+                "scalwsd: warning: %s:%" PRIu32 ": %s is not used: no listener is tls "
                 "(%s is %s; write \"listen = %s tls\" for HTTPS)\n",
-                cli->config ? cli->config : "file", first, c->listen_origin, c->listen.text,
-                c->listen.text);
+                cli->config ? cli->config : "file", first, section, c->listen_origin,
+                c->listen.text, c->listen.text);
 }
