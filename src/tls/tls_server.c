@@ -267,6 +267,17 @@ static const srv_cert *find_cert(const sws_tls_server *s, const char *name) {
     return NULL;
 }
 
+/* "file:line: " of cert i's cert key (its section's line), or "". */
+static const char *cert_at(const sws_tls_server *s, int i, char *buf, size_t len) {
+    const sws_tls_cert_config *cc = &s->certs[i].cfg;
+    uint32_t line = cc->cert_line ? cc->cert_line : cc->line;
+    if (s->file && line)
+        snprintf(buf, len, "%s:%u: ", s->file, (unsigned)line);
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
 /* First 24 bytes of SHA-256 over the set's certificates and the pattern: two
  * names never share a session, nor do two sets, nor one name across a
  * change of its certificate. */
@@ -329,8 +340,9 @@ static int load_certs(sws_tls_server *s, const sws_tls_build *b, const char *onl
         /* On a reload, an expired certificate does not replace one in use. */
         if (b->prev && old && old->c && sc->c->not_after_s &&
             sc->c->not_after_s < (int64_t)time(NULL)) {
-            snprintf(reason, sizeof(reason), "%s cert %s: expired on %s", sc->section, sc->cfg.cert,
-                     sc->c->not_after);
+            char at[300];
+            snprintf(reason, sizeof(reason), "%s%s cert %s: expired on %s",
+                     cert_at(s, i, at, sizeof(at)), sc->section, sc->cfg.cert, sc->c->not_after);
             if (only) {
                 snprintf(err, errlen, "%s", reason);
                 return -EINVAL;
@@ -386,8 +398,11 @@ static int clash(const sws_tls_server *s, int i, char *reason, size_t len) {
         if (!sws_tls_names_get(s->names, c->names[n], &v) || s->entries[v].cert[c->slot] < 0)
             continue;
         const srv_cert *other = &s->certs[s->entries[v].cert[c->slot]];
-        snprintf(reason, len, "%s cert %s: %s is served by %s already, with a key of the same type",
-                 s->certs[i].section, s->certs[i].cfg.cert, c->names[n], other->section);
+        char at[300];
+        snprintf(reason, len,
+                 "%s%s cert %s: %s is served by %s already, with a key of the same type",
+                 cert_at(s, i, at, sizeof(at)), s->certs[i].section, s->certs[i].cfg.cert,
+                 c->names[n], other->section);
         return 1;
     }
     return 0;
@@ -402,10 +417,11 @@ static int fill_names(sws_tls_server *s, const sws_tls_build *b, char *err, size
     for (int i = 0; i < s->ncerts; i++) {
         srv_cert *sc = &s->certs[i];
         if (sc->c && sc->c->nnames == 0 && i != s->def) {
+            char at[300];
             snprintf(reason, sizeof(reason),
-                     "%s cert %s: no DNS name to serve it by (subjectAltName or CN); mark it "
-                     "default = on, or give it names",
-                     sc->section, sc->cfg.cert);
+                     "%s%s cert %s: no DNS name to serve it by (subjectAltName or CN); mark it "
+                     "default = on",
+                     cert_at(s, i, at, sizeof(at)), sc->section, sc->cfg.cert);
             if (refuse(s, b, i, reason, err, errlen) < 0)
                 return -EINVAL;
         }

@@ -70,7 +70,7 @@ case $out in *"bad.ini:5: [tls x] key $T/b.key does not match the certificate"*)
 printf '[server]\nlisten = 127.0.0.1:0 tls\n%s\n[tls b-again]\ncert = %s\nkey = %s\n' \
     "$(sections)" "$T/b2.pem" "$T/b2.key" >"$T/bad.ini"
 out=$("$SWS" -t -c "$T/bad.ini" 2>&1) && fail "-t accepted b.test twice"
-case $out in *"[tls b-again] cert $T/b2.pem: b.test is served by [tls b] already"*) ;;
+case $out in *"bad.ini:16: [tls b-again] cert $T/b2.pem: b.test is served by [tls b] already"*) ;;
     *) fail "-t said: $out" ;; esac
 printf '[server]\nlisten = 127.0.0.1:0 tls\n[tls a]\ncert = %s\nkey = %s\ndefault = on\n[tls b]\ncert = %s\nkey = %s\ndefault = on\n' \
     "$T/a.pem" "$T/a.key" "$T/b.pem" "$T/b.key" >"$T/bad.ini"
