@@ -95,6 +95,10 @@ grep -q "tls: 4 certificates for 4 names; an unknown or absent name gets \[tls b
 [ "$(served WWW.A.test.)" = "$(fp "$T/a.pem")" ] || fail "WWW.A.test. (case, dot) not served a"
 [ "$(served b.test)" = "$(fp "$T/b.pem")" ] || fail "b.test not served b"
 [ "$(served x.c.test)" = "$(fp "$T/c.pem")" ] || fail "x.c.test not served the wildcard"
+# A HelloRetryRequest (no key share the server takes): the second ClientHello
+# meets the callback again, on the context the first one chose.
+[ "$(served x.c.test -groups ffdhe2048:X25519)" = "$(fp "$T/c.pem")" ] ||
+    fail "x.c.test after a HelloRetryRequest not served the wildcard"
 [ "$(served y.x.c.test)" = "$(fp "$T/b.pem")" ] || fail "two labels under *.c.test matched it"
 [ "$(served c.test)" = "$(fp "$T/b.pem")" ] || fail "c.test matched *.c.test"
 [ "$(served unknown.test)" = "$(fp "$T/b.pem")" ] || fail "an unknown name not served the default"
