@@ -26,7 +26,7 @@ static void setup(void) {
     sws_tls_config_defaults(&t);
     snprintf(t.cert, sizeof(t.cert), "%s", cert);
     snprintf(t.key, sizeof(t.key), "%s", key);
-    srv = sws_tls_server_new(&t, 1, sws_tls_keys_new(), err, sizeof(err));
+    srv = tt_server_new(&t, 1, sws_tls_keys_new(), err, sizeof(err));
     if (!srv) {
         fprintf(stderr, "fuzz_tls: %s\n", err);
         abort();
@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!srv)
         setup();
     sws_tls_conn t;
-    if (sws_tls_conn_init(&t, sws_tls_server_ctx(srv, 0)) < 0)
+    if (sws_tls_conn_init(&t, srv, 0) < 0)
         return 0;
     size_t cut = size ? (data[0] * size) / 256 : 0;
     char buf[16384];

@@ -153,7 +153,90 @@ int sws_tls_config_set(sws_tls_config *t, const char *key, const char *v, char *
     } else if (!strcmp(key, "ktls")) {
         if (parse_bool(v, &t->ktls) < 0)
             BAD("bad value '%s' (want on or off)", v);
+    } else if (!strcmp(key, "unknown_name")) {
+        if (!strcmp(v, "default"))
+            t->refuse_unknown = false;
+        else if (!strcmp(v, "refuse"))
+            t->refuse_unknown = true;
+        else
+            BAD("bad value '%s' (want default or refuse)", v);
     } else
         BAD("unknown key");
     return 0;
+}
+
+int sws_tls_cert_config_set(sws_tls_cert_config *c, const char *key, const char *v, char *err,
+                            size_t errlen) {
+    if (!strcmp(key, "cert")) {
+        if (!*v || set_text(c->cert, sizeof(c->cert), v) < 0)
+            BAD("bad path '%s'", v);
+    } else if (!strcmp(key, "key")) {
+        if (!*v || set_text(c->key, sizeof(c->key), v) < 0)
+            BAD("bad path '%s'", v);
+    } else if (!strcmp(key, "ocsp")) {
+        if (!strcmp(v, "off"))
+            c->ocsp[0] = '\0';
+        else if (!*v || set_text(c->ocsp, sizeof(c->ocsp), v) < 0)
+            BAD("bad path '%s'", v);
+    } else if (!strcmp(key, "default")) {
+        if (parse_bool(v, &c->is_default) < 0)
+            BAD("bad value '%s' (want on or off)", v);
+    } else {
+        BAD("unknown key (a [tls NAME] section takes cert, key, ocsp and default)");
+    }
+    return 0;
+}
+
+bool sws_tls_section_name_ok(const char *n) {
+    size_t len = strlen(n);
+    if (len == 0 || len >= SWS_TLS_SECTION_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)n[i]) && n[i] != '_' && n[i] != '-' && n[i] != '.')
+            return false;
+    return true;
+}
+
+sws_tls_certs *sws_tls_certs_new(void) {
+    sws_tls_certs *l = calloc(1, sizeof(*l));
+    if (l)
+        atomic_init(&l->refs, 1);
+    return l;
+}
+
+void sws_tls_certs_ref(sws_tls_certs *l) {
+    if (l)
+        atomic_fetch_add(&l->refs, 1);
+}
+
+void sws_tls_certs_unref(sws_tls_certs *l) {
+    if (l && atomic_fetch_sub(&l->refs, 1) == 1) {
+        free(l->c);
+        free(l->file);
+        free(l);
+    }
+}
+
+sws_tls_cert_config *sws_tls_certs_find(sws_tls_certs *l, const char *name) {
+    for (int i = 0; l && i < l->n; i++)
+        if (!strcmp(l->c[i].name, name))
+            return &l->c[i];
+    return NULL;
+}
+
+sws_tls_cert_config *sws_tls_certs_add(sws_tls_certs *l, bool first) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 4;
+        sws_tls_cert_config *c = realloc(l->c, (size_t)cap * sizeof(*c));
+        if (!c)
+            return NULL;
+        l->c = c;
+        l->cap = cap;
+    }
+    if (first)
+        memmove(&l->c[1], &l->c[0], (size_t)l->n * sizeof(l->c[0]));
+    sws_tls_cert_config *c = &l->c[first ? 0 : l->n];
+    l->n++;
+    memset(c, 0, sizeof(*c));
+    return c;
 }

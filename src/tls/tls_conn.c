@@ -10,7 +10,8 @@
 #include <string.h>
 
 static const char *const fail_names[SWS_TLS_FAIL_N] = {
-    "none", "not_tls", "version", "no_shared", "protocol", "peer_alert", "truncated", "timeout",
+    "none",       "not_tls",   "version", "no_shared",    "protocol",
+    "peer_alert", "truncated", "timeout", "unknown_name",
 };
 
 const char *sws_tls_fail_name(sws_tls_fail f) {
@@ -39,14 +40,24 @@ int sws_tls_conn_wrap(sws_tls_conn *t, SSL_CTX *ctx) {
     return 0;
 }
 
-int sws_tls_conn_init(sws_tls_conn *t, SSL_CTX *ctx) {
-    int rc = sws_tls_conn_wrap(t, ctx);
+int sws_tls_conn_init(sws_tls_conn *t, sws_tls_server *s, int loop) {
+    int rc = sws_tls_server_wrap(t, s, loop);
     if (rc == 0)
         SSL_set_accept_state(t->ssl);
     return rc;
 }
 
+/* The name table is needed until the ClientHello is answered: drop it then,
+ * so that a long connection never holds a reloaded-away table. */
+static void let_go(sws_tls_conn *t) {
+    if (t->srv) {
+        sws_tls_server_release(t->srv);
+        t->srv = NULL;
+    }
+}
+
 void sws_tls_conn_free(sws_tls_conn *t) {
+    let_go(t);
     if (t->ssl) {
         /* A session is dropped from the cache when its SSL is freed without
          * a shutdown; a peer that closes TCP without close_notify after a good
@@ -91,6 +102,8 @@ static sws_tls_fail classify(const sws_tls_conn *t) {
     int r = ERR_GET_REASON(e);
     if (!t->established && t->first != 22)
         return SWS_TLS_FAIL_NOT_TLS;
+    if (t->refused_name)
+        return SWS_TLS_FAIL_UNKNOWN_NAME;
     if (ERR_GET_LIB(e) == ERR_LIB_SSL && r >= SSL_AD_REASON_OFFSET)
         return SWS_TLS_FAIL_PEER_ALERT;
     switch (r) {
@@ -137,6 +150,7 @@ int sws_tls_handshake(sws_tls_conn *t) {
     int rc = SSL_do_handshake(t->ssl);
     if (rc == 1) {
         t->established = true;
+        let_go(t);
         return 1;
     }
     return after(t, rc);

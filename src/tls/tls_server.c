@@ -1,54 +1,101 @@
-/* Building SSL_CTXs from [tls]: the certificate chain, key and OCSP response
- * are read and checked once, then every loop gets its own SSL_CTX over the same
- * X509/EVP_PKEY objects (OpenSSL counts references), so loops share no session
- * cache lock and a reload never touches a context a connection is using. */
+/* A listener's TLS: its certificates (tls_cert.c), the name table that picks
+ * a set of them for the client's server name (tls_names.c), and the SSL_CTXs.
+ *
+ * A set is what one name is served with: at most one certificate per key type
+ * (an RSA and an ECDSA one side by side, as nginx's two ssl_certificate
+ * lines), from which OpenSSL takes the one the client's signature algorithms
+ * allow. Names with the same set share a context. Every handshake starts on
+ * its loop's context of the default set (each loop its own, so loops share no
+ * session cache lock); the ClientHello callback (tls_sni.c) moves it to its
+ * name's set. Built on the control thread, read-only afterwards: loops only
+ * look names up. Contexts hold the certificate objects by reference, and the
+ * SSL of a connection holds its context, so a reload frees nothing in use. */
 #include "tls_internal.h"
+#include "tls_names.h"
 
 #include <errno.h>
 #include <openssl/err.h>
-#include <openssl/ocsp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+/* One name or pattern of the table: the set it selects and the session-ID
+ * context a session made under it carries. */
+typedef struct entry {
+    int cert[SWS_TLS_SLOTS]; /* index in certs per key type; -1 none */
+    uint32_t group;
+    const char *pattern; /* the certificate's own string */
+    unsigned char sid[24];
+} entry;
+
+typedef struct group {
+    int cert[SWS_TLS_SLOTS];
+    SSL_CTX *ctx; /* NULL for the default set: its contexts are loop_ctx */
+} group;
+
+typedef struct srv_cert {
+    sws_tls_cert_config cfg;
+    sws_tls_cert *c; /* NULL: refused, nothing loaded before to fall back on */
+    char refused[480];
+    char section[SWS_TLS_SECTION_MAX + 8];
+} srv_cert;
+
 struct sws_tls_server {
-    int n;
-    SSL_CTX **ctx;
+    _Atomic int refs; /* the configuration's, and one per handshake under way */
+    sws_tls_config cfg;
+    char *file;
+    sws_tls_keys *keys;
+    int nloops;
+    SSL_CTX **loop_ctx;
+    int ncerts;
+    srv_cert *certs;
+    int def; /* the default certificate */
+    int ngroups;
+    group *groups;
+    uint32_t def_group;
+    unsigned char def_sid[24];
+    sws_tls_names *names;
+    entry *entries;
+    uint32_t nentries, entries_cap;
     sws_tls_info info;
     char protocols[32];
 };
 
-static int ctx_index = -1;
-static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+static int ctx_index = -1, conn_index = -1;
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
 
 static void ctxdata_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
                          void *argp) {
     sws_tls_ctxdata *d = ptr;
-    if (d) {
-        OPENSSL_free(d->ocsp);
-        free(d);
-    }
+    if (!d)
+        return;
+    for (int i = 0; i < SWS_TLS_SLOTS; i++)
+        OPENSSL_free(d->staple[i].ocsp);
+    free(d);
 }
 
-static void make_index(void) {
+static void make_indexes(void) {
     ctx_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, ctxdata_free);
+    conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 }
 
 int sws_tls_ctx_index(void) {
-    pthread_once(&ctx_once, make_index);
+    pthread_once(&index_once, make_indexes);
     return ctx_index;
+}
+
+int sws_tls_conn_index(void) {
+    pthread_once(&index_once, make_indexes);
+    return conn_index;
 }
 
 bool sws_tls_kernel_has_ktls(void) {
     return access("/sys/module/tls", F_OK) == 0;
 }
 
-/* OpenSSL's newest reason, then the queue cleared (it is per thread and would
- * blame the next failure on this one). */
 static void why(char *buf, size_t len) {
     unsigned long e = ERR_peek_last_error();
     if (e)
@@ -78,114 +125,33 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     return SSL_TLSEXT_ERR_OK;
 }
 
-/* A stapled response is handed to OpenSSL per handshake, which frees it. */
+/* The response of the certificate OpenSSL chose (by the client's signature
+ * algorithms, before this is called), handed over per handshake: OpenSSL
+ * frees it. */
 static int ocsp_status(SSL *ssl, void *arg) {
+    (void)arg;
     sws_tls_ctxdata *d = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), sws_tls_ctx_index());
-    if (!d || !d->ocsp)
-        return SSL_TLSEXT_ERR_NOACK;
-    unsigned char *copy = OPENSSL_memdup(d->ocsp, (size_t)d->ocsp_len);
-    if (!copy || !SSL_set_tlsext_status_ocsp_resp(ssl, copy, d->ocsp_len)) {
-        OPENSSL_free(copy);
-        return SSL_TLSEXT_ERR_NOACK;
+    X509 *chosen = SSL_get_certificate(ssl);
+    for (int i = 0; d && chosen && i < SWS_TLS_SLOTS; i++) {
+        if (d->staple[i].leaf != chosen || !d->staple[i].ocsp)
+            continue;
+        unsigned char *copy = OPENSSL_memdup(d->staple[i].ocsp, (size_t)d->staple[i].ocsp_len);
+        if (!copy || !SSL_set_tlsext_status_ocsp_resp(ssl, copy, d->staple[i].ocsp_len)) {
+            OPENSSL_free(copy);
+            return SSL_TLSEXT_ERR_NOACK;
+        }
+        return SSL_TLSEXT_ERR_OK;
     }
-    return SSL_TLSEXT_ERR_OK;
+    return SSL_TLSEXT_ERR_NOACK;
 }
 
-typedef struct material {
-    X509 *leaf;
-    STACK_OF(X509) * chain;
-    EVP_PKEY *pkey;
-    unsigned char *ocsp;
-    long ocsp_len;
-} material;
-
-static void material_free(material *m) {
-    X509_free(m->leaf);
-    sk_X509_pop_free(m->chain, X509_free);
-    EVP_PKEY_free(m->pkey);
-    OPENSSL_free(m->ocsp);
-}
-
-static int load_material(const sws_tls_config *cfg, material *m, char *err, size_t errlen) {
-    char r[256];
-    memset(m, 0, sizeof(*m));
-    ERR_clear_error();
-    if (!cfg->cert[0] || !cfg->key[0]) {
-        snprintf(err, errlen, "[tls] a tls listener needs cert and key");
-        return -EINVAL;
-    }
-    FILE *f = fopen(cfg->cert, "r");
-    if (!f) {
-        snprintf(err, errlen, "[tls] cert %s: cannot open: %s", cfg->cert, strerror(errno));
-        return -EINVAL;
-    }
-    m->leaf = PEM_read_X509(f, NULL, NULL, NULL);
-    if (!m->leaf) {
-        fclose(f);
-        why(r, sizeof(r));
-        snprintf(err, errlen, "[tls] cert %s: no PEM certificate (%s)", cfg->cert, r);
-        return -EINVAL;
-    }
-    m->chain = sk_X509_new_null();
-    X509 *x;
-    while (m->chain && (x = PEM_read_X509(f, NULL, NULL, NULL)) != NULL)
-        sk_X509_push(m->chain, x);
-    fclose(f);
-    ERR_clear_error(); /* the end of the file reads as "no start line" */
-    f = fopen(cfg->key, "r");
-    if (!f) {
-        snprintf(err, errlen, "[tls] key %s: cannot open: %s", cfg->key, strerror(errno));
-        return -EINVAL;
-    }
-    m->pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-    fclose(f);
-    if (!m->pkey) {
-        why(r, sizeof(r));
-        snprintf(err, errlen, "[tls] key %s: no PEM private key (%s)", cfg->key, r);
-        return -EINVAL;
-    }
-    if (X509_check_private_key(m->leaf, m->pkey) != 1) {
-        ERR_clear_error();
-        snprintf(err, errlen, "[tls] key %s does not match the certificate in %s", cfg->key,
-                 cfg->cert);
-        return -EINVAL;
-    }
-    if (cfg->ocsp[0]) {
-        f = fopen(cfg->ocsp, "rb");
-        if (!f) {
-            snprintf(err, errlen, "[tls] ocsp %s: cannot open: %s", cfg->ocsp, strerror(errno));
-            return -EINVAL;
-        }
-        unsigned char buf[65536];
-        size_t got = fread(buf, 1, sizeof(buf), f);
-        bool big = !feof(f);
-        fclose(f);
-        const unsigned char *p = buf;
-        OCSP_RESPONSE *resp = big ? NULL : d2i_OCSP_RESPONSE(NULL, &p, (long)got);
-        if (big) {
-            snprintf(err, errlen, "[tls] ocsp %s: larger than 64 KiB", cfg->ocsp);
-            return -EINVAL;
-        }
-        if (!resp) {
-            why(r, sizeof(r));
-            snprintf(err, errlen, "[tls] ocsp %s: not a DER OCSP response (%s)", cfg->ocsp, r);
-            return -EINVAL;
-        }
-        unsigned char *der = NULL;
-        int len = i2d_OCSP_RESPONSE(resp, &der);
-        OCSP_RESPONSE_free(resp);
-        if (len <= 0) {
-            snprintf(err, errlen, "[tls] ocsp %s: cannot encode", cfg->ocsp);
-            return -EINVAL;
-        }
-        m->ocsp = der;
-        m->ocsp_len = len;
-    }
-    return 0;
-}
-
-static SSL_CTX *build_ctx(const sws_tls_config *cfg, const material *m, sws_tls_keys *keys,
+/* A context serving the certificates of set (one per key type), with the
+ * [tls] settings and every callback a handshake may meet on it: a handshake
+ * that moves here from another context keeps that one's SSL settings, and
+ * takes this one's certificates and callbacks (ALPN, OCSP). */
+static SSL_CTX *build_ctx(const sws_tls_server *s, const int *set, const unsigned char *sid,
                           char *err, size_t errlen) {
+    const sws_tls_config *cfg = &s->cfg;
     char r[256];
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     sws_tls_ctxdata *d = calloc(1, sizeof(*d));
@@ -196,11 +162,7 @@ static SSL_CTX *build_ctx(const sws_tls_config *cfg, const material *m, sws_tls_
         snprintf(err, errlen, "[tls] out of memory");
         return NULL;
     }
-    d->keys = keys;
-    if (m->ocsp) {
-        d->ocsp = OPENSSL_memdup(m->ocsp, (size_t)m->ocsp_len);
-        d->ocsp_len = d->ocsp ? m->ocsp_len : 0;
-    }
+    d->keys = s->keys;
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
         snprintf(err, errlen, __VA_ARGS__);                                                        \
@@ -232,16 +194,27 @@ static SSL_CTX *build_ctx(const sws_tls_config *cfg, const material *m, sws_tls_
         FAIL("[tls] groups '%s': %s", cfg->groups, r);
     }
     SSL_CTX_set_dh_auto(ctx, 1); /* the DHE suites of the profile, RFC 7919 groups */
-    X509_up_ref(m->leaf);
-    if (SSL_CTX_use_cert_and_key(ctx, m->leaf, m->pkey, m->chain, 1) != 1) {
-        X509_free(m->leaf);
-        why(r, sizeof(r));
-        FAIL("[tls] cert %s: %s", cfg->cert, r);
+    bool ocsp = false;
+    for (int k = 0; k < SWS_TLS_SLOTS; k++) {
+        if (set[k] < 0)
+            continue;
+        const srv_cert *sc = &s->certs[set[k]];
+        const sws_tls_cert *c = sc->c;
+        if (SSL_CTX_use_cert_and_key(ctx, c->leaf, c->pkey, c->chain, 1) != 1) {
+            why(r, sizeof(r));
+            FAIL("%s cert %s: %s", sc->section, sc->cfg.cert, r);
+        }
+        d->staple[k].leaf = c->leaf;
+        if (c->ocsp) {
+            d->staple[k].ocsp = OPENSSL_memdup(c->ocsp, (size_t)c->ocsp_len);
+            d->staple[k].ocsp_len = d->staple[k].ocsp ? c->ocsp_len : 0;
+            ocsp = true;
+        }
     }
-    X509_free(m->leaf); /* the context holds its own reference */
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, cfg->alpn_h2 ? (void *)alpn_h2_http11 : NULL);
-    static const unsigned char sid_ctx[] = "scalwsd";
-    SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
+    unsigned char sid32[32] = {0};
+    memcpy(sid32, sid, 24);
+    SSL_CTX_set_session_id_context(ctx, sid32, sizeof(sid32));
     if (cfg->session_cache) {
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
         SSL_CTX_sess_set_cache_size(ctx, cfg->session_cache);
@@ -251,71 +224,468 @@ static SSL_CTX *build_ctx(const sws_tls_config *cfg, const material *m, sws_tls_
     /* A session is good while its ticket key still decrypts: at least two
      * rotation periods (tls_keys.c). */
     SSL_CTX_set_timeout(ctx, (long)(cfg->ticket_key_rotate_ms / 1000u) * 2);
-    if (cfg->tickets && keys)
+    if (cfg->tickets && s->keys)
         SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, sws_tls_ticket_cb);
-    if (d->ocsp) {
+    if (ocsp)
         SSL_CTX_set_tlsext_status_cb(ctx, ocsp_status);
-    }
+    sws_tls_sni_install(ctx);
 #undef FAIL
     return ctx;
 }
 
-sws_tls_server *sws_tls_server_new(const sws_tls_config *cfg, int nctx, sws_tls_keys *keys,
-                                   char *err, size_t errlen) {
-    material m;
-    if (nctx < 1)
-        nctx = 1;
-    if (cfg->tickets && !keys) {
-        snprintf(err, errlen, "[tls] session_tickets on needs the ticket key ring");
-        return NULL;
-    }
-    if (load_material(cfg, &m, err, errlen) < 0) {
-        material_free(&m);
-        return NULL;
-    }
-    sws_tls_server *s = calloc(1, sizeof(*s));
-    if (s)
-        s->ctx = calloc((size_t)nctx, sizeof(SSL_CTX *));
-    if (!s || !s->ctx) {
-        free(s);
-        material_free(&m);
-        snprintf(err, errlen, "[tls] out of memory");
-        return NULL;
-    }
-    for (int i = 0; i < nctx; i++) {
-        s->ctx[i] = build_ctx(cfg, &m, keys, err, errlen);
-        if (!s->ctx[i]) {
-            s->n = i;
-            sws_tls_server_free(s);
-            material_free(&m);
-            return NULL;
-        }
-    }
-    s->n = nctx;
-    snprintf(s->protocols, sizeof(s->protocols), "%s", sws_tls_protocols_name(cfg->protocols));
-    s->info = (sws_tls_info){.protocols = s->protocols,
-                             .ktls_kernel = sws_tls_kernel_has_ktls(),
-                             .ktls_live = false,
-                             .ocsp = m.ocsp != NULL,
-                             .tickets = cfg->tickets,
-                             .session_cache = cfg->session_cache};
-    material_free(&m);
-    return s;
-}
+/* ---- the server ------------------------------------------------------------ */
 
-void sws_tls_server_free(sws_tls_server *s) {
-    if (!s)
-        return;
-    for (int i = 0; i < s->n; i++)
-        SSL_CTX_free(s->ctx[i]);
-    free(s->ctx);
+static void server_free(sws_tls_server *s) {
+    for (int i = 0; s->loop_ctx && i < s->nloops; i++)
+        SSL_CTX_free(s->loop_ctx[i]);
+    free(s->loop_ctx);
+    for (int g = 0; g < s->ngroups; g++)
+        SSL_CTX_free(s->groups[g].ctx);
+    free(s->groups);
+    for (int i = 0; i < s->ncerts; i++)
+        sws_tls_cert_unref(s->certs[i].c);
+    free(s->certs);
+    sws_tls_names_free(s->names);
+    free(s->entries);
+    free(s->file);
     free(s);
 }
 
-SSL_CTX *sws_tls_server_ctx(sws_tls_server *s, int i) {
-    return s->ctx[i % s->n];
+void sws_tls_server_release(sws_tls_server *s) {
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        server_free(s);
+}
+
+void sws_tls_server_free(sws_tls_server *s) {
+    sws_tls_server_release(s);
+}
+
+static const srv_cert *find_cert(const sws_tls_server *s, const char *name) {
+    for (int i = 0; s && i < s->ncerts; i++)
+        if (!strcmp(s->certs[i].cfg.name, name))
+            return &s->certs[i];
+    return NULL;
+}
+
+/* "file:line: " of cert i's cert key (its section's line), or "". */
+static const char *cert_at(const sws_tls_server *s, int i, char *buf, size_t len) {
+    const sws_tls_cert_config *cc = &s->certs[i].cfg;
+    uint32_t line = cc->cert_line ? cc->cert_line : cc->line;
+    if (s->file && line)
+        snprintf(buf, len, "%s:%u: ", s->file, (unsigned)line);
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
+/* First 24 bytes of SHA-256 over the set's certificates and the pattern: two
+ * names never share a session, nor do two sets, nor one name across a
+ * change of its certificate. */
+static void make_sid(const sws_tls_server *s, const int *set, const char *pattern,
+                     unsigned char *out) {
+    unsigned char buf[SWS_TLS_SLOTS * 32 + SWS_TLS_NAME_LEN + 2] = {0}, md[32];
+    size_t n = 0;
+    for (int k = 0; k < SWS_TLS_SLOTS; k++, n += 32)
+        if (set[k] >= 0)
+            memcpy(buf + n, s->certs[set[k]].c->fp, 32);
+    size_t plen = strlen(pattern);
+    buf[n++] = pattern[0] ? '=' : '*';
+    memcpy(buf + n, pattern, plen);
+    n += plen;
+    unsigned int mdlen = 0;
+    EVP_Digest(buf, n, md, &mdlen, EVP_sha256(), NULL);
+    memcpy(out, md, 24);
+}
+
+/* Reports cert i refused for why: at start (no prev) the build fails; on a
+ * reload it keeps what prev had loaded for it, if anything. */
+static int refuse(sws_tls_server *s, const sws_tls_build *b, int i, const char *reason, char *err,
+                  size_t errlen) {
+    srv_cert *sc = &s->certs[i];
+    if (!b->prev) {
+        snprintf(err, errlen, "%s", reason);
+        return -EINVAL;
+    }
+    snprintf(sc->refused, sizeof(sc->refused), "%s", reason);
+    const srv_cert *old = find_cert(b->prev, sc->cfg.name);
+    sws_tls_cert *was = old ? old->c : NULL;
+    sws_tls_cert_unref(sc->c);
+    sc->c = was != sc->c ? was : NULL;
+    sws_tls_cert_ref(sc->c);
+    return 0;
+}
+
+/* Each certificate's objects: read from its files, or kept from prev (all but
+ * the one named only, in a replace). */
+static int load_certs(sws_tls_server *s, const sws_tls_build *b, const char *only, char *err,
+                      size_t errlen) {
+    char reason[480];
+    for (int i = 0; i < s->ncerts; i++) {
+        srv_cert *sc = &s->certs[i];
+        const srv_cert *old = find_cert(b->prev, sc->cfg.name);
+        if (only && strcmp(only, sc->cfg.name) != 0 && old) {
+            sc->c = old->c;
+            sws_tls_cert_ref(sc->c);
+            snprintf(sc->refused, sizeof(sc->refused), "%s", old->refused);
+            continue;
+        }
+        sc->c = sws_tls_cert_load(&sc->cfg, s->file, reason, sizeof(reason));
+        if (!sc->c) {
+            if (only || refuse(s, b, i, reason, err, errlen) < 0) {
+                snprintf(err, errlen, "%s", reason);
+                return -EINVAL;
+            }
+            continue;
+        }
+        /* On a reload, an expired certificate does not replace one in use. */
+        if (b->prev && old && old->c && sc->c->not_after_s &&
+            sc->c->not_after_s < (int64_t)time(NULL)) {
+            char at[300];
+            snprintf(reason, sizeof(reason), "%s%s cert %s: expired on %s",
+                     cert_at(s, i, at, sizeof(at)), sc->section, sc->cfg.cert, sc->c->not_after);
+            if (only) {
+                snprintf(err, errlen, "%s", reason);
+                return -EINVAL;
+            }
+            refuse(s, b, i, reason, err, errlen);
+        }
+    }
+    return 0;
+}
+
+/* The default certificate: the one marked, else the first; on a reload where
+ * it has nothing to serve, the first that has. */
+static int pick_default(sws_tls_server *s, char *err, size_t errlen) {
+    s->def = 0;
+    for (int i = 0; i < s->ncerts; i++)
+        if (s->certs[i].cfg.is_default) {
+            s->def = i;
+            break;
+        }
+    for (int k = 0; k < s->ncerts && !s->certs[s->def].c; k++)
+        s->def = k;
+    if (!s->certs[s->def].c) {
+        snprintf(err, errlen, "%s",
+                 s->certs[0].refused[0] ? s->certs[0].refused : "no certificate");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int new_entry(sws_tls_server *s, const char *pattern) {
+    if (s->nentries == s->entries_cap) {
+        uint32_t cap = s->entries_cap ? s->entries_cap * 2 : 16;
+        entry *e = realloc(s->entries, cap * sizeof(*e));
+        if (!e)
+            return -ENOMEM;
+        s->entries = e;
+        s->entries_cap = cap;
+    }
+    entry *e = &s->entries[s->nentries];
+    memset(e, 0, sizeof(*e));
+    for (int k = 0; k < SWS_TLS_SLOTS; k++)
+        e->cert[k] = -1;
+    e->pattern = pattern;
+    return 0;
+}
+
+/* A name cert i claims that another certificate of its key type holds: a
+ * description in reason, and nonzero. */
+static int clash(const sws_tls_server *s, int i, char *reason, size_t len) {
+    const sws_tls_cert *c = s->certs[i].c;
+    for (int n = 0; n < c->nnames; n++) {
+        uint32_t v;
+        if (!sws_tls_names_get(s->names, c->names[n], &v) || s->entries[v].cert[c->slot] < 0)
+            continue;
+        const srv_cert *other = &s->certs[s->entries[v].cert[c->slot]];
+        char at[300];
+        snprintf(reason, len,
+                 "%s%s cert %s: %s is served by %s already, with a key of the same type",
+                 cert_at(s, i, at, sizeof(at)), s->certs[i].section, s->certs[i].cfg.cert,
+                 c->names[n], other->section);
+        return 1;
+    }
+    return 0;
+}
+
+/* Every certificate's names into the table, one entry each. A name two
+ * certificates of one key type claim is refused in the later one. */
+static int fill_names(sws_tls_server *s, const sws_tls_build *b, char *err, size_t errlen) {
+    char reason[480];
+    if (!(s->names = sws_tls_names_new()))
+        goto nomem;
+    for (int i = 0; i < s->ncerts; i++) {
+        srv_cert *sc = &s->certs[i];
+        if (sc->c && sc->c->nnames == 0 && i != s->def) {
+            char at[300];
+            snprintf(reason, sizeof(reason),
+                     "%s%s cert %s: no DNS name to serve it by (subjectAltName or CN); mark it "
+                     "default = on",
+                     cert_at(s, i, at, sizeof(at)), sc->section, sc->cfg.cert);
+            if (refuse(s, b, i, reason, err, errlen) < 0)
+                return -EINVAL;
+        }
+        /* A refused reload falls back on what was loaded before, which may
+         * clash too: then it is not served. */
+        for (int tries = 0; sc->c && clash(s, i, reason, sizeof(reason)); tries++) {
+            if (tries || refuse(s, b, i, reason, err, errlen) < 0) {
+                if (!b->prev)
+                    return -EINVAL;
+                sws_tls_cert_unref(sc->c);
+                sc->c = NULL;
+            }
+        }
+        for (int n = 0; sc->c && n < sc->c->nnames; n++) {
+            uint32_t v = s->nentries;
+            int rc = sws_tls_names_add(s->names, sc->c->names[n], v, &v);
+            if (rc == 0 && new_entry(s, sc->c->names[n]) == 0)
+                s->nentries++;
+            else if (rc != -EEXIST)
+                goto nomem;
+            s->entries[v].cert[sc->c->slot] = i;
+        }
+    }
+    return 0;
+nomem:
+    snprintf(err, errlen, "[tls] out of memory");
+    return -ENOMEM;
+}
+
+static int group_of(sws_tls_server *s, const int *set) {
+    for (int g = 0; g < s->ngroups; g++)
+        if (!memcmp(s->groups[g].cert, set, sizeof(s->groups[g].cert)))
+            return g;
+    group *gs = realloc(s->groups, (size_t)(s->ngroups + 1) * sizeof(*gs));
+    if (!gs)
+        return -ENOMEM;
+    s->groups = gs;
+    memset(&gs[s->ngroups], 0, sizeof(gs[0]));
+    memcpy(gs[s->ngroups].cert, set, sizeof(gs[0].cert));
+    return s->ngroups++;
+}
+
+static int cmp_sets(const void *a, const void *b, void *arg) {
+    const entry *e = arg;
+    return memcmp(e[*(const uint32_t *)a].cert, e[*(const uint32_t *)b].cert, sizeof(e->cert));
+}
+
+/* Names with equal sets share one group (and its context): sorted by set,
+ * so that a thousand names cost a sort, not a thousand scans. */
+static int fill_groups(sws_tls_server *s, char *err, size_t errlen) {
+    uint32_t *order = malloc((s->nentries + 1) * sizeof(*order));
+    if (!order)
+        goto nomem;
+    for (uint32_t i = 0; i < s->nentries; i++)
+        order[i] = i;
+    qsort_r(order, s->nentries, sizeof(*order), cmp_sets, s->entries);
+    int g = -1;
+    for (uint32_t i = 0; i < s->nentries; i++) {
+        entry *e = &s->entries[order[i]];
+        if (g < 0 || memcmp(s->groups[g].cert, e->cert, sizeof(e->cert)) != 0) {
+            group *gs = realloc(s->groups, (size_t)(s->ngroups + 1) * sizeof(*gs));
+            if (!gs) {
+                free(order);
+                goto nomem;
+            }
+            s->groups = gs;
+            g = s->ngroups++;
+            memset(&gs[g], 0, sizeof(gs[0]));
+            memcpy(gs[g].cert, e->cert, sizeof(e->cert));
+        }
+        e->group = (uint32_t)g;
+        make_sid(s, e->cert, e->pattern, e->sid);
+    }
+    free(order);
+    /* The default set: what the default certificate's first name selects
+     * (its siblings of other key types included); by itself without names. */
+    const sws_tls_cert *d = s->certs[s->def].c;
+    uint32_t v;
+    if (d->nnames && sws_tls_names_get(s->names, d->names[0], &v)) {
+        s->def_group = s->entries[v].group;
+    } else {
+        int set[SWS_TLS_SLOTS];
+        for (int k = 0; k < SWS_TLS_SLOTS; k++)
+            set[k] = -1;
+        set[d->slot] = s->def;
+        int dg = group_of(s, set);
+        if (dg < 0)
+            goto nomem;
+        s->def_group = (uint32_t)dg;
+    }
+    make_sid(s, s->groups[s->def_group].cert, "", s->def_sid);
+    return 0;
+nomem:
+    snprintf(err, errlen, "[tls] out of memory");
+    return -ENOMEM;
+}
+
+static int build_contexts(sws_tls_server *s, char *err, size_t errlen) {
+    if (!(s->loop_ctx = calloc((size_t)s->nloops, sizeof(SSL_CTX *)))) {
+        snprintf(err, errlen, "[tls] out of memory");
+        return -ENOMEM;
+    }
+    for (int i = 0; i < s->nloops; i++)
+        if (!(s->loop_ctx[i] = build_ctx(s, s->groups[s->def_group].cert, s->def_sid, err, errlen)))
+            return -EINVAL;
+    for (int g = 0; g < s->ngroups; g++)
+        if ((uint32_t)g != s->def_group &&
+            !(s->groups[g].ctx = build_ctx(s, s->groups[g].cert, s->def_sid, err, errlen)))
+            return -EINVAL;
+    return 0;
+}
+
+static sws_tls_server *build(const sws_tls_build *b, const char *only, char *err, size_t errlen) {
+    if (b->cfg->tickets && !b->keys) {
+        snprintf(err, errlen, "[tls] session_tickets on needs the ticket key ring");
+        return NULL;
+    }
+    if (b->ncerts < 1) {
+        snprintf(err, errlen, "[tls] a tls listener needs cert and key");
+        return NULL;
+    }
+    sws_tls_server *s = calloc(1, sizeof(*s));
+    if (!s || !(s->certs = calloc((size_t)b->ncerts, sizeof(*s->certs))) ||
+        (b->file && !(s->file = strdup(b->file)))) {
+        if (s)
+            free(s->certs);
+        free(s);
+        snprintf(err, errlen, "[tls] out of memory");
+        return NULL;
+    }
+    atomic_init(&s->refs, 1);
+    s->cfg = *b->cfg;
+    s->keys = b->keys;
+    s->nloops = b->nloops < 1 ? 1 : b->nloops;
+    s->ncerts = b->ncerts;
+    for (int i = 0; i < s->ncerts; i++) {
+        srv_cert *sc = &s->certs[i];
+        sc->cfg = b->certs[i];
+        snprintf(sc->section, sizeof(sc->section), sc->cfg.name[0] ? "[tls %s]" : "[tls]",
+                 sc->cfg.name);
+    }
+    /* The default is picked again once the names are in: on a reload, one
+     * whose names clash is dropped. */
+    if (load_certs(s, b, only, err, errlen) < 0 || pick_default(s, err, errlen) < 0 ||
+        fill_names(s, b, err, errlen) < 0 || pick_default(s, err, errlen) < 0 ||
+        fill_groups(s, err, errlen) < 0 || build_contexts(s, err, errlen) < 0) {
+        server_free(s);
+        return NULL;
+    }
+    snprintf(s->protocols, sizeof(s->protocols), "%s", sws_tls_protocols_name(s->cfg.protocols));
+    s->info = (sws_tls_info){.protocols = s->protocols,
+                             .ktls_kernel = sws_tls_kernel_has_ktls(),
+                             .tickets = s->cfg.tickets,
+                             .session_cache = s->cfg.session_cache,
+                             .names = sws_tls_names_count(s->names),
+                             .refuse_unknown = s->cfg.refuse_unknown};
+    for (int i = 0; i < s->ncerts; i++) {
+        s->info.certs += s->certs[i].c != NULL;
+        s->info.ocsp |= s->certs[i].c && s->certs[i].c->ocsp;
+    }
+    return s;
+}
+
+sws_tls_server *sws_tls_server_new(const sws_tls_build *b, char *err, size_t errlen) {
+    return build(b, NULL, err, errlen);
+}
+
+sws_tls_server *sws_tls_server_replace(sws_tls_server *cur, const sws_tls_cert_config *cc,
+                                       char *err, size_t errlen) {
+    sws_tls_cert_config *list = calloc((size_t)cur->ncerts + 1, sizeof(*list));
+    if (!list) {
+        snprintf(err, errlen, "[tls] out of memory");
+        return NULL;
+    }
+    int n = 0;
+    bool found = false;
+    for (int i = 0; i < cur->ncerts; i++) {
+        bool it = !strcmp(cur->certs[i].cfg.name, cc->name);
+        list[n++] = it ? *cc : cur->certs[i].cfg;
+        found |= it;
+    }
+    if (!found)
+        list[n++] = *cc;
+    sws_tls_build b = {.cfg = &cur->cfg,
+                       .certs = list,
+                       .ncerts = n,
+                       .file = cur->file,
+                       .nloops = cur->nloops,
+                       .keys = cur->keys,
+                       .prev = cur};
+    sws_tls_server *s = build(&b, cc->name, err, errlen);
+    free(list);
+    return s;
 }
 
 void sws_tls_server_info(const sws_tls_server *s, sws_tls_info *out) {
     *out = s->info;
+}
+
+int sws_tls_server_certs(const sws_tls_server *s) {
+    return s->ncerts;
+}
+
+void sws_tls_server_cert(const sws_tls_server *s, int i, sws_tls_cert_info *out) {
+    const srv_cert *sc = &s->certs[i];
+    const sws_tls_cert *c = sc->c;
+    *out = (sws_tls_cert_info){.section = sc->section,
+                               .file = sc->cfg.cert,
+                               .key_type = c ? c->key_type : "",
+                               .not_after = c ? c->not_after : "",
+                               .not_after_s = c ? c->not_after_s : 0,
+                               .nnames = c ? c->nnames : 0,
+                               .names = c ? (const char *const *)c->names : NULL,
+                               .is_default = i == s->def,
+                               .ocsp = c && c->ocsp,
+                               .served = c != NULL,
+                               .refused = sc->refused};
+}
+
+/* ---- per handshake ---------------------------------------------------------- */
+
+int sws_tls_server_wrap(sws_tls_conn *t, sws_tls_server *s, int loop) {
+    int rc = sws_tls_conn_wrap(t, s->loop_ctx[loop % s->nloops]);
+    if (rc < 0)
+        return rc;
+    if (!SSL_set_ex_data(t->ssl, sws_tls_conn_index(), t)) {
+        ERR_clear_error();
+        sws_tls_conn_free(t);
+        return -ENOMEM;
+    }
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    t->srv = s;
+    return 0;
+}
+
+int sws_tls_server_choose(SSL *ssl, sws_tls_conn *t, const char *name, size_t len, int *al) {
+    const sws_tls_server *s = t->srv;
+    uint32_t e;
+    uint32_t g = s->def_group;
+    const unsigned char *sid = s->def_sid;
+    t->sni_known = len && sws_tls_names_find(s->names, name, len, &e);
+    if (t->sni_known) {
+        g = s->entries[e].group;
+        sid = s->entries[e].sid;
+    } else if (s->cfg.refuse_unknown) {
+        /* RFC 6066 section 3. Without a name RFC 8446 9.2 suggests
+         * missing_extension, which OpenSSL sends as handshake_failure before
+         * the version is chosen: unrecognized_name says more. */
+        t->refused_name = true;
+        *al = SSL_AD_UNRECOGNIZED_NAME;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+    if (g != s->def_group && !SSL_set_SSL_CTX(ssl, s->groups[g].ctx)) {
+        ERR_clear_error();
+        *al = SSL_AD_INTERNAL_ERROR;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+    /* The name's context, and the name itself (a wildcard serves many; an
+     * unknown name many more): a session resumes under the name it was made
+     * for only, as RFC 6066 section 3 asks. */
+    unsigned char ctx[32];
+    uint64_t h = sws_tls_name_hash(name, len);
+    memcpy(ctx, sid, 24);
+    memcpy(ctx + 24, &h, 8);
+    SSL_set_session_id_context(ssl, ctx, sizeof(ctx));
+    return SSL_CLIENT_HELLO_SUCCESS;
 }

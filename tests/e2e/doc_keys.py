@@ -43,9 +43,9 @@ if len(defaults) < 40:
     fail(f"--print-config gave only {len(defaults)} keys")
 help_text = run("--help").stdout
 for line in help_text.splitlines():
-    m = re.match(r"^\s+\[route NAME\] ([a-z0-9_]+)\s+(\S+)", line)
+    m = re.match(r"^\s+\[(route|tls) NAME\] ([a-z0-9_]+)\s+(\S+)", line)
     if m:
-        defaults[("route NAME", m.group(1))] = "" if m.group(2) == "(unset)" else m.group(2)
+        defaults[(m.group(1) + " NAME", m.group(2))] = "" if m.group(3) == "(unset)" else m.group(3)
 
 # ---- values compared as the loader reads them ---------------------------------
 

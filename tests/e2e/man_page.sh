@@ -48,14 +48,16 @@ for doc in man help ini; do
     [ -z "$extra" ] || fail "$doc lists keys the key table does not have: $extra"
 done
 
-# [route NAME]'s own keys (--help's "[route NAME] key" lines) under
-# ".SS [route NAME]", and no other there.
-"$SWS" --help | awk '$1 == "[route" && $2 == "NAME]" {print $3}' | sort -u >"$T/route_code"
-awk '/^\.S[SH] /{s = 0} /^\.SS \[route NAME\]$/{s = 1}
-     s && prev == ".TP" && /^\.B [a-z0-9_]+$/ {print $2} {prev = $0}' "$MAN" | sort -u >"$T/route_man"
-[ -s "$T/route_code" ] || fail "--help lists no [route NAME] key"
-cmp -s "$T/route_code" "$T/route_man" ||
-    fail "[route NAME] keys: --help has $(tr '\n' ' ' <"$T/route_code"), the man page $(tr '\n' ' ' <"$T/route_man")"
+# [route NAME]'s and [tls NAME]'s own keys (--help's "[route NAME] key"
+# lines) under ".SS [route NAME]" (".SS [tls NAME]"), and no other there.
+for named in route tls; do
+    "$SWS" --help | awk -v n="[$named" '$1 == n && $2 == "NAME]" {print $3}' | sort -u >"$T/named_code"
+    awk -v h=".SS [$named NAME]" '/^\.S[SH] /{s = ($0 == h)}
+         s && prev == ".TP" && /^\.B [a-z0-9_]+$/ {print $2} {prev = $0}' "$MAN" | sort -u >"$T/named_man"
+    [ -s "$T/named_code" ] || fail "--help lists no [$named NAME] key"
+    cmp -s "$T/named_code" "$T/named_man" ||
+        fail "[$named NAME] keys: --help has $(tr '\n' ' ' <"$T/named_code"), the man page $(tr '\n' ' ' <"$T/named_man")"
+done
 
 # cmake --install puts the page in share/man/man8 (the build dir holds CMakeCache.txt).
 B=$(dirname "$SWS")

@@ -233,6 +233,60 @@ static void config_error_pages_loaded(void **state) {
     assert_non_null(strstr(err, "more than 16 statuses"));
 }
 
+/* [tls NAME] sections: their keys and lines, [tls]'s pair put first by the
+ * build (the default unless a section is marked), the checks across them. */
+static void config_tls_sections(void **state) {
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    const char *p = write_ini("[server]\nlisten = 127.0.0.1:0 tls\n"
+                              "[tls  b]\ncert = /b.pem\nkey = /b.key\nocsp = /b.der\n"
+                              "[tls]\ncert = /t.pem\nkey = /t.key\nunknown_name = refuse\n"
+                              "[tls a]\ncert = /a.pem\nkey = /a.key\ndefault = on\n");
+    sws_cli cli = {.config = p};
+    assert_int_equal(sws_config_build(&c, &cli, err, sizeof(err)), 0);
+    assert_true(c.tls.refuse_unknown);
+    const sws_tls_certs *l = c.tls_certs;
+    assert_non_null(l);
+    assert_int_equal(l->n, 3);
+    assert_string_equal(l->c[0].name, ""); /* [tls]'s pair first */
+    assert_string_equal(l->c[0].cert, "/t.pem");
+    assert_int_equal(l->c[0].cert_line, 8);
+    assert_string_equal(l->c[1].name, "b");
+    assert_int_equal(l->c[1].line, 3);
+    assert_int_equal(l->c[1].key_line, 5);
+    assert_string_equal(l->c[1].ocsp, "/b.der");
+    assert_string_equal(l->c[2].name, "a");
+    assert_true(l->c[2].is_default);
+    sws_config_release(&c);
+    static const struct {
+        const char *ini, *want;
+    } bad[] = {
+        {"[tls a]\ncert = /a.pem\n", ":3: [tls a] needs cert and key"},
+        {"[tls a]\ncert = /a.pem\nkey = /a.key\ndefault = on\n[tls b]\ncert = /b.pem\nkey = "
+         "/b.key\ndefault = on\n",
+         ":7: [tls b] default = on: [tls a] is the default already"},
+        {"[tls a]\nnames = a.test\n", ":4: [tls a] names: unknown key"},
+        {"[tls a]\ndefault = maybe\n", ":4: [tls a] default: bad value 'maybe'"},
+        {"[tls a/b]\ncert = /a.pem\n", ":4: [tls a/b] cert: bad section name"},
+        {"[tls a]\ncert = /a.pem\nkey = /a.key\n[tls a]\nocsp = off\n",
+         ":6: [tls a] appears twice (first at"},
+        {"[tls]\nunknown_name = drop\n", ":4: [tls] unknown_name: bad value 'drop'"},
+        {"", "a tls listener needs [tls] cert and key (or [tls NAME] sections)"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "[server]\nlisten = 127.0.0.1:0 tls\n%s", bad[i].ini);
+        p = write_ini(text);
+        cli.config = p;
+        err[0] = '\0';
+        assert_true(sws_config_build(&c, &cli, err, sizeof(err)) < 0);
+        if (!strstr(err, bad[i].want))
+            fail_msg("case %zu: '%s', want '%s'", i, err, bad[i].want);
+        sws_config_release(&c);
+    }
+}
+
 static void config_missing_file_is_an_error(void **state) {
     (void)state;
     static sws_config c;
@@ -335,6 +389,7 @@ int main(void) {
         cmocka_unit_test(config_try_files_parsed_and_checked),
         cmocka_unit_test(config_error_pages_loaded),
         cmocka_unit_test(config_missing_file_is_an_error),
+        cmocka_unit_test(config_tls_sections),
         cmocka_unit_test(config_addresses),
         cmocka_unit_test(config_table_round_trips),
         cmocka_unit_test(config_restart_change_names_the_key),

@@ -48,7 +48,7 @@ static sws_tls_server *server(int n) {
     sws_tls_config t;
     char err[256];
     conf(&t, cert, key);
-    sws_tls_server *s = sws_tls_server_new(&t, n, keys, err, sizeof(err));
+    sws_tls_server *s = tt_server_new(&t, n, keys, err, sizeof(err));
     if (!s)
         fail_msg("%s", err);
     return s;
@@ -58,15 +58,15 @@ static const char req[] = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
 static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 /* One connection: handshake, a request one way, an answer the other. */
-static void exchange(SSL_CTX *cctx, SSL_CTX *sctx, SSL_SESSION *use, SSL_SESSION **keep,
-                     bool *resumed) {
+static void exchange(SSL_CTX *cctx, sws_tls_server *srv, int loop, SSL_SESSION *use,
+                     SSL_SESSION **keep, bool *resumed) {
     tt_client c;
     sws_tls_conn t;
     tt_server_side s = {0};
     assert_int_equal(tt_client_init(&c, cctx), 0);
     if (use)
         SSL_set_session(c.ssl, use);
-    assert_int_equal(sws_tls_conn_init(&t, sctx), 0);
+    assert_int_equal(sws_tls_conn_init(&t, srv, loop), 0);
     tt_pump(&c, &t, &s);
     assert_true(t.established);
     assert_true(SSL_is_init_finished(c.ssl));
@@ -95,7 +95,7 @@ static void handshake_and_data_both_ways(void **state) {
     sws_tls_conn t;
     tt_server_side ss = {0};
     assert_int_equal(tt_client_init(&c, cctx), 0);
-    assert_int_equal(sws_tls_conn_init(&t, sws_tls_server_ctx(s, 0)), 0);
+    assert_int_equal(sws_tls_conn_init(&t, s, 0), 0);
     /* Before the handshake nothing can be written. */
     assert_int_equal(sws_tls_write(&t, "x", 1), SWS_TLS_WANT);
     tt_pump(&c, &t, &ss);
@@ -148,7 +148,7 @@ static void tls12_and_rsa(void **state) {
     sws_tls_config tc;
     char err[256];
     conf(&tc, rsa_cert, rsa_key);
-    sws_tls_server *s = sws_tls_server_new(&tc, 1, keys, err, sizeof(err));
+    sws_tls_server *s = tt_server_new(&tc, 1, keys, err, sizeof(err));
     assert_non_null(s);
     SSL_CTX *cctx = tt_client_ctx(rsa_cert);
     SSL_CTX_set_max_proto_version(cctx, TLS1_2_VERSION);
@@ -156,7 +156,7 @@ static void tls12_and_rsa(void **state) {
     sws_tls_conn t;
     tt_server_side ss = {0};
     tt_client_init(&c, cctx);
-    sws_tls_conn_init(&t, sws_tls_server_ctx(s, 0));
+    sws_tls_conn_init(&t, s, 0);
     tt_pump(&c, &t, &ss);
     assert_true(t.established);
     assert_string_equal(sws_tls_version(&t), "TLSv1.2");
@@ -175,26 +175,26 @@ static void resumption_with_ticket(void **state) {
     SSL_CTX *cctx = tt_client_ctx(cert);
     SSL_SESSION *sess = NULL, *sess2 = NULL;
     bool resumed = true;
-    exchange(cctx, sws_tls_server_ctx(s, 0), NULL, &sess, &resumed);
+    exchange(cctx, s, 0, NULL, &sess, &resumed);
     assert_false(resumed);
     assert_non_null(sess);
     assert_true(SSL_SESSION_is_resumable(sess));
-    exchange(cctx, sws_tls_server_ctx(s, 1), sess, &sess2, &resumed);
+    exchange(cctx, s, 1, sess, &sess2, &resumed);
     assert_true(resumed);
     SSL_SESSION_free(sess2);
     assert_int_equal(sws_tls_keys_rotate(keys), 0);
-    exchange(cctx, sws_tls_server_ctx(s, 0), sess, &sess2, &resumed);
+    exchange(cctx, s, 0, sess, &sess2, &resumed);
     assert_true(resumed);
     SSL_SESSION_free(sess2);
     for (int i = 0; i < 3; i++)
         sws_tls_keys_rotate(keys);
-    exchange(cctx, sws_tls_server_ctx(s, 1), sess, NULL, &resumed);
+    exchange(cctx, s, 1, sess, NULL, &resumed);
     assert_false(resumed);
     SSL_SESSION_free(sess);
     /* TLS 1.2 with tickets. */
     SSL_CTX_set_max_proto_version(cctx, TLS1_2_VERSION);
-    exchange(cctx, sws_tls_server_ctx(s, 0), NULL, &sess, &resumed);
-    exchange(cctx, sws_tls_server_ctx(s, 1), sess, NULL, &resumed);
+    exchange(cctx, s, 0, NULL, &sess, &resumed);
+    exchange(cctx, s, 1, sess, NULL, &resumed);
     assert_true(resumed);
     SSL_SESSION_free(sess);
     SSL_CTX_free(cctx);
@@ -207,16 +207,16 @@ static void resumption_with_session_cache(void **state) {
     char err[256];
     conf(&tc, cert, key);
     tc.tickets = false;
-    sws_tls_server *s = sws_tls_server_new(&tc, 2, NULL, err, sizeof(err));
+    sws_tls_server *s = tt_server_new(&tc, 2, NULL, err, sizeof(err));
     assert_non_null(s);
     SSL_CTX *cctx = tt_client_ctx(cert);
     SSL_CTX_set_max_proto_version(cctx, TLS1_2_VERSION);
     SSL_SESSION *sess = NULL;
     bool resumed;
-    exchange(cctx, sws_tls_server_ctx(s, 0), NULL, &sess, &resumed);
-    exchange(cctx, sws_tls_server_ctx(s, 0), sess, NULL, &resumed);
+    exchange(cctx, s, 0, NULL, &sess, &resumed);
+    exchange(cctx, s, 0, sess, NULL, &resumed);
     assert_true(resumed);
-    exchange(cctx, sws_tls_server_ctx(s, 1), sess, NULL, &resumed);
+    exchange(cctx, s, 1, sess, NULL, &resumed);
     assert_false(resumed); /* another loop's cache */
     SSL_SESSION_free(sess);
     SSL_CTX_free(cctx);
@@ -232,7 +232,7 @@ static int feed_only(sws_tls_conn *t, const void *p, size_t n) {
 static void garbage_is_not_tls(void **state) {
     sws_tls_server *s = server(1);
     sws_tls_conn t;
-    sws_tls_conn_init(&t, sws_tls_server_ctx(s, 0));
+    sws_tls_conn_init(&t, s, 0);
     assert_int_equal(feed_only(&t, req, strlen(req)), -EPROTO);
     assert_int_equal(t.fail, SWS_TLS_FAIL_NOT_TLS);
     assert_int_equal(ERR_peek_error(), 0);
@@ -240,7 +240,7 @@ static void garbage_is_not_tls(void **state) {
     /* A handshake record header with nonsense behind it. */
     static const unsigned char junk[] = {0x16, 0x03, 0x01, 0x00, 0x08, 0x01, 0x00,
                                          0x00, 0x04, 0xde, 0xad, 0xbe, 0xef};
-    sws_tls_conn_init(&t, sws_tls_server_ctx(s, 0));
+    sws_tls_conn_init(&t, s, 0);
     assert_int_equal(feed_only(&t, junk, sizeof(junk)), -EPROTO);
     assert_int_equal(t.fail, SWS_TLS_FAIL_PROTOCOL);
     assert_true(sws_tls_pending(&t) > 0); /* an alert for the peer */
@@ -271,7 +271,7 @@ static void truncated_hello_then_eof(void **state) {
     size_t n = client_hello(cctx, hello, sizeof(hello));
     assert_true(n > 100);
     sws_tls_conn t;
-    sws_tls_conn_init(&t, sws_tls_server_ctx(s, 0));
+    sws_tls_conn_init(&t, s, 0);
     assert_int_equal(feed_only(&t, hello, n / 2), SWS_TLS_WANT);
     assert_false(t.failed);
     sws_tls_peer_eof(&t);
@@ -279,7 +279,7 @@ static void truncated_hello_then_eof(void **state) {
     assert_int_equal(t.fail, SWS_TLS_FAIL_TRUNCATED);
     sws_tls_conn_free(&t);
     /* Or it stalls: the handshake timeout ends it. */
-    sws_tls_conn_init(&t, sws_tls_server_ctx(s, 0));
+    sws_tls_conn_init(&t, s, 0);
     assert_int_equal(feed_only(&t, hello, 5), SWS_TLS_WANT);
     sws_tls_timeout(&t);
     assert_int_equal(t.fail, SWS_TLS_FAIL_TIMEOUT);
@@ -299,7 +299,7 @@ static void tls10_refused_with_alert(void **state) {
     size_t n = client_hello(cctx, hello, sizeof(hello));
     assert_true(n > 50);
     sws_tls_conn t;
-    sws_tls_conn_init(&t, sws_tls_server_ctx(s, 0));
+    sws_tls_conn_init(&t, s, 0);
     assert_int_equal(feed_only(&t, hello, n), -EPROTO);
     assert_int_equal(t.fail, SWS_TLS_FAIL_VERSION);
     unsigned char alert[64];
@@ -321,7 +321,7 @@ static void alpn_without_http11_refused(void **state) {
     sws_tls_conn t;
     tt_server_side ss = {0};
     tt_client_init(&c, cctx);
-    sws_tls_conn_init(&t, sws_tls_server_ctx(s, 0));
+    sws_tls_conn_init(&t, s, 0);
     tt_pump(&c, &t, &ss);
     assert_true(t.failed);
     assert_int_equal(t.fail, SWS_TLS_FAIL_NO_SHARED);
@@ -346,7 +346,7 @@ static void ocsp_stapled(void **state) {
     sws_tls_config tc;
     conf(&tc, cert, key);
     snprintf(tc.ocsp, sizeof(tc.ocsp), "%s", path);
-    sws_tls_server *s = sws_tls_server_new(&tc, 1, keys, err, sizeof(err));
+    sws_tls_server *s = tt_server_new(&tc, 1, keys, err, sizeof(err));
     assert_non_null(s);
     sws_tls_info info;
     sws_tls_server_info(s, &info);
@@ -358,7 +358,7 @@ static void ocsp_stapled(void **state) {
     tt_server_side ss = {0};
     tt_client_init(&c, cctx);
     SSL_set_tlsext_status_type(c.ssl, TLSEXT_STATUSTYPE_ocsp);
-    sws_tls_conn_init(&t, sws_tls_server_ctx(s, 0));
+    sws_tls_conn_init(&t, s, 0);
     tt_pump(&c, &t, &ss);
     assert_true(t.established);
     const unsigned char *got;
@@ -374,7 +374,7 @@ static void ocsp_stapled(void **state) {
     f = fopen(path, "wb");
     fputs("not der", f);
     fclose(f);
-    assert_null(sws_tls_server_new(&tc, 1, keys, err, sizeof(err)));
+    assert_null(tt_server_new(&tc, 1, keys, err, sizeof(err)));
     assert_non_null(strstr(err, "not a DER OCSP response"));
 }
 
@@ -382,17 +382,17 @@ static void bad_material_is_a_clear_error(void **state) {
     sws_tls_config tc;
     char err[256];
     conf(&tc, cert, rsa_key);
-    assert_null(sws_tls_server_new(&tc, 2, keys, err, sizeof(err)));
+    assert_null(tt_server_new(&tc, 2, keys, err, sizeof(err)));
     assert_non_null(strstr(err, "does not match"));
     conf(&tc, "/nonexistent/cert.pem", key);
-    assert_null(sws_tls_server_new(&tc, 2, keys, err, sizeof(err)));
+    assert_null(tt_server_new(&tc, 2, keys, err, sizeof(err)));
     assert_non_null(strstr(err, "cannot open"));
     conf(&tc, key, key); /* a key where the certificate should be */
-    assert_null(sws_tls_server_new(&tc, 2, keys, err, sizeof(err)));
+    assert_null(tt_server_new(&tc, 2, keys, err, sizeof(err)));
     assert_non_null(strstr(err, "no PEM certificate"));
     conf(&tc, cert, key);
     snprintf(tc.ciphers, sizeof(tc.ciphers), "NOT-A-CIPHER");
-    assert_null(sws_tls_server_new(&tc, 2, keys, err, sizeof(err)));
+    assert_null(tt_server_new(&tc, 2, keys, err, sizeof(err)));
     assert_non_null(strstr(err, "[tls] ciphers"));
     assert_int_equal(ERR_peek_error(), 0);
 }
@@ -406,7 +406,7 @@ static void old_context_outlives_reload(void **state) {
     sws_tls_conn t;
     tt_server_side ss = {0};
     tt_client_init(&c, cctx);
-    sws_tls_conn_init(&t, sws_tls_server_ctx(old, 0));
+    sws_tls_conn_init(&t, old, 0);
     tt_pump(&c, &t, &ss);
     assert_true(t.established);
     sws_tls_server_free(old);

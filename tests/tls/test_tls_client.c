@@ -53,7 +53,7 @@ static sws_tls_server *upstream(void) {
     snprintf(t.cert, sizeof(t.cert), "%s", cert);
     snprintf(t.key, sizeof(t.key), "%s", key);
     t.tickets = false;
-    sws_tls_server *s = sws_tls_server_new(&t, 1, NULL, err, sizeof(err));
+    sws_tls_server *s = tt_server_new(&t, 1, NULL, err, sizeof(err));
     if (!s)
         fail_msg("%s", err);
     return s;
@@ -121,7 +121,7 @@ static void connect_to(sws_tls_client *cl, const char *name, sws_tls_server *up,
     memset(c, 0, sizeof(*c));
     memset(s, 0, sizeof(*s));
     assert_int_equal(sws_tls_conn_init_client(&c->e, cl, name, use_slot), 0);
-    assert_int_equal(sws_tls_conn_init(&s->e, sws_tls_server_ctx(up, 0)), 0);
+    assert_int_equal(sws_tls_conn_init(&s->e, up, 0), 0);
     pump(c, s);
 }
 

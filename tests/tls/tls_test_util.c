@@ -21,6 +21,10 @@ static int add_ext(X509 *x, int nid, const char *value) {
 }
 
 int tt_make_cert(int type, const char *cert, const char *key) {
+    return tt_make_cert_for(type, "DNS:localhost,IP:127.0.0.1", 86400L * 30, cert, key);
+}
+
+int tt_make_cert_for(int type, const char *san, long valid_s, const char *cert, const char *key) {
     EVP_PKEY *pk = type == TT_RSA ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256");
     X509 *x = X509_new();
     int rc = -1;
@@ -28,16 +32,15 @@ int tt_make_cert(int type, const char *cert, const char *key) {
         goto out;
     X509_set_version(x, 2);
     ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
-    X509_gmtime_adj(X509_getm_notAfter(x), 86400L * 30);
+    X509_gmtime_adj(X509_getm_notBefore(x), valid_s < 0 ? valid_s - 3600 : -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), valid_s);
     X509_set_pubkey(x, pk);
     X509_NAME *n = X509_get_subject_name(x);
     X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
                                0);
     X509_set_issuer_name(x, n);
     if (add_ext(x, NID_basic_constraints, "critical,CA:TRUE") < 0 ||
-        add_ext(x, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1") < 0 ||
-        !X509_sign(x, pk, EVP_sha256()))
+        (san && add_ext(x, NID_subject_alt_name, san) < 0) || !X509_sign(x, pk, EVP_sha256()))
         goto out;
     FILE *f = fopen(cert, "w");
     if (!f)
@@ -133,4 +136,15 @@ void tt_pump(tt_client *c, sws_tls_conn *t, tt_server_side *s) {
         if (!moved)
             break;
     }
+}
+
+sws_tls_server *tt_server_new(const sws_tls_config *t, int n, sws_tls_keys *keys, char *err,
+                              size_t errlen) {
+    sws_tls_cert_config cc;
+    memset(&cc, 0, sizeof(cc));
+    snprintf(cc.cert, sizeof(cc.cert), "%s", t->cert);
+    snprintf(cc.key, sizeof(cc.key), "%s", t->key);
+    snprintf(cc.ocsp, sizeof(cc.ocsp), "%s", t->ocsp);
+    sws_tls_build b = {.cfg = t, .certs = &cc, .ncerts = 1, .nloops = n, .keys = keys};
+    return sws_tls_server_new(&b, err, errlen);
 }

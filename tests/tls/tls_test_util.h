@@ -12,6 +12,14 @@ enum { TT_EC = 0, TT_RSA = 1 };
 /* A self-signed certificate for localhost and 127.0.0.1 (its own CA) and its
  * key, written as PEM to cert and key. 0 or -1. */
 int tt_make_cert(int type, const char *cert, const char *key);
+/* The same with subjectAltName san ("DNS:a.test,DNS:*.b.test"; NULL none: the
+ * CN "localhost" only), valid for valid_s seconds from now (< 0: expired). */
+int tt_make_cert_for(int type, const char *san, long valid_s, const char *cert, const char *key);
+
+/* A server of one certificate, [tls]'s cert, key and ocsp of t, with n loop
+ * contexts; NULL with err as sws_tls_server_new. */
+sws_tls_server *tt_server_new(const sws_tls_config *t, int n, sws_tls_keys *keys, char *err,
+                              size_t errlen);
 
 /* A client context that trusts the PEM certificate in cafile (NULL: verify nothing). */
 SSL_CTX *tt_client_ctx(const char *cafile);

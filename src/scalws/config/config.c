@@ -300,6 +300,8 @@ int sws_config_key_index(const char *section, const char *key) {
 }
 
 void sws_config_release(sws_config *c) {
+    sws_tls_certs_unref(c->tls_certs);
+    c->tls_certs = NULL;
     sws_route_load_free(c);
     sws_routes_unref(c->routes);
     c->routes = NULL;
@@ -443,6 +445,16 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
         }
         return 1;
     }
+    if (strncmp(section, "tls", 3) == 0 && (section[3] == ' ' || section[3] == '\t')) {
+        if (sws_tls_section_kv(l->c, section, key, value, l->path, l->section_line, l->line, l->why,
+                               sizeof(l->why)) < 0) {
+            snprintf(l->section, sizeof(l->section), "%s", section);
+            snprintf(l->key, sizeof(l->key), "%s", key);
+            l->failed = true;
+            return 0;
+        }
+        return 1;
+    }
     if (set_from(l->c, section, key, value, SWS_FROM_FILE, (uint32_t)l->line, l->why,
                  sizeof(l->why)) < 0) {
         snprintf(l->section, sizeof(l->section), "%s", section);
@@ -457,21 +469,25 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
 }
 
 /* A "[section]" line's name as the loader keys it: inih's (the text up to
- * ']'), with a route's "route   NAME" spaced as "route NAME". */
+ * ']'), with "route   NAME" and "tls   NAME" spaced as "route NAME". */
 static bool section_name(const char *s, char *out, size_t len) {
     const char *end = strchr(s, ']');
     if (!end)
         return false; /* inih's syntax error */
     size_t n = (size_t)(end - s - 1);
     const char *name = s + 1;
-    if (n > 5 && strncmp(name, "route", 5) == 0 && (name[5] == ' ' || name[5] == '\t')) {
-        const char *r = name + 5;
-        while (r < end && (*r == ' ' || *r == '\t'))
-            r++;
-        snprintf(out, len, "route %.*s", (int)(end - r), r);
-    } else {
-        snprintf(out, len, "%.*s", (int)n, name);
+    static const char *const named[] = {"route", "tls"};
+    for (int k = 0; k < 2; k++) {
+        size_t kl = strlen(named[k]);
+        if (n > kl && strncmp(name, named[k], kl) == 0 && (name[kl] == ' ' || name[kl] == '\t')) {
+            const char *r = name + kl;
+            while (r < end && (*r == ' ' || *r == '\t'))
+                r++;
+            snprintf(out, len, "%s %.*s", named[k], (int)(end - r), r);
+            return true;
+        }
     }
+    snprintf(out, len, "%.*s", (int)n, name);
     return true;
 }
 
@@ -500,8 +516,8 @@ static char *read_line(char *str, int num, void *stream) {
             for (int i = 0; i < l->nseen; i++) {
                 if (strcmp(l->seen[i].name, name) != 0)
                     continue;
-                if (strncmp(name, "route ", 6) == 0) {
-                    /* Two routes of one name: which one is meant? */
+                if (strncmp(name, "route ", 6) == 0 || strncmp(name, "tls ", 4) == 0) {
+                    /* Two routes (certificates) of one name: which one is meant? */
                     snprintf(l->why, sizeof(l->why), "[%s] appears twice (first at %s:%d)", name,
                              l->path, l->seen[i].line);
                     l->fail_line = l->line;
@@ -580,6 +596,7 @@ static int acme_settle(sws_config *c, char *err, size_t errlen) {
         return -EINVAL;
     }
     if (c->listen_tls && !c->tls.cert[0] && !c->tls.key[0]) {
+        /* Served as [tls]'s pair: the default, unless a [tls NAME] is marked. */
         snprintf(c->tls.cert, sizeof(c->tls.cert), "%s/cert.pem", a->state_dir);
         snprintf(c->tls.key, sizeof(c->tls.key), "%s/key.pem", a->state_dir);
         c->tls_from_acme = true;
@@ -618,10 +635,9 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
         if (rc < 0)
             return rc;
     }
-    if (c->listen_tls && (!c->tls.cert[0] || !c->tls.key[0])) {
-        snprintf(err, errlen, "%s: a tls listener needs [tls] cert and key", c->listen_origin);
-        return -EINVAL;
-    }
+    int rc = sws_tls_sections_settle(c, cli->config, err, errlen);
+    if (rc < 0)
+        return rc;
     c->tls.alpn_h2 = c->http2;
     if (c->acceptors > 1 && c->accept != SWS_ACCEPT_HANDOFF) {
         snprintf(err, errlen, "%s: [server] acceptors = %d needs accept = handoff (not %s)",
@@ -646,7 +662,7 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
                  cli->config ? cli->config : "--scenario");
         return -EINVAL;
     }
-    int rc = sws_routes_build(c, err, errlen);
+    rc = sws_routes_build(c, err, errlen);
     if (rc < 0)
         return rc;
     /* The default route's scenario, as a route's is checked (route_config.c). */
@@ -727,7 +743,10 @@ void sws_config_print(FILE *f, const sws_config *c, const sws_cli *cli) {
         default:
             fprintf(f, " ; default\n");
         }
+        if (strcmp(k->section, "tls") == 0 && strcmp(k->name, "cert") == 0 && *v)
+            sws_tls_describe_line(f, v);
     }
+    sws_tls_sections_print(f, c);
     sws_routes_print(f, c);
 }
 
@@ -746,6 +765,18 @@ void sws_config_usage(FILE *f) {
     usage_keys(f, sws_route_key_table, sws_route_nkeys);
     fprintf(f,
             "  (a [route NAME] section also takes every key of [respond], [static] and [proxy])\n");
+    /* [tls NAME]: one more certificate each, parsed by src/tls/tls_config.c. */
+    static const char *const tls_named[][3] = {
+        {"cert", "(unset)", "PEM certificate (leaf, chain); serves the names it holds"},
+        {"key", "(unset)", "PEM private key of that certificate"},
+        {"ocsp", "off", "DER OCSP response to staple with it, or off"},
+        {"default", "off", "served for an unknown or absent SNI (else [tls]'s, else the first)"},
+    };
+    for (size_t i = 0; i < sizeof(tls_named) / sizeof(tls_named[0]); i++) {
+        char sk[64];
+        snprintf(sk, sizeof sk, "[tls NAME] %s", tls_named[i][0]);
+        fprintf(f, "  %-26s %-18s %s\n", sk, tls_named[i][1], tls_named[i][2]);
+    }
 }
 
 const char *sws_config_restart_change(const sws_config *o, const sws_config *n, char *buf,

@@ -220,6 +220,9 @@ typedef struct sws_config {
     uint32_t handshake_timeout_ms; /* a TLS handshake not done by then closes */
     /* [tls] */
     sws_tls_config tls;
+    /* [tls NAME] sections, and [tls]'s own cert and key first when set
+     * (tls_sections.c); shared by reference between copies of this config. */
+    sws_tls_certs *tls_certs;
     /* Built from [tls] for a tls listener by whoever owns this config (the
      * server at start, reload.c for a reloaded one); freed with the config.
      * Connections hold references to its SSL_CTXs, so they outlive it. */
@@ -365,8 +368,28 @@ int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what,
 /* Warnings, one line each, for what is valid but likely not meant: the
  * loader's load_note, [tls] keys without a tls listener. */
 void sws_config_preflight_notes(FILE *f, const sws_config *c, const sws_cli *cli);
-/* Puts "file:line: " before a "[tls] cert|key|ocsp ..." message of tls_server.c. */
-void sws_config_blame_tls(const sws_config *c, const sws_cli *cli, char *err, size_t errlen);
+/* tls_sections.c: one key of a [tls NAME] section, for the loader. 0 or
+ * -EINVAL with why. */
+int sws_tls_section_kv(sws_config *c, const char *section, const char *key, const char *value,
+                       const char *path, int section_line, int key_line, char *why, size_t len);
+/* sws_config_build, after [acme]: [tls]'s pair first in tls_certs, and the
+ * checks across sections (cert and key in each, one default). */
+int sws_tls_sections_settle(sws_config *c, const char *file, char *err, size_t errlen);
+/* What a server is built from (src/tls): the [tls] keys and the certificates;
+ * the caller sets nloops, keys and prev. */
+struct sws_tls_build;
+void sws_config_tls_build(const sws_config *c, struct sws_tls_build *b);
+/* --print-config: the [tls NAME] sections; a comment line with what the
+ * certificate at cert serves. */
+void sws_tls_sections_print(FILE *f, const sws_config *c);
+void sws_tls_describe_line(FILE *f, const char *cert);
+/* The start line's certificates: a summary, one line each (16 at most), a
+ * warning for an expired one. */
+struct sws_tls_server;
+void sws_tls_print_certs(FILE *f, const struct sws_tls_server *ts);
+/* One line per certificate ts refused to load ("what: certificate refused:
+ * why; still serving ..."); their count. */
+int sws_tls_log_refused(FILE *f, const struct sws_tls_server *ts, const char *what);
 
 /* The key's current value as a file would write it ("" when unset). */
 void sws_config_format(const sws_config *c, const sws_key *k, char *out, size_t len);

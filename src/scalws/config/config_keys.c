@@ -82,6 +82,7 @@ TLS_PARSE(tickets, "session_tickets")
 TLS_PARSE(rotate, "ticket_key_rotate")
 TLS_PARSE(cache, "session_cache")
 TLS_PARSE(ktls, "ktls")
+TLS_PARSE(unknown, "unknown_name")
 static void format_tls_cert(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->tls.cert);
 }
@@ -116,6 +117,9 @@ static void format_tls_cache(const sws_config *c, char *out, size_t len) {
 }
 static void format_tls_ktls(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->tls.ktls ? "on" : "off");
+}
+static void format_tls_unknown(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->tls.refuse_unknown ? "refuse" : "default");
 }
 #define TLS_KEY(k, name, def, help)                                                                \
     CUSTOM("tls", k, parse_tls_##name, format_tls_##name, def, RELOAD, help)
@@ -779,6 +783,8 @@ const sws_key sws_config_keys[] = {
             "PEM certificate, the leaf then its chain (a tls listener needs it)"),
     TLS_KEY("key", key, NULL, "PEM private key of that certificate"),
     TLS_KEY("ocsp", ocsp, "off", "DER OCSP response to staple, or off"),
+    TLS_KEY("unknown_name", unknown, "default",
+            "an SNI no certificate has: default (served the default), refuse (alert 112)"),
     TLS_KEY("protocols", protocols, "TLSv1.2 TLSv1.3", "TLSv1.2 and/or TLSv1.3"),
     TLS_KEY("ciphers", ciphers, "intermediate",
             "TLS 1.2 suites (OpenSSL list); intermediate: Mozilla's profile"),

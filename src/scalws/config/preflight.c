@@ -110,23 +110,6 @@ static int static_files(const sws_static_config *st, const char *root_at, const 
     return 0;
 }
 
-void sws_config_blame_tls(const sws_config *c, const sws_cli *cli, char *err, size_t errlen) {
-    /* tls_server.c names the key ("[tls] cert FILE: ..."); add where it was set. */
-    static const char *const keys[] = {"cert", "key", "ocsp"};
-    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-        char head[32];
-        snprintf(head, sizeof(head), "[tls] %s ", keys[k]);
-        int i = sws_config_key_index("tls", keys[k]);
-        if (strncmp(err, head, strlen(head)) != 0 || i < 0 || c->origin[i] != SWS_FROM_FILE)
-            continue;
-        char copy[600];
-        snprintf(copy, sizeof(copy), "%s", err);
-        snprintf(err, errlen, "%s:%" PRIu32 ": %s", cli->config ? cli->config : "file",
-                 c->origin_line[i], copy);
-        return;
-    }
-}
-
 int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what, char *err,
                          size_t errlen) {
     char at[400], at2[400], why[400];
@@ -216,17 +199,26 @@ int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what,
         if (rc < 0)
             return rc;
     }
-    if ((what & SWS_PRE_TLS) && c->listen_tls && !c->tls_from_acme) {
-        /* As nginx -t: the certificate, key and OCSP file are read and checked. */
-        sws_tls_keys *k = sws_tls_keys_new();
-        sws_tls_server *ts = k ? sws_tls_server_new(&c->tls, 1, k, err, errlen) : NULL;
-        if (!k)
-            snprintf(err, errlen, "[tls] cannot make session ticket keys");
-        sws_tls_server_free(ts);
-        sws_tls_keys_free(k);
-        if (!ts) {
-            sws_config_blame_tls(c, cli, err, errlen);
-            return -EINVAL;
+    if ((what & SWS_PRE_TLS) && c->listen_tls) {
+        /* As nginx -t: every certificate, key and OCSP file is read and
+         * checked, then the contexts are built (ACME's pair is ACME's to make:
+         * it may not be there yet). */
+        sws_tls_build b;
+        sws_config_tls_build(c, &b);
+        if (c->tls_from_acme) {
+            b.certs++;
+            b.ncerts--;
+        }
+        if (b.ncerts > 0) {
+            sws_tls_keys *k = sws_tls_keys_new();
+            b.keys = k;
+            sws_tls_server *ts = k ? sws_tls_server_new(&b, err, errlen) : NULL;
+            if (!k)
+                snprintf(err, errlen, "[tls] cannot make session ticket keys");
+            sws_tls_server_free(ts);
+            sws_tls_keys_free(k);
+            if (!ts)
+                return -EINVAL;
         }
     }
     return 0;
@@ -251,10 +243,20 @@ void sws_config_preflight_notes(FILE *f, const sws_config *c, const sws_cli *cli
         if (strcmp(v, k->def ? k->def : "") != 0 && (!first || c->origin_line[i] < first))
             first = c->origin_line[i];
     }
+    const char *section = "[tls]";
+    char named[SWS_TLS_SECTION_MAX + 8];
+    for (int i = 0; c->tls_certs && i < c->tls_certs->n; i++) {
+        const sws_tls_cert_config *cc = &c->tls_certs->c[i];
+        if (cc->name[0] && cc->line && (!first || cc->line < first)) {
+            first = cc->line;
+            snprintf(named, sizeof(named), "[tls %s]", cc->name);
+            section = named;
+        }
+    }
     if (first)
         fprintf(f,
-                "scalwsd: warning: %s:%" PRIu32 ": [tls] is not used: no listener is tls "
+                "scalwsd: warning: %s:%" PRIu32 ": %s is not used: no listener is tls "
                 "(%s is %s; write \"listen = %s tls\" for HTTPS)\n",
-                cli->config ? cli->config : "file", first, c->listen_origin, c->listen.text,
-                c->listen.text);
+                cli->config ? cli->config : "file", first, section, c->listen_origin,
+                c->listen.text, c->listen.text);
 }

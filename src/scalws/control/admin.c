@@ -221,6 +221,25 @@ static json_t *routes_json(const sws_routes *t) {
     return a;
 }
 
+/* /status's "certificates": each one a tls listener serves, with the names
+ * it serves, and why its files were refused by the last load if they were. */
+static json_t *tls_certificates(const sws_tls_server *ts) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < sws_tls_server_certs(ts); i++) {
+        sws_tls_cert_info ci;
+        sws_tls_server_cert(ts, i, &ci);
+        json_t *names = json_array();
+        for (int k = 0; names && k < ci.nnames; k++)
+            json_array_append_new(names, json_string(ci.names[k]));
+        json_array_append_new(
+            a, json_pack("{s:s, s:s, s:o, s:s, s:s, s:b, s:b, s:b, s:s?}", "section", ci.section,
+                         "cert", ci.file, "names", names ? names : json_array(), "key", ci.key_type,
+                         "not_after", ci.not_after, "default", ci.is_default, "ocsp", ci.ocsp,
+                         "served", ci.served, "refused", ci.refused[0] ? ci.refused : NULL));
+    }
+    return a ? a : json_null();
+}
+
 static char *status_json(sws_server *s, size_t *len) {
     json_t *loops = json_array();
     for (int i = 0; i < s->nloops; i++) {
@@ -289,13 +308,14 @@ static char *status_json(sws_server *s, size_t *len) {
     if (s->cfg->tls_server) {
         sws_tls_info ti;
         sws_tls_server_info(s->cfg->tls_server, &ti);
-        json_object_set_new(root, "tls",
-                            json_pack("{s:s, s:s, s:b, s:b, s:b, s:i, s:I}", "protocols",
-                                      ti.protocols, "records", ti.ktls_live ? "ktls" : "memory_bio",
-                                      "ktls_kernel_module", ti.ktls_kernel, "tickets", ti.tickets,
-                                      "ocsp", ti.ocsp, "session_cache", (int)ti.session_cache,
-                                      "ticket_key_rotations",
-                                      (json_int_t)sws_tls_keys_rotations(s->tls_keys)));
+        json_t *tls = json_pack(
+            "{s:s, s:s, s:b, s:b, s:b, s:i, s:I, s:s, s:o}", "protocols", ti.protocols, "records",
+            ti.ktls_live ? "ktls" : "memory_bio", "ktls_kernel_module", ti.ktls_kernel, "tickets",
+            ti.tickets, "ocsp", ti.ocsp, "session_cache", (int)ti.session_cache,
+            "ticket_key_rotations", (json_int_t)sws_tls_keys_rotations(s->tls_keys), "unknown_name",
+            ti.refuse_unknown ? "refuse" : "default", "certificates",
+            tls_certificates(s->cfg->tls_server));
+        json_object_set_new(root, "tls", tls);
     } else {
         json_object_set_new(root, "tls", json_null());
     }

@@ -157,14 +157,20 @@ void sws_reload_begin(sws_server *s) {
         bad = err;
     }
     if (!bad && g->cfg.listen_tls) {
-        /* New certificate and key for new handshakes; a bad one is refused
-         * here, before any loop sees it, and the old one keeps serving. */
-        g->cfg.tls_server =
-            sws_tls_server_new(&g->cfg.tls, s->nloops, s->tls_keys, err, sizeof(err));
-        if (!g->cfg.tls_server) {
-            sws_config_blame_tls(&g->cfg, &R.cli, err, sizeof(err));
+        /* Each certificate from its files, for new handshakes: one that is
+         * refused here, before any loop sees it, keeps the one it had
+         * serving, and the others are reloaded. Settings OpenSSL refuses
+         * refuse the reload. */
+        sws_tls_build b;
+        sws_config_tls_build(&g->cfg, &b);
+        b.nloops = s->nloops;
+        b.keys = s->tls_keys;
+        b.prev = s->cfg->tls_server;
+        g->cfg.tls_server = sws_tls_server_new(&b, err, sizeof(err));
+        if (!g->cfg.tls_server)
             bad = err;
-        }
+        else
+            sws_tls_log_refused(stderr, g->cfg.tls_server, "SIGHUP");
     }
     if (!bad && sws_route_slots_assign(g->cfg.routes, err, sizeof(err)) < 0)
         bad = err;
@@ -243,12 +249,17 @@ int sws_reload_tls(sws_server *s, char *why, size_t len) {
         snprintf(why, len, "out of memory");
         return -ENOMEM;
     }
-    /* The same configuration (no file is read again), with a TLS context
-     * built from the files as they are now; a bad pair is refused here and
-     * the old context keeps serving. */
+    /* The same configuration (no file is read again), with ACME's pair (the
+     * [tls] one) loaded from its files as they are now and every other
+     * certificate as it was; a bad pair is refused here and the old
+     * contexts keep serving. */
     g->cfg = *s->cfg;
     sws_routes_ref(g->cfg.routes); /* the copy shares the table */
-    g->cfg.tls_server = sws_tls_server_new(&g->cfg.tls, s->nloops, s->tls_keys, why, len);
+    sws_tls_certs_ref(g->cfg.tls_certs);
+    const sws_tls_cert_config *pair = sws_tls_certs_find(g->cfg.tls_certs, "");
+    g->cfg.tls_server = pair ? sws_tls_server_replace(s->cfg->tls_server, pair, why, len) : NULL;
+    if (!pair)
+        snprintf(why, len, "no [tls] cert and key to load");
     if (!g->cfg.tls_server) {
         sws_config_release(&g->cfg);
         free(g);

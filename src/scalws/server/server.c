@@ -149,7 +149,11 @@ static int build_tls(sws_server *s, const sws_config *cfg, char *err, size_t err
         snprintf(err, errlen, "[tls] cannot make session ticket keys");
         return -ENOMEM;
     }
-    sws_tls_server *ts = sws_tls_server_new(&cfg->tls, s->nloops, s->tls_keys, err, errlen);
+    sws_tls_build b;
+    sws_config_tls_build(cfg, &b);
+    b.nloops = s->nloops;
+    b.keys = s->tls_keys;
+    sws_tls_server *ts = sws_tls_server_new(&b, err, errlen);
     if (!ts)
         return -EINVAL;
     ((sws_config *)cfg)->tls_server = ts;
@@ -315,6 +319,7 @@ static void print_start(const sws_server *s, const inherited *inh) {
                 s->listen_text, ti.protocols, cfg->http2 ? "h2 http/1.1" : "http/1.1",
                 ti.ktls_kernel ? "present" : "absent", ti.tickets ? "on" : "off", ti.session_cache,
                 ti.ocsp ? "on" : "off");
+        sws_tls_print_certs(stderr, cfg->tls_server);
     }
 }
 

@@ -196,11 +196,10 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     SWS_ADD(w->ctr.accepted, 1);
     SWS_ADD(w->ctr.active, 1);
     if (w->cfg->tls_server) {
-        /* The SSL_CTX of this loop in the configuration serving now: a reload
-         * gives new connections the new certificate, open ones keep theirs. */
+        /* The certificates of the configuration serving now: a reload gives
+         * new connections the new ones, open ones keep theirs. */
         c->tls = calloc(1, sizeof(*c->tls));
-        if (!c->tls ||
-            sws_tls_conn_init(&c->tls->eng, sws_tls_server_ctx(w->cfg->tls_server, w->index)) < 0) {
+        if (!c->tls || sws_tls_conn_init(&c->tls->eng, w->cfg->tls_server, w->index) < 0) {
             free(c->tls);
             c->tls = NULL;
             sws_conn_close(w, c);
