@@ -35,7 +35,7 @@ typedef enum sws_scenario_kind {
 typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_URING } sws_backend;
 
 #define SWS_ADDR_MAX 128
-#define SWS_CONFIG_KEYS_MAX 96
+#define SWS_CONFIG_KEYS_MAX 128
 #define SWS_BODY_MAX 65536
 /* Sections a file may name (a [route NAME] is one each): past it, a section
  * given twice is no longer noticed. Above SWS_ROUTES_MAX plus the others. */
@@ -61,6 +61,21 @@ typedef struct sws_static_config {
     uint32_t cache_valid_ms; /* an entry is checked against the file after this */
 } sws_static_config;
 
+/* [compress]: compression on the fly (core/compress.c), per route as the
+ * scenario sections are. */
+#define SWS_COMPRESS_TYPES_MAX 200
+#define SWS_COMPRESS_DEFAULT_TYPES                                                                 \
+    "text/html text/css text/plain text/xml text/javascript application/javascript "               \
+    "application/json application/xml application/wasm image/svg+xml"
+typedef struct sws_compress_config {
+    bool on;             /* compress = on */
+    uint32_t min_length; /* a known length below it goes plain */
+    uint32_t level_gzip; /* zlib's level, 1..9 */
+    uint32_t level_br;   /* brotli's quality, 0..11 */
+    /* "type/sub" words (or a major type and "/" "*"), lowercased, one space apart */
+    char types[SWS_COMPRESS_TYPES_MAX];
+} sws_compress_config;
+
 /* The settings one scenario instance serves with: those of the [respond],
  * [static] and [proxy] sections, for the default route (the top-level
  * sections) or for one [route NAME] (the same keys inside it). Compact: the
@@ -75,6 +90,7 @@ typedef struct sws_scenario_cfg {
     char content_type[128];
     sws_static_config stat;
     sws_proxy_config proxy;
+    sws_compress_config comp;
     /* proxy with tls = on: the client context its upstream connections and
      * health checks use, owned (built and freed with the route table). */
     struct sws_tls_client *up_tls;
@@ -136,6 +152,8 @@ typedef struct sws_config {
     sws_proxy_config proxy;
     /* [static] */
     sws_static_config stat;
+    /* [compress] */
+    sws_compress_config comp;
     /* [respond] */
     int status;
     char body[SWS_BODY_MAX];
@@ -209,7 +227,8 @@ typedef struct sws_key {
 extern const sws_key sws_config_keys[];
 extern const int sws_config_nkeys;
 /* [route NAME]'s own keys (host, path, path_prefix, scenario, strip_prefix);
- * every key of [respond], [static] and [proxy] is taken in a route too. */
+ * every key of [respond], [static], [proxy] and [compress] is taken in a
+ * route too. */
 extern const sws_key sws_route_key_table[];
 extern const int sws_route_nkeys;
 

@@ -2,6 +2,7 @@
  * model, by several in turn). It knows loops, listeners and timers; every
  * completion that is not its own goes to its scenario (scenario.h), by the
  * token's tag (token.h). */
+#include "compress.h"
 #include "conn.h"
 #include "http1.h"
 #include "http2.h"
@@ -259,6 +260,7 @@ void sws_worker_free(sws_worker *w) {
         w->sc.ops->free(w, &w->sc);
     sws_insts_free(w);
     sws_conn_table_free(w);
+    sws_compress_free(w);
     if (w->access_log)
         fclose(w->access_log);
 }
