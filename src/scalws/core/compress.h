@@ -23,7 +23,7 @@ struct sws_worker;
 #define SWS_COMPRESS_PER_LOOP 64
 /* Input bytes compressed per round (a `more`, or the answer's first call):
  * what bounds the loop's time on one answer (doc/compression.md). */
-#define SWS_COMPRESS_SLICE 65536
+#define SWS_COMPRESS_SLICE 32768
 
 /* The answer's head, compressed or not as its route's keys and the request
  * say (sws_ex_head's result). type: the representation's media type when
