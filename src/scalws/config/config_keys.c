@@ -496,7 +496,7 @@ const sws_key sws_config_keys[] = {
          "an answer of known length below this goes uncompressed"),
     UINT("compress", "compress_level_gzip", comp.level_gzip, 1, 9, "5", RELOAD,
          "zlib level of gzip answers (1 fastest, 9 smallest)"),
-    UINT("compress", "compress_level_br", comp.level_br, 0, 11, "4", RELOAD,
+    UINT("compress", "compress_level_br", comp.level_br, 0, 11, "5", RELOAD,
          "brotli quality of br answers (0 fastest, 11 smallest)"),
 
     UINT("respond", "status", status, 200, 599, "200", RELOAD, "status of the fixed answer"),

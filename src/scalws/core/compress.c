@@ -70,7 +70,7 @@ static struct sws_compress *state(sws_worker *w) {
         return NULL;
     z->nat = w->nexchanges;
     z->at = calloc(z->nat ? z->nat : 1, sizeof(*z->at));
-    z->pool = sws_enc_pool_new(SWS_COMPRESS_PER_LOOP);
+    z->pool = sws_enc_pool_new(SWS_COMPRESS_PER_LOOP, SWS_COMPRESS_BR_PER_LOOP);
     if (!z->at || !z->pool) {
         free(z->at);
         sws_enc_pool_free(z->pool);
@@ -469,6 +469,10 @@ static void read_request(const sws_exchange *x, cz_req *q) {
     q->range = r->sf_len[SWS_HTTP_SF_RANGE] != 0;
 }
 
+static int level_of(const sws_compress_config *cc, unsigned coding) {
+    return (int)(coding == SWS_AE_BR ? cc->level_br : cc->level_gzip);
+}
+
 /* Fields of an answer the filter can rewrite; more: it goes as it is. */
 #define CZ_FIELDS_MAX 128
 #define CZ_ETAG_MAX 256
@@ -528,11 +532,14 @@ int sws_compress_head(sws_worker *w, const sws_scenario *sc, sws_exchange *x, co
                 e = &z->ex[i];
         if (e && !e->hold && (e->hold = malloc(w->out_cap)))
             e->cap = w->out_cap;
+        uint64_t hint = len == SWS_BODY_STREAM ? 0 : len;
         sws_enc *enc =
-            e && e->hold ? sws_enc_take(z->pool, coding,
-                                        (int)(coding == SWS_AE_BR ? cc->level_br : cc->level_gzip),
-                                        len == SWS_BODY_STREAM ? 0 : len)
-                         : NULL;
+            e && e->hold ? sws_enc_take(z->pool, coding, level_of(cc, coding), hint) : NULL;
+        if (!enc && e && e->hold && coding == SWS_AE_BR) {
+            /* The loop's br encoders are all busy: gzip, if the client takes it. */
+            coding = sws_ae_choose(&q.ae, sws_enc_offered() & ~SWS_AE_BR);
+            enc = coding ? sws_enc_take(z->pool, coding, level_of(cc, coding), hint) : NULL;
+        }
         if (!enc)
             coding = 0;
         else

@@ -19,8 +19,11 @@
 struct sws_worker;
 
 /* Compressing exchanges one loop holds at once (each with an encoder and an
- * input buffer of out_cap bytes); past it an answer goes plain. */
+ * input buffer of out_cap bytes); past it an answer goes plain. Of them at
+ * most SWS_COMPRESS_BR_PER_LOOP br (about 4 MiB each): past it a client that
+ * takes gzip too gets gzip (about 200 KiB). */
 #define SWS_COMPRESS_PER_LOOP 64
+#define SWS_COMPRESS_BR_PER_LOOP 16
 /* Input bytes compressed per round (a `more`, or the answer's first call):
  * what bounds the loop's time on one answer (doc/compression.md). */
 #define SWS_COMPRESS_SLICE 32768

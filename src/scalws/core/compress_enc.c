@@ -39,17 +39,19 @@ typedef union br_block {
 #define BR_CACHE_MAX 256
 
 struct sws_enc_pool {
-    uint32_t max, used;
+    uint32_t max_gz, used_gz, max_br, used_br;
     sws_enc *idle_gz;
     sws_enc *idle_br; /* their states freed; the structs kept */
     br_block *blocks;
     uint32_t nblocks;
 };
 
-sws_enc_pool *sws_enc_pool_new(uint32_t max) {
+sws_enc_pool *sws_enc_pool_new(uint32_t max_gzip, uint32_t max_br) {
     sws_enc_pool *p = calloc(1, sizeof(*p));
-    if (p)
-        p->max = max;
+    if (p) {
+        p->max_gz = max_gzip;
+        p->max_br = max_br;
+    }
     return p;
 }
 
@@ -129,7 +131,8 @@ static bool br_start(sws_enc_pool *p, sws_enc *e, int level, uint64_t hint) {
 #endif
 
 sws_enc *sws_enc_take(sws_enc_pool *p, unsigned coding, int level, uint64_t size_hint) {
-    if (p->used >= p->max)
+    uint32_t *used = coding == SWS_AE_BR ? &p->used_br : &p->used_gz;
+    if (*used >= (coding == SWS_AE_BR ? p->max_br : p->max_gz))
         return NULL;
     sws_enc **idle = coding == SWS_AE_BR ? &p->idle_br : &p->idle_gz;
     sws_enc *e = *idle;
@@ -168,14 +171,14 @@ sws_enc *sws_enc_take(sws_enc_pool *p, unsigned coding, int level, uint64_t size
         return NULL;
     }
     e->level = level;
-    p->used++;
+    (*used)++;
     return e;
 }
 
 void sws_enc_give(sws_enc_pool *p, sws_enc *e) {
-    p->used--;
 #ifdef SWS_HAVE_BROTLI
     if (e->coding == SWS_AE_BR) {
+        p->used_br--;
         BrotliEncoderDestroyInstance(e->br); /* its blocks go to the cache */
         e->br = NULL;
         e->next = p->idle_br;
@@ -183,6 +186,7 @@ void sws_enc_give(sws_enc_pool *p, sws_enc *e) {
         return;
     }
 #endif
+    p->used_gz--;
     e->next = p->idle_gz;
     p->idle_gz = e;
 }

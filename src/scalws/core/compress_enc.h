@@ -14,8 +14,9 @@
  * default's 8 for 64 KiB less: deflate's state is about 192 KiB. */
 #define SWS_GZ_WINDOW_BITS 15
 #define SWS_GZ_MEM_LEVEL 7
-/* brotli's window (lgwin 18: 256 KiB), its state about 1 MiB at quality 4
- * (doc/compression.md has the measure). */
+/* brotli's window (lgwin 18: 256 KiB). Its state is far larger than zlib's:
+ * about 4 MiB at quality 4 to 6 for a long answer (less for a short one, whose
+ * length sizes its tables): doc/compression.md has the measure. */
 #define SWS_BR_LGWIN 18
 
 /* What a step is asked to do besides taking input. */
@@ -24,9 +25,9 @@ enum { SWS_ENC_RUN = 0, SWS_ENC_FLUSH, SWS_ENC_FINISH };
 typedef struct sws_enc sws_enc;
 typedef struct sws_enc_pool sws_enc_pool;
 
-/* A loop's pool; the pool never holds more than max encoders in use. NULL
- * when out of memory. */
-sws_enc_pool *sws_enc_pool_new(uint32_t max);
+/* A loop's pool, which never has more than max_gzip gzip and max_br br
+ * encoders in use. NULL when out of memory. */
+sws_enc_pool *sws_enc_pool_new(uint32_t max_gzip, uint32_t max_br);
 /* Frees the pool and every idle encoder (none may be in use). */
 void sws_enc_pool_free(sws_enc_pool *p);
 
