@@ -207,6 +207,18 @@ curl -s -m 60 --http1.1 -H "Accept-Encoding: gzip" -o "$T/k1" "$S/big.txt" -o "$
     -o "$T/k3" "$S/short.txt" || fail "keep-alive"
 decode gzip "$T/k1" | cmp -s - "$W/big.txt" && decode gzip "$T/k2" | cmp -s - "$W/page.html" &&
     cmp -s "$T/k3" "$W/short.txt" || fail "HTTP/1.1 keep-alive after compressed answers"
+# SIGHUP: a bad [compress] value is refused and the old keys go on serving;
+# compress = off then takes effect without a restart. (The ini's listen is
+# port 0: the reload keeps the bound port.)
+sed -i 's/^compress = on$/compress = on\ncompress_level_gzip = 10/' "$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log 'reload refused.*compress_level_gzip' || fail "a bad compress_level_gzip was not refused"
+expect h1 $S/page.html "gzip" gzip "$W/page.html"
+sed -i -e '/^compress_level_gzip = 10$/d' -e '0,/^compress = on$/s//compress = off/' "$T/sws.ini"
+kill -HUP "$SWS_PID"
+wait_log "every loop serves generation" || fail "no reload: $(tail -3 "$T/log")"
+expect h1 $S/page.html "gzip" "" "$W/page.html"
+expect h2 $S/lv/page.html "br" br "$W/page.html" # a route's own [compress] keys stay
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "static: exit $SWS_STATUS"
 
