@@ -207,6 +207,16 @@ curl -s -m 60 --http1.1 -H "Accept-Encoding: gzip" -o "$T/k1" "$S/big.txt" -o "$
     -o "$T/k3" "$S/short.txt" || fail "keep-alive"
 decode gzip "$T/k1" | cmp -s - "$W/big.txt" && decode gzip "$T/k2" | cmp -s - "$W/page.html" &&
     cmp -s "$T/k3" "$W/short.txt" || fail "HTTP/1.1 keep-alive after compressed answers"
+# /metrics counts them: answers by coding, bytes before and after.
+curl -s -m 10 "http://127.0.0.1:$ADMIN_PORT/metrics" >"$T/metrics" || fail "metrics"
+sum() { awk -v m="$1" 'index($0, m) == 1 { s += $NF } END { print s + 0 }' "$T/metrics"; }
+[ "$(sum 'scalwsd_compressed_answers_total{loop="0",coding="br"}')" -ge 16 ] ||
+    [ "$(sum 'scalwsd_compressed_answers_total{loop="1",coding="br"}')" -ge 16 ] ||
+    fail "br answers not counted: $(grep compress "$T/metrics")"
+cin=$(sum scalwsd_compress_input_bytes_total)
+cout=$(sum scalwsd_compress_output_bytes_total)
+[ "$cin" -gt $((10 << 20)) ] && [ "$cout" -gt 0 ] && [ "$cout" -lt "$cin" ] ||
+    fail "compress bytes: in $cin out $cout"
 # SIGHUP: a bad [compress] value is refused and the old keys go on serving;
 # compress = off then takes effect without a restart. (The ini's listen is
 # port 0: the reload keeps the bound port.)

@@ -157,6 +157,7 @@ static void pump(sws_worker *w, sws_exchange *x, cz_ex *e, bool flush) {
         if (op == SWS_ENC_FLUSH && !e->flushing)
             e->unflushed = 0;
         if (n_out) {
+            SWS_ADD(w->ctr.compress_out, n_out);
             in->commit(w, x, n_out);
             e->produced = true;
         }
@@ -291,6 +292,7 @@ static char *cz_room(sws_worker *w, sws_exchange *x, size_t *len) {
 static void cz_commit(sws_worker *w, sws_exchange *x, size_t n) {
     cz_ex *e = ent(w, x);
     e->hlen += (uint32_t)n;
+    SWS_ADD(w->ctr.compress_in, n);
     pump(w, x, e, false);
 }
 
@@ -540,10 +542,12 @@ int sws_compress_head(sws_worker *w, const sws_scenario *sc, sws_exchange *x, co
             coding = sws_ae_choose(&q.ae, sws_enc_offered() & ~SWS_AE_BR);
             enc = coding ? sws_enc_take(z->pool, coding, level_of(cc, coding), hint) : NULL;
         }
-        if (!enc)
+        if (!enc) {
             coding = 0;
-        else
+            SWS_ADD(w->ctr.compress_busy, 1);
+        } else {
             e->enc = enc;
+        }
     }
     sws_field fl[CZ_FIELDS_MAX];
     char weak[CZ_ETAG_MAX];
@@ -592,5 +596,6 @@ int sws_compress_head(sws_worker *w, const sws_scenario *sc, sws_exchange *x, co
                  .budget = SWS_COMPRESS_SLICE};
     z->at[id] = (uint16_t)(e - z->ex + 1);
     x->proto = wrap;
+    SWS_ADD(w->ctr.compress_answers[coding == SWS_AE_BR], 1);
     return rc;
 }
