@@ -262,6 +262,14 @@ for proto in h1 h2; do
         fail "proxy $proto HEAD: $(cat "$T/hl")"
     get $proto $S/file/big.txt -H "Accept-Encoding: gzip" -H "Cache-Control: no-transform"
     [ -z "$(field content-encoding)" ] || fail "proxy $proto: a no-transform request got a coding"
+    # An upstream that dies mid-body: the client sees the answer cut short
+    # (no last chunk, a reset stream), never a complete one; the server goes on.
+    p=(--http1.1)
+    [ $proto = h2 ] && p=(--http2-prior-knowledge)
+    if curl -s -m 30 "${p[@]}" -H "Accept-Encoding: gzip" -o "$T/cut" "$S/cut/big.txt"; then
+        fail "proxy $proto: a cut answer looked complete"
+    fi
+    expect $proto $S/file/page.html "gzip" gzip "$W/page.html"
 done
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "proxy: exit $SWS_STATUS"

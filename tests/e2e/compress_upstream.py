@@ -9,6 +9,7 @@ directory whose files /file/NAME serves; argv[3]: seconds it lives.
   /nt/NAME      the file with Cache-Control: no-transform
   /vary/NAME    the file with Vary: Accept-Encoding already
   /etag/NAME    the file with a strong ETag
+  /cut/NAME     its Content-Length, then half the file and the connection's end
 """
 import gzip
 import http.server
@@ -60,6 +61,11 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send_header("ETag", '"up-1"')
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if kind == "cut":
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         if not head_only:
             self.wfile.write(body)
 
