@@ -101,6 +101,20 @@ typedef struct sws_error_pages {
     sws_error_page p[SWS_ERROR_PAGES_MAX];
     char data[];
 } sws_error_pages;
+/* [compress]: compression on the fly (core/compress.c), per route as the
+ * scenario sections are. */
+#define SWS_COMPRESS_TYPES_MAX 200
+#define SWS_COMPRESS_DEFAULT_TYPES                                                                 \
+    "text/html text/css text/plain text/xml text/javascript application/javascript "               \
+    "application/json application/xml application/wasm image/svg+xml"
+typedef struct sws_compress_config {
+    bool on;             /* compress = on */
+    uint32_t min_length; /* a known length below it goes plain */
+    uint32_t level_gzip; /* zlib's level, 1..9 */
+    uint32_t level_br;   /* brotli's quality, 0..11 */
+    /* "type/sub" words (or a major type and "/" "*"), lowercased, one space apart */
+    char types[SWS_COMPRESS_TYPES_MAX];
+} sws_compress_config;
 
 /* The settings one scenario instance serves with: those of the [respond],
  * [static], [proxy] and [redirect] sections, for the default route (the top-level
@@ -120,6 +134,7 @@ typedef struct sws_scenario_cfg {
     /* Its header policy (add_header lines: its route's, else [server]'s),
      * owned like body; NULL: none. */
     struct sws_header_policy *headers;
+    sws_compress_config comp;
     /* proxy with tls = on: the client context its upstream connections and
      * health checks use, owned (built and freed with the route table). */
     struct sws_tls_client *up_tls;
@@ -206,6 +221,8 @@ typedef struct sws_config {
     /* [server] add_header, add_header_always; in a route's scratch config,
      * the route's own lines */
     sws_header_keys hdr;
+    /* [compress] */
+    sws_compress_config comp;
     /* [respond] */
     int status;
     char body[SWS_BODY_MAX];
@@ -282,7 +299,8 @@ typedef struct sws_key {
 extern const sws_key sws_config_keys[];
 extern const int sws_config_nkeys;
 /* [route NAME]'s own keys (host, path, path_prefix, scenario, strip_prefix);
- * every key of [respond], [static] and [proxy] is taken in a route too. */
+ * every key of [respond], [static], [proxy] and [compress] is taken in a
+ * route too. */
 extern const sws_key sws_route_key_table[];
 extern const int sws_route_nkeys;
 

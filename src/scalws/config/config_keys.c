@@ -310,6 +310,48 @@ static void format_try_files(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->stat.try_files[0] ? c->stat.try_files : "off");
 }
 
+/* compress_types: media types ("text/html") or every subtype of one
+ * ("text/" then "*"), separated by spaces or commas; kept lowercased, one space
+ * apart, for core/compress.c's match. */
+static int parse_compress_types(sws_config *c, const char *v, char *why, size_t len) {
+    char out[SWS_COMPRESS_TYPES_MAX];
+    size_t n = 0;
+    const char *p = v;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        const char *s = p;
+        while (*p && *p != ' ' && *p != '\t' && *p != ',')
+            p++;
+        size_t tl = (size_t)(p - s);
+        const char *slash = memchr(s, '/', tl);
+        bool ok = slash && slash > s && slash < s + tl - 1 &&
+                  !memchr(slash + 1, '/', (size_t)(s + tl - slash - 1));
+        for (size_t i = 0; ok && i < tl; i++)
+            ok = s[i] > ' ' && s[i] < 127 && !strchr("\"(),:;<=>?@[\\]{}", s[i]);
+        if (!ok) {
+            snprintf(why, len, "bad media type '%.*s' (want type/subtype or type/*)", (int)tl, s);
+            return -EINVAL;
+        }
+        if (n + tl + 1 >= sizeof(out)) {
+            snprintf(why, len, "too long (%zu bytes of types at most)", sizeof(out) - 1);
+            return -EINVAL;
+        }
+        if (n)
+            out[n++] = ' ';
+        for (size_t i = 0; i < tl; i++)
+            out[n++] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+    }
+    out[n] = '\0';
+    memcpy(c->comp.types, out, n + 1);
+    return 0;
+}
+static void format_compress_types(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->comp.types);
+}
+
 static int parse_upstream(sws_config *c, const char *v, char *why, size_t len) {
     return sws_proxy_parse_upstreams(&c->proxy, v, why, len);
 }
@@ -744,6 +786,18 @@ const sws_key sws_config_keys[] = {
            "paths tried in order ($uri, $uri.html, $uri/, /index.html), =CODE last; off: none"),
     BOOL("static", "autoindex", stat.autoindex, "off", RELOAD,
          "list a directory without its index file (HTML; dotfiles only with dotfiles = allow)"),
+
+    BOOL("compress", "compress", comp.on, "off", RELOAD,
+         "compress answers on the fly (gzip, br) for clients that accept it"),
+    CUSTOM("compress", "compress_types", parse_compress_types, format_compress_types,
+           SWS_COMPRESS_DEFAULT_TYPES, RELOAD,
+           "media types compressed (type/subtype or type/*), spaces or commas between"),
+    SIZE("compress", "compress_min_length", comp.min_length, 0, UINT32_MAX, "256", RELOAD,
+         "an answer of known length below this goes uncompressed"),
+    UINT("compress", "compress_level_gzip", comp.level_gzip, 1, 9, "5", RELOAD,
+         "zlib level of gzip answers (1 fastest, 9 smallest)"),
+    UINT("compress", "compress_level_br", comp.level_br, 0, 11, "5", RELOAD,
+         "brotli quality of br answers (0 fastest, 11 smallest)"),
 
     UINT("respond", "status", status, 200, 599, "200", RELOAD, "status of the fixed answer"),
     CUSTOM("respond", "body", parse_body, format_body, "Hello from scalwsd\\n", RELOAD,

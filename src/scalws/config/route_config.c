@@ -1,10 +1,10 @@
 /* [route NAME] sections into the route table (route.h). A route section
  * takes its own keys (sws_route_key_table) and every key of [respond],
- * [static], [proxy] and [redirect] by the rows of the one key table: each
+ * [static], [proxy], [redirect] and [compress] by the rows of the one key table: each
  * section is read into a scratch config, with the key table's defaults, and what the
  * scenarios read of it is kept in the route's compact sws_scenario_cfg. So a
  * key added to one of those sections works in routes without a line here
- * (as long as it lives in sws_config's proxy or stat member). A key both a
+ * (as long as it lives in sws_config's proxy, stat or comp member). A key both a
  * route and a scenario section have (a [proxy] host, say) is reached in a
  * route as "proxy.host". */
 #include "route.h"
@@ -25,7 +25,8 @@ struct sws_route_load {
 };
 
 /* The scenario sections a route takes keys of, in the order they are tried. */
-static const char *const scenario_sections[] = {"respond", "static", "proxy", "redirect"};
+static const char *const scenario_sections[] = {"respond", "static", "proxy", "redirect",
+                                                "compress"};
 
 static bool name_ok(const char *n) {
     size_t len = strlen(n);
@@ -51,6 +52,7 @@ static void fill_scenario(sws_scenario_cfg *d, const sws_config *c, int kind, bo
     d->proxy = c->proxy;
     d->redirect = c->redirect;
     d->headers = NULL; /* sws_routes_build: its own or [server]'s */
+    d->comp = c->comp;
 }
 
 /* The section being read becomes a route of the list (its body copied). */
@@ -482,6 +484,7 @@ static void unfill(sws_config *x, const sws_scenario_cfg *s) {
     x->stat = s->stat;
     x->proxy = s->proxy;
     x->redirect = s->redirect;
+    x->comp = s->comp;
 }
 
 /* How a route's section writes a scenario key so that set_route_key reads it

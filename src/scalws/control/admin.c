@@ -134,7 +134,19 @@ static char *metrics_text(sws_server *s, size_t *len) {
     M("scalwsd_http2_buffer_waits_total", "counter",
       "HTTP/2 answers that waited for a body buffer ([http2] stream_buffers, loop_buffer).",
       h2_buffer_waits);
+    M("scalwsd_compress_input_bytes_total", "counter",
+      "Bytes of answers compressed on the fly, before compression.", compress_in);
+    M("scalwsd_compress_output_bytes_total", "counter",
+      "Bytes of answers compressed on the fly, after compression.", compress_out);
+    M("scalwsd_compress_busy_total", "counter",
+      "Answers sent uncompressed because the loop's encoders were all in use.", compress_busy);
 #undef M
+    fprintf(f, "# HELP scalwsd_compressed_answers_total Answers compressed on the fly, by coding.\n"
+               "# TYPE scalwsd_compressed_answers_total counter\n");
+    for (int i = 0; i < s->nloops; i++)
+        for (int k = 0; k < 2; k++)
+            fprintf(f, "scalwsd_compressed_answers_total{loop=\"%d\",coding=\"%s\"} %" PRIu64 "\n",
+                    i, k ? "br" : "gzip", CTR(&s->workers[i], compress_answers[k]));
     static const char *const ga[SWS_H2_GOAWAY_N] = {"no_error", "protocol_error",
                                                     "enhance_your_calm", "other"};
     fprintf(f, "# HELP scalwsd_http2_goaways_sent_total HTTP/2 GOAWAY frames sent, by code.\n"

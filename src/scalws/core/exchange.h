@@ -128,6 +128,9 @@ typedef struct sws_ex_mark {
  * function runs on the exchange's loop thread. */
 typedef struct sws_proto {
     const char *name; /* as the access log writes it: "HTTP/1.1" */
+    /* A filter between the scenario and the protocol (core/compress.c),
+     * which the protocol's calls into the scenario go through. */
+    bool filter;
     const sws_http_request *(*request)(const sws_exchange *x);
     uint32_t (*id)(const sws_exchange *x);
     const sws_head *(*request_head)(const sws_exchange *x);

@@ -155,6 +155,13 @@ typedef struct sws_counters {
     sws_ctr
         h2_buffer_waits; /* answers that waited for a body buffer (stream_buffers, loop_buffer) */
     sws_ctr h2_floods[SWS_H2_FLOOD_N];
+    /* Compression on the fly (core/compress.c): answers by coding (0 gzip,
+     * 1 br), plain bytes in and compressed bytes out, and answers sent
+     * plain because the loop's encoders were all in use. */
+    sws_ctr compress_answers[2];
+    sws_ctr compress_in;
+    sws_ctr compress_out;
+    sws_ctr compress_busy;
 } sws_counters;
 
 #define SWS_NIL UINT32_MAX
@@ -253,6 +260,9 @@ typedef struct sws_worker {
     /* Exchange ids (sws_ex_id) are below this: the connection slots
      * (HTTP/1.1's exchange is its connection's) then the HTTP/2 streams. */
     uint32_t nexchanges;
+    /* core/compress.c: the loop's compressing exchanges and pooled encoder
+     * states; NULL until the first compressed answer. */
+    struct sws_compress *compress;
 } sws_worker;
 
 typedef struct sws_server {

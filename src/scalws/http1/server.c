@@ -13,6 +13,7 @@
 #include "access_log.h"
 #include "acme_tokens.h"
 #include "client_head.h"
+#include "compress.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -186,7 +187,7 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
     sws_scenario *sc = c->sc;
     w->log_route = sc->route;
     c->h1_in_answer = true;
-    int rc = sc->ops->answer(w, sc, &c->ex);
+    int rc = sws_sc_answer(w, sc, &c->ex);
     c->h1_in_answer = false;
     w->log_route = NULL;
     if (rc < 0) {
@@ -482,8 +483,7 @@ static bool h1_partial(const sws_conn *c) {
 }
 
 static void h1_drained(sws_worker *w, sws_conn *c) {
-    if (c->sc->ops->more)
-        c->sc->ops->more(w, c->sc, &c->ex);
+    sws_sc_more(w, c->sc, &c->ex);
 }
 
 static bool h1_timeout(sws_worker *w, sws_conn *c) {
@@ -494,8 +494,7 @@ static bool h1_timeout(sws_worker *w, sws_conn *c) {
 }
 
 static void h1_freed(sws_worker *w, sws_conn *c) {
-    if (c->sc->ops->conn_end)
-        c->sc->ops->conn_end(w, c->sc, &c->ex);
+    sws_sc_conn_end(w, c->sc, &c->ex);
     c->answer_pending = false;
     route_clear(w, c); /* its instance holds it no more (a retired one may go) */
     parser_give(w, c);

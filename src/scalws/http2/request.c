@@ -9,6 +9,7 @@
  * the DATA disagrees with: each a RST_STREAM PROTOCOL_ERROR. */
 #include "h2.h"
 
+#include "compress.h"
 #include "sws_msg.h"
 
 #include <stdlib.h>
@@ -69,8 +70,8 @@ void h2_stream_free(h2_conn *hc, h2_stream *st) {
     }
     if (st->out_wait)
         hc->out_wait--;
-    if ((st->answering || st->took) && st->sc->ops->conn_end)
-        st->sc->ops->conn_end(w, st->sc, &st->ex);
+    if (st->answering || st->took)
+        sws_sc_conn_end(w, st->sc, &st->ex);
     if (st->routed && st->sc != &w->sc)
         st->sc->pending--;
     for (uint32_t k = 0; k < st->nf; k++) {
@@ -411,7 +412,7 @@ static void answer(h2_conn *hc, h2_stream *st) {
     const sws_route *keep = w->log_route;
     w->log_route = sc->route;
     st->in_answer = true;
-    int rc = sc->ops->answer(w, sc, &st->ex);
+    int rc = sws_sc_answer(w, sc, &st->ex);
     st->in_answer = false;
     w->log_route = keep;
     if (rc < 0) {

@@ -16,6 +16,7 @@
  * Streams wait for the client's window behind a body buffer of one frame:
  * a connection holds at most max_concurrent_streams of them, a loop at most
  * streams_per_loop, and send_timeout ends a connection that reads nothing. */
+#include "compress.h"
 #include "h2.h"
 #include "http2.h"
 
@@ -462,7 +463,7 @@ static bool call_more(sws_worker *w, h2_conn *hc) {
             continue;
         st->want_more = false;
         if (st->pending && !st->ended && st->sc->ops->more) {
-            st->sc->ops->more(w, st->sc, &st->ex);
+            sws_sc_more(w, st->sc, &st->ex);
             any = true;
         }
     }

@@ -3,6 +3,7 @@
  * completion that is not its own goes to its scenario (scenario.h), by the
  * token's tag (token.h). */
 #include "access_log.h"
+#include "compress.h"
 #include "conn.h"
 #include "http1.h"
 #include "http2.h"
@@ -260,6 +261,7 @@ void sws_worker_free(sws_worker *w) {
         w->sc.ops->free(w, &w->sc);
     sws_insts_free(w);
     sws_conn_table_free(w);
+    sws_compress_free(w);
     sws_log_files_unref(w->logs);
     free(w->log_buf);
 }

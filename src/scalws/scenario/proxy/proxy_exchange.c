@@ -5,6 +5,7 @@
 #include "proxy.h"
 
 #include "access_log.h"
+#include "compress.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -283,7 +284,9 @@ static int resp_head(void *user, sws_msg *m) {
                     .reason_len = m->start_len,
                     .fields = fields,
                     .nfields = nf};
-    if (sws_ex_head(px->w, x->c, &a) < 0)
+    /* Compressed on the fly where the route says so and the upstream did
+     * not (core/compress.c). */
+    if (sws_compress_head(px->w, px->sc, x->c, &a, NULL, SWS_BODY_STREAM) < 0)
         return -1;
     x->resp_started = true;
     x->resp_status = status;

@@ -4,6 +4,8 @@
  * every malformed one is treated as absent (or as no match), never trusted. */
 #include "sws_static.h"
 
+#include "sws_accept.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -163,65 +165,9 @@ int sws_static_range(const char *v, size_t len, uint64_t size, uint64_t *first, 
     return SWS_RANGE_ONE;
 }
 
-/* The q value after a coding: ";q=0", ";q=0.000" are zero; anything else > 0.
- * A malformed parameter counts as q=1, as most servers read it. */
-static bool q_zero(const char *v, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        while (i < len && (ows(v[i]) || v[i] == ';'))
-            i++;
-        if (len - i >= 2 && (v[i] == 'q' || v[i] == 'Q') && v[i + 1] == '=') {
-            i += 2;
-            if (i < len && v[i] == '0') {
-                i++;
-                if (i < len && v[i] == '.')
-                    for (i++; i < len && v[i] == '0'; i++)
-                        ;
-                while (i < len && ows(v[i]))
-                    i++;
-                return i == len || v[i] == ';';
-            }
-            return false;
-        }
-        while (i < len && v[i] != ';')
-            i++;
-    }
-    return false;
-}
-
 unsigned sws_static_accept_encoding(const char *v, size_t len) {
-    unsigned yes = 0, listed = 0;
-    int star = -1; /* -1 absent, 0 q=0, 1 allowed */
-    size_t i = 0;
-    while (i < len) {
-        while (i < len && (ows(v[i]) || v[i] == ','))
-            i++;
-        size_t s = i;
-        while (i < len && v[i] != ',' && v[i] != ';' && !ows(v[i]))
-            i++;
-        size_t nl = i - s;
-        size_t ps = i;
-        while (i < len && v[i] != ',')
-            i++;
-        bool zero = q_zero(v + ps, i - ps);
-        unsigned bit = 0;
-        if (nl == 4 && strncasecmp(v + s, "gzip", 4) == 0)
-            bit = SWS_ENC_GZIP;
-        else if (nl == 6 && strncasecmp(v + s, "x-gzip", 6) == 0)
-            bit = SWS_ENC_GZIP;
-        else if (nl == 2 && strncasecmp(v + s, "br", 2) == 0)
-            bit = SWS_ENC_BR;
-        else if (nl == 1 && v[s] == '*')
-            star = zero ? 0 : 1;
-        if (bit) {
-            listed |= bit;
-            if (zero)
-                yes &= ~bit;
-            else
-                yes |= bit;
-        }
-    }
-    if (star == 1)
-        yes |= (SWS_ENC_GZIP | SWS_ENC_BR) & ~listed;
-    return yes;
+    sws_ae q;
+    sws_ae_parse(v, len, &q);
+    unsigned ok = sws_ae_acceptable(&q, SWS_AE_GZIP | SWS_AE_BR);
+    return (ok & SWS_AE_GZIP ? SWS_ENC_GZIP : 0) | (ok & SWS_AE_BR ? SWS_ENC_BR : 0);
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compress.h"
 #include "conn.h"
 #include "exchange.h"
 #include "pagecache.h"
@@ -650,7 +651,12 @@ static int static_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     ans.nfields = nf;
     ans.length = blen;
     ans.whole_body = blen <= SMALL_BODY;
-    int rc = sws_ex_head(w, x, &ans);
+    /* Compressed on the fly where its route says so (core/compress.c),
+     * unless a precompressed sibling is what goes. A 304 names the type and
+     * length its 200 would have, so that its ETag and Vary are that 200's. */
+    int rc = encoding ? sws_ex_head(w, x, &ans)
+                      : sws_compress_head(w, sc, x, &ans, status == 304 ? body->type : NULL,
+                                          status == 304 ? body->size : SWS_BODY_STREAM);
     if (rc == 0 && w->logs)
         sws_ex_log(w, x, status, a.head ? 0 : blen);
     if (rc == 0 && blen)
