@@ -24,6 +24,8 @@ const char *sws_http_reason(int status) {
         return "Not Modified";
     case 400:
         return "Bad Request";
+    case 401:
+        return "Unauthorized";
     case 403:
         return "Forbidden";
     case 404:
@@ -38,6 +40,8 @@ const char *sws_http_reason(int status) {
         return "URI Too Long";
     case 416:
         return "Range Not Satisfiable";
+    case 429:
+        return "Too Many Requests";
     case 431:
         return "Request Header Fields Too Large";
     case 500:

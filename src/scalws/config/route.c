@@ -3,6 +3,7 @@
  * allocation, no copy of the request: the host and path are compared where
  * the parser keeps them. */
 #include "route.h"
+#include "htpasswd.h"
 #include "sws_tls_client.h"
 
 #include <stdlib.h>
@@ -162,6 +163,7 @@ void sws_routes_unref(sws_routes *t) {
     for (int i = 0; i < t->n; i++) {
         free(t->r[i].cfg.body);
         sws_tls_client_free(t->r[i].cfg.up_tls); /* open engines keep their SSL_CTX */
+        sws_htpasswd_free(t->r[i].cfg.access.users);
     }
     free(t);
 }

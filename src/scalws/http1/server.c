@@ -174,7 +174,7 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
      * its head was complete); the connection goes back to the default one
      * once the answer has ended. */
     if (!c->routed && w->routes_on)
-        route_set(w, c, sws_route_pick(w, r));
+        route_set(w, c, sws_route_pick(w, &c->ex, c->index, r));
     sws_scenario *sc = c->sc;
     w->log_route = sc->route->name;
     c->h1_in_answer = true;
@@ -343,7 +343,7 @@ static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t 
         st->len += (uint32_t)n;
         return 0;
     }
-    route_set(w, c, sws_route_pick(w, &p->req));
+    route_set(w, c, sws_route_pick(w, &c->ex, c->index, &p->req));
     const sws_scenario_ops *ops = c->sc->ops;
     int bad = 0;
     if (!ops->request_head) {
@@ -446,7 +446,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
          * head's end, which pass_bytes never saw. A refusal of the head itself
          * (400, 414, 431, 501, 505) stays no route's. */
         if (!c->routed && w->routes_on && sws_http_head_sound(c->parser))
-            route_set(w, c, sws_route_pick(w, &c->parser->req));
+            route_set(w, c, sws_route_of(w, &c->parser->req));
         answer_error(w, c, st);
         *off = len;
         break;
