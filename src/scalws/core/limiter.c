@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#define TAT_BITS 44
+#define TAT_BITS 40
 #define TAT_MASK ((UINT64_C(1) << TAT_BITS) - 1)
 #define CONN_BITS 16
 #define CONN_MASK ((UINT64_C(1) << CONN_BITS) - 1)
@@ -35,7 +35,7 @@ uint64_t sws_limit_key(const sws_limiter *l, int family, const uint8_t *addr, ui
     return h ? h : 1;
 }
 
-/* A 44-bit time difference as a signed number. */
+/* A 40-bit time difference as a signed number. */
 static int64_t ahead(uint64_t tat, uint64_t now) {
     uint64_t d = (tat - now) & TAT_MASK;
     return d & (UINT64_C(1) << (TAT_BITS - 1)) ? (int64_t)d - (int64_t)(TAT_MASK + 1) : (int64_t)d;

@@ -19,8 +19,8 @@
 
 typedef struct sws_limiter {
     uint64_t seed; /* keys are hashed with it: a client cannot aim at a slot */
-    /* Rate: a tag (the key's hash, 20 bits) and the theoretical arrival
-     * time (44 bits of microseconds, modulo ~203 days). 0: empty. */
+    /* Rate: a tag (the key's hash, 24 bits) and the theoretical arrival
+     * time (40 bits of microseconds, modulo ~12.7 days). 0: empty. */
     _Atomic uint64_t rate[SWS_LIMIT_SLOTS];
     /* Connections: a tag (48 bits) and a count (16 bits). A count of 0 is
      * free for another key. */
