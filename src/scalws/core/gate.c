@@ -30,15 +30,18 @@ const char *const sws_limited_names[SWS_LIMITED_N] = {"rate", "conn", "deny", "a
 #define AUTH_TTL_MS 60000
 #define HELD_MAX 16 /* old route tables held for refusals under way */
 
+/* A connection's peer. Written only where the gate needs it, and cleared
+ * when the connection is freed: the table's pages stay untouched (an idle
+ * connection costs nothing more) while no route is gated. */
 typedef struct peer {
-    uint8_t family; /* 0: not read yet; AF_UNSPEC + 255: unreadable */
+    uint8_t family; /* 0: not read yet; PEER_UNREADABLE: getpeername failed */
     bool counted;   /* its connection is in the limiter's count */
     uint8_t addr[16];
     uint64_t conn_key;
 } peer;
 
 typedef struct refusal {
-    const sws_route *route;
+    const sws_route *route; /* NULL: the idle route's ("default") */
     uint32_t retry_s;
     uint16_t status;
 } refusal;
@@ -291,9 +294,7 @@ sws_scenario *sws_gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange
 
 void sws_gate_conn_open(sws_worker *w, uint32_t conn, int fd) {
     peer *p = &gate_of(w)->peers[conn];
-    p->family = 0;
-    p->counted = false;
-    if (!w->gate_conn || fd < 0)
+    if (fd < 0)
         return;
     /* The exchange is not there yet: read the address from the socket. */
     struct sockaddr_storage ss;
@@ -319,6 +320,8 @@ void sws_gate_conn_open(sws_worker *w, uint32_t conn, int fd) {
 
 void sws_gate_conn_close(sws_worker *w, uint32_t conn) {
     peer *p = &gate_of(w)->peers[conn];
+    if (!p->family)
+        return; /* never written: its page may never have been touched */
     if (p->counted)
         sws_limit_conn_close(w->srv->limiter, p->conn_key);
     p->counted = false;
@@ -354,7 +357,7 @@ void sws_gate_hold(sws_worker *w, struct sws_routes *old) {
         /* Reloads faster than refused requests end: keep the oldest held
          * ones, and drop this one's refusals' routes to the idle one. */
         for (uint32_t i = 0; i < w->nexchanges; i++)
-            g->refusals[i].route = &g->idle;
+            g->refusals[i].route = NULL;
         return;
     }
     sws_routes_ref(old);
@@ -387,8 +390,6 @@ static int gate_init(sws_worker *w, sws_scenario *sc) {
     snprintf(g->idle.name, sizeof g->idle.name, SWS_ROUTE_DEFAULT);
     g->idle.stat_slot = 0; /* the default route's, named first */
     snprintf(g->idle.cfg.access.realm, sizeof g->idle.cfg.access.realm, "scalwsd");
-    for (uint32_t i = 0; i < w->nexchanges; i++)
-        g->refusals[i].route = &g->idle;
     sc->route = &g->idle;
     return 0;
 }
@@ -410,16 +411,17 @@ static void gate_free(sws_worker *w, sws_scenario *sc) {
 static int gate_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
     sws_gate *g = sc->state;
     const refusal *f = &g->refusals[sws_ex_id(x)];
+    const sws_route *rt = f->route ? f->route : &g->idle;
     /* The route's for its counters and log line, which follow this hook. */
-    sc->route = f->route;
-    w->log_route = f->route->name;
+    sc->route = rt;
+    w->log_route = rt->name;
     int status = f->status ? f->status : 403;
     char value[SWS_REALM_MAX + 40];
     sws_field field;
     uint32_t nf = 1;
     if (status == 401) {
         int n = snprintf(value, sizeof value, "Basic realm=\"%s\", charset=\"UTF-8\"",
-                         f->route->cfg.access.realm);
+                         rt->cfg.access.realm);
         field = sws_field_str("WWW-Authenticate", 16, value, (uint32_t)n);
     } else if (status == 429 || status == 503) {
         int n = snprintf(value, sizeof value, "%u", f->retry_s);

@@ -197,7 +197,8 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     list_add(w, c);
     /* Its peer address is read for the gate only when a route limits
      * connections (gate.h). */
-    sws_gate_conn_open(w, i, w->gate_conn ? tl_handle_fd(w->loop, h) : -1);
+    if (w->gate_conn)
+        sws_gate_conn_open(w, i, tl_handle_fd(w->loop, h));
     SWS_ADD(w->ctr.accepted, 1);
     SWS_ADD(w->ctr.active, 1);
     if (w->cfg->tls_server) {
