@@ -180,24 +180,28 @@ static void connection_counts(void **st) {
     (void)st;
     sws_limiter *l = sws_limiter_new();
     uint64_t a = key(l, "198.51.100.1", UINT32_MAX), b = key(l, "198.51.100.2", UINT32_MAX);
-    assert_int_equal(sws_limit_conn_count(l, a), 0);
-    assert_int_equal(sws_limit_conn_open(l, a), 1);
-    assert_int_equal(sws_limit_conn_open(l, a), 2);
-    assert_int_equal(sws_limit_conn_open(l, b), 1);
-    assert_int_equal(sws_limit_conn_count(l, a), 2);
+    uint32_t at_a = 0, at_b = 0, at2 = 0;
+    assert_int_equal(sws_limit_conn_count(l, a, 0), 0);
+    assert_int_equal(sws_limit_conn_open(l, a, &at_a), 1);
+    assert_int_equal(sws_limit_conn_open(l, a, &at2), 2);
+    assert_int_equal(at2, at_a); /* one count per address */
+    assert_int_equal(sws_limit_conn_open(l, b, &at_b), 1);
+    assert_int_equal(sws_limit_conn_count(l, a, at_a), 2);
+    assert_int_equal(sws_limit_conn_count(l, a, at_a + 3), 2); /* a stale place: looked for */
     sws_limit_conn_close(l, a);
-    assert_int_equal(sws_limit_conn_count(l, a), 1);
+    assert_int_equal(sws_limit_conn_count(l, a, at_a), 1);
     sws_limit_conn_close(l, a);
-    assert_int_equal(sws_limit_conn_count(l, a), 0);
-    assert_int_equal(sws_limit_conn_count(l, b), 1);
+    assert_int_equal(sws_limit_conn_count(l, a, at_a), 0);
+    assert_int_equal(sws_limit_conn_count(l, b, at_b), 1);
     /* A window full of other addresses' open connections: not counted. */
     sws_limiter *m = sws_limiter_new();
     uint64_t home = 12345;
+    uint32_t at;
     for (int i = 0; i < SWS_LIMIT_PROBE; i++)
-        assert_int_equal(sws_limit_conn_open(m, home | (uint64_t)(i + 1) << 32), 1);
-    assert_int_equal(sws_limit_conn_open(m, home | (uint64_t)100 << 32), 0);
+        assert_int_equal(sws_limit_conn_open(m, home | (uint64_t)(i + 1) << 32, &at), 1);
+    assert_int_equal(sws_limit_conn_open(m, home | (uint64_t)100 << 32, &at), 0);
     sws_limit_conn_close(m, home | (uint64_t)1 << 32); /* a slot frees: taken again */
-    assert_int_equal(sws_limit_conn_open(m, home | (uint64_t)100 << 32), 1);
+    assert_int_equal(sws_limit_conn_open(m, home | (uint64_t)100 << 32, &at), 1);
     free(l);
     free(m);
 }

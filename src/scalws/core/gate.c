@@ -37,7 +37,16 @@ typedef struct peer {
     uint8_t family; /* 0: not read yet; PEER_UNREADABLE: getpeername failed */
     bool counted;   /* its connection is in the limiter's count */
     uint8_t addr[16];
+    uint32_t conn_at; /* where the count was found (sws_limit_conn_open) */
     uint64_t conn_key;
+    /* What the last request of the connection learnt of its route, kept for
+     * the next one (keep-alive, HTTP/2) while the configuration is the same
+     * (gen) and the route too: whether the peer is a trusted proxy, whether
+     * the lists let it in, and its rate key. */
+    uint32_t gen;
+    uint32_t route; /* stat slot + 1 */
+    bool trusted, allowed;
+    uint64_t rate_key;
 } peer;
 
 typedef struct refusal {
@@ -53,6 +62,7 @@ typedef struct auth_seen {
 } auth_seen;
 
 typedef struct sws_gate {
+    uint32_t gen;      /* the configuration's: bumped by each settle */
     peer *peers;       /* by connection slot */
     refusal *refusals; /* by exchange id */
     auth_seen seen[AUTH_CACHE];
@@ -70,7 +80,7 @@ static sws_gate *gate_of(const sws_worker *w) {
 
 /* ---- addresses ------------------------------------------------------------------ */
 
-static const peer *peer_of(sws_worker *w, uint32_t conn, const sws_exchange *x) {
+static peer *peer_of(sws_worker *w, uint32_t conn, const sws_exchange *x) {
     peer *p = &gate_of(w)->peers[conn];
     if (p->family)
         return p;
@@ -129,15 +139,15 @@ static int element(const char *s, size_t n, uint8_t addr[16]) {
     return sws_addr_parse(t, addr);
 }
 
-/* The client: the peer, or, when the peer is one of the route's
- * trusted_proxies, the rightmost X-Forwarded-For address that is not (all
- * of them trusted: the leftmost), as nginx's real_ip_recursive. A field too
- * long to keep, or an element that is no address, stops the walk there. */
-static int client_of(const sws_scenario_cfg *cfg, const peer *p, const sws_http_request *r,
-                     uint8_t addr[16]) {
+/* The client behind a trusted proxy p: the rightmost X-Forwarded-For
+ * address that is not a trusted proxy itself (all of them trusted: the
+ * leftmost), as nginx's real_ip_recursive. A field too long to keep, or an
+ * element that is no address, stops the walk there; no field: the peer. */
+static int forwarded_client(const sws_scenario_cfg *cfg, const peer *p, const sws_http_request *r,
+                            uint8_t addr[16]) {
     int fam = p->family;
     memcpy(addr, p->addr, 16);
-    if (!cfg->proxy.ntrusted || !r->sf_fields || !trusted(&cfg->proxy, fam, addr))
+    if (!r->sf_fields)
         return fam;
     uint16_t n = r->sf_len[SWS_HTTP_SF_XFF];
     if (n == 0 || n > SWS_HTTP_SF_VALUE_MAX)
@@ -263,27 +273,50 @@ static sws_scenario *refuse(sws_worker *w, const sws_route *rt, const sws_exchan
     return w->gate_sc;
 }
 
+/* Whether client (fam, addr) may ask route rt, and its rate key (0: no
+ * rate, or an address that could not be read). */
+static bool judge(sws_worker *w, const sws_route *rt, int fam, const uint8_t *addr,
+                  uint64_t *rate_key) {
+    const sws_access_config *a = &rt->cfg.access;
+    sws_limiter *l = w->srv->limiter;
+    *rate_key =
+        a->rate_us && fam != PEER_UNREADABLE ? sws_limit_key(l, fam, addr, rt->stat_slot) : 0;
+    return !(a->allow.n || a->deny.n) || sws_acl_allows(&a->allow, &a->deny, fam, addr);
+}
+
 sws_scenario *sws_gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange *x, uint32_t conn,
                              const sws_http_request *r) {
     const sws_route *rt = sc->route;
     const sws_access_config *a = &rt->cfg.access;
-    const sws_scenario_cfg *cfg = &rt->cfg;
-    uint8_t addr[16];
-    int fam = 0;
     if (a->allow.n || a->deny.n || a->rate_us || a->conn) {
-        const peer *p = peer_of(w, conn, x);
-        if (a->conn && p->counted && sws_limit_conn_count(w->srv->limiter, p->conn_key) > a->conn)
-            return refuse(w, rt, x, SWS_LIMITED_CONN, (uint16_t)a->status, 1000000);
-        fam = client_of(cfg, p, r, addr);
-    }
-    if ((a->allow.n || a->deny.n) && !sws_acl_allows(&a->allow, &a->deny, fam, addr))
-        return refuse(w, rt, x, SWS_LIMITED_DENY, 403, 0);
-    if (a->rate_us && fam != PEER_UNREADABLE) {
         sws_limiter *l = w->srv->limiter;
-        uint64_t wait = sws_limit_rate(l, sws_limit_key(l, fam, addr, rt->stat_slot),
-                                       tl_loop_now(w->loop) * 1000, a->rate_us, a->burst);
-        if (wait)
-            return refuse(w, rt, x, SWS_LIMITED_RATE, (uint16_t)a->status, wait);
+        peer *p = peer_of(w, conn, x);
+        if (a->conn && p->counted && sws_limit_conn_count(l, p->conn_key, p->conn_at) > a->conn)
+            return refuse(w, rt, x, SWS_LIMITED_CONN, (uint16_t)a->status, 1000000);
+        /* The peer's judgement is the connection's until the route or the
+         * configuration changes; a forwarded client's is made per request. */
+        uint32_t gen = gate_of(w)->gen;
+        if (p->gen != gen || p->route != rt->stat_slot + 1) {
+            p->gen = gen;
+            p->route = rt->stat_slot + 1;
+            p->trusted = rt->cfg.proxy.ntrusted && trusted(&rt->cfg.proxy, p->family, p->addr);
+            p->allowed = judge(w, rt, p->family, p->addr, &p->rate_key);
+        }
+        bool allowed = p->allowed;
+        uint64_t key = p->rate_key;
+        if (p->trusted) {
+            uint8_t addr[16];
+            int fam = forwarded_client(&rt->cfg, p, r, addr);
+            allowed = judge(w, rt, fam, addr, &key);
+        }
+        if (!allowed)
+            return refuse(w, rt, x, SWS_LIMITED_DENY, 403, 0);
+        if (key) {
+            uint64_t wait =
+                sws_limit_rate(l, key, tl_loop_now(w->loop) * 1000, a->rate_us, a->burst);
+            if (wait)
+                return refuse(w, rt, x, SWS_LIMITED_RATE, (uint16_t)a->status, wait);
+        }
     }
     if (a->users && !authorized(w, a->users, r))
         return refuse(w, rt, x, SWS_LIMITED_AUTH, 401, 0);
@@ -315,7 +348,7 @@ void sws_gate_conn_open(sws_worker *w, uint32_t conn, int fd) {
     }
     sws_limiter *l = w->srv->limiter;
     p->conn_key = sws_limit_key(l, p->family, p->addr, UINT32_MAX);
-    p->counted = sws_limit_conn_open(l, p->conn_key) > 0;
+    p->counted = sws_limit_conn_open(l, p->conn_key, &p->conn_at) > 0;
 }
 
 void sws_gate_conn_close(sws_worker *w, uint32_t conn) {
@@ -324,8 +357,7 @@ void sws_gate_conn_close(sws_worker *w, uint32_t conn) {
         return; /* never written: its page may never have been touched */
     if (p->counted)
         sws_limit_conn_close(w->srv->limiter, p->conn_key);
-    p->counted = false;
-    p->family = 0;
+    *p = (peer){0};
 }
 
 /* ---- the configuration ---------------------------------------------------------- */
@@ -343,6 +375,7 @@ void sws_gate_settle(sws_worker *w) {
     }
     w->gate_on = on;
     w->gate_conn = conn;
+    gate_of(w)->gen++; /* what the connections learnt of their routes is stale */
     /* Parsers keep Authorization and X-Forwarded-For only where they are
      * read: the static scenario's storage, lent for good once asked for. */
     if (fields)
@@ -383,6 +416,7 @@ static int gate_init(sws_worker *w, sws_scenario *sc) {
         return -ENOMEM;
     sc->state = g;
     /* calloc: the pages of slots never used are never touched. */
+    g->gen = 1;
     g->peers = calloc(w->nslots, sizeof(*g->peers));
     g->refusals = calloc(w->nexchanges, sizeof(*g->refusals));
     if (!g->peers || !g->refusals)

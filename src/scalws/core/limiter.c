@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/random.h>
 
-#define TAT_BITS 40
-#define TAT_MASK ((UINT64_C(1) << TAT_BITS) - 1)
-#define CONN_BITS 16
+#define TAT_BITS SWS_TAT_BITS
+#define TAT_MASK SWS_TAT_MASK
+#define CONN_BITS 16 /* sws_limit_conn_count (limiter.h) says 16 too */
 #define CONN_MASK ((UINT64_C(1) << CONN_BITS) - 1)
 #define RETRIES 64 /* a CAS lost this often to other loops: let the request pass */
 
@@ -41,41 +41,38 @@ static int64_t ahead(uint64_t tat, uint64_t now) {
     return d & (UINT64_C(1) << (TAT_BITS - 1)) ? (int64_t)d - (int64_t)(TAT_MASK + 1) : (int64_t)d;
 }
 
-uint64_t sws_limit_rate(sws_limiter *l, uint64_t key, uint64_t now_us, uint64_t interval_us,
-                        uint32_t burst) {
-    const uint64_t tag = (key >> TAT_BITS) ? (key >> TAT_BITS) : 1;
+uint64_t sws_limit_rate_slow(sws_limiter *l, uint64_t key, uint64_t now_us, uint64_t interval_us,
+                             uint32_t burst) {
+    const uint64_t tag = sws_limit_tag(key);
     const uint64_t now = now_us & TAT_MASK, tau = interval_us * burst;
     const uint32_t home = (uint32_t)key;
     for (int attempt = 0; attempt < RETRIES; attempt++) {
         uint32_t slot = 0;
         uint64_t seen = 0;
-        int64_t victim_ahead = INT64_MAX;
-        bool found = false;
-        for (uint32_t p = 0; p < SWS_LIMIT_PROBE; p++) {
-            uint32_t i = (home + p) & (SWS_LIMIT_SLOTS - 1);
-            uint64_t w = atomic_load_explicit(&l->rate[i], memory_order_relaxed);
-            if (w == 0 || w >> TAT_BITS == tag) {
-                slot = i;
-                seen = w;
-                found = w != 0;
-                victim_ahead = INT64_MIN;
-                break;
-            }
-            int64_t a = ahead(w & TAT_MASK, now);
-            if (a < victim_ahead) { /* the longest idle so far */
-                victim_ahead = a;
-                slot = i;
-                seen = w;
+        bool found = false, empty = false;
+        for (uint32_t p = 0; p < SWS_LIMIT_PROBE && !found && !empty; p++) {
+            slot = (home + p) & (SWS_LIMIT_SLOTS - 1);
+            seen = atomic_load_explicit(&l->rate[slot], memory_order_relaxed);
+            found = seen >> TAT_BITS == tag;
+            empty = seen == 0;
+        }
+        if (!found && !empty) { /* a full window: the longest idle key's slot */
+            int64_t oldest = INT64_MAX;
+            for (uint32_t p = 0; p < SWS_LIMIT_PROBE; p++) {
+                uint32_t i = (home + p) & (SWS_LIMIT_SLOTS - 1);
+                uint64_t w = atomic_load_explicit(&l->rate[i], memory_order_relaxed);
+                int64_t a = ahead(w & TAT_MASK, now);
+                if (a < oldest) {
+                    oldest = a;
+                    slot = i;
+                    seen = w;
+                }
             }
         }
-        int64_t d = found ? ahead(seen & TAT_MASK, now) : 0;
-        /* Past: the client is owed nothing. Further ahead than any request
-         * could have put it: a time from before the clock wrapped. */
-        if (d < 0 || (uint64_t)d > tau + interval_us)
-            d = 0;
-        if ((uint64_t)d > tau)
-            return (uint64_t)d - tau;
-        uint64_t next = tag << TAT_BITS | ((now + (uint64_t)d + interval_us) & TAT_MASK);
+        uint64_t d = found ? sws_limit_ahead(seen, now, tau + interval_us) : 0;
+        if (d > tau)
+            return d - tau;
+        uint64_t next = tag << TAT_BITS | ((now + d + interval_us) & TAT_MASK);
         if (next == 0)
             next = 1;
         if (atomic_compare_exchange_weak_explicit(&l->rate[slot], &seen, next, memory_order_relaxed,
@@ -90,7 +87,7 @@ static uint64_t conn_tag(uint64_t key) {
     return t ? t : 1;
 }
 
-uint32_t sws_limit_conn_open(sws_limiter *l, uint64_t key) {
+uint32_t sws_limit_conn_open(sws_limiter *l, uint64_t key, uint32_t *at) {
     const uint64_t tag = conn_tag(key);
     const uint32_t home = (uint32_t)key;
     for (int attempt = 0; attempt < RETRIES; attempt++) {
@@ -117,8 +114,10 @@ uint32_t sws_limit_conn_open(sws_limiter *l, uint64_t key) {
             return 0; /* 65535 of one address: past counting */
         uint64_t next = mine >= 0 ? w + 1 : (tag << CONN_BITS | 1);
         if (atomic_compare_exchange_weak_explicit(&l->conn[i], &w, next, memory_order_relaxed,
-                                                  memory_order_relaxed))
+                                                  memory_order_relaxed)) {
+            *at = (uint32_t)i;
             return (uint32_t)(next & CONN_MASK);
+        }
     }
     return 0;
 }
@@ -144,7 +143,7 @@ void sws_limit_conn_close(sws_limiter *l, uint64_t key) {
     }
 }
 
-uint32_t sws_limit_conn_count(sws_limiter *l, uint64_t key) {
+uint32_t sws_limit_conn_count_slow(sws_limiter *l, uint64_t key) {
     const uint64_t tag = conn_tag(key);
     const uint32_t home = (uint32_t)key;
     uint32_t n = 0;

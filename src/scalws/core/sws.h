@@ -223,8 +223,9 @@ typedef struct sws_worker {
     /* A route's scenario takes request bytes (the proxy): request heads are
      * kept until their route is chosen (conn.c). Set with the instances. */
     bool stash_heads;
-    bool routes_on; /* the table has [route]s or a gated route: a request's route is chosen at
-                       its head */
+    /* A request's route is chosen at its head: the table has [route]s, or the
+     * default route is gated and its scenario takes request bytes. */
+    bool routes_on;
     /* The gate (gate.h): its instance (answers refusals; in inst[]), whether
      * some route is gated, and whether some route limits connections. */
     sws_scenario *gate_sc;

@@ -173,7 +173,7 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
     /* The route's instance answers this request (route_inst.c, chosen when
      * its head was complete); the connection goes back to the default one
      * once the answer has ended. */
-    if (!c->routed && w->routes_on)
+    if (!c->routed && (w->routes_on || w->gate_on))
         route_set(w, c, sws_route_pick(w, &c->ex, c->index, r));
     sws_scenario *sc = c->sc;
     w->log_route = sc->route->name;

@@ -390,7 +390,7 @@ static void route(sws_worker *w, h2_stream *st) {
     if (st->routed)
         return;
     st->routed = true;
-    if (w->routes_on)
+    if (w->routes_on || w->gate_on)
         st->sc = sws_route_pick(w, &st->ex, st->hc->c->index, &st->req);
     if (st->sc != &w->sc)
         st->sc->pending++;

@@ -78,10 +78,11 @@ static void resp_max_settle(sws_worker *w) {
  * the first byte. */
 static void stash_settle(sws_worker *w) {
     const sws_routes *t = table_of(w->cfg);
-    /* A gated default route is chosen at the head too: the gate may hand
-     * the request to its own instance. */
+    /* The gate may hand a request to its own instance: a default route whose
+     * scenario takes request bytes is then chosen at the head, as a route
+     * is; any other is gated when it answers (http1/, http2/). */
     sws_gate_settle(w);
-    w->routes_on = t->n > 1 || w->gate_on;
+    w->routes_on = t->n > 1 || (w->gate_on && w->sc.ops->request_head);
     w->stash_heads = false;
     for (int i = 0; w->routes_on && i < t->n; i++)
         if (w->by_route[i]->ops->request_head)
