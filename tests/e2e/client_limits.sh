@@ -116,4 +116,21 @@ wait_log "limit_rate: bad rate '10r/h'" || fail "bad limit_rate not refused on r
 [ "$(codes "$U/busy" --interface 127.0.0.11)" = "503 " ] || fail "the old limits after a refused reload"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
+
+# The proxy as the default route, gated: its request (head and body) waits
+# for the gate's word before a byte goes upstream; a refused one never
+# reaches the upstream and its body is read and dropped, the connection goes
+# on. HTTP/1.1 and HTTP/2.
+start_sws_upstream
+start_sws "\nevent_loops = 2\nscenario = proxy\nlimit_rate = 1r/m\nlimit_burst = 2\n[proxy]\nupstream = 127.0.0.1:$UP"
+U="http://127.0.0.1:$PORT"
+# start_sws's own GET / took one of the three.
+[ "$(codes -d hello "$U/a" --interface 127.0.0.1)" = "200 " ] || fail "proxy: a POST within the burst"
+r=$(raw "POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloPOST /c HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+[ "$(grep -c '^HTTP/1.1 ' <<<"$r")" = 2 ] && grep -q '^HTTP/1.1 200' <<<"$r" && grep -q '^HTTP/1.1 429' <<<"$r" ||
+    fail "proxy: pipelined POSTs, the second past the burst: $r"
+[ "$(codes --http2-prior-knowledge -d hello "$U/d" --interface 127.0.0.1)" = "429 " ] || fail "proxy: HTTP/2 past the burst"
+[ "$(codes --http2-prior-knowledge -d hello "$U/d" --interface 127.0.0.12)" = "200 " ] || fail "proxy: HTTP/2, another client"
+stop_sws
+[ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 echo "client_limits: ok"
