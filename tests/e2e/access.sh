@@ -5,7 +5,8 @@
 # authentication from an htpasswd file with bcrypt and SHA-512 crypt users:
 # good, wrong and malformed credentials, 401 with its challenge, over
 # HTTP/1.1 and HTTP/2; a reload that changes the file, one that breaks it
-# (refused, the old users serve on), and a file with a refused hash format.
+# (refused, the old users serve on), and a file with a refused hash format;
+# a slow hash rests its loop (503 for new passwords, the cache answers).
 . "$(dirname "$0")/lib.sh"
 command -v htpasswd >/dev/null || { echo "SKIP: htpasswd (apache2-utils) not installed"; exit 77; }
 htpasswd -bcB -C 4 "$T/users" alice 'open sesame' 2>/dev/null
@@ -127,5 +128,26 @@ c=$(codes -g "http://[::1]:$P6/")
 [ "$c" = "200 " ] || fail "::1 allowed: $c"
 [ "$(codes -g "http://[::1]:$P6/no")" = "403 " ] || fail "::/0 denied"
 [ "$(codes -g --http2-prior-knowledge "http://[::1]:$P6/no")" = "403 " ] || fail "::/0 denied, HTTP/2"
+stop_sws
+
+# A slow hash (bcrypt cost 13, ~0.5 s) keeps its loop from the next uncached
+# check for three times as long: a new password then gets 503 with
+# Retry-After, while the credentials already checked are answered from the
+# cache; once the rest is over, the good password passes.
+htpasswd -bcB -C 13 "$T/slow" erin 'pa55' 2>/dev/null
+start_sws "\nevent_loops = 1\nauth_basic_file = $T/slow"
+U="http://127.0.0.1:$PORT"
+[ "$(codes -u erin:wrong1 "$U/")" = "401 " ] || fail "slow hash: a wrong password"
+r=$(curl -si -u erin:wrong2 "$U/")
+grep -q "^HTTP/1.1 503" <<<"$r" && grep -qi "^Retry-After: [1-9]" <<<"$r" || fail "slow hash: a second new password during the rest: $r"
+[ "$(codes -u erin:wrong1 "$U/")" = "401 " ] || fail "slow hash: a checked password from the cache"
+ok=""
+for _ in $(seq 1 40); do
+    c=$(codes -u erin:pa55 "$U/")
+    [ "$c" = "200 " ] && ok=1 && break
+    [ "$c" = "503 " ] || fail "slow hash: the good password: $c"
+    sleep 0.5
+done
+[ -n "$ok" ] || fail "slow hash: the good password never passed"
 stop_sws
 echo "access: ok"

@@ -23,11 +23,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 const char *const sws_limited_names[SWS_LIMITED_N] = {"rate", "conn", "deny", "auth"};
 
 #define AUTH_CACHE 64 /* credentials remembered per loop, direct-mapped */
 #define AUTH_TTL_MS 60000
+#define AUTH_REST 3 /* after a hash of d, no other for 3d: a quarter of the loop at most */
 #define HELD_MAX 16 /* old route tables held for refusals under way */
 
 /* A connection's peer. Written only where the gate needs it, and cleared
@@ -67,6 +69,7 @@ typedef struct sws_gate {
     refusal *refusals; /* by exchange id */
     auth_seen seen[AUTH_CACHE];
     struct crypt_data *crypt; /* crypt_rn's 32 KiB scratch, made on first use */
+    uint64_t hash_rest_until; /* CLOCK_MONOTONIC us: no uncached check before it */
     struct sws_routes *held[HELD_MAX];
     int nheld;
     sws_route idle; /* the instance's route between refusals: "default"'s slot */
@@ -220,43 +223,63 @@ static int basic_decode(const char *v, size_t n, char *out, size_t cap) {
     return (int)o;
 }
 
-/* Whether the request carries a user:password of users. Credentials seen
+enum { AUTH_NO, AUTH_OK, AUTH_BUSY };
+
+static uint64_t mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Whether the request carries a user:password of users: AUTH_OK, AUTH_NO,
+ * or AUTH_BUSY (*wait_us until this loop hashes again). Credentials seen
  * within AUTH_TTL_MS are answered from the loop's cache: a browser sends the
- * same ones with every request, and bcrypt costs ~50 ms of the loop. */
-static bool authorized(sws_worker *w, const sws_htpasswd *users, const sws_http_request *r) {
+ * same ones with every request, and bcrypt costs ~50 ms of the loop. A hash
+ * that took d keeps the loop from the next uncached one for AUTH_REST * d,
+ * so that new passwords (a guesser's) take at most a quarter of its time. */
+static int authorized(sws_worker *w, const sws_htpasswd *users, const sws_http_request *r,
+                      uint64_t *wait_us) {
     if (!r->sf_fields)
-        return false;
+        return AUTH_NO;
     uint16_t n = r->sf_len[SWS_HTTP_SF_AUTH];
     if (n == 0 || n > SWS_HTTP_SF_VALUE_MAX)
-        return false;
+        return AUTH_NO;
     char cred[SWS_HTTP_SF_VALUE_MAX];
     int len =
         basic_decode(r->sf_fields + SWS_HTTP_SF_AUTH * SWS_HTTP_SF_VALUE_MAX, n, cred, sizeof cred);
     const char *colon = len > 0 ? memchr(cred, ':', (size_t)len) : NULL;
-    if (!colon)
-        return false;
     sws_gate *g = gate_of(w);
     uint64_t gen = sws_htpasswd_gen(users), now = tl_loop_now(w->loop);
     uint8_t msg[8 + SWS_HTTP_SF_VALUE_MAX], d[32];
-    memcpy(msg, &gen, 8);
-    memcpy(msg + 8, cred, (size_t)len);
     size_t dl = 0;
-    if (!EVP_Q_digest(NULL, "SHA256", NULL, msg, 8 + (size_t)len, d, &dl) || dl != 32)
-        return false;
-    auth_seen *e = &g->seen[d[0] % AUTH_CACHE];
-    if (e->until > now && memcmp(e->digest, d, 32) == 0) {
-        explicit_bzero(cred, sizeof cred);
-        return e->ok;
+    int verdict = AUTH_NO;
+    if (colon) {
+        memcpy(msg, &gen, 8);
+        memcpy(msg + 8, cred, (size_t)len);
+        if (!EVP_Q_digest(NULL, "SHA256", NULL, msg, 8 + (size_t)len, d, &dl))
+            dl = 0;
+        explicit_bzero(msg, sizeof msg);
     }
-    if (!g->crypt && !(g->crypt = malloc(sizeof(*g->crypt))))
-        return false;
-    size_t ulen = (size_t)(colon - cred);
-    bool ok = sws_htpasswd_check(users, cred, ulen, colon + 1, (size_t)len - ulen - 1, g->crypt);
+    auth_seen *e = dl == 32 ? &g->seen[d[0] % AUTH_CACHE] : NULL;
+    if (e && e->until > now && memcmp(e->digest, d, 32) == 0) {
+        verdict = e->ok ? AUTH_OK : AUTH_NO;
+    } else if (e && g->hash_rest_until > mono_us()) {
+        *wait_us = g->hash_rest_until - mono_us();
+        verdict = AUTH_BUSY;
+    } else if (e && (g->crypt || (g->crypt = malloc(sizeof(*g->crypt))))) {
+        size_t ulen = (size_t)(colon - cred);
+        uint64_t t0 = mono_us();
+        bool ok =
+            sws_htpasswd_check(users, cred, ulen, colon + 1, (size_t)len - ulen - 1, g->crypt);
+        uint64_t t1 = mono_us();
+        g->hash_rest_until = t1 + (t1 - t0) * AUTH_REST;
+        memcpy(e->digest, d, 32);
+        e->until = now + AUTH_TTL_MS;
+        e->ok = ok;
+        verdict = ok ? AUTH_OK : AUTH_NO;
+    }
     explicit_bzero(cred, sizeof cred);
-    memcpy(e->digest, d, 32);
-    e->until = now + AUTH_TTL_MS;
-    e->ok = ok;
-    return ok;
+    return verdict;
 }
 
 /* ---- the check ------------------------------------------------------------------ */
@@ -318,8 +341,14 @@ sws_scenario *sws_gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange
                 return refuse(w, rt, x, SWS_LIMITED_RATE, (uint16_t)a->status, wait);
         }
     }
-    if (a->users && !authorized(w, a->users, r))
-        return refuse(w, rt, x, SWS_LIMITED_AUTH, 401, 0);
+    if (a->users) {
+        uint64_t wait = 0;
+        int v = authorized(w, a->users, r, &wait);
+        if (v == AUTH_BUSY)
+            return refuse(w, rt, x, SWS_LIMITED_AUTH, 503, wait);
+        if (v == AUTH_NO)
+            return refuse(w, rt, x, SWS_LIMITED_AUTH, 401, 0);
+    }
     return sc;
 }
 
