@@ -7,6 +7,8 @@
 # 1 or 10 streams each); (Ir(N2) - Ir(N1)) /
 # (N2 - N1) is the cost of one request, start-up and shutdown cancelled out.
 # Counts, not rates: a loaded machine does not change them.
+# SERVER_KEYS='limit_rate = 100000r/s\nallow = 127.0.0.0/8' adds [server] lines
+# to every run's ini (printf %b escapes): the cost with those keys set.
 # Usage: bench/scripts/request-cost.sh [--fixedload PATH] SCALWSD [SCALWSD...]
 # Prints one JSON line per binary, scenario and shape. KEEP_CG=PREFIX keeps each
 # run's callgrind file as PREFIX.SCENARIO.SHAPE.N.BUILD for callgrind_annotate.
@@ -39,6 +41,7 @@ run() { # binary scenario shape n: prints Ir
     local sws=$1 sc=$2 shape=$3 n=$4 ini=$tmp/s.ini
     printf '[server]\nlisten = 127.0.0.1:0\nevent_loops = 1\nscenario = %s\n' "$sc" >"$ini"
     [ -z "${SERVER_INI:-}" ] || printf '%b\n' "$SERVER_INI" >>"$ini"
+    [ -z "${SERVER_KEYS:-}" ] || printf '%b\n' "$SERVER_KEYS" >>"$ini"
     case $sc in
     static) printf '[static]\nroot = %s\n' "$tmp/www" >>"$ini" ;;
     proxy) printf '[proxy]\nupstream = %s\n' "$upstream" >>"$ini" ;;
@@ -68,7 +71,7 @@ for sc in $SCENARIOS; do
         for sws in "$@"; do
             a=$(run "$sws" "$sc" "$shape" "$N1")
             b=$(run "$sws" "$sc" "$shape" "$N2")
-            echo "{\"scalwsd\":\"$sws\",\"scenario\":\"$sc\",\"shape\":\"$shape\",\"ir_per_request\":$(((b - a) / (N2 - N1)))}"
+            echo "{\"scalwsd\":\"$sws\",\"scenario\":\"$sc\",\"shape\":\"$shape\",\"server_keys\":\"${SERVER_KEYS:-}\",\"ir_per_request\":$(((b - a) / (N2 - N1)))}"
         done
     done
 done

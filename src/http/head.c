@@ -186,7 +186,7 @@ static int method_of(const char *m, size_t n) {
 static void keep_sf(sws_http_request *r, int k, const char *raw, size_t rawn) {
     uint16_t *n = &r->sf_len[k];
     if (*n > 0 && *n <= SWS_HTTP_SF_VALUE_MAX) {
-        if ((k == SWS_HTTP_SF_INM || k == SWS_HTTP_SF_AE) && *n < SWS_HTTP_SF_VALUE_MAX)
+        if (SWS_HTTP_SF_LIST(k) && *n < SWS_HTTP_SF_VALUE_MAX)
             r->sf_fields[k * SWS_HTTP_SF_VALUE_MAX + (*n)++] = ',';
         else
             *n = SWS_HTTP_SF_VALUE_MAX + 1;
@@ -211,9 +211,13 @@ static int sf_index(const char *name, size_t n) {
     case 8:
         return NAME_IS(name, n, "if-range") ? SWS_HTTP_SF_IF_RANGE : -1;
     case 13:
-        return NAME_IS(name, n, "if-none-match") ? SWS_HTTP_SF_INM : -1;
+        return NAME_IS(name, n, "if-none-match")   ? SWS_HTTP_SF_INM
+               : NAME_IS(name, n, "authorization") ? SWS_HTTP_SF_AUTH
+                                                   : -1;
     case 15:
-        return NAME_IS(name, n, "accept-encoding") ? SWS_HTTP_SF_AE : -1;
+        return NAME_IS(name, n, "accept-encoding")   ? SWS_HTTP_SF_AE
+               : NAME_IS(name, n, "x-forwarded-for") ? SWS_HTTP_SF_XFF
+                                                     : -1;
     case 17:
         return NAME_IS(name, n, "if-modified-since") ? SWS_HTTP_SF_IMS : -1;
     }

@@ -425,8 +425,9 @@ static bool name_is(const sws_http_parser *p, const char *lower) {
  * it: p->sf says which slot). A list field seen again gets a ',' and the rest;
  * a repeated single-valued one becomes unusable. */
 static void sf_field(sws_http_parser *p) {
-    static const char *const names[SWS_HTTP_SF_N] = {"range", "if-none-match", "if-modified-since",
-                                                     "if-range", "accept-encoding"};
+    static const char *const names[SWS_HTTP_SF_N] = {
+        "range",           "if-none-match", "if-modified-since", "if-range",
+        "accept-encoding", "authorization", "x-forwarded-for"};
     for (int k = 0; k < SWS_HTTP_SF_N; k++) {
         if (!name_is(p, names[k]))
             continue;
@@ -434,7 +435,7 @@ static void sf_field(sws_http_parser *p) {
         p->field = F_SF;
         p->sf = (uint8_t)k;
         if (*n > 0 && *n <= SWS_HTTP_SF_VALUE_MAX) {
-            if ((k == SWS_HTTP_SF_INM || k == SWS_HTTP_SF_AE) && *n < SWS_HTTP_SF_VALUE_MAX)
+            if (SWS_HTTP_SF_LIST(k) && *n < SWS_HTTP_SF_VALUE_MAX)
                 p->req.sf_fields[k * SWS_HTTP_SF_VALUE_MAX + (*n)++] = ',';
             else
                 *n = SWS_HTTP_SF_VALUE_MAX + 1;

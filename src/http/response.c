@@ -31,6 +31,8 @@ const char *sws_http_reason(int status) {
         return "Permanent Redirect";
     case 400:
         return "Bad Request";
+    case 401:
+        return "Unauthorized";
     case 403:
         return "Forbidden";
     case 404:
@@ -45,6 +47,8 @@ const char *sws_http_reason(int status) {
         return "URI Too Long";
     case 416:
         return "Range Not Satisfiable";
+    case 429:
+        return "Too Many Requests";
     case 431:
         return "Request Header Fields Too Large";
     case 500:

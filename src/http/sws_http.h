@@ -41,7 +41,7 @@ typedef struct sws_http_limits {
 #define SWS_HTTP_LOG_LINE (2 * SWS_HTTP_LOG_FIELD_MAX)
 #define SWS_HTTP_LOG_STORAGE (3 * SWS_HTTP_LOG_FIELD_MAX)
 
-/* The fields the static scenario decides on, and the whole path (the static
+/* The fields the static scenario and the gate decide on, and the whole path (the static
  * scenario must not route a truncated one), kept in storage the caller lends
  * (sf_fields, SWS_HTTP_SF_STORAGE bytes): each value at its index times
  * SWS_HTTP_SF_VALUE_MAX, the path at SWS_HTTP_SF_PATH. A length past its
@@ -52,8 +52,13 @@ enum {
     SWS_HTTP_SF_IMS,      /* If-Modified-Since */
     SWS_HTTP_SF_IF_RANGE, /* If-Range */
     SWS_HTTP_SF_AE,       /* Accept-Encoding; several lines joined by ',' */
+    SWS_HTTP_SF_AUTH,     /* Authorization (the gate's Basic credentials) */
+    SWS_HTTP_SF_XFF,      /* X-Forwarded-For (the gate's client address); joined by ',' */
     SWS_HTTP_SF_N
 };
+/* The fields kept whole when a request repeats them (the lines joined by ','). */
+#define SWS_HTTP_SF_LIST(k)                                                                        \
+    ((k) == SWS_HTTP_SF_INM || (k) == SWS_HTTP_SF_AE || (k) == SWS_HTTP_SF_XFF)
 #define SWS_HTTP_SF_VALUE_MAX 128
 #define SWS_HTTP_SF_PATH (SWS_HTTP_SF_N * SWS_HTTP_SF_VALUE_MAX)
 #define SWS_HTTP_SF_PATH_MAX 1024

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "access_config.h"
 #include "acme_config.h"
 #include "header_policy.h"
 #include "log_format.h"
@@ -40,7 +41,7 @@ typedef enum sws_scenario_kind {
 typedef enum sws_backend { SWS_BACKEND_AUTO = 0, SWS_BACKEND_EPOLL, SWS_BACKEND_URING } sws_backend;
 
 #define SWS_ADDR_MAX 128
-#define SWS_CONFIG_KEYS_MAX 128
+#define SWS_CONFIG_KEYS_MAX 160
 #define SWS_BODY_MAX 65536
 /* Sections a file may name (a [route NAME] is one each): past it, a section
  * given twice is no longer noticed. Above SWS_ROUTES_MAX plus the others. */
@@ -135,6 +136,9 @@ typedef struct sws_scenario_cfg {
      * owned like body; NULL: none. */
     struct sws_header_policy *headers;
     sws_compress_config comp;
+    /* Who may ask and how often ([server] for the default route, or the
+     * route's section); its users are loaded with the route table. */
+    sws_access_config access;
     /* proxy with tls = on: the client context its upstream connections and
      * health checks use, owned (built and freed with the route table). */
     struct sws_tls_client *up_tls;
@@ -252,6 +256,10 @@ typedef struct sws_config {
     /* [admin] */
     bool admin_enabled;
     sws_addr admin;
+    sws_acl admin_allow; /* n 0: any address */
+    /* [server]'s access keys: the default route's (and a [route NAME]'s
+     * while the loader reads it) */
+    sws_access_config access;
     /* The route table (route.h), built by sws_config_build: the [route NAME]
      * sections and the default route. Shared by reference between copies of
      * this config (sws_routes_ref); sws_config_release drops it. */

@@ -3,6 +3,7 @@
  * change it, and one line of help (nginx's command arrays are the model).
  * A key is added here and nowhere else; the man page and the example file are
  * checked against this table by tests/e2e/man_page.sh and example_config.sh. */
+#include "access_config.h"
 #include "config.h"
 #include "trusted.h"
 
@@ -376,6 +377,60 @@ static int parse_upgrade(sws_config *c, const char *v, char *why, size_t len) {
 static void format_upgrade(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->proxy.upgrade[0] ? c->proxy.upgrade : "off");
 }
+/* The access keys ([server] and [route NAME], access_config.h). */
+static int parse_rate(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_rate_parse(&c->access, v, why, len);
+}
+static void format_rate(const sws_config *c, char *out, size_t len) {
+    sws_rate_format(&c->access, out, len);
+}
+static int parse_limit_status(sws_config *c, const char *v, char *why, size_t len) {
+    if (strcmp(v, "429") != 0 && strcmp(v, "503") != 0) {
+        snprintf(why, len, "bad status '%s' (want 429 or 503)", v);
+        return -EINVAL;
+    }
+    c->access.status = v[0] == '5' ? 503 : 429;
+    return 0;
+}
+static void format_limit_status(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%u", c->access.status);
+}
+static int parse_allow(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_acl_parse(&c->access.allow, v, why, len);
+}
+static void format_allow(const sws_config *c, char *out, size_t len) {
+    sws_acl_format(&c->access.allow, out, len);
+}
+static int parse_deny(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_acl_parse(&c->access.deny, v, why, len);
+}
+static void format_deny(const sws_config *c, char *out, size_t len) {
+    sws_acl_format(&c->access.deny, out, len);
+}
+static int parse_admin_allow(sws_config *c, const char *v, char *why, size_t len) {
+    return sws_acl_parse(&c->admin_allow, v, why, len);
+}
+static void format_admin_allow(const sws_config *c, char *out, size_t len) {
+    sws_acl_format(&c->admin_allow, out, len);
+}
+/* A realm goes inside a quoted-string (RFC 7235 2.2): printable, no quote
+ * or backslash to escape. */
+static int parse_realm(sws_config *c, const char *v, char *why, size_t len) {
+    size_t n = strlen(v);
+    bool ok = n > 0 && n < sizeof(c->access.realm);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f && v[i] != '"' && v[i] != '\\';
+    if (!ok) {
+        snprintf(why, len, "bad realm (1..%zu printable characters, no '\"' or '\\')",
+                 sizeof(c->access.realm) - 1);
+        return -EINVAL;
+    }
+    memcpy(c->access.realm, v, n + 1);
+    return 0;
+}
+static void format_realm(const sws_config *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->access.realm);
+}
 /* An origin-form path ("/healthz"), or off. */
 static int parse_health_check(sws_config *c, const char *v, char *why, size_t len) {
     if (!*v || strcmp(v, "off") == 0) {
@@ -694,6 +749,10 @@ static void format_acme_domains(const sws_config *c, char *out, size_t len) {
     { s, k, SWS_KEY_STRING, F(fld), 0, 0, NULL, NULL, NULL, def, restart, help }
 #define CUSTOM(s, k, parse, format, def, restart, help)                                            \
     { s, k, SWS_KEY_CUSTOM, 0, 0, 0, 0, NULL, parse, format, def, restart, help }
+/* A custom key whose value lives in one field: its offset says which part of
+ * the config it is (a route takes the keys inside `access`, route_config.c). */
+#define CUSTOM_AT(s, k, fld, parse, format, def, restart, help)                                    \
+    { s, k, SWS_KEY_CUSTOM, F(fld), 0, 0, NULL, parse, format, def, restart, help }
 
 enum { RELOAD = 0, RESTART = 1 };
 
@@ -736,6 +795,22 @@ const sws_key sws_config_keys[] = {
            RELOAD, "\"Name: value\" added to every answer, errors included"),
     CUSTOM("server", "error_page", parse_error_page, format_error_page, NULL, RELOAD,
            "CODE [CODE...] FILE[, ...]: files sent as the body of the default route's errors"),
+    CUSTOM_AT("server", "limit_rate", access.rate_us, parse_rate, format_rate, "off", RELOAD,
+              "requests per client address: N r/s or N r/m (GCRA, shared by the loops), or off"),
+    UINT("server", "limit_burst", access.burst, 0, 1000000, "0", RELOAD,
+         "requests beyond limit_rate a client may send at once"),
+    UINT("server", "limit_conn", access.conn, 0, 65535, "0", RELOAD,
+         "open connections per peer address (0: no limit)"),
+    CUSTOM_AT("server", "limit_status", access.status, parse_limit_status, format_limit_status,
+              "429", RELOAD, "status past limit_rate or limit_conn: 429 or 503 (with Retry-After)"),
+    CUSTOM_AT("server", "allow", access.allow, parse_allow, format_allow, "off", RELOAD,
+              "client addresses (CIDR list, or all) that may ask; others 403"),
+    CUSTOM_AT("server", "deny", access.deny, parse_deny, format_deny, "off", RELOAD,
+              "client addresses refused with 403 (the most specific of allow and deny wins)"),
+    STRING("server", "auth_basic_file", access.auth_file, NULL, RELOAD,
+           "htpasswd file (bcrypt or SHA-512 crypt) whose users may ask; others 401"),
+    CUSTOM_AT("server", "auth_realm", access.realm, parse_realm, format_realm, "scalwsd", RELOAD,
+              "the realm of the Basic challenge (WWW-Authenticate)"),
 
     UINT("http2", "max_concurrent_streams", h2.max_concurrent_streams, 1, 10000, "100", RELOAD,
          "streams a client may have open on one connection (more are refused)"),
@@ -910,6 +985,8 @@ const sws_key sws_config_keys[] = {
 
     CUSTOM("admin", "listen", parse_admin, format_admin, "off", RESTART,
            "host:port of the admin API (/status, /metrics) and status page, or off"),
+    CUSTOM_AT("admin", "allow", admin_allow, parse_admin_allow, format_admin_allow, "off", RELOAD,
+              "addresses (CIDR list) that may use the admin listener; off: any"),
 };
 const int sws_config_nkeys = (int)(sizeof sws_config_keys / sizeof sws_config_keys[0]);
 

@@ -5,6 +5,7 @@
  * the host is lowercased on the stack, the path compared where the parser
  * keeps it. */
 #include "route.h"
+#include "htpasswd.h"
 #include "sws_tls_client.h"
 
 #include <errno.h>
@@ -237,6 +238,7 @@ void sws_routes_unref(sws_routes *t) {
         sws_header_policy_free(t->r[i].cfg.headers);
         sws_error_pages_unref(t->r[i].cfg.pages);
         sws_tls_client_free(t->r[i].cfg.up_tls); /* open engines keep their SSL_CTX */
+        sws_htpasswd_free(t->r[i].cfg.access.users);
     }
     free(t->exact);
     free(t->wild);

@@ -49,6 +49,7 @@ typedef struct sws_route {
     uint16_t path_len; /* 0: any path */
     char path[SWS_ROUTE_PATH_MAX];
     uint32_t stat_slot; /* its /metrics slot, by name (route_inst.c); set before posting */
+    bool gated;         /* it has access keys: requests pass the gate first (core/gate.h) */
     /* Lines of its root and mime_types keys (0: not in its section), for the
      * messages of the checks of the files they name (preflight.c). */
     uint32_t root_line, mime_types_line;

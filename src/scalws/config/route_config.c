@@ -6,7 +6,9 @@
  * key added to one of those sections works in routes without a line here
  * (as long as it lives in sws_config's proxy, stat or comp member). A key both a
  * route and a scenario section have (a [proxy] host, say) is reached in a
- * route as "proxy.host". */
+ * route as "proxy.host". The access keys of [server] (access_config.h) are a
+ * route's too: each route has its own, the default's in [server]. */
+#include "htpasswd.h"
 #include "route.h"
 #include "sws_tls_client.h"
 
@@ -53,6 +55,14 @@ static void fill_scenario(sws_scenario_cfg *d, const sws_config *c, int kind, bo
     d->redirect = c->redirect;
     d->headers = NULL; /* sws_routes_build: its own or [server]'s */
     d->comp = c->comp;
+    d->access = c->access;
+    d->access.users = NULL; /* loaded with the table (sws_routes_build) */
+}
+
+/* Whether k is one of [server]'s access keys, which a route takes too. */
+static bool access_key(const sws_key *k) {
+    return strcmp(k->section, "server") == 0 && k->off >= offsetof(sws_config, access) &&
+           k->off < offsetof(sws_config, access) + sizeof(sws_access_config);
 }
 
 /* The section being read becomes a route of the list (its body copied). */
@@ -123,6 +133,8 @@ static const char *nearest_route_key(const char *key) {
             near = sws_route_key_table[i].name;
     for (int i = 0; i < sws_config_nkeys; i++) {
         const sws_key *k = &sws_config_keys[i];
+        if (access_key(k) && sws_config_near(key, k->name, &best))
+            near = k->name;
         for (size_t j = 0; j < sizeof(scenario_sections) / sizeof(scenario_sections[0]); j++)
             if (strcmp(k->section, scenario_sections[j]) == 0 &&
                 sws_config_near(key, k->name, &best))
@@ -141,6 +153,15 @@ static int set_route_key(sws_config *s, const char *key, char *why, size_t len, 
         if (strcmp(key, "error_page") == 0)
             s->rt.error_page_line = line; /* for the messages of the files it names */
         return sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
+    }
+    int ai = sws_config_key_index("server", key);
+    if (ai >= 0 && access_key(&sws_config_keys[ai])) {
+        int rc = sws_config_set_key(s, &sws_config_keys[ai], v, why, len);
+        if (rc == 0) {
+            s->origin[ai] = SWS_FROM_FILE;
+            s->origin_line[ai] = line;
+        }
+        return rc;
     }
     /* "proxy.host": a scenario section's key named outright. */
     const char *dot = strchr(key, '.');
@@ -170,8 +191,8 @@ static int set_route_key(sws_config *s, const char *key, char *why, size_t len, 
     else
         snprintf(why, len,
                  "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix, "
-                 "access_log, log_format, add_header, error_page and the keys of [respond], "
-                 "[static], [proxy] and [redirect])");
+                 "access_log, log_format, add_header, error_page, the keys of [respond], "
+                 "[static], [proxy] and [redirect], and the access keys of [server])");
     return -EINVAL;
 }
 
@@ -378,6 +399,24 @@ static int upstream_tls(sws_route *r, bool is_default, char *err, size_t errlen)
     return 0;
 }
 
+/* The route's htpasswd file, read now: at start and on every reload, so a
+ * reload rereads it and a broken one is refused (the old table serves on). */
+static int access_build(sws_route *r, bool is_default, char *err, size_t errlen) {
+    sws_access_config *a = &r->cfg.access;
+    r->gated = sws_access_on(a);
+    if (!a->auth_file[0])
+        return 0;
+    char why[600];
+    if (!(a->users = sws_htpasswd_load(a->auth_file, why, sizeof why))) {
+        if (is_default)
+            snprintf(err, errlen, "[server] auth_basic_file: %s", why);
+        else
+            snprintf(err, errlen, "%s: [route %s] auth_basic_file: %s", r->origin, r->name, why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static const char not_found[] = "Not Found\n";
 
 int sws_routes_build(sws_config *c, char *err, size_t errlen) {
@@ -466,6 +505,8 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
         rc = check_overlap(t, err, errlen);
     for (int i = 0; rc == 0 && i < t->n; i++)
         rc = upstream_tls(&t->r[i], i == 0, err, errlen);
+    for (int i = 0; rc == 0 && i < t->n; i++)
+        rc = access_build(&t->r[i], i == 0, err, errlen);
     if (rc < 0) {
         sws_routes_unref(t);
         return rc;
@@ -485,6 +526,7 @@ static void unfill(sws_config *x, const sws_scenario_cfg *s) {
     x->proxy = s->proxy;
     x->redirect = s->redirect;
     x->comp = s->comp;
+    x->access = s->access;
 }
 
 /* How a route's section writes a scenario key so that set_route_key reads it
@@ -583,7 +625,7 @@ void sws_routes_print(FILE *f, const sws_config *c) {
         unfill(x, &r->cfg);
         for (int k = 0; k < sws_config_nkeys; k++) {
             const sws_key *key = &sws_config_keys[k];
-            bool ours = false;
+            bool ours = access_key(key);
             for (size_t s = 0; s < sizeof(scenario_sections) / sizeof(scenario_sections[0]); s++)
                 ours = ours || strcmp(key->section, scenario_sections[s]) == 0;
             if (!ours)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_cidr(const char *s, size_t n, sws_cidr *out) {
+int sws_cidr_parse(const char *s, size_t n, sws_cidr *out) {
     char t[INET6_ADDRSTRLEN + 8];
     if (n == 0 || n >= sizeof t)
         return -EINVAL;
@@ -55,7 +55,7 @@ int sws_trusted_parse(sws_proxy_config *p, const char *v, char *err, size_t errl
             snprintf(err, errlen, "more than %d trusted_proxies entries", SWS_TRUSTED_MAX);
             return -EINVAL;
         }
-        if (parse_cidr(s, len, &p->trusted[n]) < 0) {
+        if (sws_cidr_parse(s, len, &p->trusted[n]) < 0) {
             snprintf(err, errlen, "bad CIDR '%.*s' (want 10.0.0.0/8, ::1 or 2001:db8::/32)",
                      (int)len, s);
             return -EINVAL;
@@ -80,7 +80,7 @@ void sws_trusted_format(const sws_proxy_config *p, char *out, size_t len) {
         snprintf(out, len, "off");
 }
 
-static bool prefix_eq(const uint8_t *a, const uint8_t *b, unsigned bits) {
+bool sws_prefix_eq(const uint8_t *a, const uint8_t *b, unsigned bits) {
     unsigned whole = bits / 8, rest = bits % 8;
     if (memcmp(a, b, whole) != 0)
         return false;
@@ -91,7 +91,7 @@ static bool prefix_eq(const uint8_t *a, const uint8_t *b, unsigned bits) {
 }
 
 /* The peer's binary address: family and 4 or 16 bytes; a mapped IPv4 is IPv4. */
-static int peer_addr(const char *peer, uint8_t out[16]) {
+int sws_addr_parse(const char *peer, uint8_t out[16]) {
     if (inet_pton(AF_INET, peer, out) == 1)
         return AF_INET;
     if (inet_pton(AF_INET6, peer, out) != 1)
@@ -108,9 +108,9 @@ bool sws_trusted_has(const sws_proxy_config *p, const char *peer) {
     if (p->ntrusted == 0)
         return false;
     uint8_t a[16];
-    int fam = peer_addr(peer, a);
+    int fam = sws_addr_parse(peer, a);
     for (int i = 0; fam && i < p->ntrusted; i++)
-        if (p->trusted[i].family == fam && prefix_eq(a, p->trusted[i].addr, p->trusted[i].bits))
+        if (p->trusted[i].family == fam && sws_prefix_eq(a, p->trusted[i].addr, p->trusted[i].bits))
             return true;
     return false;
 }

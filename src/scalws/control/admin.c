@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -380,15 +381,49 @@ void sws_admin_serve_challenge(sws_server *s, int listen_fd) {
     serve(s, listen_fd, true);
 }
 
+/* [admin] allow: the peer's address in the list (none: any). */
+static bool admin_allowed(const sws_server *s, const struct sockaddr_storage *ss) {
+    const sws_acl *allow = &s->cfg->admin_allow;
+    if (allow->n == 0)
+        return true;
+    static const sws_acl none = {0};
+    uint8_t a[16] = {0};
+    int fam = 0;
+    if (ss->ss_family == AF_INET) {
+        memcpy(a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+        fam = AF_INET;
+    } else if (ss->ss_family == AF_INET6) {
+        const uint8_t *a6 = ((const struct sockaddr_in6 *)ss)->sin6_addr.s6_addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        bool v4 = memcmp(a6, mapped, 12) == 0;
+        memcpy(a, v4 ? a6 + 12 : a6, v4 ? 4 : 16);
+        fam = v4 ? AF_INET : AF_INET6;
+    }
+    return sws_acl_allows(allow, &none, fam, a);
+}
+
 static void serve(sws_server *s, int listen_fd, bool challenge_only) {
-    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    struct sockaddr_storage ss = {0};
+    socklen_t sl = sizeof ss;
+    int fd = accept4(listen_fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
     if (fd < 0)
         return;
+
     /* [acme] http_listen faces the internet: a slow client there must not
      * hold the control thread for long (a CA sends its GET in one segment). */
     struct timeval tv = {.tv_sec = challenge_only ? 0 : 1, .tv_usec = challenge_only ? 250000 : 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (!challenge_only && !admin_allowed(s, &ss)) {
+        /* Its request is read first: a close with unread input would reset
+         * the connection before the answer is read. */
+        char in[8192], date[32], head[512];
+        (void)!recv(fd, in, sizeof in, 0);
+        sws_date_format(time(NULL), date);
+        write_all(fd, head, sws_http_error(head, sizeof(head), 403, date, false));
+        close(fd);
+        return;
+    }
     static const sws_http_limits lim = SWS_HTTP_DEFAULT_LIMITS;
     sws_http_parser p;
     sws_http_parser_init(&p, &lim);

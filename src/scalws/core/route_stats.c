@@ -2,6 +2,7 @@
  * (the control thread assigns them before the loops use them), the per-loop
  * counts a request adds when its answer ends, their /metrics lines, and the
  * pick of a request's route instance by Host and path. */
+#include "gate.h"
 #include "route.h"
 #include "sws.h"
 
@@ -70,6 +71,14 @@ void sws_route_metrics(const sws_server *s, FILE *f) {
         fprintf(f, "scalwsd_route_errors_total{route=\"%s\",class=\"5xx\"} %" PRIu64 "\n",
                 slots.name[k], sum(s, k, offsetof(sws_route_stats, err5xx)));
     }
+    fprintf(f, "# HELP scalwsd_limited_total Requests a route refused by its access keys, by "
+               "kind: rate (limit_rate), conn (limit_conn), deny (allow/deny), auth (Basic).\n"
+               "# TYPE scalwsd_limited_total counter\n");
+    for (int k = 0; k < slots.n; k++)
+        for (int kind = 0; kind < SWS_LIMITED_N; kind++)
+            fprintf(f, "scalwsd_limited_total{route=\"%s\",kind=\"%s\"} %" PRIu64 "\n",
+                    slots.name[k], sws_limited_names[kind],
+                    sum(s, k, offsetof(sws_route_stats, limited) + (size_t)kind * sizeof(sws_ctr)));
     fprintf(f, "# HELP scalwsd_route_request_duration_seconds From a request's first byte read "
                "to its answer complete in the output, by route.\n"
                "# TYPE scalwsd_route_request_duration_seconds histogram\n");
@@ -95,11 +104,17 @@ void sws_route_metrics(const sws_server *s, FILE *f) {
 
 /* ---- a request's route ----------------------------------------------------- */
 
-sws_scenario *sws_route_pick(sws_worker *w, const sws_http_request *r) {
+sws_scenario *sws_route_of(sws_worker *w, const sws_http_request *r) {
     const sws_routes *t = w->cfg->routes;
     if (t->n <= 1)
         return &w->sc;
     return w->by_route[sws_route_match(t, r->host, r->host_len, r->path, r->path_len)];
+}
+
+sws_scenario *sws_route_pick(sws_worker *w, const sws_exchange *x, uint32_t conn,
+                             const sws_http_request *r) {
+    sws_scenario *sc = sws_route_of(w, r);
+    return sc->route->gated ? sws_gate_check(w, sc, x, conn, r) : sc;
 }
 
 void sws_route_count(sws_worker *w, const sws_scenario *sc, int status, uint64_t ms) {

@@ -244,7 +244,15 @@ typedef struct sws_worker {
     /* A route's scenario takes request bytes (the proxy): request heads are
      * kept until their route is chosen (conn.c). Set with the instances. */
     bool stash_heads;
-    bool routes_on; /* the table has [route]s: a request's route is chosen at its head */
+    /* A request's route is chosen at its head: the table has [route]s, or the
+     * default route is gated and its scenario takes request bytes. */
+    bool routes_on;
+    /* The gate (gate.h): its instance (answers refusals; in inst[]), whether
+     * some route is gated, and whether some route limits connections. */
+    sws_scenario *gate_sc;
+    bool gate_on;
+    bool gate_conn;
+    bool gate_held;                  /* it holds old route tables for refusals under way */
     struct sws_px_shared *px_shared; /* proxy.c: per-slot state of its instances */
     /* proxy.c: each proxy route's upstream counters on this loop, by route
      * stat slot; made by the loop when the route's first instance starts,
@@ -311,6 +319,8 @@ typedef struct sws_server {
      * the loops start, or before a reload is posted), freed after the loops
      * stopped. */
     struct sws_up_health *health[SWS_ROUTE_SLOTS];
+    /* Per-client limits, shared by every loop (limiter.h): made at start. */
+    struct sws_limiter *limiter;
     /* Set by main before sws_server_start, so that the server names nothing
      * of the control thread's: the inherited HTTP listeners (socket
      * activation, or the process a SIGUSR2 replaced; reexec.c), and what a
@@ -347,6 +357,7 @@ typedef struct sws_route_stats {
     sws_ctr err4xx, err5xx;
     sws_ctr lat_ms_sum;
     sws_ctr lat[SWS_LAT_BUCKETS];
+    sws_ctr limited[4]; /* refused by the gate, by kind (gate.h: SWS_LIMITED_*) */
 } sws_route_stats;
 
 int sws_insts_init(sws_worker *w);
@@ -364,8 +375,13 @@ void sws_insts_reap(sws_worker *w);
  * retires the rest. A negative errno: nothing changed. */
 int sws_insts_reload_prepare(sws_worker *w, const sws_config *next);
 void sws_insts_reload_commit(sws_worker *w, const sws_config *old);
-/* The instance that answers request r (its route's), allocation-free. */
-sws_scenario *sws_route_pick(sws_worker *w, const sws_http_request *r);
+/* The instance that answers request r of exchange x on connection slot conn:
+ * its route's, or the gate's when the route refuses it (gate.h);
+ * allocation-free. */
+sws_scenario *sws_route_pick(sws_worker *w, const sws_exchange *x, uint32_t conn,
+                             const sws_http_request *r);
+/* Its route's instance without the gate: for a request refused already. */
+sws_scenario *sws_route_of(sws_worker *w, const sws_http_request *r);
 /* One answer of sc's route: its status and its latency in ms. */
 void sws_route_count(sws_worker *w, const sws_scenario *sc, int status, uint64_t ms);
 /* Control thread, before a table is used: each route's stat slot by name.

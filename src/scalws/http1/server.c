@@ -148,8 +148,7 @@ void h1_answer_done(sws_worker *w, sws_conn *c) {
 /* An Upgrade request goes to a scenario that may take the connection over
  * (the proxy's tunnel): the connection is not ended by it. */
 static bool upgrade_taken(sws_worker *w, sws_conn *c) {
-    const sws_scenario *sc =
-        c->routed || !w->routes_on ? c->sc : sws_route_pick(w, &c->parser->req);
+    const sws_scenario *sc = c->routed || !w->routes_on ? c->sc : sws_route_of(w, &c->parser->req);
     return sc->ops->upgrades;
 }
 
@@ -182,8 +181,8 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
     /* The route's instance answers this request (route_inst.c, chosen when
      * its head was complete); the connection goes back to the default one
      * once the answer has ended. */
-    if (!c->routed && w->routes_on)
-        route_set(w, c, sws_route_pick(w, r));
+    if (!c->routed && (w->routes_on || w->gate_on))
+        route_set(w, c, sws_route_pick(w, &c->ex, c->index, r));
     sws_scenario *sc = c->sc;
     w->log_route = sc->route;
     c->h1_in_answer = true;
@@ -361,7 +360,7 @@ static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t 
         st->len += (uint32_t)n;
         return 0;
     }
-    route_set(w, c, sws_route_pick(w, &p->req));
+    route_set(w, c, sws_route_pick(w, &c->ex, c->index, &p->req));
     const sws_scenario_ops *ops = c->sc->ops;
     int bad = 0;
     if (!ops->request_head) {
@@ -464,7 +463,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
          * head's end, which pass_bytes never saw. A refusal of the head itself
          * (400, 414, 431, 501, 505) stays no route's. */
         if (!c->routed && w->routes_on && sws_http_head_sound(c->parser))
-            route_set(w, c, sws_route_pick(w, &c->parser->req));
+            route_set(w, c, sws_route_of(w, &c->parser->req));
         answer_error(w, c, st);
         *off = len;
         break;

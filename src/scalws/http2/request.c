@@ -255,6 +255,12 @@ static void on_field(sws_worker *w, h2_stream *st, const uint8_t *n, size_t nl, 
     case 'a':
         if (r->sf_fields && IS("accept-encoding"))
             sf_put(r, SWS_HTTP_SF_AE, v, vl);
+        else if (r->sf_fields && IS("authorization"))
+            sf_put(r, SWS_HTTP_SF_AUTH, v, vl);
+        break;
+    case 'x':
+        if (r->sf_fields && IS("x-forwarded-for"))
+            sf_put(r, SWS_HTTP_SF_XFF, v, vl);
         break;
     case 'c':
         if (IS("content-length")) {
@@ -389,8 +395,8 @@ static void route(sws_worker *w, h2_stream *st) {
     if (st->routed)
         return;
     st->routed = true;
-    if (w->routes_on)
-        st->sc = sws_route_pick(w, &st->req);
+    if (w->routes_on || w->gate_on)
+        st->sc = sws_route_pick(w, &st->ex, st->hc->c->index, &st->req);
     if (st->sc != &w->sc)
         st->sc->pending++;
     st->takes_body = st->sc->ops->request_head != NULL;

@@ -5,6 +5,7 @@
  * its name and scenario, starts one for a new route, and retires the rest: a retired instance gets
  * no new request and is freed once it holds nothing (its `finished`), a pending file answer say. */
 #include "conn.h"
+#include "gate.h"
 #include "route.h"
 #include "upstream.h"
 #include "upstream_health.h"
@@ -84,9 +85,13 @@ static void resp_max_settle(sws_worker *w) {
  * the first byte. */
 static void stash_settle(sws_worker *w) {
     const sws_routes *t = table_of(w->cfg);
-    w->routes_on = t->n > 1;
+    /* The gate may hand a request to its own instance: a default route whose
+     * scenario takes request bytes is then chosen at the head, as a route
+     * is; any other is gated when it answers (http1/, http2/). */
+    sws_gate_settle(w);
+    w->routes_on = t->n > 1 || (w->gate_on && w->sc.ops->request_head);
     w->stash_heads = false;
-    for (int i = 0; t->n > 1 && i < t->n; i++)
+    for (int i = 0; w->routes_on && i < t->n; i++)
         if (w->by_route[i]->ops->request_head)
             w->stash_heads = true;
 }
@@ -142,6 +147,21 @@ int sws_insts_init(sws_worker *w) {
     w->by_route = calloc((size_t)t->n, sizeof(*w->by_route));
     if (!w->by_route)
         return -ENOMEM;
+    /* The gate's instance, for every configuration this loop will serve: a
+     * reload may gate a route. */
+    sws_scenario *g = calloc(1, sizeof(*g));
+    if (!g)
+        return -ENOMEM;
+    g->ops = &sws_gate_ops;
+    g->cfg = &t->r[0].cfg;
+    if ((rc = take_id(w, g)) < 0) {
+        free(g);
+        return rc;
+    }
+    if ((rc = g->ops->init(w, g)) < 0)
+        return rc; /* freed with the instances */
+    g->resp_max = 512;
+    w->gate_sc = g;
     w->by_route[0] = &w->sc;
     for (int i = 1; i < t->n; i++)
         if (!(w->by_route[i] = inst_new(w, &t->r[i], &rc)))
@@ -166,6 +186,7 @@ void sws_insts_free(sws_worker *w) {
     }
     w->inst = w->by_route = w->next_by_route = NULL;
     w->retired = NULL;
+    w->gate_sc = NULL;
     w->ninst = 0;
 }
 
@@ -202,6 +223,7 @@ void sws_insts_date_changed(sws_worker *w) {
 }
 
 void sws_insts_reap(sws_worker *w) {
+    sws_gate_reap(w);
     for (sws_scenario **p = &w->retired; *p;) {
         sws_scenario *sc = *p;
         if (sc->ops->finished(w, sc)) {
@@ -302,6 +324,7 @@ void sws_insts_reload_commit(sws_worker *w, const sws_config *old) {
     free(w->by_route);
     w->by_route = next;
     w->next_by_route = NULL;
+    sws_gate_hold(w, (sws_routes *)ot);
     resp_max_settle(w);
     stash_settle(w);
     sws_insts_reap(w);

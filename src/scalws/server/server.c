@@ -2,6 +2,7 @@
  * listening sockets (bound here, or inherited from systemd or an older
  * scalwsd), then the workers and their threads. Runs on the main thread
  * before any worker turns; sws_server_start is its steps in order. */
+#include "limiter.h"
 #include "log_files.h"
 #include "route.h"
 #include "sws.h"
@@ -91,6 +92,11 @@ static int init_server(sws_server *s, const sws_config *cfg, char *err, size_t e
     if (s->done_fd < 0) {
         snprintf(err, errlen, "eventfd: %s", strerror(errno));
         return -errno;
+    }
+    /* Made whether or not a route limits now: a reload may add one. */
+    if (!(s->limiter = sws_limiter_new())) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
     }
     return 0;
 }
@@ -388,6 +394,7 @@ void sws_server_free(sws_server *s) {
     if (s->shared_fd >= 0)
         close(s->shared_fd);
     close(s->done_fd);
+    free(s->limiter);
     free(s->listen_fds);
     free(s->workers);
     free(s->loops);

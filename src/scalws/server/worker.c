@@ -132,7 +132,7 @@ int sws_worker_turn(sws_worker *w, tl_completion *cq, int cap, int timeout_ms) {
         dispatch(w, &cq[i]);
     if (w->sc.ops->turn_done)
         w->sc.ops->turn_done(w, &w->sc);
-    if (w->retired)
+    if (w->retired || w->gate_held)
         sws_insts_reap(w);
     if (sws_worker_finished(w)) {
         if (w->sweep_armed && !w->sweep_cancelled) {

@@ -10,6 +10,7 @@
 
 #include "access_log.h"
 #include "acme_tokens.h"
+#include "gate.h"
 #include "route.h"
 
 #include <assert.h>
@@ -118,6 +119,7 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
         if (c->starved)
             w->nstarved--;
         c->proto->freed(w, c); /* the scenario's conn_end, the parser, the route */
+        sws_gate_conn_close(w, c->index);
         /* Every completion of the handle came before its close's: no write
          * can still be reading the buffer. */
         out_give(w, c);
@@ -193,6 +195,10 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
     /* turnloop sets TCP_NODELAY on accepted sockets: no setsockopt here. */
     list_add(w, c);
+    /* Its peer address is read for the gate only when a route limits
+     * connections (gate.h). */
+    if (w->gate_conn)
+        sws_gate_conn_open(w, i, tl_handle_fd(w->loop, h));
     SWS_ADD(w->ctr.accepted, 1);
     SWS_ADD(w->ctr.active, 1);
     if (w->cfg->tls_server) {
