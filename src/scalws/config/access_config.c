@@ -69,16 +69,7 @@ int sws_acl_parse(sws_acl *l, const char *v, char *why, size_t len) {
 }
 
 void sws_acl_format(const sws_acl *l, char *out, size_t len) {
-    size_t o = 0;
-    out[0] = '\0';
-    for (int i = 0; i < l->n && o < len; i++) {
-        char a[INET6_ADDRSTRLEN];
-        const sws_cidr *c = &l->e[i];
-        inet_ntop(c->family, c->addr, a, sizeof a);
-        o += (size_t)snprintf(out + o, len - o, "%s%s/%u", i ? ", " : "", a, (unsigned)c->bits);
-    }
-    if (l->n == 0)
-        snprintf(out, len, "off");
+    sws_cidr_list_format(l->e, l->n, out, len);
 }
 
 int sws_acl_longest(const sws_acl *l, int family, const uint8_t *addr) {

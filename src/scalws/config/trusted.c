@@ -67,17 +67,20 @@ int sws_trusted_parse(sws_proxy_config *p, const char *v, char *err, size_t errl
     return 0;
 }
 
-void sws_trusted_format(const sws_proxy_config *p, char *out, size_t len) {
+void sws_cidr_list_format(const sws_cidr *e, int n, char *out, size_t len) {
     size_t o = 0;
     out[0] = '\0';
-    for (int i = 0; i < p->ntrusted && o < len; i++) {
+    for (int i = 0; i < n && o < len; i++) {
         char a[INET6_ADDRSTRLEN];
-        const sws_cidr *c = &p->trusted[i];
-        inet_ntop(c->family, c->addr, a, sizeof a);
-        o += (size_t)snprintf(out + o, len - o, "%s%s/%u", i ? ", " : "", a, (unsigned)c->bits);
+        inet_ntop(e[i].family, e[i].addr, a, sizeof a);
+        o += (size_t)snprintf(out + o, len - o, "%s%s/%u", i ? ", " : "", a, (unsigned)e[i].bits);
     }
-    if (p->ntrusted == 0)
+    if (n == 0)
         snprintf(out, len, "off");
+}
+
+void sws_trusted_format(const sws_proxy_config *p, char *out, size_t len) {
+    sws_cidr_list_format(p->trusted, p->ntrusted, out, len);
 }
 
 bool sws_prefix_eq(const uint8_t *a, const uint8_t *b, unsigned bits) {

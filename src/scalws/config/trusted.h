@@ -11,6 +11,8 @@
  * /32 or /128; "" or "off" none) into p->trusted. 0 or -EINVAL with a reason. */
 int sws_trusted_parse(sws_proxy_config *p, const char *value, char *err, size_t errlen);
 void sws_trusted_format(const sws_proxy_config *p, char *out, size_t len);
+/* n addresses and prefixes as "10.0.0.0/8, ::1/128", or "off" for none. */
+void sws_cidr_list_format(const sws_cidr *e, int n, char *out, size_t len);
 
 /* Whether the numeric address text (as sws_peer_name writes it) is in the
  * list. An IPv4-mapped IPv6 address matches the IPv4 entries. */

@@ -349,20 +349,12 @@ static void idle_close_finish(sws_worker *w, sws_conn *c) {
 
 static void hold(sws_worker *w, sws_conn *c, uint32_t id, const char *data, uint32_t off,
                  uint32_t len) {
-    uint32_t i = w->hfree;
-    if (i == SWS_NIL) {
+    if (sws_held_append(w, &c->hhead, &c->htail, id, data, off, len) == SWS_NIL) {
         /* Cannot happen (one node per loop buffer); closing is the safe answer. */
         release(w, id);
         sws_conn_close(w, c);
         return;
     }
-    w->hfree = w->hpool[i].next;
-    w->hpool[i] = (sws_held){.id = id, .off = off, .len = len, .next = SWS_NIL, .data = data};
-    if (c->htail == SWS_NIL)
-        c->hhead = i;
-    else
-        w->hpool[c->htail].next = i;
-    c->htail = i;
     c->hcount++;
     if (!c->recv_paused) {
         c->recv_paused = true;

@@ -33,6 +33,25 @@ struct sws_held {
     const char *data;
 };
 
+/* Appends loop buffer id (len bytes of data from off) to a held list, oldest
+ * first: its node, or SWS_NIL when none is free (cannot happen: one node per
+ * loop buffer; the caller gives the buffer back and ends what holds it). The
+ * caller counts it. */
+static inline uint32_t sws_held_append(sws_worker *w, uint32_t *head, uint32_t *tail, uint32_t id,
+                                       const char *data, uint32_t off, uint32_t len) {
+    uint32_t i = w->hfree;
+    if (i == SWS_NIL)
+        return SWS_NIL;
+    w->hfree = w->hpool[i].next;
+    w->hpool[i] = (sws_held){.id = id, .off = off, .len = len, .next = SWS_NIL, .data = data};
+    if (*tail == SWS_NIL)
+        *head = i;
+    else
+        w->hpool[*tail].next = i;
+    *tail = i;
+    return i;
+}
+
 /* A tls listener's connection: input is fed to the engine and read back as
  * plaintext; out holds plaintext, sealed at flush into wire, which is what is
  * written. stash keeps decrypted input that did not fit the output (the

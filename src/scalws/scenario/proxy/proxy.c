@@ -241,23 +241,12 @@ static void on_up_recv(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     } else if (has_buf && e->res > 0) {
         u->got_bytes = true;
         x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
-        uint32_t i = w->hfree;
-        if (i == SWS_NIL) { /* cannot happen: one node per loop buffer */
-            tl_buffer_release(w->loop, e->u.buf.id);
+        if (sws_held_append(w, &x->hhead, &x->htail, e->u.buf.id, e->u.buf.data, 0,
+                            (uint32_t)e->res) == SWS_NIL) {
+            tl_buffer_release(w->loop, e->u.buf.id); /* cannot happen: one node per buffer */
             px_up_fail(px, x, SWS_UPE_OTHER, 502);
             return;
         }
-        w->hfree = w->hpool[i].next;
-        w->hpool[i] = (sws_held){.id = e->u.buf.id,
-                                 .off = 0,
-                                 .len = (uint32_t)e->res,
-                                 .next = SWS_NIL,
-                                 .data = e->u.buf.data};
-        if (x->htail == SWS_NIL)
-            x->hhead = i;
-        else
-            w->hpool[x->htail].next = i;
-        x->htail = i;
         x->hcount++;
     } else if (has_buf) {
         tl_buffer_release(w->loop, e->u.buf.id);

@@ -461,23 +461,12 @@ static void on_recv(px_tunnel *t, sws_up_conn *u, const tl_completion *e) {
             return;
         }
     } else if (has_buf && e->res > 0) {
-        uint32_t i = w->hfree;
-        if (i == SWS_NIL) { /* cannot happen: one node per loop buffer */
-            tl_buffer_release(w->loop, e->u.buf.id);
+        if (sws_held_append(w, &t->hhead, &t->htail, e->u.buf.id, e->u.buf.data, 0,
+                            (uint32_t)e->res) == SWS_NIL) {
+            tl_buffer_release(w->loop, e->u.buf.id); /* cannot happen: one node per buffer */
             t_end(t);
             return;
         }
-        w->hfree = w->hpool[i].next;
-        w->hpool[i] = (sws_held){.id = e->u.buf.id,
-                                 .off = 0,
-                                 .len = (uint32_t)e->res,
-                                 .next = SWS_NIL,
-                                 .data = e->u.buf.data};
-        if (t->htail == SWS_NIL)
-            t->hhead = i;
-        else
-            w->hpool[t->htail].next = i;
-        t->htail = i;
         t->hcount++;
         SWS_ADD(w->ctr.tunnel_bytes_down, (uint64_t)e->res);
         t_touch(t);
