@@ -30,6 +30,11 @@ const char *const sws_limited_names[SWS_LIMITED_N] = {"rate", "conn", "deny", "a
 #define AUTH_CACHE 64 /* credentials remembered per loop, direct-mapped */
 #define AUTH_TTL_MS 60000
 #define AUTH_REST 3 /* after a hash of d, no other for 3d: a quarter of the loop at most */
+/* A hash that took less of the loop's CPU than this earns no rest: a fast
+ * one (bcrypt at a low cost, SHA-512 crypt) costs the loop little, and a
+ * rest measured in a busy machine's wall time would turn a guess's 401 into
+ * a 503 by chance. */
+#define AUTH_REST_MIN_US 5000
 #define HELD_MAX 16 /* old route tables held for refusals under way */
 
 /* A connection's peer. Written only where the gate needs it, and cleared
@@ -225,18 +230,23 @@ static int basic_decode(const char *v, size_t n, char *out, size_t cap) {
 
 enum { AUTH_NO, AUTH_OK, AUTH_BUSY };
 
-static uint64_t mono_us(void) {
+static uint64_t clock_us(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t mono_us(void) {
+    return clock_us(CLOCK_MONOTONIC);
 }
 
 /* Whether the request carries a user:password of users: AUTH_OK, AUTH_NO,
  * or AUTH_BUSY (*wait_us until this loop hashes again). Credentials seen
  * within AUTH_TTL_MS are answered from the loop's cache: a browser sends the
  * same ones with every request, and bcrypt costs ~50 ms of the loop. A hash
- * that took d keeps the loop from the next uncached one for AUTH_REST * d,
- * so that new passwords (a guesser's) take at most a quarter of its time. */
+ * that took d of the loop thread's CPU keeps the loop from the next uncached
+ * one for AUTH_REST * d, so that new passwords (a guesser's) take at most a
+ * quarter of its time. */
 static int authorized(sws_worker *w, const sws_htpasswd *users, const sws_http_request *r,
                       uint64_t *wait_us) {
     if (!r->sf_fields)
@@ -268,11 +278,11 @@ static int authorized(sws_worker *w, const sws_htpasswd *users, const sws_http_r
         verdict = AUTH_BUSY;
     } else if (e && (g->crypt || (g->crypt = malloc(sizeof(*g->crypt))))) {
         size_t ulen = (size_t)(colon - cred);
-        uint64_t t0 = mono_us();
+        uint64_t t0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
         bool ok =
             sws_htpasswd_check(users, cred, ulen, colon + 1, (size_t)len - ulen - 1, g->crypt);
-        uint64_t t1 = mono_us();
-        g->hash_rest_until = t1 + (t1 - t0) * AUTH_REST;
+        uint64_t cpu = clock_us(CLOCK_THREAD_CPUTIME_ID) - t0;
+        g->hash_rest_until = cpu < AUTH_REST_MIN_US ? 0 : mono_us() + cpu * AUTH_REST;
         memcpy(e->digest, d, 32);
         e->until = now + AUTH_TTL_MS;
         e->ok = ok;
