@@ -24,7 +24,8 @@ run_pkgs=$(sed -n '/^run=(/,/^)/p' "$ROOT/scripts/bootstrap" | sed '1d;$d' | tr 
 bdeps=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$ROOT/debian/control" | sed 's/^Build-Depends://' |
     tr ',' '\n' | sed 's/([^)]*)//; s/^[[:space:]]*//; s/[[:space:]]*$//' | grep -v '^[A-Z]')
 for p in $run_pkgs; do
-    printf '%s\n' "$bdeps" | grep -qx "$p" || fail "debian/control Build-Depends lacks $p (scripts/bootstrap's run list)"
+    # A here-string, not a pipe: grep -q leaving early must not fail the writer.
+    grep -qx "$p" <<<"$bdeps" || fail "debian/control Build-Depends lacks $p (scripts/bootstrap's run list)"
 done
 
 # The copy: what git tracks plus files not yet added (a developer's change in
@@ -144,7 +145,7 @@ wait "$echo_pid" 2>/dev/null || true
 sws=$root/usr/sbin/scalwsd
 ini=$root/etc/scalwsd/scalwsd.ini
 out=$("$sws" --check-config --config "$ini" 2>&1) || fail "--check-config on the packaged ini: $out"
-if "$sws" --help 2>&1 | grep -q -- --ready-file; then
+if grep -q -- --ready-file <<<"$("$sws" --help 2>&1)"; then
     "$sws" --config "$ini" --listen 127.0.0.1:0 --ready-file "$T/ready" 2>"$T/log" &
     SWS_PID=$!
     end=$((SECONDS + 30))
