@@ -18,16 +18,7 @@ int sws_pid_file_write(const char *path) {
     if (!f)
         return -errno;
     fprintf(f, "%ld\n", (long)getpid());
-    int rc = 0;
-    if (fflush(f) != 0 || fsync(fileno(f)) < 0)
-        rc = -errno;
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = -errno;
-    if (rc < 0)
-        unlink(tmp);
-    return rc;
+    return sws_file_commit(f, tmp, path);
 }
 
 void sws_pid_file_remove(const char *path) {

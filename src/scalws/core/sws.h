@@ -408,6 +408,10 @@ int sws_sockname_text(int fd, char *out, size_t cap);
 /* Writes "listen ADDR" per distinct listener, "admin ADDR", "pid N" to path
  * through a temp file and rename. */
 int sws_ready_write(const char *path, const sws_server *s);
+/* Ends a file written whole to tmp (flushed, synced, closed) and renames it
+ * to path, so readers see it complete or not at all: 0 or a negative errno
+ * (tmp removed). ready.c; the pid file uses it too. */
+int sws_file_commit(FILE *f, const char *tmp, const char *path);
 
 /* pid_file.c (control/): main thread. Writes our pid to path through a temp
  * file and rename: 0 or a negative errno. Removes path if it names us. */

@@ -34,6 +34,19 @@ int sws_sockname_text(int fd, char *out, size_t cap) {
     return 0;
 }
 
+int sws_file_commit(FILE *f, const char *tmp, const char *path) {
+    int rc = 0;
+    if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+        rc = -errno;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
 int sws_ready_write(const char *path, const sws_server *s) {
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >= sizeof(tmp))
@@ -57,14 +70,5 @@ int sws_ready_write(const char *path, const sws_server *s) {
     if (s->admin_text[0])
         fprintf(f, "admin %s\n", s->admin_text);
     fprintf(f, "pid %ld\n", (long)getpid());
-    int rc = 0;
-    if (fflush(f) != 0 || fsync(fileno(f)) < 0)
-        rc = -errno;
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = -errno;
-    if (rc < 0)
-        unlink(tmp);
-    return rc;
+    return sws_file_commit(f, tmp, path);
 }
