@@ -52,8 +52,36 @@ static void hop_by_hop_fields_never_go_upstream(void **st) {
                                 "Expect: 100-continue\r\nContent-Length: 0\r\n\r\n",
                                 false, &up),
                         "GET /a?b=1 HTTP/1.1\r\nHost: example.com\r\nX-Kept: 1\r\n"
-                        "Content-Length: 0\r\nVia: 1.1 scalwsd\r\n\r\n");
+                        "Content-Length: 0\r\nVia: 1.1 scalwsd\r\n"
+                        "TE: trailers\r\nConnection: te\r\n\r\n");
     assert_false(up);
+}
+
+/* The client's TE goes no further, but its "trailers" is asked again in the
+ * proxy's name (it relays trailers), named by Connection; other codings are
+ * not. Trailer is end-to-end (RFC 9110 6.6.2) and goes on. */
+static void te_trailers_is_asked_again_and_trailer_goes_on(void **st) {
+    (void)st;
+    sws_proxy_config p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_OFF);
+    bool up;
+    assert_string_equal(request(&p, NULL,
+                                "POST /rpc HTTP/1.1\r\nHost: a\r\nTE: gzip;q=0.5, Trailers\r\n"
+                                "Trailer: X-Sum\r\nContent-Length: 0\r\n\r\n",
+                                false, &up),
+                        "POST /rpc HTTP/1.1\r\nHost: a\r\nTrailer: X-Sum\r\nContent-Length: 0\r\n"
+                        "Via: 1.1 scalwsd\r\nTE: trailers\r\nConnection: te\r\n\r\n");
+    assert_string_equal(
+        request(&p, NULL, "GET / HTTP/1.1\r\nHost: a\r\nTE: gzip\r\n\r\n", false, &up),
+        "GET / HTTP/1.1\r\nHost: a\r\nVia: 1.1 scalwsd\r\n\r\n");
+    /* With a tunnel asked for, Connection names both. */
+    const sws_head *m = test_head(test_parse(HTTP_REQUEST, "GET /chat HTTP/1.1\r\nHost: a\r\n"
+                                                           "Connection: upgrade\r\nUpgrade: "
+                                                           "websocket\r\nTE: trailers\r\n\r\n"));
+    static char out[1024];
+    sws_px_request in = {.m = m, .cfg = &p, .peer = "", .upstream = "b:1", .upgrade = true};
+    size_t n = sws_px_request_head(&in, out, sizeof out - 1, &up);
+    out[n] = '\0';
+    assert_non_null(strstr(out, "TE: trailers\r\nConnection: upgrade, te\r\n\r\n"));
 }
 
 /* A tunnel asked for: the client's Upgrade goes on with Connection: upgrade
@@ -264,6 +292,7 @@ int main(void) {
         cmocka_unit_test(a_head_that_does_not_fit_is_refused),
         cmocka_unit_test(answer_fields_and_chunks),
         cmocka_unit_test(trailer_fields_that_may_go_on),
+        cmocka_unit_test(te_trailers_is_asked_again_and_trailer_goes_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@
 /* What a field is to the proxy, from its name: one length switch and at most
  * two compares per field, instead of a compare against every name. The
  * forwarding fields are forwarded.c's (sws_forwarded_owns). */
-enum px_field { PXF_OTHER, PXF_HOP, PXF_CONNECTION, PXF_HOST, PXF_EXPECT };
+enum px_field { PXF_OTHER, PXF_HOP, PXF_TE, PXF_CONNECTION, PXF_HOST, PXF_EXPECT };
 
 static bool name_eq(const sws_head *m, uint32_t i, const char *lit, size_t n) {
     return m->f[i].name_len == n && strncasecmp(m->f[i].name, lit, n) == 0;
@@ -19,13 +19,13 @@ static inline enum px_field field_kind(const sws_head *m, uint32_t i) {
 #define PXF_IS(lit) name_eq(m, i, lit, sizeof(lit) - 1)
     switch (m->f[i].name_len) {
     case 2:
-        return PXF_IS("te") ? PXF_HOP : PXF_OTHER;
+        return PXF_IS("te") ? PXF_TE : PXF_OTHER;
     case 4:
         return PXF_IS("host") ? PXF_HOST : PXF_OTHER;
     case 6:
         return PXF_IS("expect") ? PXF_EXPECT : PXF_OTHER;
-    case 7:
-        return PXF_IS("trailer") || PXF_IS("upgrade") ? PXF_HOP : PXF_OTHER;
+    case 7: /* Trailer is end-to-end (RFC 9110 6.6.2): it goes on */
+        return PXF_IS("upgrade") ? PXF_HOP : PXF_OTHER;
     case 10:
         return PXF_IS("connection") ? PXF_CONNECTION : PXF_IS("keep-alive") ? PXF_HOP : PXF_OTHER;
     case 16:
@@ -71,12 +71,16 @@ static void field_kinds(const sws_head *m, uint8_t *kind) {
         field_kinds_named(m, kind);
 }
 
+static bool is_hop(uint8_t kind) {
+    return kind == PXF_HOP || kind == PXF_TE || kind == PXF_CONNECTION;
+}
+
 /* The second pass: the fields a Connection value names are hop-by-hop. */
 static void field_kinds_named(const sws_head *m, uint8_t *kind) {
     for (uint32_t i = 0; i < m->nf; i++) {
         char name[64];
         uint32_t nl = m->f[i].name_len;
-        if (kind[i] == PXF_HOP || kind[i] == PXF_CONNECTION || nl >= sizeof(name))
+        if (is_hop(kind[i]) || nl >= sizeof(name))
             continue;
         memcpy(name, m->f[i].name, nl);
         name[nl] = '\0';
@@ -86,10 +90,6 @@ static void field_kinds_named(const sws_head *m, uint8_t *kind) {
                 break;
             }
     }
-}
-
-static bool is_hop(uint8_t kind) {
-    return kind == PXF_HOP || kind == PXF_CONNECTION;
 }
 
 static void put_field(sws_wbuf *b, const sws_head *m, uint32_t i) {
@@ -127,10 +127,15 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
         sws_wbuf_put(&b, m->target, m->target_len);
     }
     sws_wbuf_puts(&b, " HTTP/1.1\r\n");
-    bool host = false;
+    bool host = false, te_trailers = false;
     uint8_t kind[SWS_MSG_FIELDS_MAX];
     field_kinds(m, kind);
     for (uint32_t i = 0; i < m->nf; i++) {
+        /* TE is hop-by-hop, but the client's willingness to take trailers
+         * is ours too: the proxy relays an answer's trailer section on both
+         * protocols (sws_ex_trailers), so it asks the upstream for them. */
+        if (kind[i] == PXF_TE)
+            te_trailers = te_trailers || sws_field_has(&m->f[i], "trailers");
         /* An upgrade the proxy tunnels asks the upstream for it: its
          * Upgrade goes on, with a Connection of our own (below). */
         bool upgrade = in->upgrade && kind[i] == PXF_HOP && name_eq(m, i, "upgrade", 7);
@@ -171,8 +176,13 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
     }
     if (in->streams)
         sws_wbuf_puts(&b, "Transfer-Encoding: chunked\r\n");
-    if (in->upgrade)
-        sws_wbuf_puts(&b, "Connection: upgrade\r\n");
+    /* RFC 9110 10.1.4: who sends TE names it in Connection too. */
+    if (te_trailers)
+        sws_wbuf_puts(&b, "TE: trailers\r\n");
+    if (in->upgrade || te_trailers)
+        sws_wbuf_puts(&b, in->upgrade && te_trailers ? "Connection: upgrade, te\r\n"
+                          : in->upgrade              ? "Connection: upgrade\r\n"
+                                                     : "Connection: te\r\n");
     sws_wbuf_put(&b, "\r\n", 2);
     return b.over ? 0 : hl;
 }

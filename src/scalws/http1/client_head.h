@@ -1,7 +1,8 @@
 /* The HTTP/1.1 client (the proxy's upstream side): the heads the proxy writes: the request head
  * that goes upstream (the client's, rewritten) and the end-to-end fields of an answer's head that
  * go back to the client. Hop-by-hop fields (RFC 9110 7.6.1: Connection, those it names, Keep-Alive,
- * TE, Trailer, Transfer-Encoding, Upgrade, Proxy-Connection) never cross. Pure functions over a
+ * TE, Transfer-Encoding, Upgrade, Proxy-Connection) never cross; a client's "TE: trailers" is
+ * asked again upstream in the proxy's own name, since it relays trailers. Pure functions over a
  * message head (sws_head): no I/O, no state, unit-tested in tests/unit/test_proxy_head.c. */
 #ifndef SWS_PROXY_HEAD_H
 #define SWS_PROXY_HEAD_H
@@ -39,8 +40,9 @@ typedef struct sws_px_request {
  * but Expect (the connection answered it) and the forwarding fields
  * (forwarded.c writes those), Via, Host as [proxy] host says (the
  * upstream's name also for a request without one) and Transfer-Encoding for
- * a chunked body, and with upgrade the client's Upgrade field and
- * Connection: upgrade (a tunnel asked for). Returns its length, 0 when it does not fit. *names_up:
+ * a chunked body, "TE: trailers" when the client's TE has it, and with
+ * upgrade the client's Upgrade field (a tunnel asked for); Connection names
+ * the upgrade and TE it sends. Returns its length, 0 when it does not fit. *names_up:
  * the head's Host is the upstream's own name, so it cannot be retried on
  * another upstream. */
 size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool *names_up);
