@@ -22,15 +22,12 @@
  *     versions other than 1.0 and 1.1 (505) and requests with no version; a
  *     well-formed method token llhttp does not know (501, RFC 9110 9.1:
  *     "unrecognized or not implemented"), against a malformed one (400);
- *     every chunk size line (scan_chunk_line), and the asterisk-form target
+ *     every chunk size line (sws_size_line_scan), and the asterisk-form target
  *     of any method but OPTIONS (400).
  *
- * Chunk size lines are read here, not by llhttp: llhttp 8.1 refuses several
- * extensions on one line and quoted-string values with quoted-pairs, both of
- * which RFC 9112 7.1.1 allows (fixed upstream in 9.1.3, not in Debian 12). The
- * scanner validates the whole line, bounds the extensions (chunk_ext_bytes)
- * and hands llhttp only "SIZE CR LF", a line every llhttp reads the same way;
- * llhttp keeps the chunk data, its CRLF and the size's value and overflow. */
+ * Chunk size lines are read by chunk_line.c, not by llhttp (it says why), and
+ * llhttp is handed only "SIZE CR LF"; llhttp keeps the chunk data, its CRLF and
+ * the size's value and overflow. */
 #include "sws_http.h"
 
 #include "head.h"
@@ -54,27 +51,8 @@ enum {
     S_BOL,      /* at the start of a field line (or of the blank line) */
     S_END_CR,   /* after the CR of the blank line */
     S_DONE,     /* the head is over; the body and trailers are llhttp's */
-    S_CHUNK,    /* at a chunk size line: scan_chunk_line's */
+    S_CHUNK,    /* at a chunk size line: sws_size_line_scan's */
 };
-
-/* Chunk size line scanner states (p->cstate), RFC 9112 7.1 and 7.1.1:
- *   chunk-size [ chunk-ext ] CRLF
- *   chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] ) */
-enum {
-    C_SIZE0 = 0, /* the first hex digit */
-    C_SIZE,      /* more digits, or the end of the size */
-    C_SEMI,      /* BWS before a ";" */
-    C_NAME0,     /* BWS after ";", then the name's first tchar */
-    C_NAME,      /* in the name */
-    C_EQ,        /* BWS after the name: "=", ";" */
-    C_VAL0,      /* BWS after "=", then a token or a DQUOTE */
-    C_TOKEN,     /* in a token value */
-    C_QUOTED,    /* in a quoted-string */
-    C_PAIR,      /* after a backslash in a quoted-string */
-    C_AFTER,     /* after a value: ";" or the CR (no whitespace before it) */
-    C_LF,        /* after the CR */
-};
-#define SWS_CHUNK_DIGITS 16 /* significant hex digits; more is an overflow llhttp refuses */
 
 /* What the scanner knows of the request line's method token (p->method_tok).
  * llhttp refuses an unknown method at its first byte that no method it knows
@@ -85,13 +63,6 @@ enum {
     M_TOKEN,       /* a token (RFC 9110 5.6.2), ended by SP */
     M_BAD,         /* a byte no token holds, or no SP after it */
 };
-
-/* RFC 9110 5.6.2 tchar. */
-static bool is_tchar(unsigned char c) {
-    if ((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))
-        return true;
-    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
 
 static sws_http_parser *P(llhttp_t *lp) {
     return (sws_http_parser *)lp->data;
@@ -133,7 +104,7 @@ static int scan_head(sws_http_parser *p, const char *data, size_t len, size_t *a
                 st = 400;
                 break;
             }
-            if (is_tchar(c)) {
+            if (sws_http_tchar(c)) {
                 s = S_METHOD;
                 p->method_tok = M_PENDING;
             } else {
@@ -147,7 +118,7 @@ static int scan_head(sws_http_parser *p, const char *data, size_t len, size_t *a
             s = S_START;
             break;
         case S_METHOD:
-            if (is_tchar(c))
+            if (sws_http_tchar(c))
                 break;
             p->method_tok = c == ' ' ? M_TOKEN : M_BAD;
             s = S_LINE1;
@@ -203,130 +174,6 @@ static int scan_head(sws_http_parser *p, const char *data, size_t len, size_t *a
     p->scan = s;
     *at = i;
     return st;
-}
-
-static bool is_hex(unsigned char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-/* Reads a chunk size line from data[0..len): *at is how many bytes it took and
- * *done whether the line ended (then p->csize holds what llhttp is fed).
- * Returns 0 or 400. Leading zeros are dropped, so that a size llhttp can hold
- * never looks like an overflow here. */
-static int scan_chunk_line(sws_http_parser *p, const char *data, size_t len, size_t *at,
-                           bool *done) {
-    uint8_t s = p->cstate;
-    size_t i;
-    *done = false;
-    for (i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)data[i];
-        bool ws = c == ' ' || c == '\t';
-        if (s >= C_SEMI && s <= C_AFTER && ++p->ext_bytes > p->limits->chunk_ext_bytes)
-            return 400;
-        switch (s) {
-        case C_SIZE0:
-        case C_SIZE:
-            if (is_hex(c)) {
-                if (p->csize_len == 1 && p->csize[0] == '0')
-                    p->csize_len = 0; /* a leading zero */
-                if (p->csize_len >= SWS_CHUNK_DIGITS)
-                    return 400;
-                p->csize[p->csize_len++] = (char)c;
-                s = C_SIZE;
-                break;
-            }
-            if (s == C_SIZE0)
-                return 400;
-            if (c == '\r') {
-                s = C_LF;
-            } else if (c == ';') {
-                s = C_NAME0;
-                p->ext_bytes++;
-            } else if (ws) {
-                s = C_SEMI;
-                p->ext_bytes++;
-            } else {
-                return 400;
-            }
-            break;
-        case C_SEMI:
-            if (c == ';')
-                s = C_NAME0;
-            else if (!ws)
-                return 400;
-            break;
-        case C_NAME0:
-            if (is_tchar(c))
-                s = C_NAME;
-            else if (!ws)
-                return 400;
-            break;
-        case C_NAME:
-            if (is_tchar(c))
-                break;
-            __attribute__((fallthrough)); /* the name ended: what may follow it */
-        case C_EQ:
-            if (c == '=')
-                s = C_VAL0;
-            else if (c == ';')
-                s = C_NAME0;
-            else if (c == '\r' && s == C_NAME)
-                s = C_LF;
-            else if (ws)
-                s = C_EQ;
-            else
-                return 400;
-            break;
-        case C_VAL0:
-            if (c == '"')
-                s = C_QUOTED;
-            else if (is_tchar(c))
-                s = C_TOKEN;
-            else if (!ws)
-                return 400;
-            break;
-        case C_TOKEN:
-            if (is_tchar(c))
-                break;
-            __attribute__((fallthrough));
-        case C_AFTER:
-            if (c == ';')
-                s = C_NAME0;
-            else if (c == '\r') /* whitespace went to C_SEMI: none before the CR */
-                s = C_LF;
-            else if (ws)
-                s = C_SEMI;
-            else
-                return 400;
-            break;
-        case C_QUOTED:
-            /* qdtext: HTAB, SP, VCHAR but DQUOTE and backslash, obs-text */
-            if (c == '"')
-                s = C_AFTER;
-            else if (c == '\\')
-                s = C_PAIR;
-            else if (!(ws || (c >= 0x21 && c != 0x7f)))
-                return 400;
-            break;
-        case C_PAIR:
-            if (!(ws || (c >= 0x21 && c != 0x7f)))
-                return 400;
-            s = C_QUOTED;
-            break;
-        case C_LF:
-            if (c != '\n')
-                return 400;
-            p->csize[p->csize_len++] = '\r';
-            p->csize[p->csize_len++] = '\n';
-            p->cstate = C_SIZE0;
-            *at = i + 1;
-            *done = true;
-            return 0;
-        }
-    }
-    p->cstate = s;
-    *at = i;
-    return 0;
 }
 
 static int on_message_begin(llhttp_t *lp) {
@@ -671,7 +518,7 @@ static int on_chunk_header(llhttp_t *lp) {
     return HPE_PAUSED;
 }
 
-/* After a chunk's data and CRLF the next size line is scan_chunk_line's: pause
+/* After a chunk's data and CRLF the next size line is sws_size_line_scan's: pause
  * so that sws_http_feed knows where it starts. */
 static int on_chunk_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
@@ -850,11 +697,12 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
     llhttp_errno_t e;
     for (;;) {
         if (p->scan == S_CHUNK) {
-            /* At a chunk size line: llhttp is fed the line scan_chunk_line
+            /* At a chunk size line: llhttp is fed the line sws_size_line_scan
              * made of it once it is whole. */
             size_t at;
             bool done;
-            if (scan_chunk_line(p, data + off, len - off, &at, &done))
+            if (sws_size_line_scan(&p->size_line, &p->ext_bytes, p->limits->chunk_ext_bytes,
+                                   data + off, len - off, &at, &done))
                 return refuse(p, 400, len, consumed, status);
             off += at;
             if (!done) {
@@ -862,8 +710,8 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
                 return SWS_HTTP_NEED_MORE;
             }
             p->scan = S_DONE;
-            e = llhttp_execute(&p->p, p->csize, p->csize_len);
-            p->csize_len = 0;
+            e = llhttp_execute(&p->p, p->size_line.size, p->size_line.len);
+            p->size_line.len = 0;
             if (e == HPE_PAUSED && p->last_chunk) {
                 /* The last chunk: the trailer section starts at data + off. */
                 llhttp_resume(&p->p);
@@ -896,7 +744,7 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
                 return refuse(p, e == HPE_OK ? st : llhttp_status(p, e), len, consumed, status);
             }
             /* llhttp reads up to the head's end only: a chunked body's first
-             * size line is scan_chunk_line's. */
+             * size line is sws_size_line_scan's. */
             if (p->scan == S_DONE) {
                 head_end = true;
                 upto = off + at;

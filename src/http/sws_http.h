@@ -13,6 +13,8 @@
 
 #include <llhttp.h>
 
+#include "chunk_line.h"
+
 /* Request limits. A request past one of them is answered with the status in
  * the comment and the connection is closed. */
 typedef struct sws_http_limits {
@@ -129,10 +131,8 @@ typedef struct sws_http_parser {
     bool chunked;                 /* the body is chunked: its size lines are scanned here */
     bool trailers;                /* the last chunk was seen: what follows is the trailer */
     bool chunk_next;              /* paused after a chunk: a size line follows */
-    uint8_t cstate;               /* state of the chunk size line scanner */
-    uint8_t csize_len;            /* bytes in csize[] */
+    sws_size_line size_line;      /* the chunk size line being read */
     uint32_t ext_bytes;           /* chunk extension bytes of this request so far */
-    char csize[20];               /* the size line as llhttp sees it: digits, CR LF */
     bool host_ws;                 /* whitespace seen in the Host value: only OWS may follow */
     bool expect_continue;         /* a 100 (Continue) is owed: see sws_http_continue_due */
     uint8_t expect_match;         /* bytes of "100-continue" matched; UINT8_MAX: another value */
