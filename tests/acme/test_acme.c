@@ -234,13 +234,15 @@ static int fake_send(void *ctx, const char *method, const char *url, const char 
     return 0;
 }
 
-static int fake_publish(void *ctx, const char *token, const char *ka) {
+static int fake_publish(void *ctx, const char *domain, const char *token, const char *ka) {
+    (void)domain;
     fake *f = ctx;
     snprintf(f->published, sizeof(f->published), "%s", token);
     snprintf(f->keyauth, sizeof(f->keyauth), "%s", ka);
     return 0;
 }
-static void fake_withdraw(void *ctx, const char *token) {
+static void fake_withdraw(void *ctx, const char *domain, const char *token) {
+    (void)domain;
     fake *f = ctx;
     assert_string_equal(token, f->published);
     f->withdrawn++;
@@ -583,9 +585,9 @@ static void config_keys(void **state) {
     assert_int_equal(sws_acme_config_set(&a, "directory", "ftp://x", err, sizeof(err)), -EINVAL);
     assert_int_equal(sws_acme_config_set(&a, "nope", "x", err, sizeof(err)), -EINVAL);
     assert_int_equal(sws_acme_config_set(&a, "directory", "https://ca/dir", err, sizeof(err)), 0);
-    assert_int_equal(sws_acme_config_check(&a, err, sizeof(err)), 0);
+    assert_int_equal(sws_acme_config_check(&a, 0, err, sizeof(err)), 0);
     a.ndomains = 0;
-    assert_int_equal(sws_acme_config_check(&a, err, sizeof(err)), -EINVAL);
+    assert_int_equal(sws_acme_config_check(&a, 0, err, sizeof(err)), -EINVAL);
 }
 
 int main(void) {
