@@ -42,7 +42,7 @@ static int acme_challenge(SSL *ssl, sws_tls_conn *t, const char *name, size_t le
     if (!ctx || !SSL_set_SSL_CTX(ssl, ctx)) {
         SSL_CTX_free(ctx);
         ERR_clear_error();
-        t->fail = SWS_TLS_FAIL_NO_SHARED;
+        t->refused_alpn = true;
         *al = SSL_AD_NO_APPLICATION_PROTOCOL;
         return SSL_CLIENT_HELLO_ERROR;
     }
