@@ -175,6 +175,7 @@ grep -q '^scalwsd_acme_order_state{order="b",state="valid"} 1$' "$T/metrics" ||
 na=$(awk '$1 == "scalwsd_acme_order_not_after_seconds{order=\"c\"}" {print $2}' "$T/metrics")
 [ "${na:-0}" -gt "$(date +%s)" ] || fail "/metrics: c's not_after is '$na'"
 grep -q "acme: bad.$Z failed (challenge)" "$T/log" || fail "the failure was not logged"
+admin_get / | grep -q 'for (const o of s.acme_orders)' || fail "the status page draws no orders"
 served "bad.$Z" | grep -q Pebble && fail "bad.$Z got a certificate"
 
 # Renewal: a (renew_before 115 s of 120) is renewed, b keeps its certificate.
