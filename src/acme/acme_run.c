@@ -397,13 +397,15 @@ static const char *label(const sws_acme_run *r) {
     return r->cfg.name[0] ? r->cfg.name : "[acme]";
 }
 
-/* 0 valid and waiting, 1 ordering, 2 failing (the last attempt failed), 3
- * placeholder (nothing issued yet). Under r->lock. */
+/* 2 failing (the last attempt failed: until one succeeds, retries
+ * included), 1 ordering (an attempt under way, none failed before it), 0
+ * valid and waiting, 3 none (the placeholder: nothing issued yet). Under
+ * r->lock; the phase says what the thread is doing. */
 static int state_of(const sws_acme_run *r) {
-    if (strcmp(r->phase, "ordering") == 0)
-        return 1;
     if (r->st.failures)
         return 2;
+    if (strcmp(r->phase, "ordering") == 0)
+        return 1;
     return r->st.placeholder || !r->expires ? 3 : 0;
 }
 
