@@ -78,12 +78,16 @@ int sws_tls_acme_cert(const char *name, const char *key_authz, X509 **cert, EVP_
     if (ok) {
         serial[0] &= 0x7f; /* positive */
         bn = BN_bin2bn(serial, sizeof(serial), NULL);
+        /* The name is in the SAN alone ("no other identifiers"): the
+         * subject, which RFC 5280 wants non-empty when it is the issuer,
+         * names no host. */
         X509_NAME *subj = X509_get_subject_name(x);
         ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) && X509_set_version(x, 2) &&
              X509_gmtime_adj(X509_getm_notBefore(x), -3600) &&
              X509_gmtime_adj(X509_getm_notAfter(x), 7 * 86400) &&
-             X509_NAME_add_entry_by_txt(subj, "CN", MBSTRING_ASC, (const unsigned char *)name, -1,
-                                        -1, 0) &&
+             X509_NAME_add_entry_by_txt(subj, "CN", MBSTRING_ASC,
+                                        (const unsigned char *)"ACME TLS-ALPN-01 challenge", -1, -1,
+                                        0) &&
              X509_set_issuer_name(x, subj) && X509_add_ext(x, alt, -1) && X509_add_ext(x, id, -1) &&
              X509_set_pubkey(x, k) && X509_sign(x, k, EVP_sha256());
     }

@@ -200,6 +200,14 @@ done
 [ "$(fp b.$Z)" = "$B_FP" ] && [ "$(fp c.$Z)" = "$before_c" ] ||
     fail "SIGHUP changed a served certificate"
 echo "reloads before SIGHUP: $gens"
+# A changed order needs a restart: refused, logged, the old one serves on.
+sed -i "s/^domains = b.$Z\$/domains = b.$Z, b2.$Z/" "$T/sws.ini"
+grep -q "^domains = b.$Z, b2.$Z" "$T/sws.ini" || fail "the ini was not edited"
+kill -HUP "$SWS_PID"
+wait_for 30 "the refused reload" grep -q \
+    "SIGHUP: reload refused, still serving the previous configuration: \[acme NAME\] sections changed; that needs a restart" \
+    "$T/log"
+[ "$(fp b.$Z)" = "$B_FP" ] || fail "b changed after a refused reload"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "scalwsd exited $SWS_STATUS"
 echo "PASS acme_orders"

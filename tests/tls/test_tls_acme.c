@@ -64,6 +64,10 @@ static void identifier_certificate(void **state) {
     assert_int_equal(sws_tls_acme_cert("c.test", keyauth, &x, &k), 0);
     check_identifier(x, keyauth);
     check_san(x, "c.test");
+    /* No other identifier: the subject names no host. */
+    char cn[128];
+    X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, cn, sizeof(cn));
+    assert_null(strstr(cn, "c.test"));
     /* Self-signed by its own key. */
     assert_int_equal(X509_NAME_cmp(X509_get_subject_name(x), X509_get_issuer_name(x)), 0);
     assert_int_equal(X509_verify(x, k), 1);
