@@ -29,6 +29,10 @@ check_refused "$ACC\n[acme a]\ndirectory = https://other/dir" \
 check_refused "$ACC\n[acme a]\ndomains = a.test\n[acme a]\ndomains = b.test" \
     "bad.ini:6: \[acme a\] appears twice"
 check_refused "[acme a]\ndomains = a.test" "bad.ini:1: \[acme a\] needs \[acme\] directory"
+check_refused "$ACC\n[acme a]\ndomains = a.test\n[acme b]\ndomains = b.test A.test" \
+    "bad.ini:7: \[acme b\] domains: A.test is ordered by \[acme a\] already"
+check_refused "$ACC\ndomains = a.test\n[acme b]\ndomains = a.test" \
+    "bad.ini:6: \[acme b\] domains: a.test is ordered by \[acme\] already"
 check_refused "[server]\nlisten = 127.0.0.1:1 tls\n$ACC\n[acme a]\ndomains = a.test" \
     "set \[acme\] http_listen (e.g. 0.0.0.0:80), or challenge = tls-alpn-01"
 check_refused "$ACC\n[acme a]\nchallenge = dns-01" "bad.ini:5: \[acme a\] challenge: bad value"

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* The keys a section may set, and the bit that says it did. */
 static const char *const order_keys[] = {"domains", "challenge", "renew_before", "retry_min",
@@ -114,6 +115,24 @@ int sws_acme_sections_settle(sws_config *c, const char *file, char *err, size_t 
             snprintf(err, errlen, "%s:%" PRIu32 ": [acme %s] retry_max is shorter than retry_min",
                      f, o->line, o->a.name);
             return -EINVAL;
+        }
+        /* A name on two orders: two certificates would claim it. */
+        for (int d = 0; d < o->a.ndomains; d++) {
+            const char *dom = o->a.domains[d], *other = NULL;
+            for (int k = 0; k < c->acme.ndomains && !other; k++)
+                if (strcasecmp(c->acme.domains[k], dom) == 0)
+                    other = "[acme]";
+            for (int j = 0; j < i && !other; j++)
+                for (int k = 0; k < c->acme_orders[j].a.ndomains && !other; k++)
+                    if (strcasecmp(c->acme_orders[j].a.domains[k], dom) == 0)
+                        other = c->acme_orders[j].a.name;
+            if (other) {
+                snprintf(err, errlen,
+                         "%s:%" PRIu32 ": [acme %s] domains: %s is ordered by %s%s%s already", f,
+                         o->key_line[0], o->a.name, dom, other[0] == '[' ? "" : "[acme ", other,
+                         other[0] == '[' ? "" : "]");
+                return -EINVAL;
+            }
         }
         if (sws_acme_tls_alpn(&o->a) && !c->listen_tls) {
             snprintf(err, errlen,
