@@ -262,11 +262,12 @@ static int authorize(sws_acme_client *c, const char *url) {
         return 0;
     }
     const char *token = NULL, *chal_url = NULL;
+    const char *want = c->h.challenge ? c->h.challenge : "http-01";
     json_t *ch;
     size_t i;
     json_array_foreach(json_object_get(a, "challenges"), i, ch) {
         const char *type = json_string_value(json_object_get(ch, "type"));
-        if (type && strcmp(type, "http-01") == 0) {
+        if (type && strcmp(type, want) == 0) {
             token = json_string_value(json_object_get(ch, "token"));
             chal_url = json_string_value(json_object_get(ch, "url"));
         }
@@ -276,7 +277,7 @@ static int authorize(sws_acme_client *c, const char *url) {
         strspn(token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") !=
             strlen(token)) {
         json_decref(a);
-        snprintf(c->err, sizeof(c->err), "authorization for %s: no usable http-01 challenge", dom);
+        snprintf(c->err, sizeof(c->err), "authorization for %s: no usable %s challenge", dom, want);
         return SWS_ACME_E_CA;
     }
     snprintf(tok, sizeof(tok), "%s", token);
@@ -284,8 +285,9 @@ static int authorize(sws_acme_client *c, const char *url) {
     json_decref(a);
     char keyauth[400];
     snprintf(keyauth, sizeof(keyauth), "%s.%s", tok, c->thumbprint);
-    if (c->h.publish && (rc = c->h.publish(c->h.ctx, tok, keyauth)) < 0) {
-        snprintf(c->err, sizeof(c->err), "challenge for %s: token table full", dom);
+    if (c->h.publish && (rc = c->h.publish(c->h.ctx, dom, tok, keyauth)) < 0) {
+        snprintf(c->err, sizeof(c->err), "challenge for %s: cannot publish its answer: %s", dom,
+                 rc == -ENOSPC ? "table full" : strerror(-rc));
         return rc;
     }
     /* Tell the CA to fetch it, then wait for its verdict on the authorization. */
@@ -297,7 +299,7 @@ static int authorize(sws_acme_client *c, const char *url) {
     if (rc == 0)
         rc = poll_status(c, "authorization", url, &done);
     if (c->h.withdraw)
-        c->h.withdraw(c->h.ctx, tok);
+        c->h.withdraw(c->h.ctx, dom, tok);
     if (rc < 0)
         return rc;
     st = json_string_value(json_object_get(done, "status"));

@@ -1,5 +1,5 @@
 /* The RFC 8555 protocol: directory, nonces (badNonce retried), account,
- * order, HTTP-01 authorizations, finalize and download. It talks through a
+ * order, HTTP-01 or TLS-ALPN-01 authorizations, finalize and download. It talks through a
  * send function (acme_http.c with libcurl, or recorded responses in the unit
  * tests) and publishes challenge tokens through callbacks, so it holds no
  * socket, thread or global of its own. One client per thread. */
@@ -34,10 +34,13 @@ typedef struct sws_acme_hooks {
     void *send_ctx;
     /* Waits between polls; false means stop (shutdown). NULL: no wait. */
     bool (*sleep_ms)(void *ctx, unsigned ms);
-    /* The HTTP-01 answer for token, served until withdrawn. 0 or -errno. */
-    int (*publish)(void *ctx, const char *token, const char *key_authz);
-    void (*withdraw)(void *ctx, const char *token);
+    /* The challenge's answer for domain (HTTP-01: the token's path;
+     * TLS-ALPN-01: the acmeIdentifier certificate), served until withdrawn.
+     * 0 or -errno. */
+    int (*publish)(void *ctx, const char *domain, const char *token, const char *key_authz);
+    void (*withdraw)(void *ctx, const char *domain, const char *token);
     void *ctx;
+    const char *challenge; /* the type taken: "http-01" (NULL) or "tls-alpn-01" */
 } sws_acme_hooks;
 
 /* Error classes (the negative errno an operation returns). */

@@ -14,7 +14,7 @@ const sws_acme_key sws_acme_keys[] = {
     {"domains", "", "names on the certificate, comma or space separated (up to 8)"},
     {"state_dir", "/var/lib/scalwsd/acme", "account key, certificate, key and renewal state"},
     {"renew_before", "30d", "renew when the certificate expires within this"},
-    {"challenge", "http-01", "the challenge type (http-01 only)"},
+    {"challenge", "http-01", "the challenge type: http-01 or tls-alpn-01"},
     {"ca_file", "", "PEM roots trusted for the CA's HTTPS instead of the system's"},
     {"http_listen", "", "a plaintext listener for HTTP-01 alone, for a tls [server] listen"},
     {"retry_min", "60s", "first retry after a failure; doubles up to retry_max"},
@@ -99,7 +99,8 @@ int sws_acme_config_set(sws_acme_config *a, const char *key, const char *v, char
             if (n == SWS_ACME_DOMAINS_MAX)
                 BAD("more than %d domains", SWS_ACME_DOMAINS_MAX);
             if (!domain_ok(d) || copy(doms[n], sizeof(doms[0]), d) < 0)
-                BAD("bad domain '%s' (letters, digits, '-' and '.'; no wildcard with http-01)", d);
+                BAD("bad domain '%s' (letters, digits, '-' and '.'; no wildcard without dns-01)",
+                    d);
             n++;
         }
         memcpy(a->domains, doms, sizeof(doms));
@@ -111,8 +112,8 @@ int sws_acme_config_set(sws_acme_config *a, const char *key, const char *v, char
         if (parse_secs(v, &a->renew_before_s) < 0 || a->renew_before_s == 0)
             BAD("bad duration '%s' (e.g. 30d)", v);
     } else if (strcmp(key, "challenge") == 0) {
-        if (strcmp(v, "http-01") != 0)
-            BAD("bad value '%s' (want http-01)", v);
+        if (strcmp(v, "http-01") != 0 && strcmp(v, "tls-alpn-01") != 0)
+            BAD("bad value '%s' (want http-01 or tls-alpn-01)", v);
         copy(a->challenge, sizeof(a->challenge), v);
     } else if (strcmp(key, "ca_file") == 0) {
         if (copy(a->ca_file, sizeof(a->ca_file), v) < 0)
@@ -132,10 +133,10 @@ int sws_acme_config_set(sws_acme_config *a, const char *key, const char *v, char
     return 0;
 }
 
-int sws_acme_config_check(const sws_acme_config *a, char *err, size_t errlen) {
+int sws_acme_config_check(const sws_acme_config *a, int orders, char *err, size_t errlen) {
     if (!sws_acme_enabled(a))
         return 0;
-    if (a->ndomains == 0)
+    if (a->ndomains == 0 && orders == 0)
         BAD("[acme] directory is set but domains is empty");
     if (a->retry_max_s < a->retry_min_s)
         BAD("[acme] retry_max is shorter than retry_min");

@@ -12,6 +12,7 @@
 #include "acme_store.h"
 #include "acme_tokens.h"
 #include "jws.h"
+#include "tls_acme.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +29,8 @@ struct sws_acme_run {
     void (*install)(void *);
     void *ctx;
     pthread_t thread;
-    pthread_mutex_t lock; /* everything below, and the condvar's wait */
+    atomic_bool install_wanted; /* set before install(): sws_acme_install_wanted takes it */
+    pthread_mutex_t lock;       /* everything below, and the condvar's wait */
     pthread_cond_t cond;
     atomic_bool stop;  /* set under lock (the condvar), read anywhere (curl's progress) */
     bool install_done; /* the control thread answered the last install */
@@ -81,13 +83,19 @@ static int64_t now_ms(void) {
 static bool hook_sleep(void *ctx, unsigned ms) {
     return wait_until(ctx, now_ms() + ms);
 }
-static int hook_publish(void *ctx, const char *token, const char *ka) {
-    (void)ctx;
-    return sws_acme_token_put(token, ka);
+/* HTTP-01: the token table the plaintext listeners answer from; TLS-ALPN-01:
+ * the challenge certificate the TLS listener answers acme-tls/1 with. */
+static int hook_publish(void *ctx, const char *domain, const char *token, const char *ka) {
+    const sws_acme_run *r = ctx;
+    return sws_acme_tls_alpn(&r->cfg) ? sws_tls_acme_put(domain, ka)
+                                      : sws_acme_token_put(token, ka);
 }
-static void hook_withdraw(void *ctx, const char *token) {
-    (void)ctx;
-    sws_acme_token_drop(token);
+static void hook_withdraw(void *ctx, const char *domain, const char *token) {
+    const sws_acme_run *r = ctx;
+    if (sws_acme_tls_alpn(&r->cfg))
+        sws_tls_acme_drop(domain);
+    else
+        sws_acme_token_drop(token);
 }
 
 /* The served pair's expiry, and whether it must be replaced at once. */
@@ -129,7 +137,8 @@ static int attempt(sws_acme_run *r, sws_acme_http *http, EVP_PKEY *account, char
                         .sleep_ms = hook_sleep,
                         .publish = hook_publish,
                         .withdraw = hook_withdraw,
-                        .ctx = r};
+                        .ctx = r,
+                        .challenge = r->cfg.challenge};
     sws_acme_client c;
     *retry_after = -1;
     if (sws_acme_client_init(&c, &h, r->cfg.directory, account) < 0) {
@@ -191,6 +200,7 @@ static int attempt(sws_acme_run *r, sws_acme_http *http, EVP_PKEY *account, char
     pthread_mutex_lock(&r->lock);
     r->install_done = false;
     pthread_mutex_unlock(&r->lock);
+    atomic_store(&r->install_wanted, true);
     r->install(r->ctx);
     /* The control thread answers within a turn of its poll; bounded anyway. */
     int64_t deadline = now_ms() + 30000;
@@ -231,7 +241,8 @@ static void *run(void *arg) {
     bool logged_local = false;
     while (!r->stop) {
         if (!account) {
-            account = sws_acme_store_account_key(r->cfg.state_dir, err, sizeof(err));
+            account = sws_acme_store_account_key(
+                r->cfg.account_dir[0] ? r->cfg.account_dir : r->cfg.state_dir, err, sizeof(err));
             http = http ? http
                         : sws_acme_http_new(r->cfg.ca_file[0] ? r->cfg.ca_file : NULL, 30000,
                                             &r->stop);
@@ -364,6 +375,14 @@ void sws_acme_stop(sws_acme_run *r) {
     free(r);
 }
 
+bool sws_acme_install_wanted(sws_acme_run *r) {
+    return atomic_exchange(&r->install_wanted, false);
+}
+
+const char *sws_acme_name(const sws_acme_run *r) {
+    return r->cfg.name;
+}
+
 void sws_acme_installed(sws_acme_run *r, bool ok, const char *why) {
     pthread_mutex_lock(&r->lock);
     r->install_done = true;
@@ -372,6 +391,25 @@ void sws_acme_installed(sws_acme_run *r, bool ok, const char *why) {
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
 }
+
+/* The order's label: NAME, or "[acme]" for [acme]'s own. */
+static const char *label(const sws_acme_run *r) {
+    return r->cfg.name[0] ? r->cfg.name : "[acme]";
+}
+
+/* 2 failing (the last attempt failed: until one succeeds, retries
+ * included), 1 ordering (an attempt under way, none failed before it), 0
+ * valid and waiting, 3 none (the placeholder: nothing issued yet). Under
+ * r->lock; the phase says what the thread is doing. */
+static int state_of(const sws_acme_run *r) {
+    if (r->st.failures)
+        return 2;
+    if (strcmp(r->phase, "ordering") == 0)
+        return 1;
+    return r->st.placeholder || !r->expires ? 3 : 0;
+}
+
+static const char *const state_names[] = {"valid", "ordering", "failing", "none"};
 
 static json_t *iso(int64_t t) {
     if (t <= 0)
@@ -395,17 +433,34 @@ json_t *sws_acme_status(sws_acme_run *r) {
                                         iso(r->next_renewal), "last_error",
                                         r->dom_error[i][0] ? r->dom_error[i] : NULL,
                                         "last_error_at", iso(r->dom_error_at[i])));
-    json_t *j =
-        json_pack("{s:s, s:s, s:b, s:I, s:I, s:s?, s:o}", "directory", r->cfg.directory, "phase",
-                  r->phase, "placeholder", r->st.placeholder, "failures_in_a_row",
-                  (json_int_t)r->st.failures, "installed", (json_int_t)r->installed, "last_error",
-                  r->st.last_error[0] ? r->st.last_error : NULL, "domains", doms);
+    json_t *j = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:b, s:o, s:o, s:I, s:I, s:s?, s:o, s:o}", "order", label(r),
+        "directory", r->cfg.directory, "challenge", r->cfg.challenge, "phase", r->phase, "state",
+        state_names[state_of(r)], "placeholder", r->st.placeholder, "certificate_expires",
+        iso(r->expires), "next_renewal", iso(r->next_renewal), "failures_in_a_row",
+        (json_int_t)r->st.failures, "installed", (json_int_t)r->installed, "last_error",
+        r->st.last_error[0] ? r->st.last_error : NULL, "last_error_at",
+        iso(r->st.failures ? r->st.last_error_at : 0), "domains", doms);
     pthread_mutex_unlock(&r->lock);
     return j;
 }
 
-void sws_acme_metrics(sws_acme_run *r, FILE *f) {
-    pthread_mutex_lock(&r->lock);
+void sws_acme_metrics(sws_acme_run *const *runs, int n, FILE *f) {
+    uint64_t attempts = 0, issued = 0, installed = 0, bad_nonce = 0, failed[SWS_ACME_CAUSE_N] = {0};
+    int64_t soonest = 0;
+    for (int i = 0; i < n; i++) {
+        sws_acme_run *r = runs[i];
+        pthread_mutex_lock(&r->lock);
+        attempts += r->attempts;
+        issued += r->issued;
+        installed += r->installed;
+        bad_nonce += r->bad_nonce;
+        for (int k = 0; k < SWS_ACME_CAUSE_N; k++)
+            failed[k] += r->failed[k];
+        if (r->expires && (!soonest || r->expires < soonest))
+            soonest = r->expires;
+        pthread_mutex_unlock(&r->lock);
+    }
     fprintf(f,
             "# HELP scalwsd_acme_attempts_total ACME issuance attempts (first and renewals).\n"
             "# TYPE scalwsd_acme_attempts_total counter\nscalwsd_acme_attempts_total %" PRIu64 "\n"
@@ -419,15 +474,46 @@ void sws_acme_metrics(sws_acme_run *r, FILE *f) {
             "scalwsd_acme_bad_nonce_retries_total %" PRIu64 "\n"
             "# HELP scalwsd_acme_failures_total Failed attempts, by cause.\n"
             "# TYPE scalwsd_acme_failures_total counter\n",
-            r->attempts, r->issued, r->installed, r->bad_nonce);
+            attempts, issued, installed, bad_nonce);
     for (int k = 0; k < SWS_ACME_CAUSE_N; k++)
         fprintf(f, "scalwsd_acme_failures_total{cause=\"%s\"} %" PRIu64 "\n", cause_names[k],
-                r->failed[k]);
+                failed[k]);
     fprintf(f,
             "# HELP scalwsd_acme_certificate_expiry_seconds notAfter of the served certificate "
-            "(unix time; 0 none yet).\n"
+            "that expires first (unix time; 0 none yet).\n"
             "# TYPE scalwsd_acme_certificate_expiry_seconds gauge\n"
             "scalwsd_acme_certificate_expiry_seconds %" PRId64 "\n",
-            r->expires);
-    pthread_mutex_unlock(&r->lock);
+            soonest);
+    /* One row per order, each family's lines together (the exposition
+     * format wants them so). */
+    static const struct {
+        const char *name, *help;
+    } fam[] = {
+        {"scalwsd_acme_order_state", "1 for the order's state (valid, ordering, failing, none)."},
+        {"scalwsd_acme_order_not_after_seconds", "notAfter of the order's served certificate."},
+        {"scalwsd_acme_order_failures_in_a_row", "Failed attempts since the last success."},
+        {"scalwsd_acme_order_last_error_seconds", "When the last attempt failed (0: it did not)."},
+        {"scalwsd_acme_order_installed_total", "The order's certificates installed into TLS."},
+    };
+    for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam[k].name, fam[k].help, fam[k].name,
+                k == 4 ? "counter" : "gauge");
+        for (int i = 0; i < n; i++) {
+            sws_acme_run *r = runs[i];
+            pthread_mutex_lock(&r->lock);
+            if (k == 0) {
+                int st = state_of(r);
+                for (int v = 0; v < 4; v++)
+                    fprintf(f, "%s{order=\"%s\",state=\"%s\"} %d\n", fam[k].name, label(r),
+                            state_names[v], v == st);
+            } else {
+                int64_t v = k == 1   ? r->expires
+                            : k == 2 ? (int64_t)r->st.failures
+                            : k == 3 ? (r->st.failures ? r->st.last_error_at : 0)
+                                     : (int64_t)r->installed;
+                fprintf(f, "%s{order=\"%s\"} %" PRId64 "\n", fam[k].name, label(r), v);
+            }
+            pthread_mutex_unlock(&r->lock);
+        }
+    }
 }

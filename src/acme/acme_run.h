@@ -32,10 +32,16 @@ sws_acme_run *sws_acme_start(const sws_acme_config *cfg, void (*install)(void *)
                              char *err, size_t errlen);
 /* Stops the thread (at most one HTTP timeout) and frees everything. */
 void sws_acme_stop(sws_acme_run *r);
+/* Control thread, woken by install(): whether this run asked (the flag is
+ * taken), so that one wake-up serves every order; and the order's NAME ("" for
+ * [acme]'s, the [tls] pair), which is also its certificate's in the TLS list. */
+bool sws_acme_install_wanted(sws_acme_run *r);
+const char *sws_acme_name(const sws_acme_run *r);
 /* Control thread: the pair asked for is serving (ok), or it was refused (why). */
 void sws_acme_installed(sws_acme_run *r, bool ok, const char *why);
-/* Control thread: the "acme" object of /status, and the lines of /metrics. */
+/* Control thread: one order's object of /status; the lines of /metrics for
+ * every order (totals, and a row per order labelled order="NAME"). */
 json_t *sws_acme_status(sws_acme_run *r);
-void sws_acme_metrics(sws_acme_run *r, FILE *f);
+void sws_acme_metrics(sws_acme_run *const *runs, int n, FILE *f);
 
 #endif

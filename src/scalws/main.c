@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +86,34 @@ static int start_acme(sws_server *s, const sws_config *cfg, char *err, size_t er
             return -errno;
         }
     }
-    s->acme = sws_acme_start(&cfg->acme, cfg->listen_tls ? acme_install : NULL, s, err, errlen);
-    return s->acme ? 0 : -EINVAL;
+    /* A thread per order: one that waits on a CA never holds back another. */
+    void (*install)(void *) = cfg->listen_tls ? acme_install : NULL;
+    if (cfg->acme.ndomains &&
+        !(s->acme[s->nacme++] = sws_acme_start(&cfg->acme, install, s, err, errlen)))
+        return -EINVAL;
+    for (int i = 0; i < cfg->nacme_orders; i++)
+        if (!(s->acme[s->nacme++] =
+                  sws_acme_start(&cfg->acme_orders[i].a, install, s, err, errlen)))
+            return -EINVAL;
+    return 0;
+}
+
+/* Every order's state_dir holds a pair before the TLS listener reads them
+ * (a placeholder until the first issue). */
+static int prepare_acme(const sws_config *cfg, char *err, size_t errlen) {
+    if (sws_acme_store_open(cfg->acme.state_dir, err, errlen) < 0)
+        return -EINVAL;
+    /* The account key, made here once: the orders' threads share it. */
+    EVP_PKEY *account = sws_acme_store_account_key(cfg->acme.state_dir, err, errlen);
+    if (!account)
+        return -EINVAL;
+    EVP_PKEY_free(account);
+    if (cfg->acme.ndomains && sws_acme_store_prepare(&cfg->acme, err, errlen) < 0)
+        return -EINVAL;
+    for (int i = 0; i < cfg->nacme_orders; i++)
+        if (sws_acme_store_prepare(&cfg->acme_orders[i].a, err, errlen) < 0)
+            return -EINVAL;
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -170,8 +197,7 @@ int main(int argc, char **argv) {
         sws_config_print(stdout, &cfg, &cli);
         return 0;
     }
-    if (!check && sws_acme_enabled(&cfg.acme) &&
-        sws_acme_store_prepare(&cfg.acme, err, sizeof(err)) < 0) {
+    if (!check && sws_acme_enabled(&cfg.acme) && prepare_acme(&cfg, err, sizeof(err)) < 0) {
         /* state_dir with a pair in it (a placeholder until the first issue). */
         fprintf(stderr, "scalwsd: %s\n", err);
         return 2;
@@ -256,7 +282,8 @@ int main(int argc, char **argv) {
     int status = sws_control_run(&srv, sigfd, admin_fd);
     if (cfg.pid_file[0])
         sws_pid_file_remove(cfg.pid_file);
-    sws_acme_stop(srv.acme);
+    for (int i = 0; i < srv.nacme; i++)
+        sws_acme_stop(srv.acme[i]);
     if (srv.acme_fd >= 0)
         close(srv.acme_fd);
     if (srv.acme_http_fd >= 0)

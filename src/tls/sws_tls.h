@@ -145,6 +145,10 @@ typedef struct sws_tls_conn {
     uint8_t fail;      /* sws_tls_fail */
     bool sni_known;    /* the client's server name selected a certificate */
     bool refused_name; /* ... or none, and unknown_name = refuse */
+    /* A TLS-ALPN-01 validation (RFC 8737): it carries no application data,
+     * the connection closes once the handshake is done. */
+    bool acme_challenge;
+    bool refused_alpn; /* acme-tls/1 offered with no challenge pending for the name */
     /* Server side, until the handshake is done: the names to choose from (a
      * reference). */
     sws_tls_server *srv;

@@ -104,6 +104,8 @@ static sws_tls_fail classify(const sws_tls_conn *t) {
         return SWS_TLS_FAIL_NOT_TLS;
     if (t->refused_name)
         return SWS_TLS_FAIL_UNKNOWN_NAME;
+    if (t->refused_alpn)
+        return SWS_TLS_FAIL_NO_SHARED;
     if (ERR_GET_LIB(e) == ERR_LIB_SSL && r >= SSL_AD_REASON_OFFSET)
         return SWS_TLS_FAIL_PEER_ALERT;
     switch (r) {

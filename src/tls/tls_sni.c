@@ -7,9 +7,13 @@
  * A session resumes under the name it was made for only: each name has its
  * own session-ID context (tls_server.c), which OpenSSL compares on
  * resumption, by session ID or by ticket, TLS 1.2 and 1.3 alike (pinned by
- * tests/tls/test_tls_sni.c, no_resumption_across_names). */
+ * tests/tls/test_tls_sni.c, no_resumption_across_names).
+ * A ClientHello that offers ALPN acme-tls/1 is a TLS-ALPN-01 validation (RFC
+ * 8737): answered on the challenge context of its name, or refused. */
+#include "tls_acme.h"
 #include "tls_internal.h"
 
+#include <openssl/err.h>
 #include <string.h>
 
 static sws_tls_conn *conn_of(SSL *ssl) {
@@ -28,6 +32,26 @@ static size_t host_name(const unsigned char *p, size_t len, const char **name) {
     return n;
 }
 
+/* acme-tls/1 is for validation only (RFC 8737 section 4): with a challenge
+ * pending for the name, its self-signed certificate and exactly that
+ * protocol, and the connection closes after the handshake (tls_conn.c);
+ * without one, no_application_protocol (RFC 7301 section 3.2), whatever else
+ * the client offers. */
+static int acme_challenge(SSL *ssl, sws_tls_conn *t, const char *name, size_t len, int *al) {
+    SSL_CTX *ctx = sws_tls_acme_find(name, len);
+    if (!ctx || !SSL_set_SSL_CTX(ssl, ctx)) {
+        SSL_CTX_free(ctx);
+        ERR_clear_error();
+        t->refused_alpn = true;
+        *al = SSL_AD_NO_APPLICATION_PROTOCOL;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+    SSL_CTX_free(ctx); /* the SSL holds its own reference */
+    t->acme_challenge = true;
+    t->sni_known = true;
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
 static int client_hello(SSL *ssl, int *al, void *arg) {
     (void)arg;
     sws_tls_conn *t = conn_of(ssl);
@@ -40,6 +64,12 @@ static int client_hello(SSL *ssl, int *al, void *arg) {
         len = host_name(p, len, &name);
     else
         len = 0;
+    const unsigned char *alpn;
+    size_t alen;
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &alpn,
+                                  &alen) == 1 &&
+        alen > 2 && sws_tls_acme_offered(alpn + 2, alen - 2))
+        return acme_challenge(ssl, t, name, len, al);
     return sws_tls_server_choose(ssl, t, name, len, al);
 }
 

@@ -189,7 +189,7 @@ typedef struct fake {
     int n, at;
     EVP_PKEY *key;
     const char *last_nonce; /* what the next signed request must carry */
-    char published[256], keyauth[400];
+    char published[256], keyauth[400], domain[256];
     int withdrawn;
     char *cert_pem;
     int kid_seen, jwk_seen;
@@ -234,15 +234,17 @@ static int fake_send(void *ctx, const char *method, const char *url, const char 
     return 0;
 }
 
-static int fake_publish(void *ctx, const char *token, const char *ka) {
+static int fake_publish(void *ctx, const char *domain, const char *token, const char *ka) {
     fake *f = ctx;
+    snprintf(f->domain, sizeof(f->domain), "%s", domain);
     snprintf(f->published, sizeof(f->published), "%s", token);
     snprintf(f->keyauth, sizeof(f->keyauth), "%s", ka);
     return 0;
 }
-static void fake_withdraw(void *ctx, const char *token) {
+static void fake_withdraw(void *ctx, const char *domain, const char *token) {
     fake *f = ctx;
     assert_string_equal(token, f->published);
+    assert_string_equal(domain, f->domain);
     f->withdrawn++;
 }
 
@@ -561,6 +563,66 @@ static void state_dir_round_trip(void **state) {
     assert_int_equal(system(cmd), 0);
 }
 
+/* challenge = tls-alpn-01: that challenge of the authorization is taken,
+ * published for its domain, and its URL is the one POSTed. */
+#define AUTHZ_BOTH                                                                                 \
+    "{\"status\":\"pending\",\"identifier\":{\"type\":\"dns\",\"value\":\"a.test\"},"              \
+    "\"challenges\":[{\"type\":\"http-01\",\"url\":\"https://ca/chal/1\",\"token\":\"tok_1-A\"},"  \
+    "{\"type\":\"tls-alpn-01\",\"url\":\"https://ca/chal/2\",\"token\":\"tok_2-B\"}]}"
+static const step alpn_order[] = {
+    {"GET", "https://ca/dir", 200, NULL, NULL, 0, DIR_BODY, 0},
+    {"HEAD", "https://ca/nonce", 200, NULL, "n1", 0, NULL, 0},
+    {"POST", "https://ca/acct", 201, "https://ca/acct/9", "n3", 0, "{\"status\":\"valid\"}", 0},
+    {"POST", "https://ca/order", 201, "https://ca/order/1", "n4", 0, ORDER_BODY, 0},
+    {"POST", "https://ca/authz/1", 200, NULL, "n5", 0, AUTHZ_BOTH, 0},
+    {"POST", "https://ca/chal/2", 200, NULL, "n6", 0, "{\"status\":\"pending\"}", 0},
+    {"POST", "https://ca/authz/1", 200, NULL, "n8", 0, "{\"status\":\"valid\"}", 0},
+    {"POST", "https://ca/order/1/fin", 200, NULL, "n9", 0, "{\"status\":\"valid\"}", 0},
+    {"POST", "https://ca/order/1", 200, NULL, "n10", 0,
+     "{\"status\":\"valid\",\"certificate\":\"https://ca/cert/1\"}", 0},
+    {"POST", "https://ca/cert/1", 200, NULL, "n11", 0, "@CERT", 0},
+};
+
+static void tls_alpn_challenge_taken(void **state) {
+    (void)state;
+    sws_acme_client c;
+    fake f;
+    client_for(&c, &f, alpn_order, (int)(sizeof(alpn_order) / sizeof(alpn_order[0])));
+    c.h.challenge = "tls-alpn-01";
+    assert_int_equal(sws_acme_fetch_directory(&c), 0);
+    assert_int_equal(sws_acme_account(&c, NULL), 0);
+    const char *d[] = {"a.test"};
+    EVP_PKEY *ck = sws_jws_new_key();
+    char *chain = NULL;
+    assert_int_equal(sws_acme_issue(&c, d, 1, ck, &chain), 0);
+    assert_int_equal(f.at, f.n);
+    char want[400];
+    snprintf(want, sizeof(want), "tok_2-B.%s", c.thumbprint);
+    assert_string_equal(f.published, "tok_2-B");
+    assert_string_equal(f.keyauth, want);
+    assert_string_equal(f.domain, "a.test");
+    assert_int_equal(f.withdrawn, 1);
+    free(chain);
+    fake_free(&f);
+    /* An authorization without the challenge of the order's type. */
+    static const step only_http[] = {
+        {"GET", "https://ca/dir", 200, NULL, NULL, 0, DIR_BODY, 0},
+        {"HEAD", "https://ca/nonce", 200, NULL, "n1", 0, NULL, 0},
+        {"POST", "https://ca/acct", 201, "https://ca/acct/9", "n3", 0, "{}", 0},
+        {"POST", "https://ca/order", 201, "https://ca/order/1", "n4", 0, ORDER_BODY, 0},
+        {"POST", "https://ca/authz/1", 200, NULL, "n5", 0, AUTHZ_PENDING, 0},
+    };
+    client_for(&c, &f, only_http, (int)(sizeof(only_http) / sizeof(only_http[0])));
+    c.h.challenge = "tls-alpn-01";
+    assert_int_equal(sws_acme_fetch_directory(&c), 0);
+    assert_int_equal(sws_acme_account(&c, NULL), 0);
+    assert_int_equal(sws_acme_issue(&c, d, 1, ck, &chain), SWS_ACME_E_CA);
+    assert_string_equal(c.err, "authorization for a.test: no usable tls-alpn-01 challenge");
+    assert_int_equal(f.withdrawn, 0);
+    EVP_PKEY_free(ck);
+    fake_free(&f);
+}
+
 static void config_keys(void **state) {
     (void)state;
     sws_acme_config a;
@@ -579,13 +641,17 @@ static void config_keys(void **state) {
     assert_int_equal(a.renew_before_s, 7200);
     assert_int_equal(sws_acme_config_set(&a, "renew_before", "soon", err, sizeof(err)), -EINVAL);
     assert_int_equal(sws_acme_config_set(&a, "challenge", "dns-01", err, sizeof(err)), -EINVAL);
+    assert_int_equal(sws_acme_config_set(&a, "challenge", "tls-alpn-01", err, sizeof(err)), 0);
+    assert_true(sws_acme_tls_alpn(&a));
     assert_int_equal(sws_acme_config_set(&a, "state_dir", "relative", err, sizeof(err)), -EINVAL);
     assert_int_equal(sws_acme_config_set(&a, "directory", "ftp://x", err, sizeof(err)), -EINVAL);
     assert_int_equal(sws_acme_config_set(&a, "nope", "x", err, sizeof(err)), -EINVAL);
     assert_int_equal(sws_acme_config_set(&a, "directory", "https://ca/dir", err, sizeof(err)), 0);
-    assert_int_equal(sws_acme_config_check(&a, err, sizeof(err)), 0);
+    assert_int_equal(sws_acme_config_check(&a, 0, err, sizeof(err)), 0);
     a.ndomains = 0;
-    assert_int_equal(sws_acme_config_check(&a, err, sizeof(err)), -EINVAL);
+    assert_int_equal(sws_acme_config_check(&a, 0, err, sizeof(err)), -EINVAL);
+    /* [acme] with no domains of its own: its [acme NAME] orders have them. */
+    assert_int_equal(sws_acme_config_check(&a, 2, err, sizeof(err)), 0);
 }
 
 int main(void) {
@@ -596,6 +662,7 @@ int main(void) {
         cmocka_unit_test(thumbprint_is_sha256_of_canonical_jwk),
         cmocka_unit_test(issue_whole_order),
         cmocka_unit_test(challenge_invalid_is_reported),
+        cmocka_unit_test(tls_alpn_challenge_taken),
         cmocka_unit_test(rate_limit_carries_retry_after),
         cmocka_unit_test(ca_down_and_bad_answers),
         cmocka_unit_test(token_table),

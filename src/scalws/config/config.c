@@ -445,6 +445,16 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
         }
         return 1;
     }
+    if (strncmp(section, "acme", 4) == 0 && (section[4] == ' ' || section[4] == '\t')) {
+        if (sws_acme_section_kv(l->c, section, key, value, l->section_line, l->line, l->why,
+                                sizeof(l->why)) < 0) {
+            snprintf(l->section, sizeof(l->section), "%s", section);
+            snprintf(l->key, sizeof(l->key), "%s", key);
+            l->failed = true;
+            return 0;
+        }
+        return 1;
+    }
     if (strncmp(section, "tls", 3) == 0 && (section[3] == ' ' || section[3] == '\t')) {
         if (sws_tls_section_kv(l->c, section, key, value, l->path, l->section_line, l->line, l->why,
                                sizeof(l->why)) < 0) {
@@ -476,8 +486,8 @@ static bool section_name(const char *s, char *out, size_t len) {
         return false; /* inih's syntax error */
     size_t n = (size_t)(end - s - 1);
     const char *name = s + 1;
-    static const char *const named[] = {"route", "tls"};
-    for (int k = 0; k < 2; k++) {
+    static const char *const named[] = {"route", "tls", "acme"};
+    for (int k = 0; k < 3; k++) {
         size_t kl = strlen(named[k]);
         if (n > kl && strncmp(name, named[k], kl) == 0 && (name[kl] == ' ' || name[kl] == '\t')) {
             const char *r = name + kl;
@@ -516,7 +526,8 @@ static char *read_line(char *str, int num, void *stream) {
             for (int i = 0; i < l->nseen; i++) {
                 if (strcmp(l->seen[i].name, name) != 0)
                     continue;
-                if (strncmp(name, "route ", 6) == 0 || strncmp(name, "tls ", 4) == 0) {
+                if (strncmp(name, "route ", 6) == 0 || strncmp(name, "tls ", 4) == 0 ||
+                    strncmp(name, "acme ", 5) == 0) {
                     /* Two routes (certificates) of one name: which one is meant? */
                     snprintf(l->why, sizeof(l->why), "[%s] appears twice (first at %s:%d)", name,
                              l->path, l->seen[i].line);
@@ -581,21 +592,28 @@ static int set_flag(sws_config *c, const char *flag, const char *section, const 
  * server's own or [acme] http_listen. */
 static int acme_settle(sws_config *c, char *err, size_t errlen) {
     const sws_acme_config *a = &c->acme;
-    if (sws_acme_config_check(a, err, errlen) < 0)
+    if (sws_acme_config_check(a, c->nacme_orders, err, errlen) < 0)
         return -EINVAL;
     if (a->http_listen[0] && sws_parse_addr(a->http_listen, &c->acme_http) < 0) {
         snprintf(err, errlen, "[acme] http_listen: bad address '%s' (want host:port)",
                  a->http_listen);
         return -EINVAL;
     }
-    if (c->listen_tls && !a->http_listen[0]) {
+    if (sws_acme_tls_alpn(a) && a->ndomains && !c->listen_tls) {
         snprintf(err, errlen,
-                 "%s: [acme] answers HTTP-01 on plaintext HTTP: with a tls listener set [acme] "
-                 "http_listen (e.g. 0.0.0.0:80)",
+                 "[acme] challenge: tls-alpn-01 is answered on a tls listener, and %s is plain",
                  c->listen_origin);
         return -EINVAL;
     }
-    if (c->listen_tls && !c->tls.cert[0] && !c->tls.key[0]) {
+    if (c->listen_tls && !a->http_listen[0] && sws_acme_any_http01(c)) {
+        snprintf(err, errlen,
+                 "%s: [acme] answers HTTP-01 on plaintext HTTP: with a tls listener set [acme] "
+                 "http_listen (e.g. 0.0.0.0:80), or challenge = tls-alpn-01",
+                 c->listen_origin);
+        return -EINVAL;
+    }
+    /* [acme] without domains of its own orders nothing: its [acme NAME]s do. */
+    if (c->listen_tls && a->ndomains && !c->tls.cert[0] && !c->tls.key[0]) {
         /* Served as [tls]'s pair: the default, unless a [tls NAME] is marked. */
         snprintf(c->tls.cert, sizeof(c->tls.cert), "%s/cert.pem", a->state_dir);
         snprintf(c->tls.key, sizeof(c->tls.key), "%s/key.pem", a->state_dir);
@@ -629,6 +647,8 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
         return -EINVAL;
     if (cli->upstream &&
         set_flag(c, "--upstream", "proxy", "upstream", cli->upstream, err, errlen) < 0)
+        return -EINVAL;
+    if (sws_acme_sections_settle(c, cli->config, err, errlen) < 0)
         return -EINVAL;
     if (sws_acme_enabled(&c->acme)) {
         int rc = acme_settle(c, err, errlen);
@@ -747,6 +767,7 @@ void sws_config_print(FILE *f, const sws_config *c, const sws_cli *cli) {
             sws_tls_describe_line(f, v);
     }
     sws_tls_sections_print(f, c);
+    sws_acme_sections_print(f, c);
     sws_routes_print(f, c);
 }
 

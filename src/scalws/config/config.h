@@ -191,6 +191,15 @@ typedef struct sws_h2_config {
     uint64_t loop_buffer;            /* answer bytes buffered on one loop, every stream together */
 } sws_h2_config;
 
+/* An [acme NAME] section as read (acme_sections.c): its keys, which of them
+ * it set (bits in the order of its keys) and their lines. */
+typedef struct sws_acme_order {
+    sws_acme_config a;
+    unsigned set;
+    uint32_t line;
+    uint32_t key_line[5];
+} sws_acme_order;
+
 typedef struct sws_config {
     /* [server] */
     sws_addr listen;
@@ -253,6 +262,9 @@ typedef struct sws_config {
     sws_acme_config acme;
     sws_addr acme_http; /* [acme] http_listen, parsed; len 0 when unset */
     bool tls_from_acme;
+    /* [acme NAME]: an order each, settled over [acme] (acme_sections.c). */
+    sws_acme_order acme_orders[SWS_ACME_ORDERS_MAX];
+    int nacme_orders;
     /* [admin] */
     bool admin_enabled;
     sws_addr admin;
@@ -398,6 +410,17 @@ void sws_config_preflight_notes(FILE *f, const sws_config *c, const sws_cli *cli
  * -EINVAL with why. */
 int sws_tls_section_kv(sws_config *c, const char *section, const char *key, const char *value,
                        const char *path, int section_line, int key_line, char *why, size_t len);
+/* acme_sections.c: one key of an [acme NAME] section, for the loader (0 or
+ * -EINVAL with why); then, once [acme] is read, each order over [acme]'s
+ * keys, with its pair in tls_certs on a tls listener (0 or -EINVAL with
+ * "file:line: [acme NAME] ..."); whether an order answers HTTP-01; whether
+ * a certificate of tls_certs is an order's; --print-config's sections. */
+int sws_acme_section_kv(sws_config *c, const char *section, const char *key, const char *value,
+                        int section_line, int key_line, char *why, size_t len);
+int sws_acme_sections_settle(sws_config *c, const char *file, char *err, size_t errlen);
+bool sws_acme_any_http01(const sws_config *c);
+bool sws_acme_is_order_cert(const sws_config *c, const char *name);
+void sws_acme_sections_print(FILE *f, const sws_config *c);
 /* sws_config_build, after [acme]: [tls]'s pair first in tls_certs, and the
  * checks across sections (cert and key in each, one default). */
 int sws_tls_sections_settle(sws_config *c, const char *file, char *err, size_t errlen);

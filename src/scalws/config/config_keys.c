@@ -974,10 +974,11 @@ const sws_key sws_config_keys[] = {
 
     ACME_KEY(directory, NULL, "the ACME CA's directory URL; unset: no ACME (doc/acme.md)"),
     ACME_KEY(email, NULL, "the ACME account's contact address"),
-    ACME_KEY(domains, NULL, "names on the certificate, comma separated (up to 8)"),
+    ACME_KEY(domains, NULL,
+             "names on [acme]'s certificate, comma separated (up to 8); [acme NAME] orders more"),
     ACME_KEY(state_dir, "/var/lib/scalwsd/acme", "account key, certificate, key, state (0700)"),
     ACME_KEY(renew_before, "30d", "renew when the certificate expires within this"),
-    ACME_KEY(challenge, "http-01", "the challenge type (http-01 only)"),
+    ACME_KEY(challenge, "http-01", "the challenge type: http-01 or tls-alpn-01"),
     ACME_KEY(ca_file, NULL, "PEM roots for the CA's HTTPS instead of the system's"),
     ACME_KEY(http_listen, NULL, "plaintext listener for HTTP-01 alone (for a tls listener)"),
     ACME_KEY(retry_min, "60s", "first retry after a failure; doubles up to retry_max"),

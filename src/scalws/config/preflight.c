@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -205,10 +206,20 @@ int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what,
          * it may not be there yet). */
         sws_tls_build b;
         sws_config_tls_build(c, &b);
-        if (c->tls_from_acme) {
-            b.certs++;
-            b.ncerts--;
+        sws_tls_cert_config *mine = calloc((size_t)b.ncerts + 1, sizeof(*mine));
+        if (!mine) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
         }
+        int n = 0;
+        for (int i = 0; i < b.ncerts; i++) {
+            const sws_tls_cert_config *cc = &b.certs[i];
+            bool acmes = cc->name[0] ? sws_acme_is_order_cert(c, cc->name) : c->tls_from_acme;
+            if (!acmes)
+                mine[n++] = *cc;
+        }
+        b.certs = mine;
+        b.ncerts = n;
         if (b.ncerts > 0) {
             sws_tls_keys *k = sws_tls_keys_new();
             b.keys = k;
@@ -217,9 +228,12 @@ int sws_config_preflight(const sws_config *c, const sws_cli *cli, unsigned what,
                 snprintf(err, errlen, "[tls] cannot make session ticket keys");
             sws_tls_server_free(ts);
             sws_tls_keys_free(k);
-            if (!ts)
+            if (!ts) {
+                free(mine);
                 return -EINVAL;
+            }
         }
+        free(mine);
     }
     return 0;
 }

@@ -131,8 +131,8 @@ void sws_tls_sections_print(FILE *f, const sws_config *c) {
     const sws_tls_certs *l = c->tls_certs;
     for (int i = 0; l && i < l->n; i++) {
         const sws_tls_cert_config *cc = &l->c[i];
-        if (!cc->name[0])
-            continue;
+        if (!cc->name[0] || sws_acme_is_order_cert(c, cc->name))
+            continue; /* an [acme NAME]'s pair: printed with its section */
         const char *file = l->file ? l->file : "file";
         fprintf(f, "\n[tls %s] ; %s:%" PRIu32 "\n", cc->name, file, cc->line);
         fprintf(f, "cert = %s\n", cc->cert);

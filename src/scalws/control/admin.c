@@ -204,8 +204,8 @@ static char *metrics_text(sws_server *s, size_t *len) {
         }
     }
     sws_health_metrics(hs, names, nh, f);
-    if (s->acme)
-        sws_acme_metrics(s->acme, f);
+    if (s->nacme)
+        sws_acme_metrics(s->acme, s->nacme, f);
     fclose(f);
     return buf;
 }
@@ -332,7 +332,18 @@ static char *status_json(sws_server *s, size_t *len) {
     } else {
         json_object_set_new(root, "tls", json_null());
     }
-    json_object_set_new(root, "acme", s->acme ? sws_acme_status(s->acme) : json_null());
+    /* "acme": [acme]'s own order, as before orders had names; "acme_orders":
+     * a row per order, [acme]'s included. */
+    json_t *orders = json_array(), *own = NULL;
+    for (int i = 0; i < s->nacme; i++) {
+        json_t *o = sws_acme_status(s->acme[i]);
+        if (!own && !sws_acme_name(s->acme[i])[0])
+            own = json_deep_copy(o);
+        json_array_append_new(orders, o);
+    }
+    json_object_set_new(root, "acme", own ? own : json_null());
+    json_object_set_new(root, "acme_orders",
+                        s->nacme ? orders : (json_decref(orders), json_null()));
     /* Every proxy route's upstreams, each entry naming its route; null
      * without a proxy. */
     json_t *ups = json_array();

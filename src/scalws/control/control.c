@@ -126,10 +126,14 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
             /* The ACME thread saved a new pair in state_dir: load it for new
              * handshakes; a refused one leaves the old context serving. */
             uint64_t k;
-            char why[400] = "";
             if (read(s->acme_fd, &k, sizeof(k)) == (ssize_t)sizeof(k)) {
-                int rc = sws_reload_tls(s, why, sizeof(why));
-                sws_acme_installed(s->acme, rc == 0, why);
+                for (int i = 0; i < s->nacme; i++) {
+                    if (!sws_acme_install_wanted(s->acme[i]))
+                        continue;
+                    char why[400] = "";
+                    int rc = sws_reload_tls(s, sws_acme_name(s->acme[i]), why, sizeof(why));
+                    sws_acme_installed(s->acme[i], rc == 0, why);
+                }
             }
         }
         if (n > 0 && s->acme_http_fd >= 0 && (p[5].revents & POLLIN))

@@ -71,6 +71,14 @@ static const char *fixed_change(const sws_server *s, const sws_config *o, const 
     const char *key = sws_config_restart_change(o, n, buf, len);
     if (key)
         return key;
+    /* The ACME threads keep the orders they started with, as [acme]'s keys. */
+    bool orders = o->nacme_orders != n->nacme_orders;
+    for (int i = 0; !orders && i < n->nacme_orders; i++)
+        orders = memcmp(&o->acme_orders[i].a, &n->acme_orders[i].a, sizeof(n->acme_orders[i].a));
+    if (orders) {
+        snprintf(buf, len, "[acme NAME] sections changed");
+        return buf;
+    }
     /* Routes: a scenario no route served at start found the loops' buffers
      * and handles sized without it; each scenario served checks its routes. */
     unsigned seen = 0;
@@ -235,7 +243,7 @@ static void post_gen(sws_server *s, gen *g, const char *what) {
     sws_reload_poll(s);
 }
 
-int sws_reload_tls(sws_server *s, char *why, size_t len) {
+int sws_reload_tls(sws_server *s, const char *name, char *why, size_t len) {
     if (atomic_load(&s->drain)) {
         snprintf(why, len, "draining");
         return -EAGAIN;
@@ -249,17 +257,19 @@ int sws_reload_tls(sws_server *s, char *why, size_t len) {
         snprintf(why, len, "out of memory");
         return -ENOMEM;
     }
-    /* The same configuration (no file is read again), with ACME's pair (the
-     * [tls] one) loaded from its files as they are now and every other
-     * certificate as it was; a bad pair is refused here and the old
-     * contexts keep serving. */
+    /* The same configuration (no file is read again), with the order's pair
+     * (NAME's, or [tls]'s for [acme]) loaded from its files as they are now
+     * and every other certificate as it was; a bad pair is refused here and
+     * the old contexts keep serving. The pair is in the configuration's
+     * list, so a SIGHUP reads it again from the same files. */
     g->cfg = *s->cfg;
     sws_routes_ref(g->cfg.routes); /* the copy shares the table */
     sws_tls_certs_ref(g->cfg.tls_certs);
-    const sws_tls_cert_config *pair = sws_tls_certs_find(g->cfg.tls_certs, "");
+    const sws_tls_cert_config *pair = sws_tls_certs_find(g->cfg.tls_certs, name);
     g->cfg.tls_server = pair ? sws_tls_server_replace(s->cfg->tls_server, pair, why, len) : NULL;
     if (!pair)
-        snprintf(why, len, "no [tls] cert and key to load");
+        snprintf(why, len, "no certificate %s%s%s in the configuration",
+                 name[0] ? "[acme " : "[tls]", name, name[0] ? "]" : "");
     if (!g->cfg.tls_server) {
         sws_config_release(&g->cfg);
         free(g);

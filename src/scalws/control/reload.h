@@ -14,11 +14,12 @@ void sws_reload_init(const sws_cli *cli, const sws_config *initial);
 /* Control thread: on SIGHUP. Either every loop is sent the new config, or one
  * line on stderr says why the old one keeps serving. */
 void sws_reload_begin(sws_server *s);
-/* Control thread: the same configuration with the TLS context built again
- * from its cert and key files (a new ACME certificate). New handshakes get
+/* Control thread: the same configuration with the certificate name (NAME of
+ * an [acme NAME], "" for [tls]'s pair) loaded again from its cert and key
+ * files (a new ACME certificate). New handshakes get
  * the new context, open connections keep theirs. 0, or -errno with why: the
  * old context keeps serving. */
-int sws_reload_tls(sws_server *s, char *why, size_t len);
+int sws_reload_tls(sws_server *s, const char *name, char *why, size_t len);
 /* Control thread, every wake-up: frees configs that every loop has left.
  * Returns how long the caller may sleep before checking again (-1: forever). */
 int sws_reload_poll(sws_server *s);

@@ -2,7 +2,8 @@
  * polls /status once a second and draws per-loop requests/s, open
  * connections and CPU (% of one CPU, from cpu_seconds), and a table of who
  * accepts, whom each loop's connections come from and the imbalance index;
- * with scenario proxy, a table of the upstreams and their health.
+ * with scenario proxy, a table of the upstreams and their health; with ACME,
+ * a row per order (its state, expiry, next renewal and last error).
  * Included by admin.c only. */
 #ifndef SWS_STATUS_PAGE_H
 #define SWS_STATUS_PAGE_H
@@ -38,6 +39,7 @@ static const char sws_status_page[] =
     "<canvas id=\"cpu\" width=\"900\" height=\"200\"></canvas>\n"
     "<table id=\"loops\"></table>\n"
     "<table id=\"ups\"></table>\n"
+    "<table id=\"acme\"></table>\n"
     "<script>\n"
     "\"use strict\";\n"
     "// Polls /status once a second; keeps two minutes of samples per loop.\n"
@@ -128,6 +130,20 @@ static const char sws_status_page[] =
     "             \"</td></tr>\";\n"
     "  }\n"
     "  $(\"ups\").innerHTML = ups;\n"
+    "  // ACME: a row per order, its names, state and last error.\n"
+    "  let acme = \"\";\n"
+    "  if (s.acme_orders) {\n"
+    "    acme = \"<tr><th>ACME order</th><th>names</th><th>challenge</th><th>state</th>\" +\n"
+    "           \"<th>expires</th><th>next renewal</th><th>failures</th><th>last "
+    "error</th></tr>\";\n"
+    "    for (const o of s.acme_orders)\n"
+    "      acme += \"<tr><td>\" + [o.order, o.domains.map(d => d.domain).join(\" \"), "
+    "o.challenge,\n"
+    "                             o.state, o.certificate_expires || \"\", o.next_renewal || \"\",\n"
+    "                             o.failures_in_a_row, o.last_error || \"\"].map(esc)\n"
+    "                  .join(\"</td><td>\") + \"</td></tr>\";\n"
+    "  }\n"
+    "  $(\"acme\").innerHTML = acme;\n"
     "}\n"
     "async function poll() {\n"
     "  try {\n"

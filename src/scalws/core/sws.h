@@ -308,10 +308,13 @@ typedef struct sws_server {
      * first HTTP listener, and the admin one ("" when off). */
     char listen_text[SWS_ADDR_MAX];
     char admin_text[SWS_ADDR_MAX];
-    /* [acme] (main.c sets them): the ACME thread, the eventfd it wakes the
-     * control thread with when a new certificate waits in state_dir, and
-     * [acme] http_listen's socket (-1 for each when unused). */
-    struct sws_acme_run *acme;
+    /* [acme] (main.c sets them): an ACME thread per order ([acme]'s own
+     * first when it names domains, then each [acme NAME]'s), the eventfd
+     * they wake the control thread with when a new certificate waits in
+     * their state_dir, and [acme] http_listen's socket (-1 for each when
+     * unused). */
+    struct sws_acme_run *acme[1 + SWS_ACME_ORDERS_MAX];
+    int nacme;
     int acme_fd;
     int acme_http_fd;
     /* Each proxy route's upstream health (upstream_health.h), by route stat

@@ -440,6 +440,13 @@ static void tls_pump(sws_worker *w, sws_conn *c) {
             SWS_ADD(w->ctr.tls_handshakes, 1);
             if (sws_tls_resumed(&c->tls->eng))
                 SWS_ADD(w->ctr.tls_resumed, 1);
+            if (c->tls->eng.acme_challenge) {
+                /* RFC 8737: the handshake was the whole validation; no
+                 * application data, the close follows its last flight. */
+                conn_last(w, c, false);
+                tls_pause(w, c);
+                return;
+            }
             /* From here the request's own timeout runs. */
             c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
             if (!c->chosen &&
