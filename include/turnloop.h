@@ -26,6 +26,7 @@
 #define TURNLOOP_H
 
 #include <stddef.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -82,6 +83,9 @@ typedef enum tl_op_kind {
     TL_OP_CLOSE,   /* the handle is gone; reported once, after its operations */
     TL_OP_POST,    /* a message posted with tl_loop_post(): u.msg */
     TL_OP_ADOPT,   /* a transport posted with tl_loop_post_transport(): u.accepted */
+    TL_OP_UDP_RECV,      /* multishot: one datagram per completion, u.buf; see tl_udp_meta_get() */
+    TL_OP_UDP_SEND,      /* res: the bytes sent (every segment), or an error */
+    TL_OP_UDP_FORWARDED, /* a datagram from tl_udp_forward(): u.msg.ptr is a tl_udp_datagram */
 } tl_op_kind;
 
 /* Completion flags. */
@@ -133,6 +137,13 @@ typedef struct tl_loop_options {
  * refusal happens where the real one would: at the setsockopt, after the
  * listeners are bound, so the undo is what gets tested. Per loop. */
 #define TL_LOOP_NO_CPU_STEER 0x2u
+/* Simulates a kernel without UDP GSO (before 4.18): GSO sends go out as one
+ * sendmsg per segment, and tl_loop_features() does not list it. Per loop. */
+#define TL_LOOP_NO_UDP_GSO 0x4u
+/* Simulates a kernel that refuses the connection-ID steering program of
+ * tl_route_udp_cid (SO_ATTACH_REUSEPORT_CBPF), at the setsockopt where a real
+ * refusal happens. Per loop (any loop of the group refuses). */
+#define TL_LOOP_NO_CID_STEER 0x8u
 
 /* Counters a host may read from the loop's own thread. Monotonic. */
 typedef struct tl_loop_stats {
@@ -148,7 +159,11 @@ typedef struct tl_loop_stats {
     uint64_t accept_pauses;       /* times accepting paused at the handle ceiling */
     uint64_t accept_errors;       /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
     uint64_t recv_buffer_starved; /* TL_OP_RECV ended with -ENOBUFS: no loop buffer free */
-    uint64_t reserved[8];         /* zero today; counters of later versions */
+    uint64_t udp_received;        /* datagrams received by this loop's UDP handles */
+    uint64_t udp_sent;            /* datagrams sent (a GSO send counts each segment) */
+    uint64_t udp_forwarded_in;    /* datagrams another loop forwarded here (tl_udp_forward) */
+    uint64_t udp_truncated;       /* datagrams longer than a loop buffer, delivered cut */
+    uint64_t reserved[4];         /* zero today; counters of later versions */
 } tl_loop_stats;
 
 /* ---- loops ------------------------------------------------------------- */
@@ -465,6 +480,175 @@ void tl_acceptor_stop(tl_acceptor *a);
 /* Connections accepted by the threads so far and handed to loop i (0 for an
  * index out of range). */
 uint64_t tl_acceptor_count(const tl_acceptor *a, int loop_index);
+
+/* ---- UDP datagrams ----------------------------------------------------------
+ *
+ * A datagram socket on a loop, completion-based like the streams: the host
+ * asks for a multishot receive and for sends, the loop completes them. Every
+ * received datagram lands in one loop buffer (tl_loop_options.recv_buffers),
+ * laid out as TL_UDP_HEADROOM bytes of metadata (read with tl_udp_meta_get()) and
+ * then the payload, which u.buf.data points at; the host gives the buffer back
+ * with tl_buffer_release(), as for TL_OP_RECV. io_uring receives with one
+ * multishot recvmsg on the loop's provided-buffer ring, epoll with recvmmsg in
+ * batches when the socket is readable. A payload longer than the buffer's
+ * recv_buffer_size - TL_UDP_HEADROOM bytes is delivered cut, with
+ * TL_UDP_META_TRUNCATED: size the buffers for the largest datagram expected.
+ *
+ * Sends are sendmsg() calls made by the loop on both backends, in order, one
+ * op per send; when the socket buffer is full they wait for it to drain
+ * (epoll: the writable edge; io_uring: a poll). */
+
+#define TL_UDP_HEADROOM 128 /* bytes of each loop buffer before a datagram's payload */
+
+/* A socket address of either family, by value. */
+typedef union tl_sockaddr {
+    struct sockaddr sa;
+    struct sockaddr_in in;
+    struct sockaddr_in6 in6;
+} tl_sockaddr;
+
+typedef struct tl_udp_options {
+    tl_reuse_port reuse_port; /* as tl_listen_options: SHARE or DISTRIBUTE for one per loop */
+    uint32_t send_queue;      /* sends in flight per handle before -EAGAIN; 0 = 256 */
+    uint64_t reserved[4];     /* zero */
+} tl_udp_options;
+
+/* Opens and binds a datagram socket (AF_INET or AF_INET6: IPV6_V6ONLY). The
+ * socket reports each datagram's local address (IP_PKTINFO, IPV6_RECVPKTINFO)
+ * and its ECN bits (IP_RECVTOS, IPV6_RECVTCLASS). The loop owns it; close it
+ * with tl_close(). On error nothing is left behind.
+ * Errors: -EINVAL (another family, an unknown reuse_port), -EOPNOTSUPP
+ * (DISTRIBUTE where the loop cannot distribute), -EMFILE (the handle ceiling),
+ * -ENOMEM; socket(), setsockopt() and bind() errors; the backend's
+ * registration errors. */
+int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
+                const tl_udp_options *opts, tl_handle *out);
+
+/* Multishot receive: one TL_OP_UDP_RECV completion per datagram, with
+ * TL_CQE_BUFFER, res the payload's length (0 is an empty datagram, not an
+ * end). Ends (final) on cancel, close, an error, or -ENOBUFS when no loop
+ * buffer is free: the handle stays; release buffers and ask again. Errors
+ * from ICMP about earlier sends (-ECONNREFUSED...) are skipped, not reported.
+ * Errors: as tl_accept's list; -EINVAL also when recv_buffer_size leaves no
+ * room after TL_UDP_HEADROOM. */
+int tl_udp_recv(tl_loop *loop, tl_handle h, uint64_t token, tl_op *out);
+
+/* What the loop learnt about a received datagram, besides its payload. */
+typedef struct tl_udp_meta {
+    tl_sockaddr peer;  /* the sender */
+    tl_sockaddr local; /* the address it was sent to (pktinfo) with the socket's port */
+    uint32_t ifindex;  /* the interface it came in on (0: not reported) */
+    uint8_t ecn;       /* the IP header's ECN bits: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE */
+    uint8_t flags;     /* TL_UDP_META_* */
+    uint16_t reserved16;
+    uint32_t reserved[5];
+} tl_udp_meta;
+
+#define TL_UDP_META_LOCAL 0x1u     /* local is known (the kernel sent pktinfo) */
+#define TL_UDP_META_TRUNCATED 0x2u /* the payload was longer than the buffer's room */
+
+/* The metadata of a TL_OP_UDP_RECV completion that holds a buffer (or of a
+ * TL_OP_UDP_FORWARDED one), valid while the host holds it. Loop thread only.
+ * Errors: -EINVAL (another kind of completion, or a buffer not held). */
+int tl_udp_meta_get(const tl_loop *loop, const tl_completion *c, tl_udp_meta *out);
+
+/* One send. dest is required; source, when given, is the local address the
+ * datagram leaves from (IP_PKTINFO / IPV6_PKTINFO; its port is ignored: a
+ * socket sends from its own), which a server bound to a wildcard uses to
+ * answer from the address the client wrote to. ecn (0..3) is set in the IP
+ * header (IP_TOS / IPV6_TCLASS). segment_size > 0 asks for a GSO send: len
+ * bytes go out as datagrams of segment_size bytes (the last may be shorter),
+ * in one UDP_SEGMENT sendmsg where the kernel has it (TL_FEATURE_UDP_GSO),
+ * else one sendmsg each. */
+typedef struct tl_udp_send_args {
+    const void *data; /* the caller's until the final completion */
+    uint32_t len;
+    uint16_t segment_size; /* 0: one datagram */
+    uint8_t ecn;
+    uint8_t reserved8;
+    const struct sockaddr *dest; /* copied */
+    socklen_t dest_len;
+    const struct sockaddr *source; /* NULL: the kernel's choice; copied */
+    socklen_t source_len;
+    uint64_t reserved[2]; /* zero */
+} tl_udp_send_args;
+
+#define TL_UDP_MAX_SEGMENTS 64 /* the kernel's UDP_MAX_SEGMENTS for one GSO send */
+
+/* Queues a send; one TL_OP_UDP_SEND completion, final, with res = len or an
+ * error (a GSO fallback that fails part-way reports the error; the segments
+ * before it were sent). Errors: as tl_accept's list; -EAGAIN (send_queue
+ * sends are in flight: wait for a completion); -EINVAL (len 0 or more than
+ * 65535, ecn > 3, more than TL_UDP_MAX_SEGMENTS segments, an address of the
+ * wrong family or size). */
+int tl_udp_send(tl_loop *loop, tl_handle h, const tl_udp_send_args *args, uint64_t token,
+                tl_op *out);
+
+/* What the kernel under this loop can do, probed once per loop. */
+#define TL_FEATURE_UDP_GSO 0x1u /* UDP_SEGMENT: a GSO send is one sendmsg */
+#define TL_FEATURE_UDP_RECVMSG_MULTISHOT                                                           \
+    0x2u /* io_uring: datagrams arrive by multishot recvmsg into the buffer ring */
+unsigned tl_loop_features(tl_loop *loop);
+
+/* ---- QUIC connection-ID steering --------------------------------------------
+ *
+ * One UDP socket per loop on one port, and a classic BPF reuseport program
+ * that sends each datagram to the socket named by a byte of its QUIC
+ * destination connection ID (doc/turnloop.md, "Connection-ID steering"):
+ *   short header (first byte & 0x80 == 0): DCID from byte 1, its length is
+ *     the server's own (cid_len);
+ *   long header: DCID length at byte 5, DCID from byte 6; when that length is
+ *     cid_len, the DCID is taken as one of ours;
+ *   byte index_byte of an accepted DCID < n: that loop's socket;
+ *   anything else (a client's first Initial with its random DCID, a value
+ *   >= n, a datagram too short): the kernel's flow hash (SKF_AD_RXHASH) % n,
+ *   so the datagrams of one 4-tuple go to one loop. */
+
+typedef struct tl_cid_steer {
+    uint8_t cid_len;    /* the length of the server's connection IDs, 1..20 */
+    uint8_t index_byte; /* which byte of them holds the loop index, < cid_len */
+    uint8_t reserved8[6];
+    uint64_t reserved[2]; /* zero */
+} tl_cid_steer;
+
+#define TL_CID_STEER_DEFAULT_LEN 8  /* with cfg NULL: 8-byte CIDs... */
+#define TL_CID_STEER_DEFAULT_BYTE 1 /* ...whose byte 1 is the loop index */
+#define TL_CID_STEER_MAX_LOOPS 256  /* one byte names the loop */
+
+/* Makes loops[i]'s socket out[i] (SO_REUSEPORT, in loop order: index i of
+ * the kernel's group) and attaches the steering program. A kernel that
+ * refuses the program (or a loop with TL_LOOP_NO_CID_STEER) is not an error:
+ * the sockets stay, the kernel spreads datagrams by its hash, and *steer_err
+ * says why (-EOPNOTSUPP, or setsockopt's error); the host then forwards
+ * misrouted datagrams itself (tl_cid_loop_index, tl_udp_forward). *steer_err
+ * is 0 when the kernel steers. Port 0: the first socket's port for all. Same
+ * threading rule as tl_route_reuse_port. cfg NULL: the defaults above.
+ * Errors (every socket made is closed): -EINVAL (n outside
+ * 1..TL_CID_STEER_MAX_LOOPS, a cfg out of range), tl_udp_open()'s. */
+int tl_route_udp_cid(tl_loop **loops, int n, const struct sockaddr *addr, socklen_t addrlen,
+                     const tl_cid_steer *cfg, tl_handle *out, int *steer_err);
+
+/* The loop the steering program picks for a datagram by its connection ID
+ * (0..n-1), or -1 when it would use the flow hash (not one of ours, or too
+ * short). The same rules as the program: a host without kernel steering
+ * forwards a datagram whose index is another loop's. cfg NULL: the defaults. */
+int tl_cid_loop_index(const void *pkt, size_t len, const tl_cid_steer *cfg, int n);
+
+/* A datagram handed from one loop to another, as the receiving loop reports it
+ * in a TL_OP_UDP_FORWARDED completion's u.msg.ptr. The host owns it from that
+ * completion on and frees it with tl_udp_datagram_free(). */
+typedef struct tl_udp_datagram {
+    tl_udp_meta meta;
+    uint32_t len;
+    uint8_t data[]; /* len bytes */
+} tl_udp_datagram;
+
+/* Copies the datagram of c (a TL_OP_UDP_RECV completion with a buffer, from
+ * loop `from`: the caller's thread) and queues it for loop `to`, which reports
+ * TL_OP_UDP_FORWARDED with token. The caller still holds c's buffer and
+ * releases it as usual. Errors: -EINVAL (c holds no datagram), -ENOMEM. */
+int tl_udp_forward(tl_loop *from, const tl_completion *c, tl_loop *to, uint64_t token);
+void tl_udp_datagram_free(tl_udp_datagram *d);
 
 /* ---- misc --------------------------------------------------------------- */
 

@@ -129,6 +129,7 @@ void tl_loop_free(tl_loop *loop) {
     for (uint32_t i = 0; i < loop->adopt_len; i++)
         close(loop->adopt_wait[i].transport.fd);
     tl__inbox_discard(loop); /* closes transports still queued: the loop is going */
+    tl__udp_free_forwarded(loop);
     if (loop->be)
         loop->be->fini(loop);
     tl__inbox_fini(&loop->inbox);
@@ -165,7 +166,7 @@ static void delivered(tl_loop *loop, const tl_completion *c) {
     }
     if (c->kind == TL_OP_CLOSE && hi != TL_NIL)
         tl__handle_release_slot(loop, hi);
-    if (c->kind == TL_OP_POST || c->kind == TL_OP_ADOPT)
+    if (c->kind == TL_OP_POST || c->kind == TL_OP_ADOPT || c->kind == TL_OP_UDP_FORWARDED)
         loop->cq_extra--;
 }
 
