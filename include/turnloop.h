@@ -25,8 +25,8 @@
 #ifndef TURNLOOP_H
 #define TURNLOOP_H
 
-#include <stddef.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -74,15 +74,15 @@ typedef enum tl_reuse_port {
 
 typedef enum tl_op_kind {
     TL_OP_NONE = 0,
-    TL_OP_ACCEPT,  /* u.accepted is the new handle */
-    TL_OP_CONNECT, /* res 0 on success */
-    TL_OP_READ,    /* res bytes into the caller's buffer; 0 is end of stream */
-    TL_OP_RECV,    /* multishot receive into loop-owned buffers: u.buf */
-    TL_OP_WRITE,   /* res: all bytes written, or an error */
-    TL_OP_TIMER,   /* res 0 when it fired */
-    TL_OP_CLOSE,   /* the handle is gone; reported once, after its operations */
-    TL_OP_POST,    /* a message posted with tl_loop_post(): u.msg */
-    TL_OP_ADOPT,   /* a transport posted with tl_loop_post_transport(): u.accepted */
+    TL_OP_ACCEPT,        /* u.accepted is the new handle */
+    TL_OP_CONNECT,       /* res 0 on success */
+    TL_OP_READ,          /* res bytes into the caller's buffer; 0 is end of stream */
+    TL_OP_RECV,          /* multishot receive into loop-owned buffers: u.buf */
+    TL_OP_WRITE,         /* res: all bytes written, or an error */
+    TL_OP_TIMER,         /* res 0 when it fired */
+    TL_OP_CLOSE,         /* the handle is gone; reported once, after its operations */
+    TL_OP_POST,          /* a message posted with tl_loop_post(): u.msg */
+    TL_OP_ADOPT,         /* a transport posted with tl_loop_post_transport(): u.accepted */
     TL_OP_UDP_RECV,      /* multishot: one datagram per completion, u.buf; see tl_udp_meta_get() */
     TL_OP_UDP_SEND,      /* res: the bytes sent (every segment), or an error */
     TL_OP_UDP_FORWARDED, /* a datagram from tl_udp_forward(): u.msg.ptr is a tl_udp_datagram */

@@ -31,7 +31,8 @@ int tl_detach(tl_loop *loop, tl_handle handle, tl_detached *out) {
 }
 
 int tl_attach(tl_loop *loop, const tl_detached *d, tl_handle *out) {
-    if (d->fd < 0 || (d->kind != TL_H_STREAM && d->kind != TL_H_LISTENER && d->kind != TL_H_DGRAM)) {
+    if (d->fd < 0 ||
+        (d->kind != TL_H_STREAM && d->kind != TL_H_LISTENER && d->kind != TL_H_DGRAM)) {
         if (d->fd >= 0)
             close(d->fd);
         return -EINVAL;

@@ -54,8 +54,8 @@ typedef struct tl_hslot {
     uint8_t woken : 1;      /* an OS event (not cached readiness) brought this handle up */
     uint64_t close_token;
     union {
-        uint64_t backoff_until; /* listeners: accept backoff after EMFILE/ENFILE (ms) */
-        struct {                /* datagram sockets (udp.c) */
+        uint64_t backoff_until;     /* listeners: accept backoff after EMFILE/ENFILE (ms) */
+        struct {                    /* datagram sockets (udp.c) */
             uint16_t udp_queued;    /* sends in flight */
             uint16_t udp_queue_max; /* tl_udp_options.send_queue */
             uint16_t udp_port;      /* the bound port, network order: tl_udp_meta's local */
@@ -185,7 +185,7 @@ struct tl_loop {
 
     uint32_t backoff_listeners; /* listeners waiting out an EMFILE backoff */
     uint8_t udp_gso;            /* UDP_SEGMENT: 0 not probed yet, 1 works, 2 not here */
-    bool udp_ring_recv; /* io_uring receives datagrams by multishot recvmsg (a feature) */
+    bool udp_ring_recv;         /* io_uring receives datagrams by multishot recvmsg (a feature) */
     uint64_t now_ms;
     tl_loop_stats stats;
 };
@@ -362,8 +362,8 @@ int tl__udp_recv_batch(tl_loop *loop, uint32_t oi, bool *drained);
 /* Writes a datagram's metadata at the head of buffer id from what recvmsg
  * returned (name, the control messages in cm, msg_flags) and completes op oi
  * with its payload (len bytes at TL_UDP_HEADROOM). */
-void tl__udp_deliver(tl_loop *loop, uint32_t oi, uint32_t id, const void *name,
-                     socklen_t namelen, struct msghdr *cm, int msg_flags, uint32_t len);
+void tl__udp_deliver(tl_loop *loop, uint32_t oi, uint32_t id, const void *name, socklen_t namelen,
+                     struct msghdr *cm, int msg_flags, uint32_t len);
 /* Errors a datagram socket's receive reports for an earlier send (ICMP): not
  * the socket's end, so a receive goes on past them. */
 static inline bool tl__udp_soft_error(int e) {

@@ -105,12 +105,10 @@ static int copy_addr(tl_sockaddr *dst, const struct sockaddr *src, socklen_t len
     return (int)need;
 }
 
-int tl_udp_send(tl_loop *loop, tl_handle h, const tl_udp_send_args *a, uint64_t token,
-                tl_op *out) {
+int tl_udp_send(tl_loop *loop, tl_handle h, const tl_udp_send_args *a, uint64_t token, tl_op *out) {
     if (!a || !a->data || a->len == 0 || a->len > UDP_MAX_PAYLOAD || a->ecn > 3 || !a->dest)
         return -EINVAL;
-    if (a->segment_size &&
-        (a->len + a->segment_size - 1) / a->segment_size > TL_UDP_MAX_SEGMENTS)
+    if (a->segment_size && (a->len + a->segment_size - 1) / a->segment_size > TL_UDP_MAX_SEGMENTS)
         return -EINVAL;
     tl_odgram dg = {.data = a->data, .segment_size = a->segment_size, .ecn = a->ecn};
     int len = copy_addr(&dg.dest, a->dest, a->dest_len);
@@ -259,8 +257,8 @@ int tl__udp_send_step(tl_loop *loop, uint32_t oi) {
 
 /* ---- receiving ------------------------------------------------------------------ */
 
-void tl__udp_deliver(tl_loop *loop, uint32_t oi, uint32_t id, const void *name,
-                     socklen_t namelen, struct msghdr *cm, int msg_flags, uint32_t len) {
+void tl__udp_deliver(tl_loop *loop, uint32_t oi, uint32_t id, const void *name, socklen_t namelen,
+                     struct msghdr *cm, int msg_flags, uint32_t len) {
     uint32_t hi = loop->o[oi].handle;
     tl_udp_meta m;
     memset(&m, 0, sizeof m); /* parsed whole before the buffer's head is written */

@@ -16,8 +16,7 @@
 #define STEER_BY_HASH 0xffffffffu
 
 static int resolve_cfg(const tl_cid_steer *cfg, tl_cid_steer *out) {
-    tl_cid_steer c = {.cid_len = TL_CID_STEER_DEFAULT_LEN,
-                      .index_byte = TL_CID_STEER_DEFAULT_BYTE};
+    tl_cid_steer c = {.cid_len = TL_CID_STEER_DEFAULT_LEN, .index_byte = TL_CID_STEER_DEFAULT_BYTE};
     if (cfg)
         c = *cfg;
     if (c.cid_len < 1 || c.cid_len > 20 || c.index_byte >= c.cid_len)

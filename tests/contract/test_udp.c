@@ -190,7 +190,8 @@ static void round_trip(int family, const char *ip) {
     assert_int_equal(port_of(&g.meta[0].local), port_of(&me));
     assert_true(g.meta[0].ifindex > 0);
 
-    tl_udp_send_args a = {.data = "world!", .len = 6, .dest = &peer.sa, .dest_len = addr_len(&peer)};
+    tl_udp_send_args a = {
+        .data = "world!", .len = 6, .dest = &peer.sa, .dest_len = addr_len(&peer)};
     assert_int_equal(tl_udp_send(loop, h, &a, 2, NULL), 0);
     expect_send_done(loop, 2, 6);
     char buf[16];
@@ -286,7 +287,8 @@ static void ecn_family(int family, const char *ip) {
     assert_int_equal(g.n, 4);
     for (int i = 0; i < 4; i++)
         assert_int_equal(g.meta[i].ecn, i);
-    tl_udp_send_args bad = {.data = "e", .len = 1, .ecn = 4, .dest = &sb.sa, .dest_len = addr_len(&sb)};
+    tl_udp_send_args bad = {
+        .data = "e", .len = 1, .ecn = 4, .dest = &sb.sa, .dest_len = addr_len(&sb)};
     assert_int_equal(tl_udp_send(loop, a, &bad, 0, NULL), -EINVAL);
     tl_sockaddr p;
     int fd = peer_on(family, ip, &p);
@@ -399,10 +401,11 @@ static void udp_many_datagrams_in_one_turn(void **state) {
 }
 
 /* Buffers held by the host when its handle closes (or its receive is
- * cancelled) come back when released: the loop then receives as many again. */
+ * cancelled) come back when released: three rounds of 8 held out of 16 need
+ * every round's buffers back. */
 static void udp_closed_receive_frees_its_buffers(void **state) {
     (void)state;
-    tl_loop *loop = udp_loop(0, 8);
+    tl_loop *loop = udp_loop(0, 16);
     tl_sockaddr me, peer;
     int fd = peer_on(AF_INET, "127.0.0.1", &peer);
     for (int round = 0; round < 3; round++) {
@@ -631,11 +634,7 @@ static void udp_cid_steering_by_connection_id(void **state) {
 
     steer_run r;
     steer_setup(&r, 0, &serr);
-    if (serr < 0) {
-        printf("note: this kernel refuses the steering program: %s\n", tl_strerror(serr));
-        steer_teardown(&r);
-        skip();
-    }
+    assert_int_equal(serr, 0); /* every kernel since 4.5 takes it */
     tl_sockaddr peer;
     int fd = peer_on(AF_INET, "127.0.0.1", &peer);
     steer_send(fd, route_port(&r), 10, 8);

@@ -12,16 +12,19 @@
 #include <poll.h>
 #include <string.h>
 
-_Static_assert(TL_UDP_HEADROOM - sizeof(struct io_uring_recvmsg_out) -
-                       sizeof(struct sockaddr_in6) >=
+/* Room for the sender's address, rounded up so that the control messages the
+ * kernel writes after it start 8-byte aligned, as struct cmsghdr needs. */
+#define NAME_ROOM 32
+_Static_assert(NAME_ROOM >= sizeof(struct sockaddr_in6), "an IPv6 sender fits");
+_Static_assert((sizeof(struct io_uring_recvmsg_out) + NAME_ROOM) % 8 == 0, "aligned cmsgs");
+_Static_assert(TL_UDP_HEADROOM - sizeof(struct io_uring_recvmsg_out) - NAME_ROOM >=
                    TL_UDP_CONTROL_LEN,
                "the kernel's recvmsg header, name and control fit the headroom");
 
 void tl__ur_udp_init(tl_loop *loop, uring_state *s) {
     memset(&s->dgram_msg, 0, sizeof s->dgram_msg);
-    s->dgram_msg.msg_namelen = sizeof(struct sockaddr_in6);
-    s->dgram_msg.msg_controllen =
-        TL_UDP_HEADROOM - sizeof(struct io_uring_recvmsg_out) - sizeof(struct sockaddr_in6);
+    s->dgram_msg.msg_namelen = NAME_ROOM;
+    s->dgram_msg.msg_controllen = TL_UDP_HEADROOM - sizeof(struct io_uring_recvmsg_out) - NAME_ROOM;
     s->ms_recvmsg = s->br != NULL;
     loop->udp_ring_recv = s->ms_recvmsg;
 }
