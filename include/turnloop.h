@@ -105,15 +105,15 @@ typedef struct tl_message {
 /* One completion record. Plain data, copied into the host's array. */
 typedef struct tl_completion {
     uint64_t token;   /* the caller's, as given when the operation started */
-    tl_op op;         /* 0 for TL_OP_CLOSE, TL_OP_POST and TL_OP_ADOPT */
-    tl_handle handle; /* the handle the operation ran on; 0 for timers and posts */
+    tl_op op;         /* 0 for TL_OP_CLOSE, TL_OP_POST, TL_OP_ADOPT, TL_OP_UDP_FORWARDED */
+    tl_handle handle; /* the handle the operation ran on; 0 for timers, posts and forwards */
     int32_t res;      /* >= 0 success (bytes, or 0); < 0 a negative errno (-ECANCELED) */
     uint16_t kind;    /* tl_op_kind */
     uint16_t flags;   /* TL_CQE_* */
     union {
         tl_handle accepted; /* TL_OP_ACCEPT, TL_OP_ADOPT: the new connection's handle */
         tl_buffer_ref buf;  /* TL_OP_RECV with TL_CQE_BUFFER */
-        tl_message msg;     /* TL_OP_POST */
+        tl_message msg;     /* TL_OP_POST; TL_OP_UDP_FORWARDED: msg.ptr */
     } u;
 } tl_completion;
 
@@ -286,11 +286,12 @@ int tl_close(tl_loop *loop, tl_handle h, uint64_t token);
  * never outruns the ceiling, and no connection is dropped.
  *
  * Errors of every operation on a handle (tl_accept, tl_read, tl_recv,
- * tl_write, tl_writev), returned at once and with no completion to follow:
- * an id's errors; -EBADF (the handle is closing or detaching); -EINVAL (an
- * accept on a stream, or a stream operation on a listener, or the arguments
- * named below); -ENOSPC (the operation ceiling); -ENOMEM (tables without a
- * ceiling cannot grow). Errors found later arrive in the completion's res. */
+ * tl_write, tl_writev, tl_udp_recv, tl_udp_send), returned at once and with
+ * no completion to follow: an id's errors; -EBADF (the handle is closing or
+ * detaching); -EINVAL (an operation of another kind of socket: an accept on a
+ * stream, a stream operation on a listener or a datagram socket, a datagram
+ * operation on a stream; or the arguments named below); -ENOSPC (the operation ceiling); -ENOMEM
+ * (tables without a ceiling cannot grow). Errors found later arrive in the completion's res. */
 #define TL_ACCEPT_MULTISHOT 0x1u
 int tl_accept(tl_loop *loop, tl_handle listener, unsigned flags, uint64_t token, tl_op *out);
 
@@ -355,7 +356,7 @@ uint64_t tl_loop_now(const tl_loop *loop);
 /* A detached transport: a plain value that may cross threads. */
 typedef struct tl_detached {
     int fd;
-    uint32_t kind; /* internal: stream or listener */
+    uint32_t kind; /* internal: stream, listener or datagram socket */
 } tl_detached;
 
 /* Detaches a handle from its loop. The first call cancels the handle's pending
