@@ -142,7 +142,9 @@ typedef struct tl_loop_options {
 #define TL_LOOP_NO_UDP_GSO 0x4u
 /* Simulates a kernel that refuses the connection-ID steering program of
  * tl_route_udp_cid (SO_ATTACH_REUSEPORT_CBPF), at the setsockopt where a real
- * refusal happens. Per loop (any loop of the group refuses). */
+ * refusal happens. Per loop (any loop of the group refuses). The environment
+ * variable TURNLOOP_UDP_DISABLE=cid_steer,gso (or all) sets these two UDP
+ * flags on every loop made, for a host's end-to-end tests. */
 #define TL_LOOP_NO_CID_STEER 0x8u
 
 /* Counters a host may read from the loop's own thread. Monotonic. */

@@ -723,6 +723,13 @@ static void udp_cid_steering_refused_then_forwarded(void **state) {
     assert_int_equal(r.forwarded, (NLOOPS - 1) * 10);
     close(fd);
     steer_teardown(&r);
+
+    /* The same refusal asked for by the environment, as a server's test would. */
+    setenv("TURNLOOP_UDP_DISABLE", "cid_steer", 1);
+    steer_setup(&r, 0, &serr);
+    unsetenv("TURNLOOP_UDP_DISABLE");
+    assert_int_equal(serr, -EOPNOTSUPP);
+    steer_teardown(&r);
 }
 
 static const struct CMUnitTest udp_tests[] = {
