@@ -520,10 +520,10 @@ typedef struct tl_udp_options {
  * socket reports each datagram's local address (IP_PKTINFO, IPV6_RECVPKTINFO)
  * and its ECN bits (IP_RECVTOS, IPV6_RECVTCLASS). The loop owns it; close it
  * with tl_close(). On error nothing is left behind.
- * Errors: -EINVAL (another family, an unknown reuse_port), -EOPNOTSUPP
- * (DISTRIBUTE where the loop cannot distribute), -EMFILE (the handle ceiling),
- * -ENOMEM; socket(), setsockopt() and bind() errors; the backend's
- * registration errors. */
+ * Errors: -EINVAL (another family, an unknown reuse_port, a send_queue
+ * above 65535), -EOPNOTSUPP (DISTRIBUTE where the loop cannot distribute), -EMFILE (the handle
+ * ceiling), -ENOMEM; socket(), setsockopt() and bind() errors; the backend's registration errors.
+ */
 int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
                 const tl_udp_options *opts, tl_handle *out);
 
@@ -532,6 +532,8 @@ int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
  * end). Ends (final) on cancel, close, an error, or -ENOBUFS when no loop
  * buffer is free: the handle stays; release buffers and ask again. Errors
  * from ICMP about earlier sends (-ECONNREFUSED...) are skipped, not reported.
+ * On io_uring with a buffer ring but a kernel without multishot recvmsg
+ * (5.19) it ends at once with -EOPNOTSUPP: run such a host on epoll.
  * Errors: as tl_accept's list; -EINVAL also when recv_buffer_size leaves no
  * room after TL_UDP_HEADROOM. */
 int tl_udp_recv(tl_loop *loop, tl_handle h, uint64_t token, tl_op *out);
@@ -587,10 +589,14 @@ typedef struct tl_udp_send_args {
 int tl_udp_send(tl_loop *loop, tl_handle h, const tl_udp_send_args *args, uint64_t token,
                 tl_op *out);
 
-/* What the kernel under this loop can do, probed once per loop. */
-#define TL_FEATURE_UDP_GSO 0x1u /* UDP_SEGMENT: a GSO send is one sendmsg */
-#define TL_FEATURE_UDP_RECVMSG_MULTISHOT                                                           \
-    0x2u /* io_uring: datagrams arrive by multishot recvmsg into the buffer ring */
+/* What the kernel under this loop can do for datagrams. Loop thread only.
+ * TL_FEATURE_UDP_GSO: UDP_SEGMENT works, so a GSO send is one sendmsg; probed
+ * once per loop (a getsockopt on a scratch socket), and dropped if a device
+ * answers a GSO send with EIO. TL_FEATURE_UDP_RECVMSG_MULTISHOT: io_uring
+ * receives datagrams by one multishot recvmsg on its buffer ring; listed
+ * wherever the ring is, and dropped when the kernel refuses the request. */
+#define TL_FEATURE_UDP_GSO 0x1u
+#define TL_FEATURE_UDP_RECVMSG_MULTISHOT 0x2u
 unsigned tl_loop_features(tl_loop *loop);
 
 /* ---- QUIC connection-ID steering --------------------------------------------
