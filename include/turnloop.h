@@ -161,7 +161,7 @@ typedef struct tl_loop_stats {
     uint64_t accept_pauses;       /* times accepting paused at the handle ceiling */
     uint64_t accept_errors;       /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
     uint64_t recv_buffer_starved; /* TL_OP_RECV ended with -ENOBUFS: no loop buffer free */
-    uint64_t udp_received;        /* datagrams received by this loop's UDP handles */
+    uint64_t udp_received;        /* datagrams received by this loop's UDP handles (GRO: each) */
     uint64_t udp_sent;            /* datagrams sent (a GSO send counts each segment) */
     uint64_t udp_forwarded_in;    /* datagrams another loop forwarded here (tl_udp_forward) */
     uint64_t udp_truncated;       /* datagrams longer than a loop buffer, delivered cut */
@@ -501,7 +501,7 @@ uint64_t tl_acceptor_count(const tl_acceptor *a, int loop_index);
  * op per send; when the socket buffer is full they wait for it to drain
  * (epoll: the writable edge; io_uring: a poll). */
 
-#define TL_UDP_HEADROOM 128 /* bytes of each loop buffer before a datagram's payload */
+#define TL_UDP_HEADROOM 160 /* bytes of each loop buffer before a datagram's payload */
 
 /* A socket address of either family, by value. */
 typedef union tl_sockaddr {
@@ -513,15 +513,25 @@ typedef union tl_sockaddr {
 typedef struct tl_udp_options {
     tl_reuse_port reuse_port; /* as tl_listen_options: SHARE or DISTRIBUTE for one per loop */
     uint32_t send_queue;      /* sends in flight per handle before -EAGAIN; 0 = 256 */
-    uint64_t reserved[4];     /* zero */
+    uint32_t flags;           /* TL_UDP_* */
+    uint32_t reserved32;
+    uint64_t reserved[3]; /* zero */
 } tl_udp_options;
+
+/* Receive-side GRO (UDP_GRO, 5.0): the kernel may hand over several
+ * datagrams of one flow, all of one size but the last, as one payload, with
+ * that size in tl_udp_meta.segment_size. A coalesced payload reaches 64 KiB,
+ * so the loop's recv_buffer_size must be at least TL_UDP_HEADROOM + 65535. */
+#define TL_UDP_GRO 0x1u
 
 /* Opens and binds a datagram socket (AF_INET or AF_INET6: IPV6_V6ONLY). The
  * socket reports each datagram's local address (IP_PKTINFO, IPV6_RECVPKTINFO)
  * and its ECN bits (IP_RECVTOS, IPV6_RECVTCLASS). The loop owns it; close it
  * with tl_close(). On error nothing is left behind.
- * Errors: -EINVAL (another family, an unknown reuse_port, a send_queue
- * above 65535), -EOPNOTSUPP (DISTRIBUTE where the loop cannot distribute), -EMFILE (the handle
+ * Errors: -EINVAL (another family, an unknown reuse_port or flag, a send_queue
+ * above 65535, TL_UDP_GRO with buffers too small for it), -EOPNOTSUPP
+ * (DISTRIBUTE where the loop cannot distribute, TL_UDP_GRO where the kernel
+ * has no UDP_GRO), -EMFILE (the handle
  * ceiling), -ENOMEM; socket(), setsockopt() and bind() errors; the backend's registration errors.
  */
 int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
@@ -545,7 +555,9 @@ typedef struct tl_udp_meta {
     uint32_t ifindex;  /* the interface it came in on (0: not reported) */
     uint8_t ecn;       /* the IP header's ECN bits: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE */
     uint8_t flags;     /* TL_UDP_META_* */
-    uint16_t reserved16;
+    /* TL_UDP_GRO: the payload is datagrams of this size (the last may be
+     * shorter), coalesced by the kernel; 0: the payload is one datagram. */
+    uint16_t segment_size;
     uint32_t reserved[5];
 } tl_udp_meta;
 

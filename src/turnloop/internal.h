@@ -348,8 +348,9 @@ static inline bool tl__op_on_read_queue(uint8_t kind) {
 
 /* ---- datagrams (udp.c), shared by both backends ---------------------------- */
 #define TL_UDP_BATCH 32 /* datagrams per recvmmsg */
-/* The control bytes a datagram's metadata needs (pktinfo and TOS/TCLASS). */
-#define TL_UDP_CONTROL_LEN 64
+/* The control bytes a datagram's metadata needs: pktinfo, TOS or TCLASS, and
+ * the GRO segment size (IPv6: 40 + 24 + 24). */
+#define TL_UDP_CONTROL_LEN 88
 /* Sets up a datagram handle's fields (tl_udp_open, tl_attach). */
 void tl__udp_handle_init(tl_loop *loop, uint32_t hi, uint32_t send_queue);
 /* One step of send op oi: its total when every byte is sent, -EAGAIN when the

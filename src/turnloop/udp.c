@@ -54,7 +54,11 @@ int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
         o = *opts;
     if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
         return -EINVAL;
-    if (o.reuse_port > TL_REUSE_PORT_DISTRIBUTE || o.send_queue > UINT16_MAX)
+    if (o.reuse_port > TL_REUSE_PORT_DISTRIBUTE || o.send_queue > UINT16_MAX ||
+        (o.flags & ~TL_UDP_GRO))
+        return -EINVAL;
+    /* A coalesced payload cut short would lose datagrams without a trace. */
+    if ((o.flags & TL_UDP_GRO) && loop->buf_size < TL_UDP_HEADROOM + UDP_MAX_PAYLOAD)
         return -EINVAL;
     if (o.reuse_port == TL_REUSE_PORT_DISTRIBUTE && !tl_loop_can_distribute(loop))
         return -EOPNOTSUPP;
@@ -65,6 +69,9 @@ int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
         return -errno;
     int one = 1;
     int err = want_metadata(fd, addr->sa_family);
+    if (err == 0 && (o.flags & TL_UDP_GRO) &&
+        setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) < 0)
+        err = errno == ENOPROTOOPT ? -EOPNOTSUPP : -errno;
     if (err == 0 && o.reuse_port != TL_REUSE_PORT_NO &&
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
         err = -errno;
@@ -288,6 +295,10 @@ void tl__udp_deliver(tl_loop *loop, uint32_t oi, uint32_t id, const void *name, 
             int tclass;
             memcpy(&tclass, CMSG_DATA(c), sizeof tclass);
             m.ecn = (uint8_t)(tclass & 3);
+        } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int seg;
+            memcpy(&seg, CMSG_DATA(c), sizeof seg);
+            m.segment_size = seg > 0 && seg < (int)len ? (uint16_t)seg : 0;
         }
     }
     if (msg_flags & MSG_TRUNC) {
@@ -297,7 +308,7 @@ void tl__udp_deliver(tl_loop *loop, uint32_t oi, uint32_t id, const void *name, 
     uint8_t *buf = tl__buffer_data(loop, id);
     memcpy(buf, &m, sizeof m);
     loop->buf_owner[id] = tl__make_id(loop, loop->h[hi].gen, hi);
-    loop->stats.udp_received++;
+    loop->stats.udp_received += m.segment_size ? (len + m.segment_size - 1) / m.segment_size : 1;
     tl_completion extra = {.flags = TL_CQE_BUFFER,
                            .u.buf = {.data = buf + TL_UDP_HEADROOM, .id = id}};
     tl__op_complete(loop, oi, (int32_t)len, true, &extra);

@@ -359,6 +359,57 @@ static void udp_gso_send_arrives_as_separate_datagrams(void **state) {
     gso_run(TL_LOOP_NO_UDP_GSO);
 }
 
+/* With TL_UDP_GRO a GSO send on loopback stays one payload with its segment
+ * size; GRO needs buffers for 64 KiB and is refused with smaller ones. */
+static void udp_gro_receives_coalesced_datagrams(void **state) {
+    (void)state;
+    tl_loop_options o = {
+        .backend = test_backend, .recv_buffers = 8, .recv_buffer_size = TL_UDP_HEADROOM + 65535};
+    tl_loop *loop = NULL;
+    assert_int_equal(tl_loop_new(&loop, &o), 0);
+    tl_sockaddr sa, sb;
+    tl_handle a = udp_on(loop, AF_INET, "127.0.0.1", &sa);
+    tl_sockaddr any = addr_of(AF_INET, "127.0.0.1", 0);
+    tl_udp_options gro = {.flags = TL_UDP_GRO};
+    tl_handle b;
+    assert_int_equal(tl_udp_open(loop, &any.sa, sizeof any.in, &gro, &b), 0);
+    struct sockaddr_storage bound;
+    socklen_t gl;
+    assert_int_equal(tl_handle_sockname(loop, b, &bound, &gl), 0);
+    memcpy(&sb, &bound, gl);
+    assert_int_equal(tl_udp_recv(loop, b, 1, NULL), 0);
+    static char payload[3500];
+    memset(payload, 'g', sizeof payload);
+    tl_udp_send_args s = {.data = payload,
+                          .len = sizeof payload,
+                          .segment_size = 1200,
+                          .dest = &sb.sa,
+                          .dest_len = sizeof sb.in};
+    assert_int_equal(tl_udp_send(loop, a, &s, 5, NULL), 0);
+    got g = {0};
+    if (tl_loop_features(loop) & TL_FEATURE_UDP_GSO) {
+        recv_until(loop, &g, 1, NULL, NULL);
+        assert_int_equal(g.n, 1);
+        assert_int_equal(g.len[0], sizeof payload);
+        assert_int_equal(g.meta[0].segment_size, 1200);
+        assert_false(g.meta[0].flags & TL_UDP_META_TRUNCATED);
+    } else { /* sent one by one: nothing to coalesce on loopback */
+        recv_until(loop, &g, 3, NULL, NULL);
+        assert_int_equal(g.n, 3);
+    }
+    tl_loop_stats st;
+    tl_loop_get_stats(loop, &st);
+    assert_int_equal(st.udp_received, 3); /* datagrams, not payloads */
+    assert_int_equal(tl_close(loop, a, 0), 0);
+    close_and_drain(loop, b);
+    tl_loop_free(loop);
+
+    tl_loop *small = udp_loop(0, 8); /* 16 KiB buffers */
+    assert_int_equal(tl_udp_open(small, &any.sa, sizeof any.in, &gro, &b), -EINVAL);
+    assert_int_equal(tl_loop_handles(small), 0);
+    tl_loop_free(small);
+}
+
 /* 100 datagrams waiting: a turn delivers many of them, not one per turn. */
 static void udp_many_datagrams_in_one_turn(void **state) {
     (void)state;
@@ -737,6 +788,7 @@ static const struct CMUnitTest udp_tests[] = {
     cmocka_unit_test(udp_pktinfo_local_and_source_addresses),
     cmocka_unit_test(udp_ecn_bits_round_trip),
     cmocka_unit_test(udp_gso_send_arrives_as_separate_datagrams),
+    cmocka_unit_test(udp_gro_receives_coalesced_datagrams),
     cmocka_unit_test(udp_many_datagrams_in_one_turn),
     cmocka_unit_test(udp_closed_receive_frees_its_buffers),
     cmocka_unit_test(udp_buffer_exhaustion_keeps_the_handle),
