@@ -1,9 +1,9 @@
-/* UDP datagrams and QUIC connection-ID steering: receive and send on both
- * families, the metadata (pktinfo, ECN), GSO and its fallback, batches,
- * buffers given back on close and exhaustion, and steering by connection ID
- * with its refusal and the loop-to-loop forwarding that replaces it. */
+/* UDP datagrams: receive and send on both families, the metadata (pktinfo,
+ * ECN), GSO and its fallback, GRO, batches, buffers given back on close and
+ * exhaustion, a handle moved between loops. Steering: test_udp_steer.c. */
 #include "harness.h"
 #include "tests.h"
+#include "udp_util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,63 +20,6 @@
 
 #include <cmocka.h>
 
-static tl_loop *udp_loop(unsigned flags, uint32_t buffers) {
-    tl_loop_options o = {.backend = test_backend, .flags = flags, .recv_buffers = buffers};
-    tl_loop *loop = NULL;
-    int err = tl_loop_new(&loop, &o);
-    if (err < 0)
-        fail_msg("tl_loop_new: %s", tl_strerror(err));
-    return loop;
-}
-
-static tl_sockaddr addr_of(int family, const char *ip, uint16_t port) {
-    tl_sockaddr a;
-    memset(&a, 0, sizeof a);
-    if (family == AF_INET) {
-        a.in.sin_family = AF_INET;
-        a.in.sin_port = htons(port);
-        inet_pton(AF_INET, ip, &a.in.sin_addr);
-    } else {
-        a.in6.sin6_family = AF_INET6;
-        a.in6.sin6_port = htons(port);
-        inet_pton(AF_INET6, ip, &a.in6.sin6_addr);
-    }
-    return a;
-}
-
-static socklen_t addr_len(const tl_sockaddr *a) {
-    return a->sa.sa_family == AF_INET6 ? sizeof a->in6 : sizeof a->in;
-}
-
-/* A udp handle on ip:0, or 0 when the family has no loopback here. */
-static tl_handle udp_on(tl_loop *loop, int family, const char *ip, tl_sockaddr *bound) {
-    tl_sockaddr a = addr_of(family, ip, 0);
-    tl_handle h = 0;
-    int err = tl_udp_open(loop, &a.sa, addr_len(&a), NULL, &h);
-    if (err == -EADDRNOTAVAIL || err == -EAFNOSUPPORT)
-        return 0;
-    assert_int_equal(err, 0);
-    struct sockaddr_storage got;
-    socklen_t gl;
-    assert_int_equal(tl_handle_sockname(loop, h, &got, &gl), 0);
-    memcpy(bound, &got, gl);
-    return h;
-}
-
-/* A plain blocking socket bound to ip:0 with a 5 s receive timeout. */
-static int peer_on(int family, const char *ip, tl_sockaddr *bound) {
-    int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    tl_sockaddr a = addr_of(family, ip, 0);
-    assert_int_equal(bind(fd, &a.sa, addr_len(&a)), 0);
-    socklen_t l = sizeof *bound;
-    assert_int_equal(getsockname(fd, &bound->sa, &l), 0);
-    struct timeval tv = {.tv_sec = 5};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
-}
-
-/* What a receive gathered: payloads (their first 64 bytes), metadata, the end. */
 typedef struct got {
     int n;
     char data[256][64];
@@ -103,14 +46,6 @@ static void take(tl_loop *loop, const tl_completion *c, got *g) {
     }
 }
 
-static uint64_t ms_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Turns until g holds want datagrams, the receive ended, or 5 s passed;
- * other completions go to other[] (up to 16) when given. */
 static void recv_until(tl_loop *loop, got *g, int want, tl_completion *other, int *nother) {
     uint64_t end = ms_now() + 5000;
     while (g->n < want && !g->final && ms_now() < end) {
@@ -592,197 +527,6 @@ static void udp_handle_moves_between_loops(void **state) {
     tl_loop_free(b);
 }
 
-/* ---- steering ------------------------------------------------------------- */
-
-#define NLOOPS 4
-
-/* A QUIC-shaped datagram for loop `idx`: short header, or long header with
- * our 8-byte DCID; byte 1 of the DCID names the loop. */
-static size_t quic_packet(uint8_t *p, bool long_header, uint8_t idx, uint8_t seq) {
-    memset(p, 0xee, 64);
-    size_t at;
-    if (long_header) {
-        p[0] = 0xc0;
-        p[1] = 0, p[2] = 0, p[3] = 0, p[4] = 1; /* version 1 */
-        p[5] = 8;
-        at = 6;
-    } else {
-        p[0] = 0x40;
-        at = 1;
-    }
-    for (int i = 0; i < 8; i++)
-        p[at + i] = (uint8_t)(0x30 + i);
-    p[at + 1] = idx;
-    p[at + 8] = seq;
-    return 40;
-}
-
-typedef struct steer_run {
-    tl_loop *loops[NLOOPS];
-    tl_handle h[NLOOPS];
-    int per_loop_own[NLOOPS]; /* datagrams whose index named the loop that got them */
-    int misrouted;
-    int forwarded;
-    int hashed; /* not ours: any loop */
-} steer_run;
-
-static void steer_turn_all(steer_run *r, bool forward, int want) {
-    uint64_t end = ms_now() + 5000;
-    int total = 0;
-    while (total < want && ms_now() < end) {
-        for (int l = 0; l < NLOOPS; l++) {
-            tl_completion c[64];
-            int k = tl_loop_turn(r->loops[l], 5, c, 64);
-            assert_true(k >= 0);
-            for (int i = 0; i < k; i++) {
-                if (c[i].kind == TL_OP_UDP_FORWARDED) {
-                    tl_udp_datagram *d = c[i].u.msg.ptr;
-                    assert_int_equal(tl_cid_loop_index(d->data, d->len, NULL, NLOOPS), l);
-                    assert_true(d->meta.flags & TL_UDP_META_LOCAL);
-                    r->per_loop_own[l]++;
-                    r->forwarded++;
-                    total++;
-                    tl_udp_datagram_free(d);
-                    continue;
-                }
-                if (c[i].kind != TL_OP_UDP_RECV || !(c[i].flags & TL_CQE_BUFFER))
-                    continue;
-                int idx = tl_cid_loop_index(c[i].u.buf.data, (size_t)c[i].res, NULL, NLOOPS);
-                if (idx < 0) {
-                    r->hashed++;
-                    total++;
-                } else if (idx == l) {
-                    r->per_loop_own[l]++;
-                    total++;
-                } else if (forward) {
-                    assert_int_equal(tl_udp_forward(r->loops[l], &c[i], r->loops[idx], 9), 0);
-                } else {
-                    r->misrouted++;
-                    total++;
-                }
-                tl_buffer_release(r->loops[l], c[i].u.buf.id);
-            }
-        }
-    }
-}
-
-static void steer_send(int fd, uint16_t port, int per_loop, int others) {
-    tl_sockaddr to = addr_of(AF_INET, "127.0.0.1", port);
-    uint8_t p[64];
-    for (int l = 0; l < NLOOPS; l++)
-        for (int i = 0; i < per_loop; i++) {
-            size_t n = quic_packet(p, i % 2 == 1, (uint8_t)l, (uint8_t)i);
-            assert_int_equal(sendto(fd, p, n, 0, &to.sa, sizeof to.in), (ssize_t)n);
-        }
-    for (int i = 0; i < others; i++) { /* a client's Initial: its own 16-byte DCID */
-        memset(p, 0, sizeof p);
-        p[0] = 0xc3, p[4] = 1, p[5] = 16;
-        p[6] = (uint8_t)i;
-        assert_int_equal(sendto(fd, p, 40, 0, &to.sa, sizeof to.in), 40);
-    }
-}
-
-static void steer_setup(steer_run *r, unsigned flags, int *steer_err) {
-    memset(r, 0, sizeof *r);
-    for (int l = 0; l < NLOOPS; l++)
-        r->loops[l] = udp_loop(flags, 64);
-    tl_sockaddr a = addr_of(AF_INET, "127.0.0.1", 0);
-    assert_int_equal(tl_route_udp_cid(r->loops, NLOOPS, &a.sa, sizeof a.in, NULL, r->h, steer_err),
-                     0);
-    for (int l = 0; l < NLOOPS; l++)
-        assert_int_equal(tl_udp_recv(r->loops[l], r->h[l], 1, NULL), 0);
-}
-
-static uint16_t route_port(steer_run *r) {
-    struct sockaddr_storage s;
-    socklen_t sl;
-    assert_int_equal(tl_handle_sockname(r->loops[0], r->h[0], &s, &sl), 0);
-    return ntohs(((struct sockaddr_in *)&s)->sin_port);
-}
-
-static void steer_teardown(steer_run *r) {
-    for (int l = 0; l < NLOOPS; l++) {
-        assert_int_equal(tl_close(r->loops[l], r->h[l], 0), 0);
-        assert_int_equal(drain_loop(r->loops[l]), 0);
-        tl_loop_free(r->loops[l]);
-    }
-}
-
-static void udp_cid_steering_by_connection_id(void **state) {
-    (void)state;
-    /* The rule itself, as the program applies it. */
-    uint8_t p[64];
-    size_t n = quic_packet(p, false, 2, 0);
-    assert_int_equal(tl_cid_loop_index(p, n, NULL, NLOOPS), 2);
-    n = quic_packet(p, true, 3, 0);
-    assert_int_equal(tl_cid_loop_index(p, n, NULL, NLOOPS), 3);
-    assert_int_equal(tl_cid_loop_index(p, 8, NULL, NLOOPS), -1); /* cut short */
-    p[5] = 16;                                                   /* another DCID length */
-    assert_int_equal(tl_cid_loop_index(p, n, NULL, NLOOPS), -1);
-    n = quic_packet(p, false, 7, 0); /* an index past the group */
-    assert_int_equal(tl_cid_loop_index(p, n, NULL, NLOOPS), -1);
-    tl_cid_steer bad = {.cid_len = 4, .index_byte = 4};
-    tl_loop *one = test_loop(0, 0, 0);
-    tl_handle h1;
-    int serr;
-    tl_sockaddr a = addr_of(AF_INET, "127.0.0.1", 0);
-    assert_int_equal(tl_route_udp_cid(&one, 1, &a.sa, sizeof a.in, &bad, &h1, &serr), -EINVAL);
-    assert_int_equal(tl_loop_handles(one), 0);
-    tl_loop_free(one);
-
-    steer_run r;
-    steer_setup(&r, 0, &serr);
-    assert_int_equal(serr, 0); /* every kernel since 4.5 takes it */
-    tl_sockaddr peer;
-    int fd = peer_on(AF_INET, "127.0.0.1", &peer);
-    steer_send(fd, route_port(&r), 10, 8);
-    steer_turn_all(&r, false, NLOOPS * 10 + 8);
-    for (int l = 0; l < NLOOPS; l++) {
-        assert_int_equal(r.per_loop_own[l], 10);
-        tl_loop_stats st;
-        tl_loop_get_stats(r.loops[l], &st);
-        assert_true(st.udp_received >= 10); /* its own, and maybe some Initials */
-    }
-    assert_int_equal(r.misrouted, 0);
-    assert_int_equal(r.hashed, 8);
-    close(fd);
-    steer_teardown(&r);
-}
-
-/* A kernel that refuses the program: reported, the sockets stay, the kernel
- * hashes, and forwarding between loops puts every datagram on its loop. */
-static void udp_cid_steering_refused_then_forwarded(void **state) {
-    (void)state;
-    steer_run r;
-    int serr = 0;
-    steer_setup(&r, TL_LOOP_NO_CID_STEER, &serr);
-    assert_int_equal(serr, -EOPNOTSUPP);
-    tl_sockaddr peer;
-    int fd = peer_on(AF_INET, "127.0.0.1", &peer);
-    steer_send(fd, route_port(&r), 10, 0);
-    steer_turn_all(&r, true, NLOOPS * 10);
-    for (int l = 0; l < NLOOPS; l++)
-        assert_int_equal(r.per_loop_own[l], 10);
-    uint64_t forwarded_in = 0;
-    for (int l = 0; l < NLOOPS; l++) {
-        tl_loop_stats st;
-        tl_loop_get_stats(r.loops[l], &st);
-        forwarded_in += st.udp_forwarded_in;
-    }
-    assert_int_equal(forwarded_in, (uint64_t)r.forwarded);
-    /* One client's 4-tuple hashes to one loop: 30 of its 40 belong elsewhere. */
-    assert_int_equal(r.forwarded, (NLOOPS - 1) * 10);
-    close(fd);
-    steer_teardown(&r);
-
-    /* The same refusal asked for by the environment, as a server's test would. */
-    setenv("TURNLOOP_UDP_DISABLE", "cid_steer", 1);
-    steer_setup(&r, 0, &serr);
-    unsetenv("TURNLOOP_UDP_DISABLE");
-    assert_int_equal(serr, -EOPNOTSUPP);
-    steer_teardown(&r);
-}
-
 static const struct CMUnitTest udp_tests[] = {
     cmocka_unit_test(udp_send_receive_ipv4_and_ipv6),
     cmocka_unit_test(udp_pktinfo_local_and_source_addresses),
@@ -793,8 +537,6 @@ static const struct CMUnitTest udp_tests[] = {
     cmocka_unit_test(udp_closed_receive_frees_its_buffers),
     cmocka_unit_test(udp_buffer_exhaustion_keeps_the_handle),
     cmocka_unit_test(udp_handle_moves_between_loops),
-    cmocka_unit_test(udp_cid_steering_by_connection_id),
-    cmocka_unit_test(udp_cid_steering_refused_then_forwarded),
 };
 const size_t udp_test_count = sizeof udp_tests / sizeof udp_tests[0];
 const struct CMUnitTest *const udp_tests_p = udp_tests;
