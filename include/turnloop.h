@@ -665,9 +665,11 @@ typedef struct tl_udp_datagram {
 } tl_udp_datagram;
 
 /* Copies the datagram of c (a TL_OP_UDP_RECV completion with a buffer, from
- * loop `from`: the caller's thread) and queues it for loop `to`, which reports
- * TL_OP_UDP_FORWARDED with token. The caller still holds c's buffer and
- * releases it as usual. Errors: -EINVAL (c holds no datagram), -ENOMEM. */
+ * loop `from`, whose thread calls) and queues it for loop `to`, which may be
+ * turned by another thread (the inbox of tl_loop_post) and reports
+ * TL_OP_UDP_FORWARDED with token. Allocates one block per datagram. The caller
+ * still holds c's buffer and releases it as usual.
+ * Errors: -EINVAL (c holds no datagram), -ENOMEM. */
 int tl_udp_forward(tl_loop *from, const tl_completion *c, tl_loop *to, uint64_t token);
 void tl_udp_datagram_free(tl_udp_datagram *d);
 

@@ -20,7 +20,7 @@ int tl__ops_grow(tl_loop *loop, uint32_t ncap) {
     return err < 0 ? err : tl__slots_grow((void **)&loop->o, &loop->o_cap, ncap, sizeof *loop->o);
 }
 
-/* The arguments of a read or write op (every op slot has room for one). */
+/* The arguments of a read, a write or a datagram send (every op slot has room for one). */
 tl_oio *tl__op_io_take(tl_loop *loop, tl_oslot *o) {
     o->io = tl__slots_take(loop->io, sizeof *loop->io, offsetof(tl_oio, next), &loop->io_free,
                            &loop->io_fresh, loop->o_cap);
