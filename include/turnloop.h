@@ -632,7 +632,7 @@ typedef struct tl_cid_steer {
     uint64_t reserved[2]; /* zero */
 } tl_cid_steer;
 
-#define TL_CID_STEER_DEFAULT_LEN 8  /* with cfg NULL: 8-byte CIDs... */
+#define TL_CID_STEER_DEFAULT_LEN 16 /* with cfg NULL: 16-byte CIDs... */
 #define TL_CID_STEER_DEFAULT_BYTE 1 /* ...whose byte 1 is the loop index */
 #define TL_CID_STEER_MAX_LOOPS 256  /* one byte names the loop */
 

@@ -21,23 +21,27 @@
 #define NLOOPS 4
 
 /* A QUIC-shaped datagram for loop `idx`: short header, or long header with
- * our 8-byte DCID; byte 1 of the DCID names the loop. */
-static size_t quic_packet(uint8_t *p, bool long_header, uint8_t idx, uint8_t seq) {
+ * a DCID of the layout's length (16 by default) whose index byte (1 by
+ * default) names the loop. */
+static size_t quic_packet(uint8_t *p, bool long_header, uint8_t idx, uint8_t seq,
+                          const tl_cid_steer *cfg) {
+    size_t len = cfg ? cfg->cid_len : TL_CID_STEER_DEFAULT_LEN;
+    size_t byte = cfg ? cfg->index_byte : TL_CID_STEER_DEFAULT_BYTE;
     memset(p, 0xee, 64);
     size_t at;
     if (long_header) {
         p[0] = 0xc0;
         p[1] = 0, p[2] = 0, p[3] = 0, p[4] = 1; /* version 1 */
-        p[5] = 8;
+        p[5] = (uint8_t)len;
         at = 6;
     } else {
         p[0] = 0x40;
         at = 1;
     }
-    for (int i = 0; i < 8; i++)
+    for (size_t i = 0; i < len; i++)
         p[at + i] = (uint8_t)(0x30 + i);
-    p[at + 1] = idx;
-    p[at + 8] = seq;
+    p[at + byte] = idx;
+    p[at + len] = seq;
     return 40;
 }
 
@@ -47,7 +51,8 @@ typedef struct steer_run {
     int per_loop_own[NLOOPS]; /* datagrams whose index named the loop that got them */
     int misrouted;
     int forwarded;
-    int hashed; /* not ours: any loop */
+    int hashed;              /* not ours: any loop */
+    const tl_cid_steer *cfg; /* the layout; NULL: the default */
 } steer_run;
 
 static void steer_turn_all(steer_run *r, bool forward, int want) {
@@ -61,7 +66,7 @@ static void steer_turn_all(steer_run *r, bool forward, int want) {
             for (int i = 0; i < k; i++) {
                 if (c[i].kind == TL_OP_UDP_FORWARDED) {
                     tl_udp_datagram *d = c[i].u.msg.ptr;
-                    assert_int_equal(tl_cid_loop_index(d->data, d->len, NULL, NLOOPS), l);
+                    assert_int_equal(tl_cid_loop_index(d->data, d->len, r->cfg, NLOOPS), l);
                     assert_true(d->meta.flags & TL_UDP_META_LOCAL);
                     r->per_loop_own[l]++;
                     r->forwarded++;
@@ -71,7 +76,7 @@ static void steer_turn_all(steer_run *r, bool forward, int want) {
                 }
                 if (c[i].kind != TL_OP_UDP_RECV || !(c[i].flags & TL_CQE_BUFFER))
                     continue;
-                int idx = tl_cid_loop_index(c[i].u.buf.data, (size_t)c[i].res, NULL, NLOOPS);
+                int idx = tl_cid_loop_index(c[i].u.buf.data, (size_t)c[i].res, r->cfg, NLOOPS);
                 if (idx < 0) {
                     r->hashed++;
                     total++;
@@ -90,38 +95,41 @@ static void steer_turn_all(steer_run *r, bool forward, int want) {
     }
 }
 
-static void steer_send(int fd, uint16_t port, int per_loop, int others) {
+static uint16_t route_port(const steer_run *r) {
+    struct sockaddr_storage s;
+    socklen_t sl;
+    assert_int_equal(tl_handle_sockname(r->loops[0], r->h[0], &s, &sl), 0);
+    return ntohs(((struct sockaddr_in *)&s)->sin_port);
+}
+
+static void steer_send(const steer_run *r, int fd, int per_loop, int others) {
+    uint16_t port = route_port(r);
     tl_sockaddr to = addr_of(AF_INET, "127.0.0.1", port);
     uint8_t p[64];
     for (int l = 0; l < NLOOPS; l++)
         for (int i = 0; i < per_loop; i++) {
-            size_t n = quic_packet(p, i % 2 == 1, (uint8_t)l, (uint8_t)i);
+            size_t n = quic_packet(p, i % 2 == 1, (uint8_t)l, (uint8_t)i, r->cfg);
             assert_int_equal(sendto(fd, p, n, 0, &to.sa, sizeof to.in), (ssize_t)n);
         }
-    for (int i = 0; i < others; i++) { /* a client's Initial: its own 16-byte DCID */
+    size_t ours = r->cfg ? r->cfg->cid_len : TL_CID_STEER_DEFAULT_LEN;
+    for (int i = 0; i < others; i++) { /* a client's Initial: a DCID of its own length */
         memset(p, 0, sizeof p);
-        p[0] = 0xc3, p[4] = 1, p[5] = 16;
+        p[0] = 0xc3, p[4] = 1, p[5] = ours == 8 ? 12 : 8;
         p[6] = (uint8_t)i;
         assert_int_equal(sendto(fd, p, 40, 0, &to.sa, sizeof to.in), 40);
     }
 }
 
-static void steer_setup(steer_run *r, unsigned flags, int *steer_err) {
+static void steer_setup(steer_run *r, unsigned flags, const tl_cid_steer *cfg, int *steer_err) {
     memset(r, 0, sizeof *r);
+    r->cfg = cfg;
     for (int l = 0; l < NLOOPS; l++)
         r->loops[l] = udp_loop(flags, 64);
     tl_sockaddr a = addr_of(AF_INET, "127.0.0.1", 0);
-    assert_int_equal(tl_route_udp_cid(r->loops, NLOOPS, &a.sa, sizeof a.in, NULL, r->h, steer_err),
+    assert_int_equal(tl_route_udp_cid(r->loops, NLOOPS, &a.sa, sizeof a.in, cfg, r->h, steer_err),
                      0);
     for (int l = 0; l < NLOOPS; l++)
         assert_int_equal(tl_udp_recv(r->loops[l], r->h[l], 1, NULL), 0);
-}
-
-static uint16_t route_port(steer_run *r) {
-    struct sockaddr_storage s;
-    socklen_t sl;
-    assert_int_equal(tl_handle_sockname(r->loops[0], r->h[0], &s, &sl), 0);
-    return ntohs(((struct sockaddr_in *)&s)->sin_port);
 }
 
 static void steer_teardown(steer_run *r) {
@@ -136,15 +144,18 @@ static void udp_cid_steering_by_connection_id(void **state) {
     (void)state;
     /* The rule itself, as the program applies it. */
     uint8_t p[64];
-    size_t n = quic_packet(p, false, 2, 0);
+    size_t n = quic_packet(p, false, 2, 0, NULL);
     assert_int_equal(tl_cid_loop_index(p, n, NULL, NLOOPS), 2);
-    n = quic_packet(p, true, 3, 0);
+    n = quic_packet(p, true, 3, 0, NULL);
     assert_int_equal(tl_cid_loop_index(p, n, NULL, NLOOPS), 3);
     assert_int_equal(tl_cid_loop_index(p, 8, NULL, NLOOPS), -1); /* cut short */
-    p[5] = 16;                                                   /* another DCID length */
+    p[5] = 8;                                                    /* another DCID length */
     assert_int_equal(tl_cid_loop_index(p, n, NULL, NLOOPS), -1);
-    n = quic_packet(p, false, 7, 0); /* an index past the group */
+    n = quic_packet(p, false, 7, 0, NULL); /* an index past the group */
     assert_int_equal(tl_cid_loop_index(p, n, NULL, NLOOPS), -1);
+    tl_cid_steer c8 = {.cid_len = 8, .index_byte = 2}; /* another layout: byte 2 of 8 */
+    n = quic_packet(p, false, 3, 0, &c8);
+    assert_int_equal(tl_cid_loop_index(p, n, &c8, NLOOPS), 3);
     tl_cid_steer bad = {.cid_len = 4, .index_byte = 4};
     tl_loop *one = test_loop(0, 0, 0);
     tl_handle h1;
@@ -154,23 +165,27 @@ static void udp_cid_steering_by_connection_id(void **state) {
     assert_int_equal(tl_loop_handles(one), 0);
     tl_loop_free(one);
 
-    steer_run r;
-    steer_setup(&r, 0, &serr);
-    assert_int_equal(serr, 0); /* every kernel since 4.5 takes it */
-    tl_sockaddr peer;
-    int fd = peer_on(AF_INET, "127.0.0.1", &peer);
-    steer_send(fd, route_port(&r), 10, 8);
-    steer_turn_all(&r, false, NLOOPS * 10 + 8);
-    for (int l = 0; l < NLOOPS; l++) {
-        assert_int_equal(r.per_loop_own[l], 10);
-        tl_loop_stats st;
-        tl_loop_get_stats(r.loops[l], &st);
-        assert_true(st.udp_received >= 10); /* its own, and maybe some Initials */
+    /* In the kernel: the default layout, and 8-byte IDs with the index in byte 2. */
+    const tl_cid_steer *layouts[2] = {NULL, &c8};
+    for (int k = 0; k < 2; k++) {
+        steer_run r;
+        steer_setup(&r, 0, layouts[k], &serr);
+        assert_int_equal(serr, 0); /* every kernel since 4.5 takes it */
+        tl_sockaddr peer;
+        int fd = peer_on(AF_INET, "127.0.0.1", &peer);
+        steer_send(&r, fd, 10, 8);
+        steer_turn_all(&r, false, NLOOPS * 10 + 8);
+        for (int l = 0; l < NLOOPS; l++) {
+            assert_int_equal(r.per_loop_own[l], 10);
+            tl_loop_stats st;
+            tl_loop_get_stats(r.loops[l], &st);
+            assert_true(st.udp_received >= 10); /* its own, and maybe some Initials */
+        }
+        assert_int_equal(r.misrouted, 0);
+        assert_int_equal(r.hashed, 8);
+        close(fd);
+        steer_teardown(&r);
     }
-    assert_int_equal(r.misrouted, 0);
-    assert_int_equal(r.hashed, 8);
-    close(fd);
-    steer_teardown(&r);
 }
 
 /* A kernel that refuses the program: reported, the sockets stay, the kernel
@@ -179,11 +194,11 @@ static void udp_cid_steering_refused_then_forwarded(void **state) {
     (void)state;
     steer_run r;
     int serr = 0;
-    steer_setup(&r, TL_LOOP_NO_CID_STEER, &serr);
+    steer_setup(&r, TL_LOOP_NO_CID_STEER, NULL, &serr);
     assert_int_equal(serr, -EOPNOTSUPP);
     tl_sockaddr peer;
     int fd = peer_on(AF_INET, "127.0.0.1", &peer);
-    steer_send(fd, route_port(&r), 10, 0);
+    steer_send(&r, fd, 10, 0);
     steer_turn_all(&r, true, NLOOPS * 10);
     for (int l = 0; l < NLOOPS; l++)
         assert_int_equal(r.per_loop_own[l], 10);
@@ -201,7 +216,7 @@ static void udp_cid_steering_refused_then_forwarded(void **state) {
 
     /* The same refusal asked for by the environment, as a server's test would. */
     setenv("TURNLOOP_UDP_DISABLE", "cid_steer", 1);
-    steer_setup(&r, 0, &serr);
+    steer_setup(&r, 0, NULL, &serr);
     unsetenv("TURNLOOP_UDP_DISABLE");
     assert_int_equal(serr, -EOPNOTSUPP);
     steer_teardown(&r);
