@@ -25,6 +25,7 @@
 #ifndef TURNLOOP_H
 #define TURNLOOP_H
 
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -73,15 +74,18 @@ typedef enum tl_reuse_port {
 
 typedef enum tl_op_kind {
     TL_OP_NONE = 0,
-    TL_OP_ACCEPT,  /* u.accepted is the new handle */
-    TL_OP_CONNECT, /* res 0 on success */
-    TL_OP_READ,    /* res bytes into the caller's buffer; 0 is end of stream */
-    TL_OP_RECV,    /* multishot receive into loop-owned buffers: u.buf */
-    TL_OP_WRITE,   /* res: all bytes written, or an error */
-    TL_OP_TIMER,   /* res 0 when it fired */
-    TL_OP_CLOSE,   /* the handle is gone; reported once, after its operations */
-    TL_OP_POST,    /* a message posted with tl_loop_post(): u.msg */
-    TL_OP_ADOPT,   /* a transport posted with tl_loop_post_transport(): u.accepted */
+    TL_OP_ACCEPT,        /* u.accepted is the new handle */
+    TL_OP_CONNECT,       /* res 0 on success */
+    TL_OP_READ,          /* res bytes into the caller's buffer; 0 is end of stream */
+    TL_OP_RECV,          /* multishot receive into loop-owned buffers: u.buf */
+    TL_OP_WRITE,         /* res: all bytes written, or an error */
+    TL_OP_TIMER,         /* res 0 when it fired */
+    TL_OP_CLOSE,         /* the handle is gone; reported once, after its operations */
+    TL_OP_POST,          /* a message posted with tl_loop_post(): u.msg */
+    TL_OP_ADOPT,         /* a transport posted with tl_loop_post_transport(): u.accepted */
+    TL_OP_UDP_RECV,      /* multishot: one datagram per completion, u.buf; see tl_udp_meta_get() */
+    TL_OP_UDP_SEND,      /* res: the bytes sent (every segment), or an error */
+    TL_OP_UDP_FORWARDED, /* a datagram from tl_udp_forward(): u.msg.ptr is a tl_udp_datagram */
 } tl_op_kind;
 
 /* Completion flags. */
@@ -101,15 +105,15 @@ typedef struct tl_message {
 /* One completion record. Plain data, copied into the host's array. */
 typedef struct tl_completion {
     uint64_t token;   /* the caller's, as given when the operation started */
-    tl_op op;         /* 0 for TL_OP_CLOSE, TL_OP_POST and TL_OP_ADOPT */
-    tl_handle handle; /* the handle the operation ran on; 0 for timers and posts */
+    tl_op op;         /* 0 for TL_OP_CLOSE, TL_OP_POST, TL_OP_ADOPT, TL_OP_UDP_FORWARDED */
+    tl_handle handle; /* the handle the operation ran on; 0 for timers, posts and forwards */
     int32_t res;      /* >= 0 success (bytes, or 0); < 0 a negative errno (-ECANCELED) */
     uint16_t kind;    /* tl_op_kind */
     uint16_t flags;   /* TL_CQE_* */
     union {
         tl_handle accepted; /* TL_OP_ACCEPT, TL_OP_ADOPT: the new connection's handle */
         tl_buffer_ref buf;  /* TL_OP_RECV with TL_CQE_BUFFER */
-        tl_message msg;     /* TL_OP_POST */
+        tl_message msg;     /* TL_OP_POST; TL_OP_UDP_FORWARDED: msg.ptr */
     } u;
 } tl_completion;
 
@@ -133,6 +137,15 @@ typedef struct tl_loop_options {
  * refusal happens where the real one would: at the setsockopt, after the
  * listeners are bound, so the undo is what gets tested. Per loop. */
 #define TL_LOOP_NO_CPU_STEER 0x2u
+/* Simulates a kernel without UDP GSO (before 4.18): GSO sends go out as one
+ * sendmsg per segment, and tl_loop_features() does not list it. Per loop. */
+#define TL_LOOP_NO_UDP_GSO 0x4u
+/* Simulates a kernel that refuses the connection-ID steering program of
+ * tl_route_udp_cid (SO_ATTACH_REUSEPORT_CBPF), at the setsockopt where a real
+ * refusal happens. Per loop (any loop of the group refuses). The environment
+ * variable TURNLOOP_UDP_DISABLE=cid_steer,gso (or all) sets these two UDP
+ * flags on every loop made, for a host's end-to-end tests. */
+#define TL_LOOP_NO_CID_STEER 0x8u
 
 /* Counters a host may read from the loop's own thread. Monotonic. */
 typedef struct tl_loop_stats {
@@ -148,7 +161,11 @@ typedef struct tl_loop_stats {
     uint64_t accept_pauses;       /* times accepting paused at the handle ceiling */
     uint64_t accept_errors;       /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
     uint64_t recv_buffer_starved; /* TL_OP_RECV ended with -ENOBUFS: no loop buffer free */
-    uint64_t reserved[8];         /* zero today; counters of later versions */
+    uint64_t udp_received;        /* datagrams received by this loop's UDP handles (GRO: each) */
+    uint64_t udp_sent;            /* datagrams sent (a GSO send counts each segment) */
+    uint64_t udp_forwarded_in;    /* datagrams another loop forwarded here (tl_udp_forward) */
+    uint64_t udp_truncated;       /* datagrams longer than a loop buffer, delivered cut */
+    uint64_t reserved[4];         /* zero today; counters of later versions */
 } tl_loop_stats;
 
 /* ---- loops ------------------------------------------------------------- */
@@ -271,11 +288,12 @@ int tl_close(tl_loop *loop, tl_handle h, uint64_t token);
  * never outruns the ceiling, and no connection is dropped.
  *
  * Errors of every operation on a handle (tl_accept, tl_read, tl_recv,
- * tl_write, tl_writev), returned at once and with no completion to follow:
- * an id's errors; -EBADF (the handle is closing or detaching); -EINVAL (an
- * accept on a stream, or a stream operation on a listener, or the arguments
- * named below); -ENOSPC (the operation ceiling); -ENOMEM (tables without a
- * ceiling cannot grow). Errors found later arrive in the completion's res. */
+ * tl_write, tl_writev, tl_udp_recv, tl_udp_send), returned at once and with
+ * no completion to follow: an id's errors; -EBADF (the handle is closing or
+ * detaching); -EINVAL (an operation of another kind of socket: an accept on a
+ * stream, a stream operation on a listener or a datagram socket, a datagram
+ * operation on a stream; or the arguments named below); -ENOSPC (the operation ceiling); -ENOMEM
+ * (tables without a ceiling cannot grow). Errors found later arrive in the completion's res. */
 #define TL_ACCEPT_MULTISHOT 0x1u
 int tl_accept(tl_loop *loop, tl_handle listener, unsigned flags, uint64_t token, tl_op *out);
 
@@ -340,7 +358,7 @@ uint64_t tl_loop_now(const tl_loop *loop);
 /* A detached transport: a plain value that may cross threads. */
 typedef struct tl_detached {
     int fd;
-    uint32_t kind; /* internal: stream or listener */
+    uint32_t kind; /* internal: stream, listener or datagram socket */
 } tl_detached;
 
 /* Detaches a handle from its loop. The first call cancels the handle's pending
@@ -465,6 +483,195 @@ void tl_acceptor_stop(tl_acceptor *a);
 /* Connections accepted by the threads so far and handed to loop i (0 for an
  * index out of range). */
 uint64_t tl_acceptor_count(const tl_acceptor *a, int loop_index);
+
+/* ---- UDP datagrams ----------------------------------------------------------
+ *
+ * A datagram socket on a loop, completion-based like the streams: the host
+ * asks for a multishot receive and for sends, the loop completes them. Every
+ * received datagram lands in one loop buffer (tl_loop_options.recv_buffers),
+ * laid out as TL_UDP_HEADROOM bytes of metadata (read with tl_udp_meta_get()) and
+ * then the payload, which u.buf.data points at; the host gives the buffer back
+ * with tl_buffer_release(), as for TL_OP_RECV. io_uring receives with one
+ * multishot recvmsg on the loop's provided-buffer ring, epoll with recvmmsg in
+ * batches when the socket is readable. A payload longer than the buffer's
+ * recv_buffer_size - TL_UDP_HEADROOM bytes is delivered cut, with
+ * TL_UDP_META_TRUNCATED: size the buffers for the largest datagram expected.
+ *
+ * Sends are sendmsg() calls made by the loop on both backends, in order, one
+ * op per send; when the socket buffer is full they wait for it to drain
+ * (epoll: the writable edge; io_uring: a poll). */
+
+#define TL_UDP_HEADROOM 160 /* bytes of each loop buffer before a datagram's payload */
+
+/* A socket address of either family, by value. */
+typedef union tl_sockaddr {
+    struct sockaddr sa;
+    struct sockaddr_in in;
+    struct sockaddr_in6 in6;
+} tl_sockaddr;
+
+typedef struct tl_udp_options {
+    tl_reuse_port reuse_port; /* as tl_listen_options: SHARE or DISTRIBUTE for one per loop */
+    uint32_t send_queue;      /* sends in flight per handle before -EAGAIN; 0 = 256 */
+    uint32_t flags;           /* TL_UDP_* */
+    uint32_t reserved32;
+    uint64_t reserved[3]; /* zero */
+} tl_udp_options;
+
+/* Receive-side GRO (UDP_GRO, 5.0): the kernel may hand over several
+ * datagrams of one flow, all of one size but the last, as one payload, with
+ * that size in tl_udp_meta.segment_size. A coalesced payload reaches 64 KiB,
+ * so the loop's recv_buffer_size must be at least TL_UDP_HEADROOM + 65535. */
+#define TL_UDP_GRO 0x1u
+
+/* Opens and binds a datagram socket (AF_INET or AF_INET6: IPV6_V6ONLY). The
+ * socket reports each datagram's local address (IP_PKTINFO, IPV6_RECVPKTINFO)
+ * and its ECN bits (IP_RECVTOS, IPV6_RECVTCLASS). The loop owns it; close it
+ * with tl_close(). On error nothing is left behind.
+ * Errors: -EINVAL (another family, an unknown reuse_port or flag, a send_queue
+ * above 65535, TL_UDP_GRO with buffers too small for it), -EOPNOTSUPP
+ * (DISTRIBUTE where the loop cannot distribute, TL_UDP_GRO where the kernel
+ * has no UDP_GRO), -EMFILE (the handle
+ * ceiling), -ENOMEM; socket(), setsockopt() and bind() errors; the backend's registration errors.
+ */
+int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
+                const tl_udp_options *opts, tl_handle *out);
+
+/* Multishot receive: one TL_OP_UDP_RECV completion per datagram, with
+ * TL_CQE_BUFFER, res the payload's length (0 is an empty datagram, not an
+ * end). Ends (final) on cancel, close, an error, or -ENOBUFS when no loop
+ * buffer is free: the handle stays; release buffers and ask again. Errors
+ * from ICMP about earlier sends (-ECONNREFUSED...) are skipped, not reported.
+ * On io_uring with a buffer ring but a kernel without multishot recvmsg
+ * (5.19) it ends at once with -EOPNOTSUPP: run such a host on epoll.
+ * Errors: as tl_accept's list; -EINVAL also when recv_buffer_size leaves no
+ * room after TL_UDP_HEADROOM. */
+int tl_udp_recv(tl_loop *loop, tl_handle h, uint64_t token, tl_op *out);
+
+/* What the loop learnt about a received datagram, besides its payload. */
+typedef struct tl_udp_meta {
+    tl_sockaddr peer;  /* the sender */
+    tl_sockaddr local; /* the address it was sent to (pktinfo) with the socket's port */
+    uint32_t ifindex;  /* the interface it came in on (0: not reported) */
+    uint8_t ecn;       /* the IP header's ECN bits: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE */
+    uint8_t flags;     /* TL_UDP_META_* */
+    /* TL_UDP_GRO: the payload is datagrams of this size (the last may be
+     * shorter), coalesced by the kernel; 0: the payload is one datagram. */
+    uint16_t segment_size;
+    uint32_t reserved[5];
+} tl_udp_meta;
+
+#define TL_UDP_META_LOCAL 0x1u     /* local is known (the kernel sent pktinfo) */
+#define TL_UDP_META_TRUNCATED 0x2u /* the payload was longer than the buffer's room */
+
+/* The metadata of a TL_OP_UDP_RECV completion that holds a buffer (or of a
+ * TL_OP_UDP_FORWARDED one), valid while the host holds it. Loop thread only.
+ * Errors: -EINVAL (another kind of completion, or a buffer not held). */
+int tl_udp_meta_get(const tl_loop *loop, const tl_completion *c, tl_udp_meta *out);
+
+/* One send. dest is required; source, when given, is the local address the
+ * datagram leaves from (IP_PKTINFO / IPV6_PKTINFO; its port is ignored: a
+ * socket sends from its own), which a server bound to a wildcard uses to
+ * answer from the address the client wrote to. ecn (0..3) is set in the IP
+ * header (IP_TOS / IPV6_TCLASS). segment_size > 0 asks for a GSO send: len
+ * bytes go out as datagrams of segment_size bytes (the last may be shorter),
+ * in one UDP_SEGMENT sendmsg where the kernel has it (TL_FEATURE_UDP_GSO),
+ * else one sendmsg each. */
+typedef struct tl_udp_send_args {
+    const void *data; /* the caller's until the final completion */
+    uint32_t len;
+    uint16_t segment_size; /* 0: one datagram */
+    uint8_t ecn;
+    uint8_t reserved8;
+    const struct sockaddr *dest; /* copied */
+    socklen_t dest_len;
+    const struct sockaddr *source; /* NULL: the kernel's choice; copied */
+    socklen_t source_len;
+    uint64_t reserved[2]; /* zero */
+} tl_udp_send_args;
+
+#define TL_UDP_MAX_SEGMENTS 64 /* the kernel's UDP_MAX_SEGMENTS for one GSO send */
+
+/* Queues a send; one TL_OP_UDP_SEND completion, final, with res = len or an
+ * error (a GSO fallback that fails part-way reports the error; the segments
+ * before it were sent). Errors: as tl_accept's list; -EAGAIN (send_queue
+ * sends are in flight: wait for a completion); -EINVAL (len 0 or more than
+ * 65535, ecn > 3, more than TL_UDP_MAX_SEGMENTS segments, an address of the
+ * wrong family or size). */
+int tl_udp_send(tl_loop *loop, tl_handle h, const tl_udp_send_args *args, uint64_t token,
+                tl_op *out);
+
+/* What the kernel under this loop can do for datagrams. Loop thread only.
+ * TL_FEATURE_UDP_GSO: UDP_SEGMENT works, so a GSO send is one sendmsg; probed
+ * once per loop (a getsockopt on a scratch socket), and dropped if a device
+ * answers a GSO send with EIO. TL_FEATURE_UDP_RECVMSG_MULTISHOT: io_uring
+ * receives datagrams by one multishot recvmsg on its buffer ring; listed
+ * wherever the ring is, and dropped when the kernel refuses the request. */
+#define TL_FEATURE_UDP_GSO 0x1u
+#define TL_FEATURE_UDP_RECVMSG_MULTISHOT 0x2u
+unsigned tl_loop_features(tl_loop *loop);
+
+/* ---- QUIC connection-ID steering --------------------------------------------
+ *
+ * One UDP socket per loop on one port, and a classic BPF reuseport program
+ * that sends each datagram to the socket named by a byte of its QUIC
+ * destination connection ID (doc/turnloop.md, "Connection-ID steering"):
+ *   short header (first byte & 0x80 == 0): DCID from byte 1, its length is
+ *     the server's own (cid_len);
+ *   long header: DCID length at byte 5, DCID from byte 6; when that length is
+ *     cid_len, the DCID is taken as one of ours;
+ *   byte index_byte of an accepted DCID < n: that loop's socket;
+ *   anything else (a client's first Initial with its random DCID, a value
+ *   >= n, a datagram too short): the kernel's flow hash (SKF_AD_RXHASH) % n,
+ *   so the datagrams of one 4-tuple go to one loop. */
+
+typedef struct tl_cid_steer {
+    uint8_t cid_len;    /* the length of the server's connection IDs, 1..20 */
+    uint8_t index_byte; /* which byte of them holds the loop index, < cid_len */
+    uint8_t reserved8[6];
+    uint64_t reserved[2]; /* zero */
+} tl_cid_steer;
+
+#define TL_CID_STEER_DEFAULT_LEN 16 /* with cfg NULL: 16-byte CIDs... */
+#define TL_CID_STEER_DEFAULT_BYTE 1 /* ...whose byte 1 is the loop index */
+#define TL_CID_STEER_MAX_LOOPS 256  /* one byte names the loop */
+
+/* Makes loops[i]'s socket out[i] (SO_REUSEPORT, in loop order: index i of
+ * the kernel's group) and attaches the steering program. A kernel that
+ * refuses the program (or a loop with TL_LOOP_NO_CID_STEER) is not an error:
+ * the sockets stay, the kernel spreads datagrams by its hash, and *steer_err
+ * says why (-EOPNOTSUPP, or setsockopt's error); the host then forwards
+ * misrouted datagrams itself (tl_cid_loop_index, tl_udp_forward). *steer_err
+ * is 0 when the kernel steers. Port 0: the first socket's port for all. Same
+ * threading rule as tl_route_reuse_port. cfg NULL: the defaults above.
+ * Errors (every socket made is closed): -EINVAL (n outside
+ * 1..TL_CID_STEER_MAX_LOOPS, a cfg out of range), tl_udp_open()'s. */
+int tl_route_udp_cid(tl_loop **loops, int n, const struct sockaddr *addr, socklen_t addrlen,
+                     const tl_cid_steer *cfg, tl_handle *out, int *steer_err);
+
+/* The loop the steering program picks for a datagram by its connection ID
+ * (0..n-1), or -1 when it would use the flow hash (not one of ours, or too
+ * short). The same rules as the program: a host without kernel steering
+ * forwards a datagram whose index is another loop's. cfg NULL: the defaults. */
+int tl_cid_loop_index(const void *pkt, size_t len, const tl_cid_steer *cfg, int n);
+
+/* A datagram handed from one loop to another, as the receiving loop reports it
+ * in a TL_OP_UDP_FORWARDED completion's u.msg.ptr. The host owns it from that
+ * completion on and frees it with tl_udp_datagram_free(). */
+typedef struct tl_udp_datagram {
+    tl_udp_meta meta;
+    uint32_t len;
+    uint8_t data[]; /* len bytes */
+} tl_udp_datagram;
+
+/* Copies the datagram of c (a TL_OP_UDP_RECV completion with a buffer, from
+ * loop `from`, whose thread calls) and queues it for loop `to`, which may be
+ * turned by another thread (the inbox of tl_loop_post) and reports
+ * TL_OP_UDP_FORWARDED with token. Allocates one block per datagram. The caller
+ * still holds c's buffer and releases it as usual.
+ * Errors: -EINVAL (c holds no datagram), -ENOMEM. */
+int tl_udp_forward(tl_loop *from, const tl_completion *c, tl_loop *to, uint64_t token);
+void tl_udp_datagram_free(tl_udp_datagram *d);
 
 /* ---- misc --------------------------------------------------------------- */
 

@@ -31,7 +31,8 @@ int tl_detach(tl_loop *loop, tl_handle handle, tl_detached *out) {
 }
 
 int tl_attach(tl_loop *loop, const tl_detached *d, tl_handle *out) {
-    if (d->fd < 0 || (d->kind != TL_H_STREAM && d->kind != TL_H_LISTENER)) {
+    if (d->fd < 0 ||
+        (d->kind != TL_H_STREAM && d->kind != TL_H_LISTENER && d->kind != TL_H_DGRAM)) {
         if (d->fd >= 0)
             close(d->fd);
         return -EINVAL;
@@ -40,6 +41,8 @@ int tl_attach(tl_loop *loop, const tl_detached *d, tl_handle *out) {
     int err = tl__handle_new(loop, d->fd, (uint8_t)d->kind, 0, &hi); /* closes fd on error */
     if (err < 0)
         return err;
+    if (d->kind == TL_H_DGRAM)
+        tl__udp_handle_init(loop, hi, 0); /* a moved socket gets the default send queue */
     *out = tl__make_id(loop, loop->h[hi].gen, hi);
     return 0;
 }

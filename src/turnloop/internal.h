@@ -24,7 +24,7 @@
 
 enum tl_slot_state { TL_SLOT_FREE = 0, TL_SLOT_LIVE, TL_SLOT_DONE };
 
-enum tl_handle_type { TL_H_STREAM = 1, TL_H_LISTENER, TL_H_SHARED_LISTENER };
+enum tl_handle_type { TL_H_STREAM = 1, TL_H_LISTENER, TL_H_SHARED_LISTENER, TL_H_DGRAM };
 
 /* Readiness cached from edge-triggered events (epoll) */
 #define TL_READY_IN 0x1u
@@ -53,11 +53,32 @@ typedef struct tl_hslot {
     uint8_t connecting : 1; /* a connect op is outstanding: writability is not readiness yet */
     uint8_t woken : 1;      /* an OS event (not cached readiness) brought this handle up */
     uint64_t close_token;
-    uint64_t backoff_until; /* accept backoff after EMFILE/ENFILE (ms) */
+    union {
+        uint64_t backoff_until;     /* listeners: accept backoff after EMFILE/ENFILE (ms) */
+        struct {                    /* datagram sockets (udp.c) */
+            uint16_t udp_queued;    /* sends in flight */
+            uint16_t udp_queue_max; /* tl_udp_options.send_queue */
+            uint16_t udp_port;      /* the bound port, network order: tl_udp_meta's local */
+        };
+    };
 } tl_hslot;
 
+/* A datagram send's arguments (udp.c), copied at tl_udp_send. */
+typedef struct tl_odgram {
+    const void *data;
+    uint16_t segment_size;
+    uint8_t ecn;
+    uint8_t has_source;
+    tl_sockaddr dest;
+    socklen_t dest_len;
+    tl_sockaddr source; /* its address only: pktinfo */
+} tl_odgram;
+
 typedef struct tl_oio {
-    struct iovec iov[TL_MAX_IOV];
+    union {
+        struct iovec iov[TL_MAX_IOV]; /* read, write */
+        tl_odgram dg;                 /* TL_OP_UDP_SEND; total and done below are its too */
+    };
     int iovcnt;
     uint32_t total; /* bytes to write */
     uint32_t done;  /* bytes written so far */
@@ -91,6 +112,7 @@ typedef struct tl_cqueue {
 
 typedef struct tl_inbox_item {
     uint8_t is_transport;
+    uint8_t is_datagram; /* msg.ptr is a tl_udp_datagram (tl_udp_forward) */
     uint64_t token;
     tl_message msg;
     tl_detached transport;
@@ -162,6 +184,8 @@ struct tl_loop {
     uint8_t adopt_load_held;
 
     uint32_t backoff_listeners; /* listeners waiting out an EMFILE backoff */
+    uint8_t udp_gso;            /* UDP_SEGMENT: 0 not probed yet, 1 works, 2 not here */
+    bool udp_ring_recv;         /* io_uring receives datagrams by multishot recvmsg (a feature) */
     uint64_t now_ms;
     tl_loop_stats stats;
 };
@@ -267,6 +291,14 @@ void tl__handle_finish_close(tl_loop *loop, uint32_t hi);
 /* Grows the op table and its argument table together to ncap slots. */
 int tl__ops_grow(tl_loop *loop, uint32_t ncap);
 int tl__op_new(tl_loop *loop, uint8_t kind, uint32_t hi, uint64_t token, uint32_t *index);
+/* Takes the argument slot of an op that carries arguments (every op slot has room for one). */
+tl_oio *tl__op_io_take(tl_loop *loop, tl_oslot *o);
+/* Common entry for ops on a handle: checks the handle and that the op fits its
+ * type (-EINVAL), takes a slot, links it. */
+int tl__op_start(tl_loop *loop, tl_handle handle, uint8_t kind, uint64_t token, uint32_t *hi,
+                 uint32_t *oi);
+/* Hands a started op to the backend and names it in *out (may be NULL). */
+int tl__op_submit(tl_loop *loop, uint32_t oi, tl_op *out);
 /* Gives back a finished op's arguments (none: nothing). */
 void tl__op_io_release(tl_loop *loop, tl_oslot *o);
 void tl__op_link(tl_loop *loop, uint32_t oi);
@@ -310,7 +342,41 @@ static inline tl_oio *tl__op_io(const tl_loop *loop, const tl_oslot *o) {
 }
 
 static inline bool tl__op_on_read_queue(uint8_t kind) {
-    return kind == TL_OP_ACCEPT || kind == TL_OP_READ || kind == TL_OP_RECV;
+    return kind == TL_OP_ACCEPT || kind == TL_OP_READ || kind == TL_OP_RECV ||
+           kind == TL_OP_UDP_RECV;
 }
+
+/* ---- datagrams (udp.c), shared by both backends ---------------------------- */
+#define TL_UDP_BATCH 32 /* datagrams per recvmmsg */
+/* The control bytes a datagram's metadata needs: pktinfo, TOS or TCLASS, and
+ * the GRO segment size (IPv6: 40 + 24 + 24). */
+#define TL_UDP_CONTROL_LEN 88
+/* Sets up a datagram handle's fields (tl_udp_open, tl_attach). */
+void tl__udp_handle_init(tl_loop *loop, uint32_t hi, uint32_t send_queue);
+/* One step of send op oi: its total when every byte is sent, -EAGAIN when the
+ * socket is full (call again when writable), or the error that ends it. */
+int tl__udp_send_step(tl_loop *loop, uint32_t oi);
+/* Receives up to TL_UDP_BATCH datagrams for receive op oi, each completed
+ * (more) into a loop buffer. Returns how many; *drained when the socket had
+ * no more. A negative result is the error that ends the op (-ENOBUFS counted). */
+int tl__udp_recv_batch(tl_loop *loop, uint32_t oi, bool *drained);
+/* Writes a datagram's metadata at the head of buffer id from what recvmsg
+ * returned (name, the control messages in cm, msg_flags) and completes op oi
+ * with its payload (len bytes at TL_UDP_HEADROOM). */
+void tl__udp_deliver(tl_loop *loop, uint32_t oi, uint32_t id, const void *name, socklen_t namelen,
+                     struct msghdr *cm, int msg_flags, uint32_t len);
+/* Errors a datagram socket's receive reports for an earlier send (ICMP): not
+ * the socket's end, so a receive goes on past them. */
+static inline bool tl__udp_soft_error(int e) {
+    return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH || e == EHOSTDOWN ||
+           e == ENETDOWN || e == EINTR;
+}
+/* Queues a forwarded datagram (a tl_udp_datagram) for loop; frees it on error. */
+int tl__loop_post_datagram(tl_loop *loop, uint64_t token, void *datagram);
+/* Closes, with no completion, the handles out[0..made) a route made on
+ * loops[i]: a refused route leaves nothing behind. */
+void tl__undo_handles(tl_loop **loops, int made, tl_handle *out);
+/* Frees the forwarded datagrams of undelivered completions (tl_loop_free). */
+void tl__udp_free_forwarded(tl_loop *loop);
 
 #endif

@@ -154,9 +154,9 @@ int tl_adopt_fd(tl_loop *loop, int fd, tl_handle *out) {
     return 0;
 }
 
-/* Closes the listeners a route made so far, fd and slot alike: a refused
+/* Closes the sockets a route made so far, fd and slot alike: a refused
  * route leaves nothing behind. */
-static void undo_listeners(tl_loop **loops, int made, tl_handle *out) {
+void tl__undo_handles(tl_loop **loops, int made, tl_handle *out) {
     for (int i = 0; i < made; i++) {
         uint32_t hi;
         if (tl__handle_lookup(loops[i], out[i], &hi) == 0) {
@@ -193,7 +193,7 @@ static int listen_group(tl_loop **loops, int n, const struct sockaddr *addr, soc
         }
     }
     if (err < 0)
-        undo_listeners(loops, made, out);
+        tl__undo_handles(loops, made, out);
     return err;
 }
 
@@ -265,7 +265,7 @@ int tl_route_reuse_port_cpu(tl_loop **loops, int n, const struct sockaddr *addr,
     if (err == 0)
         err = attach_cpu_steer(loops, n, cpus, loops[0]->h[hi].fd);
     if (err < 0)
-        undo_listeners(loops, n, out);
+        tl__undo_handles(loops, n, out);
     return err;
 }
 

@@ -60,10 +60,24 @@ static int select_backend(tl_loop *loop, tl_backend_kind kind) {
     return -EINVAL;
 }
 
+/* An operator's (or an end-to-end test's) switch for the UDP kernel features,
+ * as TURNLOOP_URING_DISABLE is for io_uring's: TURNLOOP_UDP_DISABLE=cid_steer,gso
+ * (or all) makes every loop behave as on a kernel without them, through the
+ * same per-loop flags the contract tests set. */
+static unsigned udp_disabled_by_env(void) {
+    const char *off = getenv("TURNLOOP_UDP_DISABLE");
+    if (!off)
+        return 0;
+    bool all = strstr(off, "all") != NULL;
+    return (all || strstr(off, "cid_steer") ? TL_LOOP_NO_CID_STEER : 0) |
+           (all || strstr(off, "gso") ? TL_LOOP_NO_UDP_GSO : 0);
+}
+
 int tl_loop_new(tl_loop **out, const tl_loop_options *opts) {
     tl_loop_options o = {0};
     if (opts)
         o = *opts;
+    o.flags |= udp_disabled_by_env();
     if (o.max_handles >= TL_ID_MAX_SLOTS || o.max_operations >= TL_ID_MAX_SLOTS)
         return -EINVAL;
     tl_loop *loop = calloc(1, sizeof *loop);
@@ -129,6 +143,7 @@ void tl_loop_free(tl_loop *loop) {
     for (uint32_t i = 0; i < loop->adopt_len; i++)
         close(loop->adopt_wait[i].transport.fd);
     tl__inbox_discard(loop); /* closes transports still queued: the loop is going */
+    tl__udp_free_forwarded(loop);
     if (loop->be)
         loop->be->fini(loop);
     tl__inbox_fini(&loop->inbox);
@@ -165,7 +180,7 @@ static void delivered(tl_loop *loop, const tl_completion *c) {
     }
     if (c->kind == TL_OP_CLOSE && hi != TL_NIL)
         tl__handle_release_slot(loop, hi);
-    if (c->kind == TL_OP_POST || c->kind == TL_OP_ADOPT)
+    if (c->kind == TL_OP_POST || c->kind == TL_OP_ADOPT || c->kind == TL_OP_UDP_FORWARDED)
         loop->cq_extra--;
 }
 

@@ -20,8 +20,8 @@ int tl__ops_grow(tl_loop *loop, uint32_t ncap) {
     return err < 0 ? err : tl__slots_grow((void **)&loop->o, &loop->o_cap, ncap, sizeof *loop->o);
 }
 
-/* The arguments of a read or write op (every op slot has room for one). */
-static tl_oio *io_take(tl_loop *loop, tl_oslot *o) {
+/* The arguments of a read, a write or a datagram send (every op slot has room for one). */
+tl_oio *tl__op_io_take(tl_loop *loop, tl_oslot *o) {
     o->io = tl__slots_take(loop->io, sizeof *loop->io, offsetof(tl_oio, next), &loop->io_free,
                            &loop->io_fresh, loop->o_cap);
     assert(o->io != TL_NIL);
@@ -29,7 +29,8 @@ static tl_oio *io_take(tl_loop *loop, tl_oslot *o) {
 }
 
 void tl__op_io_release(tl_loop *loop, tl_oslot *o) {
-    if ((o->kind != TL_OP_READ && o->kind != TL_OP_WRITE) || o->io == TL_NIL)
+    if ((o->kind != TL_OP_READ && o->kind != TL_OP_WRITE && o->kind != TL_OP_UDP_SEND) ||
+        o->io == TL_NIL)
         return;
     loop->io[o->io].next = loop->io_free;
     loop->io_free = o->io;
@@ -121,6 +122,8 @@ void tl__op_complete(tl_loop *loop, uint32_t oi, int32_t res, bool more,
         uint32_t hi = o->handle;
         tl__op_unlink(loop, oi);
         tl_hslot *h = &loop->h[hi];
+        if (o->kind == TL_OP_UDP_SEND)
+            h->udp_queued--; /* room in the send queue again */
         if (--h->nops == 0 && h->closing)
             tl__handle_finish_close(loop, hi);
     }
@@ -141,17 +144,28 @@ void tl__handle_cancel_all(tl_loop *loop, uint32_t hi) {
     }
 }
 
-/* Common entry for ops on a handle: checks the handle, takes a slot, links it. */
-static int start_on_handle(tl_loop *loop, tl_handle handle, uint8_t kind, uint64_t token,
-                           uint32_t *hi, uint32_t *oi) {
+/* Which ops a handle of each type takes: accepts on listeners, datagram ops on
+ * datagram sockets, byte-stream ops on streams. */
+static bool op_fits_handle(uint8_t type, uint8_t kind) {
+    switch (type) {
+    case TL_H_STREAM:
+        return kind == TL_OP_READ || kind == TL_OP_RECV || kind == TL_OP_WRITE;
+    case TL_H_DGRAM:
+        return kind == TL_OP_UDP_RECV || kind == TL_OP_UDP_SEND;
+    default:
+        return kind == TL_OP_ACCEPT;
+    }
+}
+
+int tl__op_start(tl_loop *loop, tl_handle handle, uint8_t kind, uint64_t token, uint32_t *hi,
+                 uint32_t *oi) {
     int err = tl__handle_lookup(loop, handle, hi);
     if (err < 0)
         return err;
     tl_hslot *h = &loop->h[*hi];
     if (h->closing || h->detaching)
         return -EBADF;
-    bool listener = h->type != TL_H_STREAM;
-    if ((kind == TL_OP_ACCEPT) != listener)
+    if (!op_fits_handle(h->type, kind))
         return -EINVAL;
     err = tl__op_new(loop, kind, *hi, token, oi);
     if (err < 0)
@@ -160,7 +174,7 @@ static int start_on_handle(tl_loop *loop, tl_handle handle, uint8_t kind, uint64
     return 0;
 }
 
-static int finish_start(tl_loop *loop, uint32_t oi, tl_op *out) {
+int tl__op_submit(tl_loop *loop, uint32_t oi, tl_op *out) {
     if (out)
         *out = tl__make_id(loop, loop->o[oi].gen, oi);
     loop->be->submit(loop, oi);
@@ -169,36 +183,36 @@ static int finish_start(tl_loop *loop, uint32_t oi, tl_op *out) {
 
 int tl_accept(tl_loop *loop, tl_handle listener, unsigned flags, uint64_t token, tl_op *out) {
     uint32_t hi, oi;
-    int err = start_on_handle(loop, listener, TL_OP_ACCEPT, token, &hi, &oi);
+    int err = tl__op_start(loop, listener, TL_OP_ACCEPT, token, &hi, &oi);
     if (err < 0)
         return err;
     loop->o[oi].multishot = (flags & TL_ACCEPT_MULTISHOT) != 0;
-    return finish_start(loop, oi, out);
+    return tl__op_submit(loop, oi, out);
 }
 
 int tl_read(tl_loop *loop, tl_handle h, void *buf, uint32_t len, uint64_t token, tl_op *out) {
     if (!buf || len == 0)
         return -EINVAL;
     uint32_t hi, oi;
-    int err = start_on_handle(loop, h, TL_OP_READ, token, &hi, &oi);
+    int err = tl__op_start(loop, h, TL_OP_READ, token, &hi, &oi);
     if (err < 0)
         return err;
-    tl_oio *io = io_take(loop, &loop->o[oi]);
+    tl_oio *io = tl__op_io_take(loop, &loop->o[oi]);
     io->iov[0].iov_base = buf;
     io->iov[0].iov_len = len;
     io->iovcnt = 1;
     io->total = len;
     io->done = 0;
-    return finish_start(loop, oi, out);
+    return tl__op_submit(loop, oi, out);
 }
 
 int tl_recv(tl_loop *loop, tl_handle h, uint64_t token, tl_op *out) {
     uint32_t hi, oi;
-    int err = start_on_handle(loop, h, TL_OP_RECV, token, &hi, &oi);
+    int err = tl__op_start(loop, h, TL_OP_RECV, token, &hi, &oi);
     if (err < 0)
         return err;
     loop->o[oi].multishot = 1;
-    return finish_start(loop, oi, out);
+    return tl__op_submit(loop, oi, out);
 }
 
 int tl_writev(tl_loop *loop, tl_handle h, const struct iovec *iov, int iovcnt, uint64_t token,
@@ -211,15 +225,15 @@ int tl_writev(tl_loop *loop, tl_handle h, const struct iovec *iov, int iovcnt, u
     if (total == 0 || total > INT32_MAX)
         return -EINVAL;
     uint32_t hi, oi;
-    int err = start_on_handle(loop, h, TL_OP_WRITE, token, &hi, &oi);
+    int err = tl__op_start(loop, h, TL_OP_WRITE, token, &hi, &oi);
     if (err < 0)
         return err;
-    tl_oio *io = io_take(loop, &loop->o[oi]);
+    tl_oio *io = tl__op_io_take(loop, &loop->o[oi]);
     memcpy(io->iov, iov, (size_t)iovcnt * sizeof *iov);
     io->iovcnt = iovcnt;
     io->total = (uint32_t)total;
     io->done = 0;
-    return finish_start(loop, oi, out);
+    return tl__op_submit(loop, oi, out);
 }
 
 int tl_write(tl_loop *loop, tl_handle h, const void *buf, uint32_t len, uint64_t token,
@@ -260,7 +274,7 @@ int tl_connect(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen, ui
     tl__op_link(loop, oi);
     loop->h[hi].connecting = r < 0;
     *out_handle = tl__make_id(loop, loop->h[hi].gen, hi);
-    return finish_start(loop, oi, out);
+    return tl__op_submit(loop, oi, out);
 }
 
 int tl_cancel(tl_loop *loop, tl_op op) {

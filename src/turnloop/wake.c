@@ -64,6 +64,14 @@ int tl_loop_post(tl_loop *loop, uint64_t token, const tl_message *msg) {
     return inbox_push(loop, &it);
 }
 
+int tl__loop_post_datagram(tl_loop *loop, uint64_t token, void *datagram) {
+    tl_inbox_item it = {.is_datagram = 1, .token = token, .msg.ptr = datagram};
+    int err = inbox_push(loop, &it);
+    if (err < 0)
+        free(datagram);
+    return err;
+}
+
 int tl_loop_post_transport(tl_loop *loop, const tl_detached *d, uint64_t token) {
     tl_inbox_item it = {.is_transport = 1, .token = token, .transport = *d};
     atomic_fetch_add_explicit(&loop->load, 1, memory_order_relaxed);
@@ -158,9 +166,13 @@ void tl__inbox_drain(tl_loop *loop) {
             tl_completion *c = tl__cq_push(loop);
             loop->cq_extra++;
             c->token = it->token;
-            c->kind = TL_OP_POST;
+            c->kind = it->is_datagram ? TL_OP_UDP_FORWARDED : TL_OP_POST;
             c->flags = TL_CQE_FINAL;
             c->u.msg = it->msg;
+            if (it->is_datagram) {
+                c->res = (int32_t)((const tl_udp_datagram *)it->msg.ptr)->len;
+                loop->stats.udp_forwarded_in++;
+            }
         } else if (loop->adopt_len == 0 && tl__handle_room(loop)) {
             adopt(loop, it);
         } else {
@@ -185,6 +197,8 @@ void tl__inbox_discard(tl_loop *loop) {
     for (uint32_t i = 0; i < ib->len; i++)
         if (ib->items[i].is_transport)
             close(ib->items[i].transport.fd);
+        else if (ib->items[i].is_datagram)
+            free(ib->items[i].msg.ptr);
     ib->len = 0;
     atomic_store_explicit(&ib->count, 0, memory_order_release);
     pthread_mutex_unlock(&ib->mu);

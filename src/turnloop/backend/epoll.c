@@ -77,6 +77,9 @@ static int ep_handle_add(tl_loop *loop, uint32_t hi, unsigned shared_flags) {
     if (h->type == TL_H_STREAM) {
         ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
         h->ready = TL_READY_OUT; /* a connected socket can take bytes at once */
+    } else if (h->type == TL_H_DGRAM) {
+        ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
+        h->ready = TL_READY_OUT;
     } else {
         ev.events = EPOLLIN | EPOLLET;
         if (shared_flags & TL_SHARED_EXCLUSIVE)
@@ -310,7 +313,42 @@ static void run_writes(tl_loop *loop, uint32_t hi) {
     }
 }
 
+/* Datagrams: a recvmmsg batch per turn and handle, then the next batch on the
+ * next turn while the socket has more (other handles go first meanwhile). */
+static void run_dgram_recv(tl_loop *loop, uint32_t hi) {
+    uint32_t oi = loop->h[hi].rq_head;
+    if (!(loop->h[hi].ready & TL_READY_IN) || oi == TL_NIL)
+        return;
+    bool drained;
+    int n = tl__udp_recv_batch(loop, oi, &drained);
+    if (n < 0) {
+        tl__op_complete(loop, oi, n, false, NULL); /* -ENOBUFS: readiness stays for a re-arm */
+        return;
+    }
+    if (drained)
+        loop->h[hi].ready &= ~TL_READY_IN; /* the next datagram raises a new edge */
+    else
+        tl__ready_push(loop, hi);
+}
+
+static void run_dgram_sends(tl_loop *loop, uint32_t hi) {
+    uint32_t oi;
+    while ((loop->h[hi].ready & TL_READY_OUT) && (oi = loop->h[hi].wq_head) != TL_NIL) {
+        int r = tl__udp_send_step(loop, oi);
+        if (r == -EAGAIN) {
+            loop->h[hi].ready &= ~TL_READY_OUT; /* the socket buffer is full: wait for the edge */
+            return;
+        }
+        tl__op_complete(loop, oi, r, false, NULL);
+    }
+}
+
 static void run_handle(tl_loop *loop, uint32_t hi) {
+    if (loop->h[hi].type == TL_H_DGRAM) {
+        run_dgram_recv(loop, hi);
+        run_dgram_sends(loop, hi);
+        return;
+    }
     if (loop->h[hi].type != TL_H_STREAM) {
         if (loop->h[hi].ready & TL_READY_IN)
             run_accepts(loop, hi);
@@ -335,6 +373,10 @@ static void ep_submit(tl_loop *loop, uint32_t oi) {
         /* Most writes fit the socket buffer: try now, saving a turn. */
         if (h->wq_head == oi && (h->ready & TL_READY_OUT))
             run_writes(loop, hi);
+        return;
+    case TL_OP_UDP_SEND:
+        if (h->wq_head == oi && (h->ready & TL_READY_OUT))
+            run_dgram_sends(loop, hi);
         return;
     default:
         if (h->ready & TL_READY_IN)

@@ -159,7 +159,7 @@ static void setup_buf_ring(tl_loop *loop, uring_state *s) {
     loop->buf_free_len = 0; /* the kernel holds every free buffer now */
 }
 
-static void buf_ring_give(uring_state *s, tl_loop *loop, uint32_t id) {
+void tl__ur_buf_give(uring_state *s, tl_loop *loop, uint32_t id) {
     io_uring_buf_ring_add(s->br, tl__buffer_data(loop, id), loop->buf_size, (unsigned short)id,
                           (int)s->br_mask, 0);
     io_uring_buf_ring_advance(s->br, 1);
@@ -206,6 +206,7 @@ static int ur_init(tl_loop *loop) {
         return -errno;
     if (!no_buf_ring)
         setup_buf_ring(loop, s);
+    tl__ur_udp_init(loop, s);
     return 0;
 }
 
@@ -226,6 +227,7 @@ static void ur_fini(tl_loop *loop) {
             s->ring.int_flags &= (__u8)~URING_INT_FLAG_REG_RING;
         io_uring_queue_exit(&s->ring); /* cancels what is still in flight */
     }
+    loop->udp_ring_recv = false;
     if (s->br) {
         munmap(s->br, s->br_bytes);
         /* The kernel held the free buffers; the core's stack holds them again
@@ -421,7 +423,7 @@ static void on_recv_ring(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags
         if (res > 0 && id < loop->buf_count)
             deliver_buffer(loop, oi, id, res); /* also when cancelling: the bytes are read */
         else if (id < loop->buf_count)
-            buf_ring_give(s, loop, id);
+            tl__ur_buf_give(s, loop, id);
     }
     if (flags & IORING_CQE_F_MORE)
         return;
@@ -554,7 +556,7 @@ static void ur_cancel(tl_loop *loop, uint32_t oi) {
 static void ur_buffer_released(tl_loop *loop, uint32_t id) {
     uring_state *s = state(loop);
     if (s->br)
-        buf_ring_give(s, loop, id);
+        tl__ur_buf_give(s, loop, id);
     else
         tl__buffer_untake(loop, id);
 }
@@ -606,6 +608,10 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
         return;
     case TL_OP_WRITE:
         arm_write(loop, oi);
+        return;
+    case TL_OP_UDP_RECV:
+    case TL_OP_UDP_SEND:
+        tl__ur_udp_arm(loop, oi);
         return;
     default:
         return;
@@ -661,7 +667,7 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
         /* Cannot happen (an op ends only on its last CQE); never lose a buffer. */
         if ((flags & IORING_CQE_F_BUFFER) && s->br &&
             (flags >> IORING_CQE_BUFFER_SHIFT) < loop->buf_count)
-            buf_ring_give(s, loop, flags >> IORING_CQE_BUFFER_SHIFT);
+            tl__ur_buf_give(s, loop, flags >> IORING_CQE_BUFFER_SHIFT);
         return;
     }
     switch (loop->o[oi].kind) {
@@ -682,6 +688,10 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
         return;
     case TL_OP_WRITE:
         on_write(loop, oi, res);
+        return;
+    case TL_OP_UDP_RECV:
+    case TL_OP_UDP_SEND:
+        tl__ur_udp_on_cqe(loop, oi, res, flags);
         return;
     default:
         return;

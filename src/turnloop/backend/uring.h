@@ -62,6 +62,10 @@ typedef struct uring_state {
     uint32_t paused_len, paused_cap;
     parked_fd *parked;
     uint32_t parked_len, parked_cap;
+    /* datagrams (uring_udp.c): multishot recvmsg into the buffer ring, with
+     * this header read by the kernel for every datagram, so it never moves */
+    bool ms_recvmsg;
+    struct msghdr dgram_msg;
     /* sendmsg headers, stable until the submit that carries them */
     struct msghdr *msgs;
     uint32_t msg_used, msg_cap;
@@ -99,6 +103,14 @@ void tl__ur_want_arm(tl_loop *loop, uint32_t oi);
 void tl__ur_finish(tl_loop *loop, uint32_t oi, int32_t res, const tl_completion *extra);
 /* An SQE for op oi, marked in flight; NULL (and oi listed again) when none is free. */
 struct io_uring_sqe *tl__ur_op_sqe(tl_loop *loop, uint32_t oi);
+
+/* Gives buffer id back to the kernel's provided-buffer ring. */
+void tl__ur_buf_give(uring_state *s, tl_loop *loop, uint32_t id);
+
+/* uring_udp.c: datagram receives and sends */
+void tl__ur_udp_init(tl_loop *loop, uring_state *s);
+void tl__ur_udp_arm(tl_loop *loop, uint32_t oi);
+void tl__ur_udp_on_cqe(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags);
 
 /* uring_accept.c */
 void tl__ur_list_paused(tl_loop *loop, uint32_t hi);
