@@ -33,7 +33,8 @@ static void config_defaults_serve_respond_on_8080(void **state) {
     assert_int_equal(c.accept, SWS_ACCEPT_REUSE_PORT);
     assert_int_equal(c.status, 200);
     assert_true(c.body_len > 0);
-    struct sockaddr_in *a = (struct sockaddr_in *)&c.listen.ss;
+    assert_int_equal(c.nlisteners, 1);
+    struct sockaddr_in *a = (struct sockaddr_in *)&c.listeners[0].addr.ss;
     assert_int_equal(a->sin_family, AF_INET);
     assert_int_equal(ntohs(a->sin_port), 8080);
     assert_int_equal(ntohl(a->sin_addr.s_addr), 0x7f000001);
@@ -67,7 +68,7 @@ static void config_file_sets_every_section(void **state) {
     assert_int_equal(c.limits.body_size, 1 << 20);
     assert_int_equal(c.keepalive_timeout_ms, 5000);
     assert_true(c.admin_enabled);
-    assert_non_null(strstr(c.listen_origin, ":2: [server] listen"));
+    assert_non_null(strstr(c.listeners[0].origin, ":2: [server] listen"));
 }
 
 static void config_unknown_key_names_file_line_key(void **state) {
