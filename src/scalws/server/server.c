@@ -114,27 +114,35 @@ static void plan_loops(sws_server *s, const sws_config *cfg) {
     }
 }
 
-/* Whether inherited socket addr can be listener want: the same family and
- * host, and the same port unless want's is 0 (the kernel's choice, which a
- * SIGUSR2 passes on bound). */
-static bool addr_fits(const sws_addr *want, const struct sockaddr_storage *got) {
+/* How well inherited socket got fits listener want: 2 the same address and
+ * port, 1 the same address where want's port is 0 (the kernel's choice,
+ * which a SIGUSR2 passes on bound), 0 not at all. */
+static int addr_fit(const sws_addr *want, const struct sockaddr_storage *got) {
     if (want->ss.ss_family != got->ss_family)
-        return false;
+        return 0;
+    in_port_t wp, gp;
     if (got->ss_family == AF_INET) {
         const struct sockaddr_in *w = (const void *)&want->ss, *g = (const void *)got;
-        return (!w->sin_port || w->sin_port == g->sin_port) &&
-               w->sin_addr.s_addr == g->sin_addr.s_addr;
+        if (w->sin_addr.s_addr != g->sin_addr.s_addr)
+            return 0;
+        wp = w->sin_port;
+        gp = g->sin_port;
+    } else {
+        const struct sockaddr_in6 *w = (const void *)&want->ss, *g = (const void *)got;
+        if (memcmp(&w->sin6_addr, &g->sin6_addr, sizeof(w->sin6_addr)) != 0)
+            return 0;
+        wp = w->sin6_port;
+        gp = g->sin6_port;
     }
-    const struct sockaddr_in6 *w = (const void *)&want->ss, *g = (const void *)got;
-    return (!w->sin6_port || w->sin6_port == g->sin6_port) &&
-           memcmp(&w->sin6_addr, &g->sin6_addr, sizeof(w->sin6_addr)) == 0;
+    return wp == gp ? 2 : wp == 0 ? 1 : 0;
 }
 
 /* Step 2b: each inherited socket (socket activation, or the process a
  * SIGUSR2 replaced) to its listener. One listener takes them all, whatever
  * their address (as before there were several); with several, each is
- * matched by its bound address, and among listeners of one address (port 0)
- * by the index the old process named it with. A socket no listener fits is
+ * matched by its bound address: the listener of that address and port, else
+ * (a SIGUSR2's socket, named "http-N") one of that address and port 0, told
+ * apart by the index N. A socket no listener fits is
  * refused: serving it on the wrong terms (plain for tls) would be worse. */
 static int assign_inherited(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
     int n = s->ninherited;
@@ -150,12 +158,15 @@ static int assign_inherited(sws_server *s, const sws_config *cfg, char *err, siz
         if (li < 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
             int named = s->inherited_of ? s->inherited_of[k] : -1, first = -1, empty = -1;
             for (int c = 0; c < cfg->nlisteners && li < 0; c++) {
-                if (!addr_fits(&cfg->listeners[c].addr, &ss))
-                    continue;
-                if (c == named)
+                int fit = addr_fit(&cfg->listeners[c].addr, &ss);
+                if (fit == 1 && named < 0)
+                    continue; /* systemd binds no port 0: that is a SIGUSR2's socket */
+                if (fit == 2 || (fit == 1 && c == named))
                     li = c;
-                first = first < 0 ? c : first;
-                empty = empty < 0 && !s->listeners[c].ninherited ? c : empty;
+                else if (fit == 1 && first < 0)
+                    first = c;
+                if (fit == 1 && empty < 0 && !s->listeners[c].ninherited)
+                    empty = c;
             }
             if (li < 0)
                 li = empty >= 0 ? empty : first;
