@@ -146,12 +146,32 @@ read -r nt ft <"$T/fail.tls"
 [ "$(ready_listen_port "$T/ready" v6)" = "$V6_PORT" ] || fail "ready: $(cat "$T/ready")"
 check_all
 echo "listeners: plain $np, tls $nt requests across 3 restarts, none failed" >&2
-# The last process is not this shell's child: stopped by its pid.
-kill -TERM "$SWS_PID"
-end=$((SECONDS + 30))
-while kill -0 "$SWS_PID" 2>/dev/null; do
-    [ "$SECONDS" -le "$end" ] || fail "did not stop on SIGTERM"
-    sleep 0.05
+stop_by_pid() { # the last process is not this shell's child: stopped by its pid
+    kill -TERM "$SWS_PID"
+    local end=$((SECONDS + 30))
+    while kill -0 "$SWS_PID" 2>/dev/null; do
+        [ "$SECONDS" -le "$end" ] || fail "did not stop on SIGTERM"
+        sleep 0.05
+    done
+    SWS_PID=""
+}
+stop_by_pid
+
+# Every accept route with two listeners, one of them without HTTP/2.
+for accept in handoff "handoff\nacceptors = 2" acceptor exclusive herd reuse-port "reuse-port\nevent_loops = 0"; do
+    SWS_LISTEN_OPTS=name=a
+    start_sws "listen = [::1]:0 name=b http2=off\nevent_loops = 2\naccept = $accept
+[route b]\nlisten = b\npath = /\nscenario = respond\nbody = bee"
+    B_PORT=$(ready_listen_port "$T/ready" b)
+    for i in 1 2 3 4; do
+        [ "$(curl -s -m 10 --http2-prior-knowledge "http://127.0.0.1:$PORT/")" = "Not Found" ] ||
+            fail "accept $accept: listener a, request $i"
+        [ "$(curl -s -m 10 "http://[::1]:$B_PORT/")" = bee ] ||
+            fail "accept $accept: listener b, request $i"
+    done
+    # http2=off: the preface is no HTTP/1.1 request.
+    v=$(curl -s -m 10 --http2-prior-knowledge -o /dev/null -w '%{http_code}' "http://[::1]:$B_PORT/" || true)
+    [ "$v" != 200 ] || fail "accept $accept: HTTP/2 on an http2=off listener"
+    stop_sws
 done
-SWS_PID=""
 echo ok

@@ -372,6 +372,8 @@ static void routes_are_limited_to_their_listeners(void **state) {
         {"[server]\nlisten = 127.0.0.1:1 name=a\nlisten = 127.0.0.1:2 name=a\n",
          ":3: [server] listen: name=a is another listener's already"},
         {"[server]\nlisten = 127.0.0.1:1 tlss\n", "bad listener option 'tlss'"},
+        {"[server]\nlisten = 127.0.0.1:1 tls http2=off\nlisten = 127.0.0.1:2 tls\n",
+         ":3: [server] listen: http2 differs from the tls listener of "},
         {"[server]\nlisten = 127.0.0.1:1 name=a:b\n", "bad listener name 'a:b'"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
