@@ -3,8 +3,10 @@
 # https, a TLS one serving static files and an IPv6 ::1 one beside them, each
 # on port 0; routes limited to listeners (404 on the others), HTTP/1.1 and
 # HTTP/2 on each; the ready file, /status and /metrics name every listener;
-# SIGUSR2 restarts keep all of them listening with no failed request; the
-# configuration errors (a listener that does not exist, an address twice).
+# SIGHUP reloads a route's listen and refuses a listener's change; SIGUSR2
+# restarts keep all of them listening with no failed request; every accept
+# route with two listeners, one with http2=off; the configuration errors (a
+# listener that does not exist, an address twice).
 . "$(dirname "$0")/lib.sh"
 command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
 python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null ||
@@ -28,6 +30,14 @@ check '[server]\nlisten = 127.0.0.1:0 name=plain\n[route r]\nhost = a.test\nlist
 check '[server]\nlisten = 127.0.0.1:8080\nlisten = 127.0.0.1:8080 tls\n' \
     'bad.ini:3: [server] listen: 127.0.0.1:8080 is listened on already'
 check '[server]\nlisten = 127.0.0.1:0 nmae=x\n' "bad listener option 'nmae=x'"
+# ACME's HTTP-01 is answered on a plain listener beside a tls one: no
+# [acme] http_listen needed then (with tls listeners only, it is).
+printf '[server]\nlisten = 127.0.0.1:0 name=plain\nlisten = 127.0.0.1:0 tls\n[acme]\ndirectory = https://ca/dir\ndomains = a.test\nstate_dir = %s/acme\n' \
+    "$T" >"$T/acme.ini"
+"$SWS" -t -c "$T/acme.ini" >/dev/null 2>&1 || fail "-t refused [acme] beside a plain listener"
+check '[server]\nlisten = 127.0.0.1:0 tls\nlisten = [::1]:0 tls\n[acme]\ndirectory = https://ca/dir\ndomains = a.test\n' \
+    'with only tls listeners set [acme] http_listen'
+
 
 SWS_LISTEN_OPTS=name=plain
 start_sws "listen = 127.0.0.1:0 tls name=secure
@@ -97,6 +107,31 @@ for l in plain secure v6; do
         index($1, l) { print $2 }' <<<"$m")
     [ "${n:-0}" -gt 0 ] || fail "/metrics for $l: $(grep listener_connections <<<"$m")"
 done
+
+# SIGHUP: a route's listen is reloadable, the listeners are not; a refused
+# reload keeps serving the previous configuration on every listener.
+reload_says() { # reload_says WANT: SIGHUP, then until the log says WANT (30 s)
+    local before end=$((SECONDS + 30))
+    before=$(grep -c "SIGHUP: " "$T/log" || true)
+    kill -HUP "$SWS_PID"
+    until [ "$(grep -c "SIGHUP: " "$T/log" || true)" -gt "$before" ] && grep -q "$1" "$T/log"; do
+        [ "$SECONDS" -le "$end" ] || fail "reload: no '$1' in the log"
+        sleep 0.05
+    done
+}
+cp "$T/sws.ini" "$T/sws.ini.orig"
+sed -i 's/^listen = secure, v6$/listen = secure, nope/' "$T/sws.ini"
+reload_says "reload refused, .*\[route site\] listen: no listener is named 'nope'"
+sed -i 's/^listen = secure, nope$/listen = secure/' "$T/sws.ini"
+reload_says "every loop serves generation 1"
+[ "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://[::1]:$V6_PORT/")" = 404 ] ||
+    fail "the site is still on v6 after the reload"
+[ "$(https "https://localhost:$TLS_PORT/")" = "the site" ] || fail "tls after the reload"
+sed -i 's/^listen = \[::1\]:0 name=v6$/& http2=off/' "$T/sws.ini"
+reload_says "reload refused, .*\[server\] listen changed"
+cp "$T/sws.ini.orig" "$T/sws.ini"
+reload_says "every loop serves generation 2"
+check_all
 
 # SIGUSR2 restarts under requests to the plain and the tls listener: each
 # restart keeps both listening, and no request fails.
