@@ -242,7 +242,6 @@ typedef struct sws_worker {
     int64_t log_up_us;
     tl_handoff *handoff; /* handoff: set on an accepting loop, the subset it feeds */
     bool accepts;        /* has a listener of its own (fixed at start) */
-    int nlisten;         /* listener handles it was made with room for */
     int fed_by;          /* the loop whose accepts this loop serves; -1 acceptor threads */
     bool lend_sf;        /* connections keep the static scenario's fields (set by its init) */
     /* A route's scenario takes request bytes (the proxy): request heads are

@@ -213,7 +213,6 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, int nlisten, char *
     w->cpu = -1;
     w->conn_proto = &sws_http1_conn;
     w->h2_proto = any_h2(cfg) ? &sws_http2_conn : NULL;
-    w->nlisten = nlisten;
     int rc = sws_conn_table_init(w);
     if (rc < 0) {
         snprintf(err, errlen, "loop %d: connection table: %s", index, strerror(-rc));
