@@ -208,5 +208,6 @@ for accept in handoff "handoff\nacceptors = 2" acceptor exclusive herd reuse-por
     v=$(curl -s -m 10 --http2-prior-knowledge -o /dev/null -w '%{http_code}' "http://[::1]:$B_PORT/" || true)
     [ "$v" != 200 ] || fail "accept $accept: HTTP/2 on an http2=off listener"
     stop_sws
+    [ "$SWS_STATUS" = 0 ] || fail "accept $accept: exit $SWS_STATUS"
 done
 echo ok
