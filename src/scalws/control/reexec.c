@@ -22,6 +22,8 @@
 
 extern char **environ;
 
+_Static_assert(SWS_INHERIT_MAX >= 1024 * SWS_LISTENERS_MAX + 1,
+               "an inherited socket per loop per listener");
 static int http_fds[SWS_INHERIT_MAX];
 static int http_listener[SWS_INHERIT_MAX]; /* "http-N": listener N; -1 unnamed */
 static int nhttp_fds;

@@ -10,7 +10,8 @@
 
 struct sws_server;
 
-#define SWS_INHERIT_MAX 1025 /* one per loop (1024) and the admin socket */
+/* One per loop (1024) of each listener (SWS_LISTENERS_MAX, 16), and the admin socket. */
+#define SWS_INHERIT_MAX (1024 * 16 + 1)
 
 /* Reads LISTEN_PID/LISTEN_FDS/LISTEN_FDNAMES once, before any thread starts,
  * and unsets them (a child must not take them for its own). Descriptors named
