@@ -154,6 +154,10 @@ load plain &
 lp=$!
 load tls &
 lt=$!
+# And keep-alive, Connection: close and pipelined clients on the IPv6 one.
+python3 "$(dirname "$0")/mixed_load.py" ::1 "$V6_PORT" --stop "$T/stop" --seconds 120 --ka 2 \
+    --close 2 --pipe 1 --depth 8 --expect-body "the site" >"$T/mixed" 2>"$T/mixed.err" &
+lm=$!
 for i in 1 2 3; do
     old=$SWS_PID
     kill -USR2 "$old"
@@ -171,6 +175,11 @@ for i in 1 2 3; do
 done
 touch "$T/stop"
 wait "$lp" "$lt"
+wait "$lm" || fail "mixed load on ::1: $(cat "$T/mixed.err")"
+res=$(cat "$T/mixed")
+[ "$(jq '.failed + .resets + .connect_errors' <<<"$res")" = 0 ] ||
+    fail "failed requests on ::1 across restarts: $res"
+[ "$(jq .ok <<<"$res")" -gt 100 ] || fail "too little load on ::1: $res"
 read -r np fp <"$T/fail.plain"
 read -r nt ft <"$T/fail.tls"
 [ "$fp" = 0 ] && [ "$ft" = 0 ] ||
@@ -180,7 +189,7 @@ read -r nt ft <"$T/fail.tls"
 [ "$(ready_listen_port "$T/ready" secure)" = "$TLS_PORT" ] || fail "ready: $(cat "$T/ready")"
 [ "$(ready_listen_port "$T/ready" v6)" = "$V6_PORT" ] || fail "ready: $(cat "$T/ready")"
 check_all
-echo "listeners: plain $np, tls $nt requests across 3 restarts, none failed" >&2
+echo "listeners: plain $np, tls $nt, ::1 $(jq .ok <<<"$res") requests across 3 restarts, none failed" >&2
 stop_by_pid() { # the last process is not this shell's child: stopped by its pid
     kill -TERM "$SWS_PID"
     local end=$((SECONDS + 30))
