@@ -122,11 +122,11 @@ static void setup(void) {
      * thread, no sweep timer: this thread turns the loop. */
     srv.cfg = &cfg;
     srv.sc_ops = sws_scenario_ops_of(cfg.routes->r[0].cfg.scenario);
-    srv.shared_fd = srv.acme_fd = srv.acme_http_fd = srv.done_fd = -1;
+    srv.acme_fd = srv.acme_http_fd = srv.done_fd = -1;
     srv.nloops = srv.nthreads = 1;
     check(sws_route_slots_assign(cfg.routes, err, sizeof(err)) == 0, "route slots");
     w = calloc(1, sizeof(*w));
-    if (sws_worker_init(&srv, w, 0, false, err, sizeof(err)) < 0) {
+    if (sws_worker_init(&srv, w, 0, 0, err, sizeof(err)) < 0) {
         fprintf(stderr, "fuzz_h2: worker: %s\n", err);
         abort();
     }
@@ -390,7 +390,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
     tl_handle h;
     check(tl_adopt_fd(w->loop, sv[0], &h) == 0, "tl_adopt_fd");
-    w->sc.ops->open(w, &w->sc, h);
+    w->sc.ops->open(w, &w->sc, h, 0);
     out o = {0};
     check(nghttp2_hd_inflate_new(&o.inf) == 0, "inflater");
 

@@ -88,5 +88,12 @@ ready_port() {
     awk -v k="$kind" '$1 == k { n = split($2, a, ":"); print a[n]; exit }' "$1"
 }
 
+# ready_listen_port FILE NAME: the port of the listener with name=NAME (its
+# listen line: "listen ADDR [tls] name=NAME").
+ready_listen_port() {
+    awk -v want="name=$2" '$1 == "listen" { for (i = 3; i <= NF; i++) if ($i == want) {
+        n = split($2, a, ":"); print a[n]; exit } }' "$1"
+}
+
 # ready_pid FILE: the pid line of a ready file.
 ready_pid() { awk '$1 == "pid" { print $2; exit }' "$1"; }

@@ -29,7 +29,8 @@ static void usage(FILE *f) {
             "usage: scalwsd [options]\n"
             "  -c, --config FILE        ini file ([section] key = value); every key has a\n"
             "                           default, so none is needed\n"
-            "  -l, --listen ADDR        listen on host:port (overrides [server] listen)\n"
+            "  -l, --listen LIST        listen on host:port [tls] [name=NAME] [http2=off],\n"
+            "                           comma separated (replaces [server] listen's lines)\n"
             "  -w, --worker-threads N   number of event loops (overrides [server] event_loops);\n"
             "                           with event_loops = 0, threads of the shared loop\n"
             "  -s, --scenario NAME      respond, proxy, static or redirect (overrides [server]\n"
@@ -38,7 +39,8 @@ static void usage(FILE *f) {
             "                           --scenario static)\n"
             "  -u, --upstream LIST      host:port[,host:port...] (overrides [proxy] upstream)\n"
             "      --ready-file FILE    once every listener is bound, write FILE (atomically):\n"
-            "                           'listen ADDR', 'admin ADDR' lines, then 'pid N'\n"
+            "                           a 'listen ADDR [tls] [name=NAME]' line per listener,\n"
+            "                           'admin ADDR', then 'pid N'\n"
             "  -t, --check-config       validate the configuration and exit\n"
             "  -T, --print-config       print the effective configuration (every key, its\n"
             "                           value and where it came from) and exit\n"
@@ -247,7 +249,7 @@ int main(int argc, char **argv) {
     }
 
     static sws_server srv;
-    srv.ninherited = sws_inherited_http(&srv.inherited_fds);
+    srv.ninherited = sws_inherited_http(&srv.inherited_fds, &srv.inherited_of);
     srv.reload_apply = sws_reload_apply;
     int rc = sws_server_start(&srv, &cfg, err, sizeof(err));
     if (rc < 0) {

@@ -64,7 +64,7 @@ static const char routes_ini[] = "[route health]\n"          /* 1 */
 
 static const char *match(const char *host, const char *target) {
     const sws_routes *t = cfg.routes;
-    int i = sws_route_match(t, host, host ? strlen(host) : 0, target, strlen(target));
+    int i = sws_route_match(t, 0, host, host ? strlen(host) : 0, target, strlen(target));
     return t->r[i].name;
 }
 
@@ -319,6 +319,78 @@ static void config_errors_name_the_route_and_its_line(void **state) {
     assert_null(strstr(err, "path_prefix"));
 }
 
+/* Routes limited to listeners: seen only by their listeners' requests (the
+ * others fall through to what else matches), a catch-all per listener, and
+ * overlaps judged per listener. */
+static void routes_are_limited_to_their_listeners(void **state) {
+    (void)state;
+    char err[512];
+    assert_int_equal(build("[server]\nlisten = 127.0.0.1:0 name=plain\n"
+                           "listen = 127.0.0.1:0 tls name=secure\nlisten = [::1]:0\n"
+                           "[tls]\ncert = /nonexistent.pem\nkey = /nonexistent.key\n"
+                           "[route to-https]\nlisten = plain\nscenario = redirect\n"
+                           "to = https://$host$request_uri\nany_host = on\n"
+                           "[route site]\nlisten = secure, [::1]:0\nhost = a.org\n"
+                           "scenario = respond\n"
+                           "[route site-plain]\nlisten = plain\nhost = a.org\nscenario = respond\n"
+                           "[route api]\npath_prefix = /api\nscenario = respond\n",
+                           err, sizeof err),
+                     0);
+    const sws_routes *t = cfg.routes;
+    assert_int_equal(cfg.nlisteners, 3);
+    assert_true(cfg.listen_tls);
+    int to_https = 1, site = 2, site_plain = 3, api = 4;
+    assert_int_equal(t->r[to_https].listeners, 1u);
+    assert_int_equal(t->r[site].listeners, 6u);
+    assert_int_equal(t->r[api].listeners, 0u);
+#define M(l, h, p) sws_route_match(t, l, h, strlen(h), p, strlen(p))
+    assert_int_equal(M(0, "a.org", "/"), site_plain);
+    assert_int_equal(M(1, "a.org", "/"), site);
+    assert_int_equal(M(2, "a.org", "/"), site);
+    assert_int_equal(M(0, "b.org", "/x"), to_https); /* the plain listener's catch-all */
+    assert_int_equal(M(1, "b.org", "/x"), 0);        /* not on the others: the default */
+    assert_int_equal(M(0, "b.org", "/api/x"), api);  /* a longer path on every listener */
+    assert_int_equal(M(1, "b.org", "/api/x"), api);
+#undef M
+    sws_config_release(&cfg);
+
+    static const struct {
+        const char *ini, *want;
+    } cases[] = {
+        {"[server]\nlisten = 127.0.0.1:0 name=a\n[route r]\nhost = h.org\nlisten = a, b\n"
+         "scenario = respond\n",
+         ":5: [route r] listen: no listener is named 'b' (the listeners: a)"},
+        {"[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0\n[route r]\nhost = h.org\n"
+         "listen = 127.0.0.1:0\nscenario = respond\n",
+         "[route r] listen: two listeners have the address '127.0.0.1:0'"},
+        {"[server]\nlisten = 127.0.0.1:0 name=a\nlisten = [::1]:0 name=b\n[route r]\n"
+         "host = h.org\nlisten = a\nscenario = respond\n[route s]\nhost = h.org\n"
+         "listen = b, a\nscenario = respond\n",
+         "[route s] overlaps [route r]"},
+        {"[server]\nlisten = 127.0.0.1:8080\nlisten = 127.0.0.1:8080 tls\n",
+         ":3: [server] listen: 127.0.0.1:8080 is listened on already ("},
+        {"[server]\nlisten = 127.0.0.1:1 name=a\nlisten = 127.0.0.1:2 name=a\n",
+         ":3: [server] listen: name=a is another listener's already"},
+        {"[server]\nlisten = 127.0.0.1:1 tlss\n", "bad listener option 'tlss'"},
+        {"[server]\nlisten = 127.0.0.1:1 tls http2=off\nlisten = 127.0.0.1:2 tls\n",
+         ":3: [server] listen: http2 differs from the tls listener of "},
+        {"[server]\nlisten = 127.0.0.1:1 name=a:b\n", "bad listener name 'a:b'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc = build(cases[i].ini, err, sizeof err);
+        if (rc != -EINVAL || !strstr(err, cases[i].want))
+            fail_msg("case %zu: rc %d, err '%s', want '%s'", i, rc, err, cases[i].want);
+        sws_config_release(&cfg);
+    }
+    /* The same routes on listeners that never meet are no overlap. */
+    assert_int_equal(build("[server]\nlisten = 127.0.0.1:0 name=a\nlisten = [::1]:0 name=b\n"
+                           "[route r]\nhost = h.org\nlisten = a\nscenario = respond\n"
+                           "[route s]\nhost = h.org\nlisten = b\nscenario = respond\n",
+                           err, sizeof err),
+                     0);
+    sws_config_release(&cfg);
+}
+
 /* A proxy is a route like any other, with its own upstreams; the default
  * may be a proxy beside routes of other scenarios. */
 static void proxy_routes_have_their_own_upstreams(void **state) {
@@ -370,6 +442,7 @@ int main(void) {
         cmocka_unit_test(one_default_route_without_sections),
         cmocka_unit_test(config_errors_name_the_route_and_its_line),
         cmocka_unit_test(proxy_routes_have_their_own_upstreams),
+        cmocka_unit_test(routes_are_limited_to_their_listeners),
         cmocka_unit_test(a_route_takes_scenario_keys_qualified),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

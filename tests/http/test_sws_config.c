@@ -33,7 +33,8 @@ static void config_defaults_serve_respond_on_8080(void **state) {
     assert_int_equal(c.accept, SWS_ACCEPT_REUSE_PORT);
     assert_int_equal(c.status, 200);
     assert_true(c.body_len > 0);
-    struct sockaddr_in *a = (struct sockaddr_in *)&c.listen.ss;
+    assert_int_equal(c.nlisteners, 1);
+    struct sockaddr_in *a = (struct sockaddr_in *)&c.listeners[0].addr.ss;
     assert_int_equal(a->sin_family, AF_INET);
     assert_int_equal(ntohs(a->sin_port), 8080);
     assert_int_equal(ntohl(a->sin_addr.s_addr), 0x7f000001);
@@ -67,7 +68,35 @@ static void config_file_sets_every_section(void **state) {
     assert_int_equal(c.limits.body_size, 1 << 20);
     assert_int_equal(c.keepalive_timeout_ms, 5000);
     assert_true(c.admin_enabled);
-    assert_non_null(strstr(c.listen_origin, ":2: [server] listen"));
+    assert_non_null(strstr(c.listeners[0].origin, ":2: [server] listen"));
+}
+
+/* listen lines add up, the first replacing the default; --listen's list
+ * replaces the file's. */
+static void config_listen_lines_add_up_and_flag_replaces(void **state) {
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    const char *p = write_ini("[server]\nlisten = 127.0.0.1:0 name=a\nlisten = [::1]:0 tls\n"
+                              "[tls]\ncert = /x.pem\nkey = /x.key\n");
+    sws_cli cli = {.config = p};
+    assert_int_equal(sws_config_build(&c, &cli, err, sizeof(err)), 0);
+    assert_int_equal(c.nlisteners, 2);
+    assert_string_equal(c.listeners[0].name, "a");
+    assert_false(c.listeners[0].tls);
+    assert_true(c.listeners[1].tls);
+    assert_true(c.listen_tls);
+    assert_non_null(strstr(c.listen_origin, ":3: [server] listen"));
+    sws_config_release(&c);
+    cli.listen = "127.0.0.1:0 name=x http2=off, 127.0.0.1:0";
+    assert_int_equal(sws_config_build(&c, &cli, err, sizeof(err)), 0);
+    assert_int_equal(c.nlisteners, 2);
+    assert_string_equal(c.listeners[0].name, "x");
+    assert_false(sws_listener_h2(&c, 0));
+    assert_true(sws_listener_h2(&c, 1));
+    assert_false(c.listen_tls);
+    assert_string_equal(c.listeners[1].origin, "--listen");
+    sws_config_release(&c);
 }
 
 static void config_unknown_key_names_file_line_key(void **state) {
@@ -382,6 +411,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_defaults_serve_respond_on_8080),
         cmocka_unit_test(config_file_sets_every_section),
+        cmocka_unit_test(config_listen_lines_add_up_and_flag_replaces),
         cmocka_unit_test(config_unknown_key_names_file_line_key),
         cmocka_unit_test(config_short_duration_says_the_minimum),
         cmocka_unit_test(config_section_twice_is_noted),

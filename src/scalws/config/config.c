@@ -408,7 +408,9 @@ void sws_config_defaults(sws_config *c) {
         if (k->def && sws_config_set_key(c, k, k->def, why, sizeof why) < 0)
             assert(!"a default of the key table does not parse");
     }
-    strcpy(c->listen_origin, "[server] listen (default)");
+    /* The default listener stands until a file's (or --listen's) first line. */
+    snprintf(c->listeners[0].origin, sizeof(c->listeners[0].origin), "[server] listen (default)");
+    c->listen_fresh = true;
 }
 
 struct load_ctx {
@@ -473,8 +475,8 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
         return 0;
     }
     if (strcmp(section, "server") == 0 && strcmp(key, "listen") == 0)
-        snprintf(l->c->listen_origin, sizeof(l->c->listen_origin), "%s:%d: [server] listen",
-                 l->path, l->line);
+        snprintf(l->c->listeners[l->c->nlisteners - 1].origin, sizeof(l->c->listeners[0].origin),
+                 "%s:%d: [server] listen", l->path, l->line);
     return 1;
 }
 
@@ -605,10 +607,14 @@ static int acme_settle(sws_config *c, char *err, size_t errlen) {
                  c->listen_origin);
         return -EINVAL;
     }
-    if (c->listen_tls && !a->http_listen[0] && sws_acme_any_http01(c)) {
+    bool plain = false; /* HTTP-01 is answered on any plaintext listener too */
+    for (int i = 0; i < c->nlisteners; i++)
+        plain = plain || !c->listeners[i].tls;
+    if (!plain && !a->http_listen[0] && sws_acme_any_http01(c)) {
         snprintf(err, errlen,
-                 "%s: [acme] answers HTTP-01 on plaintext HTTP: with a tls listener set [acme] "
-                 "http_listen (e.g. 0.0.0.0:80), or challenge = tls-alpn-01",
+                 "%s: [acme] answers HTTP-01 on plaintext HTTP: with only tls listeners set "
+                 "[acme] http_listen (e.g. 0.0.0.0:80), or challenge = tls-alpn-01, or add a "
+                 "plain listen line",
                  c->listen_origin);
         return -EINVAL;
     }
@@ -630,10 +636,22 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
             return rc;
     }
     if (cli->listen) {
-        if (set_flag(c, "--listen", "server", "listen", cli->listen, err, errlen) < 0)
-            return -EINVAL;
-        snprintf(c->listen_origin, sizeof(c->listen_origin), "--listen");
+        /* The flag's list replaces the file's: "ADDR [opts], ADDR [opts]". */
+        c->listen_fresh = true;
+        for (const char *v = cli->listen; *v;) {
+            size_t n = strcspn(v, ",");
+            char one[400];
+            snprintf(one, sizeof(one), "%.*s", (int)n, v);
+            char *t = one + strspn(one, " \t");
+            if (set_flag(c, "--listen", "server", "listen", t, err, errlen) < 0)
+                return -EINVAL;
+            snprintf(c->listeners[c->nlisteners - 1].origin, sizeof(c->listeners[0].origin),
+                     "--listen");
+            v += n + (v[n] == ',');
+        }
     }
+    if (sws_listeners_settle(c, err, errlen) < 0)
+        return -EINVAL;
     if (cli->threads) {
         const char *key = c->event_loops == 0 ? "worker_threads" : "event_loops";
         if (set_flag(c, "--worker-threads", "server", key, cli->threads, err, errlen) < 0 ||
@@ -658,7 +676,10 @@ int sws_config_build(sws_config *c, const sws_cli *cli, char *err, size_t errlen
     int rc = sws_tls_sections_settle(c, cli->config, err, errlen);
     if (rc < 0)
         return rc;
-    c->tls.alpn_h2 = c->http2;
+    /* ALPN is one per [tls]: the tls listeners agree on http2 (listeners.c). */
+    for (int i = 0; i < c->nlisteners; i++)
+        if (c->listeners[i].tls)
+            c->tls.alpn_h2 = sws_listener_h2(c, i);
     if (c->acceptors > 1 && c->accept != SWS_ACCEPT_HANDOFF) {
         snprintf(err, errlen, "%s: [server] acceptors = %d needs accept = handoff (not %s)",
                  cli->config ? cli->config : "config", c->acceptors, sws_accept_name(c->accept));

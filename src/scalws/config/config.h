@@ -53,6 +53,19 @@ typedef struct sws_addr {
     socklen_t len;
 } sws_addr;
 
+/* [server] listen, one line each ("ADDR [tls] [name=NAME] [http2=on|off]"):
+ * what every loop accepts on (server.c), in the order of the file. A route's
+ * listen key names them (bit i of sws_route.listeners is listeners[i]). */
+#define SWS_LISTENERS_MAX 16
+#define SWS_LISTENER_NAME_MAX 32
+typedef struct sws_listener_cfg {
+    sws_addr addr;
+    char name[SWS_LISTENER_NAME_MAX]; /* name=NAME; "" none (named by its address) */
+    bool tls;                         /* speaks TLS ([tls], [tls NAME]) */
+    int8_t http2;                     /* http2=on/off; -1 unset: [server] http2 */
+    char origin[320];                 /* "file:line: [server] listen", "--listen" or the default */
+} sws_listener_cfg;
+
 /* One try_files entry: a path template, or "=CODE" (the last only). */
 #define SWS_TRY_MAX 8
 typedef struct sws_try {
@@ -170,6 +183,10 @@ typedef struct sws_route_keys {
     char log_format[200];
     sws_log_format log_fmt;
     uint32_t error_page_line;
+    /* listen = NAME, NAME: the listeners it serves ("" every one), resolved
+     * against [server]'s list when the table is built. */
+    char listen[256];
+    uint32_t listen_line;
 } sws_route_keys;
 
 struct sws_routes;
@@ -202,11 +219,15 @@ typedef struct sws_acme_order {
 
 typedef struct sws_config {
     /* [server] */
-    sws_addr listen;
-    bool listen_tls;         /* "listen = addr tls": the listener speaks TLS ([tls]) */
-    char listen_origin[320]; /* "file:line: [server] listen", "--listen" or the default */
-    int event_loops;         /* -1 auto; 0 the shared baseline; N */
-    int worker_threads;      /* threads of the shared baseline; -1 auto */
+    sws_listener_cfg listeners[SWS_LISTENERS_MAX];
+    int nlisteners;
+    bool listen_fresh; /* the next listen line starts the list (the default's is replaced) */
+    /* Settled from the list (sws_listeners_settle): some listener speaks TLS,
+     * and where the first tls listener (else the first) was set. */
+    bool listen_tls;
+    char listen_origin[320];
+    int event_loops;    /* -1 auto; 0 the shared baseline; N */
+    int worker_threads; /* threads of the shared baseline; -1 auto */
     sws_accept_route accept;
     int acceptors; /* accept = handoff: accepting loops, each feeding its own subset */
     sws_backend backend;
@@ -350,6 +371,18 @@ int sws_config_load(sws_config *c, const char *path, char *err, size_t errlen);
  * Returns 0 or -EINVAL with a reason in err (without file and line). */
 int sws_config_set(sws_config *c, const char *section, const char *key, const char *value,
                    char *err, size_t errlen);
+
+/* listeners.c: after the file and the flags, the list checked (an address
+ * or a name given twice; tls listeners that disagree on http2), and
+ * listen_tls and listen_origin set. 0 or -EINVAL with "origin: why". */
+int sws_listeners_settle(sws_config *c, char *err, size_t errlen);
+/* Whether listener i speaks HTTP/2 (its http2=, else [server] http2). */
+bool sws_listener_h2(const sws_config *c, int i);
+/* The listener text names (its name=, else its address as written): its
+ * index, -1 none, -2 more than one (two unnamed listeners of one address). */
+int sws_listener_find(const sws_config *c, const char *text);
+/* "name=NAME" or the address, as /status and messages name listener i. */
+const char *sws_listener_label(const sws_config *c, int i);
 
 /* "host:port", "[v6]:port", ":port" or "port" into a socket address. */
 int sws_parse_addr(const char *text, sws_addr *out);

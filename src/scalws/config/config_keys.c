@@ -37,34 +37,87 @@ const char *sws_backend_name(sws_backend b) {
 
 /* ---- keys whose values are not one of the plain kinds ------------------- */
 
-/* "host:port", or "host:port tls" for an HTTPS listener ([tls]). */
-static int parse_listen(sws_config *c, const char *v, char *why, size_t len) {
-    char addr[SWS_ADDR_MAX];
-    const char *sp = strpbrk(v, " \t");
-    size_t alen = sp ? (size_t)(sp - v) : strlen(v);
-    bool tls = false;
-    if (sp) {
-        while (*sp == ' ' || *sp == '\t')
-            sp++;
-        if (strcmp(sp, "tls") != 0) {
-            snprintf(why, len, "bad listener option '%s' (want host:port or host:port tls)", sp);
-            return -EINVAL;
-        }
-        tls = true;
+/* One listener: "host:port" and its options, "tls" (HTTPS, [tls]),
+ * "name=NAME" (what a route's listen key calls it) and "http2=on|off". Each
+ * line adds one; the first line of a file (or --listen) replaces the default. */
+static int listener_option(sws_listener_cfg *l, const char *o, size_t n, char *why, size_t len) {
+    if (n == 3 && strncmp(o, "tls", 3) == 0) {
+        l->tls = true;
+        return 0;
     }
-    if (alen < sizeof(addr)) {
-        memcpy(addr, v, alen);
-        addr[alen] = '\0';
-        if (sws_parse_addr(addr, &c->listen) == 0) {
-            c->listen_tls = tls;
+    if (n > 5 && strncmp(o, "name=", 5) == 0) {
+        size_t nl = n - 5;
+        bool ok = nl < sizeof(l->name);
+        for (size_t i = 5; ok && i < n; i++)
+            ok = (o[i] >= 'a' && o[i] <= 'z') || (o[i] >= 'A' && o[i] <= 'Z') ||
+                 (o[i] >= '0' && o[i] <= '9') || o[i] == '_' || o[i] == '-' || o[i] == '.';
+        if (ok) {
+            memcpy(l->name, o + 5, nl);
+            l->name[nl] = '\0';
             return 0;
         }
+        snprintf(why, len, "bad listener name '%.*s' (1..%d letters, digits, '_', '-', '.')",
+                 (int)nl, o + 5, (int)sizeof(l->name) - 1);
+        return -EINVAL;
     }
-    snprintf(why, len, "bad address '%s' (want host:port or host:port tls)", v);
+    if ((n == 8 && strncmp(o, "http2=on", 8) == 0) || (n == 9 && strncmp(o, "http2=off", 9) == 0)) {
+        l->http2 = n == 8;
+        return 0;
+    }
+    snprintf(why, len, "bad listener option '%.*s' (want tls, name=NAME, http2=on or http2=off)",
+             (int)n, o);
     return -EINVAL;
 }
+
+static int parse_listen(sws_config *c, const char *v, char *why, size_t len) {
+    if (c->listen_fresh) {
+        c->nlisteners = 0;
+        c->listen_fresh = false;
+    }
+    if (c->nlisteners == SWS_LISTENERS_MAX) {
+        snprintf(why, len, "more than %d listeners", SWS_LISTENERS_MAX);
+        return -EINVAL;
+    }
+    sws_listener_cfg l = {.http2 = -1};
+    char addr[SWS_ADDR_MAX];
+    size_t alen = strcspn(v, " \t");
+    if (alen == 0 || alen >= sizeof(addr)) {
+        snprintf(why, len, "bad address '%s' (want host:port [tls] [name=NAME] [http2=off])", v);
+        return -EINVAL;
+    }
+    memcpy(addr, v, alen);
+    addr[alen] = '\0';
+    if (sws_parse_addr(addr, &l.addr) < 0) {
+        snprintf(why, len, "bad address '%s' (want host:port [tls] [name=NAME] [http2=off])", addr);
+        return -EINVAL;
+    }
+    for (const char *o = v + alen; *o;) {
+        o += strspn(o, " \t");
+        size_t n = strcspn(o, " \t");
+        if (n && listener_option(&l, o, n, why, len) < 0)
+            return -EINVAL;
+        o += n;
+    }
+    snprintf(l.origin, sizeof(l.origin), "[server] listen");
+    c->listeners[c->nlisteners++] = l;
+    return 0;
+}
+/* One line per listener, as the file writes them. */
 static void format_listen(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s%s", c->listen.text, c->listen_tls ? " tls" : "");
+    size_t off = 0;
+    if (len)
+        out[0] = '\0';
+    for (int i = 0; i < c->nlisteners && off < len; i++) {
+        const sws_listener_cfg *l = &c->listeners[i];
+        int n = snprintf(out + off, len - off, "%s%s%s%s%s%s", i ? "\n" : "", l->addr.text,
+                         l->tls ? " tls" : "", l->name[0] ? " name=" : "", l->name,
+                         l->http2 < 0 ? ""
+                         : l->http2   ? " http2=on"
+                                      : " http2=off");
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    }
 }
 
 /* [tls]: parsed by src/tls/tls_config.c, which the unit tests also drive. */
@@ -758,7 +811,8 @@ enum { RELOAD = 0, RESTART = 1 };
 
 const sws_key sws_config_keys[] = {
     CUSTOM("server", "listen", parse_listen, format_listen, "127.0.0.1:8080", RESTART,
-           "host:port to serve on; port 0: the kernel picks one; \"host:port tls\": HTTPS"),
+           "host:port [tls] [name=NAME] [http2=off]: a listener (one a line, lines add up); "
+           "port 0: the kernel picks one; tls: HTTPS"),
     CUSTOM("server", "event_loops", parse_event_loops, format_event_loops, "auto", RESTART,
            "event loops: auto (one per usable CPU), N, or 0 (one shared loop)"),
     CUSTOM("server", "worker_threads", parse_worker_threads, format_worker_threads, "auto", RESTART,
@@ -997,6 +1051,8 @@ const sws_key sws_route_key_table[] = {
     CUSTOM("route NAME", "host", parse_route_host, format_route_host, NULL, RELOAD,
            "Hosts to match: names, *.name for every name under it, comma separated "
            "(unset: any host)"),
+    STRING("route NAME", "listen", rt.listen, NULL, RELOAD,
+           "the listeners it serves, by name= or address, comma separated (unset: every one)"),
     CUSTOM("route NAME", "path_prefix", parse_route_prefix, format_route_prefix, NULL, RELOAD,
            "path prefix to match, on a segment boundary; the longest wins"),
     CUSTOM("route NAME", "path", parse_route_path, format_route_path, NULL, RELOAD,

@@ -272,5 +272,5 @@ void sws_config_preflight_notes(FILE *f, const sws_config *c, const sws_cli *cli
                 "scalwsd: warning: %s:%" PRIu32 ": %s is not used: no listener is tls "
                 "(%s is %s; write \"listen = %s tls\" for HTTPS)\n",
                 cli->config ? cli->config : "file", first, section, c->listen_origin,
-                c->listen.text, c->listen.text);
+                c->listeners[0].addr.text, c->listeners[0].addr.text);
 }

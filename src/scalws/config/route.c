@@ -87,9 +87,11 @@ static uint32_t find(const sws_route_name *idx, uint32_t n, const char *h, size_
     return b;
 }
 
-/* How well e's route's path matches p (the target's path, up to '?'): 0 not
- * at all; else larger is more specific. */
-static uint32_t path_score(const sws_route_name *e, const char *p, size_t n) {
+/* How well e's route's path matches p (the target's path, up to '?') on
+ * listener l: 0 not at all; else larger is more specific. */
+static uint32_t path_score(const sws_route_name *e, unsigned l, const char *p, size_t n) {
+    if (e->listeners && !(e->listeners >> l & 1u))
+        return 0;
     if (e->path_len == 0)
         return 1;
     if (n < e->path_len || memcmp(p, e->path, e->path_len) != 0)
@@ -103,11 +105,11 @@ static uint32_t path_score(const sws_route_name *e, const char *p, size_t n) {
 
 /* Of the entries e[0..n), the route whose path matches p best: 0 when none
  * does. */
-static int best_path(const sws_route_name *e, uint32_t n, const char *p, size_t pl) {
+static int best_path(const sws_route_name *e, uint32_t n, unsigned l, const char *p, size_t pl) {
     int best = 0;
     uint32_t best_score = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t score = path_score(&e[i], p, pl);
+        uint32_t score = path_score(&e[i], l, p, pl);
         if (score > best_score) {
             best_score = score;
             best = e[i].route;
@@ -116,8 +118,8 @@ static int best_path(const sws_route_name *e, uint32_t n, const char *p, size_t 
     return best;
 }
 
-int sws_route_match(const sws_routes *t, const char *host, size_t host_len, const char *target,
-                    size_t target_len) {
+int sws_route_match(const sws_routes *t, unsigned listener, const char *host, size_t host_len,
+                    const char *target, size_t target_len) {
     if (t->n <= 1)
         return 0;
     const char *auth;
@@ -143,19 +145,19 @@ int sws_route_match(const sws_routes *t, const char *host, size_t host_len, cons
         for (size_t i = 0; i < host_len; i++)
             low[i] = lower(host[i]);
         uint32_t lo, hi = find(t->exact, t->nexact, low, host_len, &lo);
-        int best = best_path(t->exact + lo, hi - lo, target, plen);
+        int best = best_path(t->exact + lo, hi - lo, listener, target, plen);
         /* ".example.com" for "*.example.com": at least one label before it. */
         for (size_t i = 1; !best && t->nwild && i < host_len; i++) {
             size_t sl = host_len - i;
             if (low[i] != '.' || !(t->wild_len[sl / 64] >> (sl % 64) & 1))
                 continue;
             hi = find(t->wild, t->nwild, low + i, sl, &lo);
-            best = best_path(t->wild + lo, hi - lo, target, plen);
+            best = best_path(t->wild + lo, hi - lo, listener, target, plen);
         }
         if (best)
             return best;
     }
-    return best_path(t->any, t->nany, target, plen);
+    return best_path(t->any, t->nany, listener, target, plen);
 }
 
 static int entry_cmp(const void *a, const void *b) {
@@ -187,7 +189,8 @@ int sws_routes_index(sws_routes *t) {
                             .path = r->path,
                             .path_len = r->path_len,
                             .exact = r->exact,
-                            .slash = r->path_len && r->path[r->path_len - 1] == '/'};
+                            .slash = r->path_len && r->path[r->path_len - 1] == '/',
+                            .listeners = r->listeners};
         if (r->nhosts == 0)
             t->any[t->nany++] = e;
         for (uint32_t at = 0; at < r->hosts_len;) {

@@ -15,6 +15,8 @@
  *     boundary: "/api" matches "/api", "/api/x" and "/api?q", not "/apix"; a
  *     prefix ending in '/' matches whatever begins with it. The path is the
  *     raw target up to '?' (no percent-decoding).
+ *   - listener: a route with a listen key is seen only by requests of the
+ *     listeners it names, as if absent from the others' tables.
  *   - nothing matches: the default route (the top-level scenario; a 404 when
  *     routes exist and [server] scenario is not set).
  * The names of every route are indexed with the table (sorted: exact names,
@@ -64,6 +66,11 @@ typedef struct sws_route {
      * or unset), read into cfg.pages by sws_error_pages_load. */
     char error_page[SWS_ERROR_PAGE_SPEC];
     uint32_t error_page_line;
+    /* Its listen key as written ("" none) and its line, and the listeners it
+     * names (bit i: [server]'s listeners[i]); 0: every listener. */
+    char listen[256];
+    uint32_t listen_line;
+    uint32_t listeners;
     sws_scenario_cfg cfg;
 } sws_route;
 
@@ -72,11 +79,12 @@ typedef struct sws_route {
 typedef struct sws_route_name {
     const char *name; /* the route's copy (NULL in the list of routes without a host) */
     uint16_t len;
-    uint16_t route;    /* its index in the table */
-    const char *path;  /* the route's */
-    uint16_t path_len; /* 0: any path */
-    bool exact;        /* path is an exact `path` */
-    bool slash;        /* a path_prefix ending in '/' */
+    uint16_t route;     /* its index in the table */
+    const char *path;   /* the route's */
+    uint16_t path_len;  /* 0: any path */
+    bool exact;         /* path is an exact `path` */
+    bool slash;         /* a path_prefix ending in '/' */
+    uint32_t listeners; /* the route's (0: every listener) */
 } sws_route_name;
 
 typedef struct sws_routes {
@@ -102,9 +110,10 @@ typedef struct sws_route_view {
 } sws_route_view;
 
 /* The index in t->r of the route for host (the Host field's value, NULL or
- * empty when absent) and target (the request-target as it came). */
-int sws_route_match(const sws_routes *t, const char *host, size_t host_len, const char *target,
-                    size_t target_len);
+ * empty when absent) and target (the request-target as it came), on the
+ * listener of index listener ([server]'s listeners). */
+int sws_route_match(const sws_routes *t, unsigned listener, const char *host, size_t host_len,
+                    const char *target, size_t target_len);
 
 /* The target as route r's scenario sees it: without r's prefix when
  * strip_prefix is on ("/api/x" -> "/x", "/api" -> "/"), else unchanged. The

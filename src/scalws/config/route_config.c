@@ -13,6 +13,7 @@
 #include "sws_tls_client.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,8 @@ static int finish(struct sws_route_load *L) {
     r->mime_types_line = mime >= 0 ? s->origin_line[mime] : 0;
     memcpy(r->error_page, s->error_page, sizeof(r->error_page));
     r->error_page_line = s->rt.error_page_line;
+    memcpy(r->listen, s->rt.listen, sizeof(r->listen));
+    r->listen_line = s->rt.listen_line;
     L->n++; /* from here its heap parts are freed with the list */
     int rc = 0;
     r->own_headers = s->hdr.set;
@@ -152,6 +155,8 @@ static int set_route_key(sws_config *s, const char *key, char *why, size_t len, 
             s->rt.access_log_line = line; /* preflight.c names it */
         if (strcmp(key, "error_page") == 0)
             s->rt.error_page_line = line; /* for the messages of the files it names */
+        if (strcmp(key, "listen") == 0)
+            s->rt.listen_line = line; /* resolved with the table: named in its messages */
         return sws_config_set_key(s, &sws_route_key_table[i], v, why, len);
     }
     int ai = sws_config_key_index("server", key);
@@ -189,10 +194,11 @@ static int set_route_key(sws_config *s, const char *key, char *why, size_t len, 
     if (near)
         snprintf(why, len, "unknown key (did you mean %s?)", near);
     else
-        snprintf(why, len,
-                 "unknown key (a route takes host, path, path_prefix, scenario, strip_prefix, "
-                 "access_log, log_format, add_header, error_page, the keys of [respond], "
-                 "[static], [proxy] and [redirect], and the access keys of [server])");
+        snprintf(
+            why, len,
+            "unknown key (a route takes host, listen, path, path_prefix, scenario, strip_prefix, "
+            "access_log, log_format, add_header, error_page, the keys of [respond], "
+            "[static], [proxy] and [redirect], and the access keys of [server])");
     return -EINVAL;
 }
 
@@ -299,9 +305,9 @@ static int check_route(const sws_route *r, char *err, size_t errlen) {
         why = "scenario static needs root";
     else if (r->cfg.strip_prefix && (r->exact || !r->path_len))
         why = "strip_prefix needs path_prefix";
-    else if (!r->nhosts && !r->path_len)
-        why = "matches every request (no host, no path): that is the default route's job "
-              "([server] scenario)";
+    else if (!r->nhosts && !r->path_len && !r->listeners)
+        why = "matches every request (no host, no path, no listen): that is the default "
+              "route's job ([server] scenario)";
     else
         why = sws_scenario_cfg_check(&r->cfg, r->nhosts > 0, buf, sizeof buf);
     if (!why)
@@ -314,6 +320,8 @@ static int check_route(const sws_route *r, char *err, size_t errlen) {
  * share a name (of the same kind: exact or wildcard) are next to each other
  * in the host index; the routes without a host are its list. */
 static bool same_path(const sws_route *a, const sws_route *b) {
+    if (a->listeners && b->listeners && !(a->listeners & b->listeners))
+        return false; /* judged per listener: they never meet */
     return a->exact == b->exact && a->path_len == b->path_len &&
            memcmp(a->path, b->path, a->path_len) == 0;
 }
@@ -419,6 +427,37 @@ static int access_build(sws_route *r, bool is_default, char *err, size_t errlen)
 
 static const char not_found[] = "Not Found\n";
 
+/* A route's listen key into the bits of the listeners it names. */
+static int route_listeners(sws_route *r, const sws_config *c, char *err, size_t errlen) {
+    r->listeners = 0;
+    for (const char *s = r->listen; *s;) {
+        s += strspn(s, ", \t");
+        size_t n = strcspn(s, ", \t");
+        if (!n)
+            break;
+        char name[SWS_ADDR_MAX];
+        snprintf(name, sizeof name, "%.*s", (int)n, s);
+        s += n;
+        int i = sws_listener_find(c, name);
+        if (i >= 0) {
+            r->listeners |= 1u << i;
+            continue;
+        }
+        char known[400] = "";
+        for (int k = 0, o = 0; k < c->nlisteners && o >= 0 && (size_t)o < sizeof known; k++)
+            o += snprintf(known + o, sizeof known - (size_t)o, "%s%s", k ? ", " : "",
+                          sws_listener_label(c, k));
+        /* origin is the section's "file:line": the key's line is the one to fix. */
+        const char *colon = strrchr(r->origin, ':');
+        int fl = colon ? (int)(colon - r->origin) : (int)strlen(r->origin);
+        snprintf(err, errlen, "%.*s:%" PRIu32 ": [route %s] listen: %s '%s' (the listeners: %s)",
+                 fl, r->origin, r->listen_line, r->name,
+                 i == -2 ? "two listeners have the address" : "no listener is named", name, known);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int sws_routes_build(sws_config *c, char *err, size_t errlen) {
     struct sws_route_load *L = c->route_load;
     if (L && finish(L) < 0) {
@@ -473,6 +512,13 @@ int sws_routes_build(sws_config *c, char *err, size_t errlen) {
             r->log_fmt = c->log_fmt;
     }
     sws_route_load_free(c);
+    int lrc = 0;
+    for (int i = 1; lrc == 0 && i < t->n; i++)
+        lrc = route_listeners(&t->r[i], c, err, errlen);
+    if (lrc < 0) {
+        sws_routes_unref(t);
+        return lrc;
+    }
     /* [server]'s add_header lines: the default route's, and every route's
      * that has none of its own (as nginx inherits add_header). */
     int rc = 0;
@@ -599,6 +645,8 @@ void sws_routes_print(FILE *f, const sws_config *c) {
             }
             fputc('\n', f);
         }
+        if (r->listen[0])
+            fprintf(f, "listen = %s\n", r->listen);
         if (r->path_len)
             fprintf(f, "%s = %.*s\n", r->exact ? "path" : "path_prefix", (int)r->path_len, r->path);
         fprintf(f, "scenario = %s\n", sws_scenario_name(r->cfg.scenario));

@@ -187,6 +187,19 @@ static char *metrics_text(sws_server *s, size_t *len) {
             "# TYPE scalwsd_draining gauge\nscalwsd_draining %d\n",
             atomic_load(&s->drain));
     sws_balance_metrics(s, f);
+    fprintf(f, "# HELP scalwsd_listener_connections_total Connections accepted, by listener "
+               "(its name= or its address as configured; address: as bound).\n"
+               "# TYPE scalwsd_listener_connections_total counter\n");
+    for (int li = 0; li < s->nlisteners; li++) {
+        uint64_t n = 0;
+        for (int i = 0; i < s->nloops; i++)
+            n += CTR(&s->workers[i], accepted_on[li]);
+        fprintf(f,
+                "scalwsd_listener_connections_total{listener=\"%s\",address=\"%s\",tls=\"%d\","
+                "http2=\"%d\"} %" PRIu64 "\n",
+                sws_listener_label(s->cfg, li), s->listeners[li].text,
+                s->cfg->listeners[li].tls ? 1 : 0, sws_listener_h2(s->cfg, li) ? 1 : 0, n);
+    }
     /* Each scenario a route served at start, once. */
     for (int k = 0; k < 32; k++) {
         const sws_scenario_ops *ops = sws_scenario_ops_of((sws_scenario_kind)k);
@@ -210,9 +223,28 @@ static char *metrics_text(sws_server *s, size_t *len) {
     return buf;
 }
 
+/* Every listener: its name (name=, else null), what it bound and was
+ * configured with, TLS and HTTP/2, its accept route and its connections. */
+static json_t *listeners_json(const sws_server *s) {
+    json_t *a = json_array();
+    for (int li = 0; a && li < s->nlisteners; li++) {
+        const sws_listener_cfg *l = &s->cfg->listeners[li];
+        uint64_t n = 0;
+        for (int i = 0; i < s->nloops; i++)
+            n += CTR(&s->workers[i], accepted_on[li]);
+        json_array_append_new(a, json_pack("{s:s?, s:s, s:s, s:b, s:b, s:s, s:I}", "name",
+                                           l->name[0] ? l->name : NULL, "address",
+                                           s->listeners[li].text, "configured", l->addr.text, "tls",
+                                           l->tls, "http2", sws_listener_h2(s->cfg, li), "route",
+                                           sws_accept_name(s->listeners[li].route), "accepted",
+                                           (json_int_t)n));
+    }
+    return a;
+}
+
 /* The routes as configured now: name, host names ("*.a.b" for a
  * wildcard), path or path_prefix, scenario; the default route first. */
-static json_t *routes_json(const sws_routes *t) {
+static json_t *routes_json(const sws_config *c, const sws_routes *t) {
     json_t *a = json_array();
     for (int i = 0; a && t && i < t->n; i++) {
         const sws_route *r = &t->r[i];
@@ -229,6 +261,12 @@ static json_t *routes_json(const sws_routes *t) {
         if (e && r->path_len)
             json_object_set_new(e, r->exact ? "path" : "path_prefix",
                                 json_stringn(r->path, r->path_len));
+        json_t *ls = r->listeners && e ? json_array() : NULL;
+        for (int li = 0; ls && li < c->nlisteners; li++)
+            if (r->listeners >> li & 1u)
+                json_array_append_new(ls, json_string(sws_listener_label(c, li)));
+        if (ls)
+            json_object_set_new(e, "listen", ls);
         json_array_append_new(a, e);
     }
     return a;
@@ -318,6 +356,7 @@ static char *status_json(sws_server *s, size_t *len) {
     }
     json_object_set_new(root, "accept", accept);
     json_object_set_new(root, "imbalance", imb);
+    json_object_set_new(root, "listeners", listeners_json(s));
     if (s->cfg->tls_server) {
         sws_tls_info ti;
         sws_tls_server_info(s->cfg->tls_server, &ti);
@@ -356,7 +395,7 @@ static char *status_json(sws_server *s, size_t *len) {
         ups = NULL;
     }
     json_object_set_new(root, "upstreams", ups ? ups : json_null());
-    json_object_set_new(root, "routes", routes_json(s->cfg->routes));
+    json_object_set_new(root, "routes", routes_json(s->cfg, s->cfg->routes));
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (text) {

@@ -24,15 +24,19 @@ static void post_all(sws_server *s, uint64_t value) {
 
 void sws_drain_begin(sws_server *s) {
     atomic_store(&s->drain, 1);
-    if (s->acceptor) {
-        tl_acceptor_stop(s->acceptor);
-        s->acceptor = NULL;
+    for (int li = 0; li < s->nlisteners; li++) {
+        if (s->listeners[li].acceptor) {
+            tl_acceptor_stop(s->listeners[li].acceptor);
+            s->listeners[li].acceptor = NULL;
+        }
     }
     post_all(s, SWS_MSG_DRAIN);
-    if (s->shared_fd >= 0) {
-        /* The loops close their duplicates when the message arrives. */
-        close(s->shared_fd);
-        s->shared_fd = -1;
+    for (int li = 0; li < s->nlisteners; li++) {
+        if (s->listeners[li].shared_fd >= 0) {
+            /* The loops close their duplicates when the message arrives. */
+            close(s->listeners[li].shared_fd);
+            s->listeners[li].shared_fd = -1;
+        }
     }
 }
 

@@ -22,7 +22,10 @@
 
 extern char **environ;
 
+_Static_assert(SWS_INHERIT_MAX >= 1024 * SWS_LISTENERS_MAX + 1,
+               "an inherited socket per loop per listener");
 static int http_fds[SWS_INHERIT_MAX];
+static int http_listener[SWS_INHERIT_MAX]; /* "http-N": listener N; -1 unnamed */
 static int nhttp_fds;
 static int admin_fd = -1;
 
@@ -62,6 +65,7 @@ void sws_inherit_parse(void) {
         for (int i = 0; i < (int)n; i++) {
             int fd = FDS_START + i;
             size_t len = 0;
+            const char *name = p;
             if (p) {
                 len = strcspn(p, ":");
             }
@@ -76,10 +80,16 @@ void sws_inherit_parse(void) {
                         fd);
                 continue;
             }
-            if (admin && admin_fd < 0)
+            if (admin && admin_fd < 0) {
                 admin_fd = fd;
-            else
-                http_fds[nhttp_fds++] = fd;
+                continue;
+            }
+            /* A SIGUSR2 names each socket by its listener's index ("http-N"),
+             * which tells apart listeners of one address (port 0). */
+            http_listener[nhttp_fds] = -1;
+            if (name && len > 5 && len < 9 && strncmp(name, "http-", 5) == 0)
+                http_listener[nhttp_fds] = (int)strtol(name + 5, NULL, 10);
+            http_fds[nhttp_fds++] = fd;
         }
     } else if (ours && n != 0) {
         fprintf(stderr, "scalwsd: LISTEN_FDS=%s out of range; ignored\n", nfds);
@@ -133,8 +143,9 @@ bool sws_reexec_ready_read(void) {
     return false;
 }
 
-int sws_inherited_http(const int **fds) {
+int sws_inherited_http(const int **fds, const int **listener) {
     *fds = http_fds;
+    *listener = http_listener;
     return nhttp_fds;
 }
 
@@ -157,7 +168,7 @@ static bool is_listen_var(const char *e) {
            strncmp(e, "LISTEN_FDNAMES=", 15) == 0 || strncmp(e, "SWS_READY_FD=", 13) == 0;
 }
 
-pid_t sws_reexec(const int *http, int nhttp, int admin) {
+pid_t sws_reexec(const int *http, const int *http_of, int nhttp, int admin) {
     int n = nhttp + (admin >= 0 ? 1 : 0);
     if (!exe_path[0] || !saved_argv)
         return -ENOENT;
@@ -169,7 +180,7 @@ pid_t sws_reexec(const int *http, int nhttp, int admin) {
     while (environ[nenv])
         nenv++;
     char **envp = calloc(nenv + 5, sizeof(*envp));
-    char *names_var = malloc(16 + (size_t)n * 6);
+    char *names_var = malloc(16 + (size_t)n * 12);
     int src[SWS_INHERIT_MAX];
     if (!envp || !names_var) {
         free(envp);
@@ -186,7 +197,10 @@ pid_t sws_reexec(const int *http, int nhttp, int admin) {
     size_t nl = (size_t)sprintf(names_var, "LISTEN_FDNAMES=");
     for (int i = 0; i < n; i++) {
         src[i] = i < nhttp ? http[i] : admin;
-        nl += (size_t)sprintf(names_var + nl, "%s%s", i ? ":" : "", i < nhttp ? "http" : "admin");
+        if (i < nhttp)
+            nl += (size_t)sprintf(names_var + nl, "%shttp-%d", i ? ":" : "", http_of[i]);
+        else
+            nl += (size_t)sprintf(names_var + nl, "%sadmin", i ? ":" : "");
     }
     envp[k++] = fds_var;
     envp[k++] = names_var;
@@ -272,7 +286,7 @@ void sws_reexec_on_signal(sws_server *s, int signo, bool draining, int admin) {
         fprintf(stderr, "scalwsd: SIGUSR2 while draining: ignored\n");
         return;
     }
-    pid_t pid = sws_reexec(s->listen_fds, s->nlisten_fds, admin);
+    pid_t pid = sws_reexec(s->listen_fds, s->listen_fd_of, s->nlisten_fds, admin);
     if (pid < 0) {
         fprintf(stderr, "scalwsd: SIGUSR2: cannot start a new process: %s\n", strerror(-pid));
     } else {

@@ -10,24 +10,27 @@
 
 struct sws_server;
 
-#define SWS_INHERIT_MAX 1025 /* one per loop (1024) and the admin socket */
+/* One per loop (1024) of each listener (SWS_LISTENERS_MAX, 16), and the admin socket. */
+#define SWS_INHERIT_MAX (1024 * 16 + 1)
 
 /* Reads LISTEN_PID/LISTEN_FDS/LISTEN_FDNAMES once, before any thread starts,
  * and unsets them (a child must not take them for its own). Descriptors named
  * "admin" are the admin listener; every other listening stream socket serves
  * HTTP. Inherited descriptors are made close-on-exec. */
 void sws_inherit_parse(void);
-/* The inherited HTTP listeners, in order (fds 3.. minus the admin one). */
-int sws_inherited_http(const int **fds);
+/* The inherited HTTP listeners, in order (fds 3.. minus the admin one), and
+ * the index of the listener a SIGUSR2 passed each for (-1: not said). */
+int sws_inherited_http(const int **fds, const int **listener);
 /* The inherited admin listener, or -1. */
 int sws_inherited_admin(void);
 
 /* Remembers the path of the running binary and argv for sws_reexec. */
 void sws_reexec_init(char **argv);
-/* Forks and execs the same binary with the same argv, passing http[0..n) and
- * admin_fd (when >= 0) as fds 3.. with LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES.
+/* Forks and execs the same binary with the same argv, passing http[0..n)
+ * (named "http-N" for listener http_of[i]) and admin_fd (when >= 0) as fds
+ * 3.. with LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES.
  * Returns the child's pid or a negative errno. The caller keeps serving. */
-pid_t sws_reexec(const int *http, int nhttp, int admin_fd);
+pid_t sws_reexec(const int *http, const int *http_of, int nhttp, int admin_fd);
 
 /* The control thread's SIGUSR2 (start a new process on our sockets, unless
  * draining) and SIGCHLD (report how that process ended, if it did). */

@@ -2,6 +2,7 @@
  * (the control thread assigns them before the loops use them), the per-loop
  * counts a request adds when its answer ends, their /metrics lines, and the
  * pick of a request's route instance by Host and path. */
+#include "conn.h"
 #include "gate.h"
 #include "route.h"
 #include "sws.h"
@@ -104,16 +105,16 @@ void sws_route_metrics(const sws_server *s, FILE *f) {
 
 /* ---- a request's route ----------------------------------------------------- */
 
-sws_scenario *sws_route_of(sws_worker *w, const sws_http_request *r) {
+sws_scenario *sws_route_of(sws_worker *w, unsigned listener, const sws_http_request *r) {
     const sws_routes *t = w->cfg->routes;
     if (t->n <= 1)
         return &w->sc;
-    return w->by_route[sws_route_match(t, r->host, r->host_len, r->path, r->path_len)];
+    return w->by_route[sws_route_match(t, listener, r->host, r->host_len, r->path, r->path_len)];
 }
 
 sws_scenario *sws_route_pick(sws_worker *w, const sws_exchange *x, uint32_t conn,
                              const sws_http_request *r) {
-    sws_scenario *sc = sws_route_of(w, r);
+    sws_scenario *sc = sws_route_of(w, w->slots[conn].listener, r);
     return sc->route->gated ? sws_gate_check(w, sc, x, conn, r) : sc;
 }
 

@@ -57,8 +57,9 @@ typedef struct sws_scenario_ops {
     /* After the loop is freed; also after a failed or partial init. */
     void (*free)(struct sws_worker *w, sws_scenario *sc);
 
-    /* A connection this loop accepted or was handed. */
-    void (*open)(struct sws_worker *w, sws_scenario *sc, tl_handle h);
+    /* A connection this loop accepted or was handed, from listener (its
+     * index in [server]'s listeners: whether it speaks TLS and HTTP/2). */
+    void (*open)(struct sws_worker *w, sws_scenario *sc, tl_handle h, unsigned listener);
     /* A completion whose tag is not the worker's (>= SWS_T_SCENARIO_FIRST). */
     void (*dispatch)(struct sws_worker *w, sws_scenario *sc, const tl_completion *e);
 

@@ -118,6 +118,7 @@ enum {
 typedef struct sws_counters {
     sws_ctr requests;
     sws_ctr accepted;
+    sws_ctr accepted_on[SWS_LISTENERS_MAX]; /* by listener */
     sws_ctr closed;
     sws_ctr active;
     sws_ctr bytes_in;
@@ -187,8 +188,10 @@ typedef struct sws_worker {
     const sws_config *cfg;
     sws_http_limits limits;
     tl_loop *loop;
-    tl_handle listener; /* 0 when the loop has none */
-    bool listener_closing;
+    /* Its handle of each listener ([server]'s, by index; 0: none on this
+     * loop), and which of them are closing (bit i: listener[i]). */
+    tl_handle listener[SWS_LISTENERS_MAX];
+    uint32_t listeners_closing;
     tl_op sweep_op;
     bool sweep_armed;
     bool sweep_cancelled;
@@ -273,6 +276,18 @@ typedef struct sws_worker {
     struct sws_compress *compress;
 } sws_worker;
 
+/* One listener of the configuration at start (server.c): how the loops
+ * accept on it. Its route is the configured one unless inherited sockets
+ * decide (one socket cannot be bound once per loop). */
+typedef struct sws_listener {
+    sws_accept_route route;
+    int shared_fd;         /* exclusive/herd/acceptor: its socket, or -1 */
+    tl_acceptor *acceptor; /* acceptor: its threads */
+    int *inherited;        /* the inherited sockets that are its (start-up only) */
+    int ninherited;
+    char text[SWS_ADDR_MAX]; /* what it bound (port 0 is the kernel's choice) */
+} sws_listener;
+
 typedef struct sws_server {
     const sws_config *cfg;
     sws_cpus cpus;
@@ -285,12 +300,16 @@ typedef struct sws_server {
     tl_loop **loops;
     tl_handoff **handoffs; /* handoff: one per accepting loop (balance.c) */
     int nhandoffs;
-    tl_acceptor *acceptor;
+    sws_listener *listeners; /* cfg->nlisteners */
+    int nlisteners;
     /* The control thread's reference to the newest access log files
      * (log_files.h), which every loop was posted; NULL when none. */
     struct sws_log_files *logs;
-    int shared_fd;   /* the listening socket of exclusive/herd/acceptor, or -1 */
-    int *listen_fds; /* every distinct listening socket, for a SIGUSR2 re-exec */
+    /* Every distinct listening socket, for a SIGUSR2 re-exec, and the index
+     * of the listener each is (the new process tells port-0 listeners apart
+     * by it). */
+    int *listen_fds;
+    int *listen_fd_of;
     int nlisten_fds;
     pthread_mutex_t shared_lock;
     pthread_t *threads; /* shared model */
@@ -305,7 +324,7 @@ typedef struct sws_server {
     uint64_t tls_rotated_ms;
     _Atomic int turning; /* threads that have begun turning their loop */
     /* What the listeners really bound (port 0 is the kernel's choice): the
-     * first HTTP listener, and the admin one ("" when off). */
+     * first HTTP listener (listeners[i].text: each), and the admin one ("" when off). */
     char listen_text[SWS_ADDR_MAX];
     char admin_text[SWS_ADDR_MAX];
     /* [acme] (main.c sets them): an ACME thread per order ([acme]'s own
@@ -326,9 +345,11 @@ typedef struct sws_server {
     struct sws_limiter *limiter;
     /* Set by main before sws_server_start, so that the server names nothing
      * of the control thread's: the inherited HTTP listeners (socket
-     * activation, or the process a SIGUSR2 replaced; reexec.c), and what a
-     * loop does with a posted reload (reload.c, on the loop's thread). */
+     * activation, or the process a SIGUSR2 replaced; reexec.c) with the
+     * listener index each was passed for (-1: not said), and what a loop
+     * does with a posted reload (reload.c, on the loop's thread). */
     const int *inherited_fds;
+    const int *inherited_of;
     int ninherited;
     void (*reload_apply)(sws_worker *w, uint64_t value);
 } sws_server;
@@ -339,8 +360,9 @@ void sws_server_free(sws_server *s);
 
 /* worker.c */
 uint64_t sws_now_ms(void);
-int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, char *err,
-                    size_t errlen);
+/* nlisten: the listener handles the loop will hold (its handle ceiling
+ * counts them). */
+int sws_worker_init(sws_server *s, sws_worker *w, int index, int nlisten, char *err, size_t errlen);
 void sws_worker_arm(sws_worker *w);
 void sws_worker_free(sws_worker *w);
 void *sws_worker_main(void *arg); /* thread: turns w until it is finished */
@@ -378,13 +400,14 @@ void sws_insts_reap(sws_worker *w);
  * retires the rest. A negative errno: nothing changed. */
 int sws_insts_reload_prepare(sws_worker *w, const sws_config *next);
 void sws_insts_reload_commit(sws_worker *w, const sws_config *old);
-/* The instance that answers request r of exchange x on connection slot conn:
- * its route's, or the gate's when the route refuses it (gate.h);
- * allocation-free. */
+/* The instance that answers request r of exchange x on connection slot conn
+ * (whose listener limits the routes): its route's, or the gate's when the route refuses it
+ * (gate.h); allocation-free. */
 sws_scenario *sws_route_pick(sws_worker *w, const sws_exchange *x, uint32_t conn,
                              const sws_http_request *r);
-/* Its route's instance without the gate: for a request refused already. */
-sws_scenario *sws_route_of(sws_worker *w, const sws_http_request *r);
+/* Its route's instance without the gate, for a request of a connection of
+ * listener (its index in [server]'s list): for a request refused already. */
+sws_scenario *sws_route_of(sws_worker *w, unsigned listener, const sws_http_request *r);
 /* One answer of sc's route: its status and its latency in ms. */
 void sws_route_count(sws_worker *w, const sws_scenario *sc, int status, uint64_t ms);
 /* Control thread, before a table is used: each route's stat slot by name.
@@ -408,8 +431,8 @@ void sws_insts_drain(sws_worker *w, bool force);
 
 /* ready.c: "host:port" ("[v6]:port") of a bound socket; 0 or a negative errno. */
 int sws_sockname_text(int fd, char *out, size_t cap);
-/* Writes "listen ADDR" per distinct listener, "admin ADDR", "pid N" to path
- * through a temp file and rename. */
+/* Writes "listen ADDR [tls] [name=NAME]" per listener (ADDR as bound),
+ * "admin ADDR", "pid N" to path through a temp file and rename. */
 int sws_ready_write(const char *path, const sws_server *s);
 /* Ends a file written whole to tmp (flushed, synced, closed) and renames it
  * to path, so readers see it complete or not at all: 0 or a negative errno
@@ -444,7 +467,9 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd);
 
 /* balance.c: start-up (listen, accepts) and the control thread (the rest) */
 bool sws_balance_accepts(const sws_server *s, sws_accept_route route, int i);
-int sws_balance_listen(sws_server *s, sws_accept_route route, const struct sockaddr *addr,
+/* Listener li's handles on the loops of route (reuse-port-cpu, handoff);
+ * the handoffs are made with the first listener's and fed by every one. */
+int sws_balance_listen(sws_server *s, sws_accept_route route, int li, const struct sockaddr *addr,
                        socklen_t len, char *err, size_t errlen);
 void sws_balance_free(sws_server *s);
 void sws_balance_describe(const sws_server *s, char *buf, size_t len);

@@ -148,7 +148,8 @@ void h1_answer_done(sws_worker *w, sws_conn *c) {
 /* An Upgrade request goes to a scenario that may take the connection over
  * (the proxy's tunnel): the connection is not ended by it. */
 static bool upgrade_taken(sws_worker *w, sws_conn *c) {
-    const sws_scenario *sc = c->routed || !w->routes_on ? c->sc : sws_route_of(w, &c->parser->req);
+    const sws_scenario *sc =
+        c->routed || !w->routes_on ? c->sc : sws_route_of(w, c->listener, &c->parser->req);
     return sc->ops->upgrades;
 }
 
@@ -463,7 +464,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
          * head's end, which pass_bytes never saw. A refusal of the head itself
          * (400, 414, 431, 501, 505) stays no route's. */
         if (!c->routed && w->routes_on && sws_http_head_sound(c->parser))
-            route_set(w, c, sws_route_of(w, &c->parser->req));
+            route_set(w, c, sws_route_of(w, c->listener, &c->parser->req));
         answer_error(w, c, st);
         *off = len;
         break;

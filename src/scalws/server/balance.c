@@ -25,7 +25,30 @@ bool sws_balance_accepts(const sws_server *s, sws_accept_route route, int i) {
     return false;
 }
 
-int sws_balance_listen(sws_server *s, sws_accept_route route, const struct sockaddr *addr,
+/* A listener after the first under handoff: bound on the accepting loops
+ * only (a group of them with SO_REUSEPORT), which feed their subsets
+ * through the handoffs the first made. */
+static int more_handoff(sws_server *s, int li, const struct sockaddr *addr, socklen_t len) {
+    int k = s->nhandoffs, rc;
+    tl_loop *acc[k];
+    tl_handle ls[k];
+    int firsts[k];
+    for (int a = 0; a < k; a++) {
+        tl_handoff_subset(s->nloops, k, a, &firsts[a]);
+        acc[a] = s->loops[firsts[a]];
+    }
+    if (k == 1) {
+        tl_listen_options lo = {.reuse_port = TL_REUSE_PORT_NO};
+        rc = tl_listen(acc[0], addr, len, &lo, &ls[0]);
+    } else {
+        rc = tl_route_reuse_port(acc, k, addr, len, 0, ls);
+    }
+    for (int a = 0; rc == 0 && a < k; a++)
+        s->workers[firsts[a]].listener[li] = ls[a];
+    return rc;
+}
+
+int sws_balance_listen(sws_server *s, sws_accept_route route, int li, const struct sockaddr *addr,
                        socklen_t len, char *err, size_t errlen) {
     int n = s->nloops, rc;
     err[0] = '\0'; /* set only when this file has the better reason to give */
@@ -48,11 +71,13 @@ int sws_balance_listen(sws_server *s, sws_accept_route route, const struct socka
             return rc;
         }
         for (int i = 0; rc == 0 && i < n; i++) {
-            s->workers[i].listener = hs[i];
+            s->workers[i].listener[li] = hs[i];
             s->workers[i].fed_by = i;
         }
         return rc;
     }
+    if (s->handoffs)
+        return more_handoff(s, li, addr, len);
     /* handoff, with one acceptor or several */
     int k = s->cfg->acceptors;
     if (k > n) {
@@ -84,7 +109,7 @@ int sws_balance_listen(sws_server *s, sws_accept_route route, const struct socka
         return rc;
     for (int a = 0; a < k; a++) {
         sws_worker *w = &s->workers[firsts[a]];
-        w->listener = ls[a];
+        w->listener[li] = ls[a];
         w->handoff = s->handoffs[a];
         for (int j = 0; j < counts[a]; j++)
             s->workers[firsts[a] + j].fed_by = firsts[a];

@@ -54,18 +54,13 @@ int sws_ready_write(const char *path, const sws_server *s) {
     FILE *f = fopen(tmp, "we");
     if (!f)
         return -errno;
-    /* Each distinct listening socket once: the loops of reuse-port share one
-     * port, several inherited sockets may each have their own. */
-    for (int i = 0; i < s->nlisten_fds; i++) {
-        char text[SWS_ADDR_MAX], prev[SWS_ADDR_MAX];
-        if (sws_sockname_text(s->listen_fds[i], text, sizeof(text)) < 0)
-            continue;
-        bool seen = false;
-        for (int k = 0; k < i && !seen; k++)
-            seen = sws_sockname_text(s->listen_fds[k], prev, sizeof(prev)) == 0 &&
-                   strcmp(prev, text) == 0;
-        if (!seen)
-            fprintf(f, "listen %s\n", text);
+    /* One line per listener, in the configuration's order, as its listen
+     * line would be written with the address it bound: the first is the
+     * first listener's, which readers of one port take (ready_port). */
+    for (int li = 0; li < s->nlisteners; li++) {
+        const sws_listener_cfg *l = &s->cfg->listeners[li];
+        fprintf(f, "listen %s%s%s%s\n", s->listeners[li].text, l->tls ? " tls" : "",
+                l->name[0] ? " name=" : "", l->name);
     }
     if (s->admin_text[0])
         fprintf(f, "admin %s\n", s->admin_text);

@@ -25,54 +25,48 @@ static int pin_thread(pthread_t t, int cpu) {
     return -pthread_setaffinity_np(t, sizeof(set), &set);
 }
 
-static int open_shared_fd(const sws_config *cfg, char *err, size_t errlen) {
-    int fd = socket(cfg->listen.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+static int open_shared_fd(const sws_addr *addr) {
+    int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (const struct sockaddr *)&cfg->listen.ss, cfg->listen.len) < 0 ||
-        listen(fd, SOMAXCONN) < 0) {
+    if (addr->ss.ss_family == AF_INET6) /* [::]:80 beside 0.0.0.0:80, as nginx */
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0 || listen(fd, SOMAXCONN) < 0) {
         int e = errno;
         close(fd);
         return -e;
     }
-    (void)err;
-    (void)errlen;
     return fd;
 }
 
 /* SO_REUSEPORT lets another process of the same user join a port that is in
  * use, which would hide a second scalwsd behind the first. A plain bind tells
  * a busy port from a free one first. */
-static int probe_busy(const sws_config *cfg) {
-    int fd = socket(cfg->listen.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+static int probe_busy(const sws_addr *addr) {
+    int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     int one = 1, rc = 0;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (const struct sockaddr *)&cfg->listen.ss, cfg->listen.len) < 0)
+    if (addr->ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0)
         rc = -errno;
     close(fd);
     return rc;
 }
 
-/* Inherited listening sockets (socket activation, or the SIGUSR2 re-exec of
- * an older scalwsd, reexec.c). */
-typedef struct inherited {
-    const int *fds;
-    int n;
-    int activated; /* the first, or -1 */
-} inherited;
-
 /* Step 1: the server's own resources: CPUs, the done eventfd. */
 static int init_server(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
     /* What main set for the server stays: the inherited sockets, the reload hook. */
-    const int *inherited_fds = s->inherited_fds;
+    const int *inherited_fds = s->inherited_fds, *inherited_of = s->inherited_of;
     int ninherited = s->ninherited;
     void (*reload_apply)(sws_worker *, uint64_t) = s->reload_apply;
     memset(s, 0, sizeof(*s));
     s->inherited_fds = inherited_fds;
+    s->inherited_of = inherited_of;
     s->ninherited = ninherited;
     s->reload_apply = reload_apply;
     s->cfg = cfg;
@@ -82,7 +76,14 @@ static int init_server(sws_server *s, const sws_config *cfg, char *err, size_t e
     s->extra_handles = sws_scenarios_extra_handles(cfg);
     if (sws_route_slots_assign(cfg->routes, err, errlen) < 0)
         return -EINVAL;
-    s->shared_fd = -1;
+    s->nlisteners = cfg->nlisteners;
+    s->listeners = calloc((size_t)cfg->nlisteners, sizeof(*s->listeners));
+    if (!s->listeners) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    for (int li = 0; li < s->nlisteners; li++)
+        s->listeners[li].shared_fd = -1;
     s->acme_fd = -1;
     s->acme_http_fd = -1;
     s->started_ms = sws_now_ms();
@@ -113,35 +114,120 @@ static void plan_loops(sws_server *s, const sws_config *cfg) {
     }
 }
 
-/* Step 3: the accept route, as configured unless inherited sockets decide.
- * Several inherited sockets: each is a queue of its own (one per loop of a
- * reuse_port parent), so every one gets a loop, or connections queued on it
- * would be lost when the parent closes its copy. */
-static void plan_route(sws_server *s, const sws_config *cfg, inherited *inh) {
+/* How well inherited socket got fits listener want: 2 the same address and
+ * port, 1 the same address where want's port is 0 (the kernel's choice,
+ * which a SIGUSR2 passes on bound), 0 not at all. */
+static int addr_fit(const sws_addr *want, const struct sockaddr_storage *got) {
+    if (want->ss.ss_family != got->ss_family)
+        return 0;
+    in_port_t wp, gp;
+    if (got->ss_family == AF_INET) {
+        const struct sockaddr_in *w = (const void *)&want->ss, *g = (const void *)got;
+        if (w->sin_addr.s_addr != g->sin_addr.s_addr)
+            return 0;
+        wp = w->sin_port;
+        gp = g->sin_port;
+    } else {
+        const struct sockaddr_in6 *w = (const void *)&want->ss, *g = (const void *)got;
+        if (memcmp(&w->sin6_addr, &g->sin6_addr, sizeof(w->sin6_addr)) != 0)
+            return 0;
+        wp = w->sin6_port;
+        gp = g->sin6_port;
+    }
+    return wp == gp ? 2 : wp == 0 ? 1 : 0;
+}
+
+/* Step 2b: each inherited socket (socket activation, or the process a
+ * SIGUSR2 replaced) to its listener. One listener takes them all, whatever
+ * their address (as before there were several); with several, each is
+ * matched by its bound address: the listener of that address and port, else
+ * (a SIGUSR2's socket, named "http-N") one of that address and port 0, told
+ * apart by the index N. A socket no listener fits is
+ * refused: serving it on the wrong terms (plain for tls) would be worse. */
+static int assign_inherited(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
+    int n = s->ninherited;
+    for (int li = 0; li < s->nlisteners; li++)
+        if (!(s->listeners[li].inherited = calloc((size_t)(n ? n : 1), sizeof(int)))) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+    for (int k = 0; k < n; k++) {
+        int fd = s->inherited_fds[k], li = cfg->nlisteners == 1 ? 0 : -1;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        if (li < 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+            int named = s->inherited_of ? s->inherited_of[k] : -1, first = -1, empty = -1;
+            for (int c = 0; c < cfg->nlisteners && li < 0; c++) {
+                int fit = addr_fit(&cfg->listeners[c].addr, &ss);
+                if (fit == 1 && named < 0)
+                    continue; /* systemd binds no port 0: that is a SIGUSR2's socket */
+                if (fit == 2 || (fit == 1 && c == named))
+                    li = c;
+                else if (fit == 1 && first < 0)
+                    first = c;
+                if (fit == 1 && empty < 0 && !s->listeners[c].ninherited)
+                    empty = c;
+            }
+            if (li < 0)
+                li = empty >= 0 ? empty : first;
+        }
+        if (li < 0) {
+            char text[SWS_ADDR_MAX];
+            sws_sockname_text(fd, text, sizeof(text));
+            snprintf(err, errlen,
+                     "inherited socket %s (fd %d) is none of the [server] listen lines: add one "
+                     "for it, or take it out of the socket unit",
+                     text, fd);
+            return -EINVAL;
+        }
+        sws_listener *L = &s->listeners[li];
+        L->inherited[L->ninherited++] = fd;
+    }
+    return 0;
+}
+
+/* Step 3: each listener's accept route, as configured unless inherited
+ * sockets decide. Several inherited sockets of one listener: each is a queue
+ * of its own (one per loop of a reuse_port parent), so every one gets a
+ * loop, or connections queued on it would be lost when the parent closes its
+ * copy. */
+static void plan_route(sws_server *s, const sws_config *cfg) {
     sws_accept_route route = s->shared ? SWS_ACCEPT_ACCEPTOR : cfg->accept;
-    inh->n = s->ninherited;
-    inh->fds = s->inherited_fds;
-    inh->activated = inh->n > 0 ? inh->fds[0] : -1;
-    if (inh->n > 1 && !s->shared) {
-        if (s->nloops < inh->n)
-            s->nloops = s->nthreads = inh->n;
-        route = inh->n == s->nloops ? SWS_ACCEPT_REUSE_PORT : SWS_ACCEPT_HERD;
-    } else if (inh->n > 1) {
-        fprintf(stderr, "scalwsd: %d inherited sockets; the shared model serves the first\n",
-                inh->n);
-        for (int i = 1; i < inh->n; i++)
-            close(inh->fds[i]); /* not left open and never accepted: refused instead */
-        inh->n = 1;
+    int many = 0;
+    for (int li = 0; li < s->nlisteners; li++) {
+        sws_listener *L = &s->listeners[li];
+        if (L->ninherited > 1 && s->shared) {
+            fprintf(stderr, "scalwsd: %d inherited sockets; the shared model serves the first\n",
+                    L->ninherited);
+            for (int i = 1; i < L->ninherited; i++)
+                close(L->inherited[i]); /* not left open and never accepted: refused instead */
+            L->ninherited = 1;
+        }
+        many = L->ninherited > many ? L->ninherited : many;
     }
-    if (inh->n == 1 && (route == SWS_ACCEPT_REUSE_PORT || route == SWS_ACCEPT_HANDOFF ||
-                        route == SWS_ACCEPT_REUSE_PORT_CPU)) {
-        /* One inherited socket cannot be bound once per loop: share it, with
-         * EPOLLEXCLUSIVE unless io_uring was asked for by name (it has no
-         * wake-one; blocking acceptor threads serve it then). */
-        route = cfg->backend != SWS_BACKEND_URING ? SWS_ACCEPT_EXCLUSIVE : SWS_ACCEPT_ACCEPTOR;
+    if (many > 1 && s->nloops < many)
+        s->nloops = s->nthreads = many;
+    for (int li = 0; li < s->nlisteners; li++) {
+        sws_listener *L = &s->listeners[li];
+        sws_accept_route r = route;
+        if (L->ninherited > 1)
+            r = L->ninherited == s->nloops ? SWS_ACCEPT_REUSE_PORT : SWS_ACCEPT_HERD;
+        else if (L->ninherited == 1 && (r == SWS_ACCEPT_REUSE_PORT || r == SWS_ACCEPT_HANDOFF ||
+                                        r == SWS_ACCEPT_REUSE_PORT_CPU))
+            /* One inherited socket cannot be bound once per loop: share it,
+             * with EPOLLEXCLUSIVE unless io_uring was asked for by name (it
+             * has no wake-one; blocking acceptor threads serve it then). */
+            r = cfg->backend != SWS_BACKEND_URING ? SWS_ACCEPT_EXCLUSIVE : SWS_ACCEPT_ACCEPTOR;
+        L->route = r;
     }
-    s->route = route;
+    s->route = s->listeners[0].route;
     s->pinned = !s->shared && s->nloops <= s->cpus.in_mask;
+}
+
+/* Whether loop i holds a handle of listener li. */
+static bool listener_on_loop(const sws_server *s, int li, int i) {
+    const sws_listener *L = &s->listeners[li];
+    return L->ninherited > 1 || sws_balance_accepts(s, L->route, i);
 }
 
 /* Step 3b: a tls listener's contexts: one SSL_CTX per loop (its own session
@@ -149,6 +235,7 @@ static void plan_route(sws_server *s, const sws_config *cfg, inherited *inh) {
  * the kernel picks. The server owns the initial config: this is its only
  * write to it. */
 static int build_tls(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
+    /* listen_tls: some listener speaks TLS (listeners.c). */
     if (!cfg->listen_tls || cfg->tls_server)
         return 0;
     if (!(s->tls_keys = sws_tls_keys_new())) {
@@ -168,12 +255,13 @@ static int build_tls(sws_server *s, const sws_config *cfg, char *err, size_t err
 }
 
 /* Step 4: the workers and their loops (each with its scenario). */
-static int create_workers(sws_server *s, bool inh_many, char *err, size_t errlen) {
-    sws_accept_route route = s->route;
+static int create_workers(sws_server *s, char *err, size_t errlen) {
     s->workers = calloc((size_t)s->nloops, sizeof(*s->workers));
     s->loops = calloc((size_t)s->nloops, sizeof(*s->loops));
-    s->listen_fds = calloc((size_t)s->nloops, sizeof(*s->listen_fds));
-    if (!s->workers || !s->loops || !s->listen_fds) {
+    size_t nfds = (size_t)s->nloops * (size_t)s->nlisteners;
+    s->listen_fds = calloc(nfds, sizeof(*s->listen_fds));
+    s->listen_fd_of = calloc(nfds, sizeof(*s->listen_fd_of));
+    if (!s->workers || !s->loops || !s->listen_fds || !s->listen_fd_of) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
@@ -182,10 +270,12 @@ static int create_workers(sws_server *s, bool inh_many, char *err, size_t errlen
     if (rc < 0)
         return rc;
     for (int i = 0; i < s->nloops; i++) {
-        bool has_listener = inh_many || sws_balance_accepts(s, route, i);
-        rc = sws_worker_init(s, &s->workers[i], i, has_listener, err, errlen);
-        s->workers[i].accepts = has_listener;
-        s->workers[i].fed_by = route == SWS_ACCEPT_ACCEPTOR ? -1 : i;
+        int nlisten = 0;
+        for (int li = 0; li < s->nlisteners; li++)
+            nlisten += listener_on_loop(s, li, i);
+        rc = sws_worker_init(s, &s->workers[i], i, nlisten, err, errlen);
+        s->workers[i].accepts = nlisten > 0;
+        s->workers[i].fed_by = s->route == SWS_ACCEPT_ACCEPTOR ? -1 : i;
         if (rc < 0)
             return rc; /* sws_worker_init said which part failed */
         s->loops[i] = s->workers[i].loop;
@@ -194,62 +284,72 @@ static int create_workers(sws_server *s, bool inh_many, char *err, size_t errlen
     return 0;
 }
 
-/* Step 5: the listeners of the route (or of the inherited sockets). */
-static int open_listeners(sws_server *s, const inherited *inh, char *err, size_t errlen) {
-    const sws_config *cfg = s->cfg;
-    sws_accept_route route = s->route;
-    const struct sockaddr *addr = (const struct sockaddr *)&cfg->listen.ss;
+/* Step 5: listener li's handles, by its route (or its inherited sockets). */
+static int open_listener(sws_server *s, int li, char *err, size_t errlen) {
+    const sws_listener_cfg *lc = &s->cfg->listeners[li];
+    sws_listener *L = &s->listeners[li];
+    const struct sockaddr *addr = (const struct sockaddr *)&lc->addr.ss;
     int rc = 0;
-    if (inh->n > 1) {
+    if (L->ninherited > 1) {
         /* Loop i serves inherited socket i % n: all of them when counts match. */
         for (int i = 0; i < s->nloops && rc == 0; i++)
-            rc = tl_listen_shared(s->loops[i], inh->fds[i % inh->n], 0, &s->workers[i].listener);
-        for (int i = 0; i < inh->n; i++)
-            close(inh->fds[i]); /* the loops hold duplicates */
+            rc = tl_listen_shared(s->loops[i], L->inherited[i % L->ninherited], 0,
+                                  &s->workers[i].listener[li]);
+        for (int i = 0; i < L->ninherited; i++)
+            close(L->inherited[i]); /* the loops hold duplicates */
     } else {
-        switch (route) {
+        switch (L->route) {
         case SWS_ACCEPT_REUSE_PORT: {
             tl_handle hs[s->nloops];
-            rc = probe_busy(cfg);
+            rc = probe_busy(&lc->addr);
             if (rc < 0)
                 break;
-            rc = tl_route_reuse_port(s->loops, s->nloops, addr, cfg->listen.len, 0, hs);
+            rc = tl_route_reuse_port(s->loops, s->nloops, addr, lc->addr.len, 0, hs);
             if (rc < 0)
                 break;
             for (int i = 0; i < s->nloops; i++)
-                s->workers[i].listener = hs[i];
+                s->workers[i].listener[li] = hs[i];
             break;
         }
         case SWS_ACCEPT_HANDOFF:
         case SWS_ACCEPT_REUSE_PORT_CPU:
-            rc = probe_busy(cfg); /* both may bind with SO_REUSEPORT (several acceptors) */
+            rc = probe_busy(&lc->addr); /* both may bind with SO_REUSEPORT (several acceptors) */
             if (rc == 0 &&
-                (rc = sws_balance_listen(s, route, addr, cfg->listen.len, err, errlen)) < 0 &&
+                (rc = sws_balance_listen(s, L->route, li, addr, lc->addr.len, err, errlen)) < 0 &&
                 err[0])
                 return rc; /* balance.c said why */
             break;
         case SWS_ACCEPT_EXCLUSIVE:
         case SWS_ACCEPT_HERD:
         case SWS_ACCEPT_ACCEPTOR:
-            rc = inh->activated >= 0 ? inh->activated : open_shared_fd(cfg, err, errlen);
+            rc = L->ninherited == 1 ? L->inherited[0] : open_shared_fd(&lc->addr);
             if (rc < 0)
                 break;
-            s->shared_fd = rc;
+            L->shared_fd = rc;
             rc = 0;
-            if (route == SWS_ACCEPT_ACCEPTOR)
+            if (L->route == SWS_ACCEPT_ACCEPTOR)
                 break;
             for (int i = 0; i < s->nloops && rc == 0; i++)
-                rc = tl_listen_shared(s->loops[i], s->shared_fd,
-                                      route == SWS_ACCEPT_EXCLUSIVE ? TL_SHARED_EXCLUSIVE : 0,
-                                      &s->workers[i].listener);
+                rc = tl_listen_shared(s->loops[i], L->shared_fd,
+                                      L->route == SWS_ACCEPT_EXCLUSIVE ? TL_SHARED_EXCLUSIVE : 0,
+                                      &s->workers[i].listener[li]);
             break;
         }
     }
     if (rc < 0)
-        snprintf(err, errlen, "%s: cannot listen on %s (accept %s): %s", cfg->listen_origin,
-                 cfg->listen.text, sws_accept_name(route),
+        snprintf(err, errlen, "%s: cannot listen on %s (accept %s): %s", lc->origin, lc->addr.text,
+                 sws_accept_name(L->route),
                  rc == -EADDRINUSE ? "address already in use" : tl_strerror(rc));
     return rc;
+}
+
+static int open_listeners(sws_server *s, char *err, size_t errlen) {
+    for (int li = 0; li < s->nlisteners; li++) {
+        int rc = open_listener(s, li, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
 }
 
 /* Step 6: TCP_DEFER_ACCEPT. The client speaks first in HTTP: let the kernel
@@ -259,12 +359,16 @@ static void defer_accept(sws_server *s) {
     if (!s->cfg->defer_accept)
         return;
     int secs = 1;
-    if (s->shared_fd >= 0)
-        setsockopt(s->shared_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
-    for (int i = 0; i < s->nloops; i++) {
-        int fd = s->workers[i].listener ? tl_handle_fd(s->loops[i], s->workers[i].listener) : -1;
-        if (fd >= 0)
-            setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
+    for (int li = 0; li < s->nlisteners; li++) {
+        if (s->listeners[li].shared_fd >= 0)
+            setsockopt(s->listeners[li].shared_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs,
+                       sizeof(secs));
+        for (int i = 0; i < s->nloops; i++) {
+            tl_handle h = s->workers[i].listener[li];
+            int fd = h ? tl_handle_fd(s->loops[i], h) : -1;
+            if (fd >= 0)
+                setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
+        }
     }
 }
 
@@ -272,61 +376,93 @@ static void defer_accept(sws_server *s) {
 static int arm_workers(sws_server *s, char *err, size_t errlen) {
     for (int i = 0; i < s->nloops; i++)
         sws_worker_arm(&s->workers[i]);
-    if (s->route != SWS_ACCEPT_ACCEPTOR)
-        return 0;
-    int rc = tl_acceptor_start(&s->acceptor, s->shared_fd, s->nthreads, s->loops, s->nloops,
-                               TL_HANDOFF_LEAST_LOADED, sws_token(0, SWS_T_ADOPT));
-    if (rc < 0)
-        snprintf(err, errlen, "cannot start acceptor threads: %s", tl_strerror(rc));
-    return rc;
+    for (int li = 0; li < s->nlisteners; li++) {
+        sws_listener *L = &s->listeners[li];
+        if (L->route != SWS_ACCEPT_ACCEPTOR)
+            continue;
+        /* The token's index is the listener, as an accept's (worker.c). */
+        int rc = tl_acceptor_start(&L->acceptor, L->shared_fd, s->nthreads, s->loops, s->nloops,
+                                   TL_HANDOFF_LEAST_LOADED, sws_token((uint32_t)li, SWS_T_ADOPT));
+        if (rc < 0) {
+            snprintf(err, errlen, "cannot start acceptor threads: %s", tl_strerror(rc));
+            return rc;
+        }
+    }
+    return 0;
 }
 
 /* Step 8: what a SIGUSR2 re-exec passes on: each distinct listening socket
- * once. */
-static void record_listen_fds(sws_server *s, const inherited *inh) {
-    if (s->shared_fd >= 0)
-        s->listen_fds[s->nlisten_fds++] = s->shared_fd;
-    else
-        for (int i = 0; i < s->nloops && i < (inh->n > 1 ? inh->n : s->nloops); i++)
-            if (s->workers[i].listener)
-                s->listen_fds[s->nlisten_fds++] = tl_handle_fd(s->loops[i], s->workers[i].listener);
-    /* What was bound, not what was asked: port 0 is the kernel's choice. */
-    if (s->nlisten_fds == 0 ||
-        sws_sockname_text(s->listen_fds[0], s->listen_text, sizeof(s->listen_text)) < 0)
-        snprintf(s->listen_text, sizeof(s->listen_text), "%s", s->cfg->listen.text);
+ * once, with its listener's index; and what each listener bound. */
+static void record_listen_fds(sws_server *s) {
+    for (int li = 0; li < s->nlisteners; li++) {
+        sws_listener *L = &s->listeners[li];
+        int first = s->nlisten_fds;
+        if (L->shared_fd >= 0) {
+            s->listen_fd_of[s->nlisten_fds] = li;
+            s->listen_fds[s->nlisten_fds++] = L->shared_fd;
+        } else {
+            int upto = L->ninherited > 1 ? L->ninherited : s->nloops;
+            for (int i = 0; i < s->nloops && i < upto; i++) {
+                if (!s->workers[i].listener[li])
+                    continue;
+                s->listen_fd_of[s->nlisten_fds] = li;
+                s->listen_fds[s->nlisten_fds++] =
+                    tl_handle_fd(s->loops[i], s->workers[i].listener[li]);
+            }
+        }
+        /* What was bound, not what was asked: port 0 is the kernel's choice. */
+        if (s->nlisten_fds == first ||
+            sws_sockname_text(s->listen_fds[first], L->text, sizeof(L->text)) < 0)
+            snprintf(L->text, sizeof(L->text), "%s", s->cfg->listeners[li].addr.text);
+        free(L->inherited); /* start-up's only */
+        L->inherited = NULL;
+    }
+    snprintf(s->listen_text, sizeof(s->listen_text), "%s", s->listeners[0].text);
 }
 
 /* Step 9: the start line on stderr (tests and operators read it). */
-static void print_start(const sws_server *s, const inherited *inh) {
+static void print_start(const sws_server *s) {
     const sws_config *cfg = s->cfg;
     char accept_text[160];
     sws_balance_describe(s, accept_text, sizeof(accept_text));
     char inherited_text[64] = "";
-    if (inh->activated >= 0)
-        snprintf(inherited_text, sizeof(inherited_text), " (%d activated socket%s, fd 3%s)", inh->n,
-                 inh->n == 1 ? "" : "s", inh->n == 1 ? "" : "..");
+    if (s->ninherited > 0)
+        snprintf(inherited_text, sizeof(inherited_text), " (%d activated socket%s, fd 3%s)",
+                 s->ninherited, s->ninherited == 1 ? "" : "s", s->ninherited == 1 ? "" : "..");
+    /* Every listener, the first as before ("listening on ADDR"), "tls" after
+     * a tls one's address once there are several. */
+    char listening[SWS_LISTENERS_MAX * (SWS_ADDR_MAX + 8)];
+    size_t off = 0;
+    for (int li = 0; li < s->nlisteners && off < sizeof(listening); li++)
+        off += (size_t)snprintf(listening + off, sizeof(listening) - off, "%s%s%s", li ? ", " : "",
+                                s->listeners[li].text,
+                                s->nlisteners > 1 && cfg->listeners[li].tls ? " tls" : "");
     fprintf(stderr,
             "scalwsd %s: %s%d loop%s (%s; affinity %d CPU%s, quota %s%d), %d thread%s, accept %s, "
             "backend %s, listening on %s%s\n",
             SWS_VERSION, s->shared ? "shared model, " : "", s->nloops, s->nloops == 1 ? "" : "s",
             cfg->event_loops < 0 ? "auto" : "configured", s->cpus.in_mask,
             s->cpus.in_mask == 1 ? "" : "s", s->cpus.quota_cpus ? "" : "none/", s->cpus.quota_cpus,
-            s->nthreads, s->nthreads == 1 ? "" : "s", accept_text, s->backend, s->listen_text,
+            s->nthreads, s->nthreads == 1 ? "" : "s", accept_text, s->backend, listening,
             inherited_text);
     if (!s->pinned && !s->shared)
         fprintf(stderr, "scalwsd: %d loops on %d CPUs: loops are not pinned\n", s->nloops,
                 s->cpus.in_mask);
-    if (cfg->tls_server) {
+    for (int li = 0; cfg->tls_server && li < s->nlisteners; li++) {
+        if (!cfg->listeners[li].tls)
+            continue;
         sws_tls_info ti;
         sws_tls_server_info(cfg->tls_server, &ti);
         fprintf(stderr,
                 "scalwsd: tls on %s: %s, ALPN %s, memory BIOs (kTLS not used; kernel tls "
                 "module %s), tickets %s, session cache %u per loop, OCSP stapling %s\n",
-                s->listen_text, ti.protocols, cfg->http2 ? "h2 http/1.1" : "http/1.1",
+                s->listeners[li].text, ti.protocols,
+                sws_listener_h2(cfg, li) ? "h2 http/1.1" : "http/1.1",
                 ti.ktls_kernel ? "present" : "absent", ti.tickets ? "on" : "off", ti.session_cache,
                 ti.ocsp ? "on" : "off");
-        sws_tls_print_certs(stderr, cfg->tls_server);
     }
+    if (cfg->tls_server)
+        sws_tls_print_certs(stderr, cfg->tls_server);
 }
 
 /* Step 10: the threads that turn the loops, pinned when there are CPUs
@@ -355,23 +491,23 @@ static int start_threads(sws_server *s, char *err, size_t errlen) {
 }
 
 int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t errlen) {
-    inherited inh;
     int rc = init_server(s, cfg, err, errlen);
     if (rc < 0)
         return rc;
     plan_loops(s, cfg);
-    plan_route(s, cfg, &inh);
+    if ((rc = assign_inherited(s, cfg, err, errlen)) < 0)
+        return rc;
+    plan_route(s, cfg);
     if ((rc = sws_route_health_build(s, cfg->routes, err, errlen)) < 0)
         return rc;
-    if ((rc = build_tls(s, cfg, err, errlen)) < 0 ||
-        (rc = create_workers(s, inh.n > 1, err, errlen)) < 0 ||
-        (rc = open_listeners(s, &inh, err, errlen)) < 0)
+    if ((rc = build_tls(s, cfg, err, errlen)) < 0 || (rc = create_workers(s, err, errlen)) < 0 ||
+        (rc = open_listeners(s, err, errlen)) < 0)
         return rc;
     defer_accept(s);
     if ((rc = arm_workers(s, err, errlen)) < 0)
         return rc;
-    record_listen_fds(s, &inh);
-    print_start(s, &inh);
+    record_listen_fds(s);
+    print_start(s);
     return start_threads(s, err, errlen);
 }
 
@@ -385,17 +521,23 @@ void sws_server_free(sws_server *s) {
             if (s->workers[i].thread)
                 pthread_join(s->workers[i].thread, NULL);
     }
-    if (s->acceptor)
-        tl_acceptor_stop(s->acceptor);
+    for (int li = 0; li < s->nlisteners; li++)
+        if (s->listeners[li].acceptor)
+            tl_acceptor_stop(s->listeners[li].acceptor);
     sws_balance_free(s);
     for (int i = 0; i < s->nloops && s->workers; i++)
         sws_worker_free(&s->workers[i]);
     sws_log_files_unref(s->logs);
-    if (s->shared_fd >= 0)
-        close(s->shared_fd);
+    for (int li = 0; li < s->nlisteners; li++) {
+        if (s->listeners[li].shared_fd >= 0)
+            close(s->listeners[li].shared_fd);
+        free(s->listeners[li].inherited);
+    }
+    free(s->listeners);
     close(s->done_fd);
     free(s->limiter);
     free(s->listen_fds);
+    free(s->listen_fd_of);
     free(s->workers);
     free(s->loops);
     sws_tls_keys_free(s->tls_keys);

@@ -53,25 +53,29 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
         arm_sweep(w);
 }
 
-static void arm_accept(sws_worker *w) {
-    if (!w->listener || w->listener_closing)
+/* The accept of listener li; its token's index says which listener a
+ * connection came in on (TLS or not, HTTP/2 or not, the routes it sees). */
+static void arm_accept(sws_worker *w, uint32_t li) {
+    if (!w->listener[li] || (w->listeners_closing >> li & 1u))
         return;
     tl_op op;
-    if (tl_accept(w->loop, w->listener, TL_ACCEPT_MULTISHOT, sws_token(0, SWS_T_ACCEPT), &op) < 0)
-        fprintf(stderr, "scalwsd: loop %d: cannot accept\n", w->index);
+    if (tl_accept(w->loop, w->listener[li], TL_ACCEPT_MULTISHOT, sws_token(li, SWS_T_ACCEPT), &op) <
+        0)
+        fprintf(stderr, "scalwsd: loop %d: cannot accept on listener %u\n", w->index, li);
 }
 
 static void on_accept(sws_worker *w, const tl_completion *e) {
+    uint32_t li = sws_token_index(e->token);
     if (e->res >= 0 && e->u.accepted) {
         if (w->handoff) {
             /* Handoff: this loop only accepts; the policy picks the worker. */
-            tl_handoff_dispatch(w->handoff, w->loop, e->u.accepted, sws_token(0, SWS_T_ADOPT));
+            tl_handoff_dispatch(w->handoff, w->loop, e->u.accepted, sws_token(li, SWS_T_ADOPT));
         } else {
-            w->sc.ops->open(w, &w->sc, e->u.accepted);
+            w->sc.ops->open(w, &w->sc, e->u.accepted, li);
         }
     }
     if ((e->flags & TL_CQE_FINAL) && !w->draining && e->res != -ECANCELED)
-        arm_accept(w);
+        arm_accept(w, li);
 }
 
 static void dispatch(sws_worker *w, const tl_completion *e) {
@@ -91,7 +95,7 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
         break;
     case SWS_T_ADOPT:
         if (e->res >= 0 && e->u.accepted)
-            w->sc.ops->open(w, &w->sc, e->u.accepted);
+            w->sc.ops->open(w, &w->sc, e->u.accepted, sws_token_index(e->token));
         break;
     case SWS_T_SWEEP:
         on_sweep(w, e);
@@ -105,8 +109,8 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
             sws_worker_drain(w, e->u.msg.value == SWS_MSG_FORCE);
         break;
     case SWS_T_LISTENER_CLOSE:
-        w->listener = 0;
-        w->listener_closing = false;
+        w->listener[sws_token_index(e->token)] = 0;
+        w->listeners_closing &= ~(1u << sws_token_index(e->token));
         break;
     default:
         if (e->flags & TL_CQE_BUFFER)
@@ -182,15 +186,24 @@ void *sws_shared_main(void *arg) {
     return NULL;
 }
 
-/* The first accept and sweep of a worker, once its listener exists. */
+/* The first accepts and sweep of a worker, once its listeners exist. */
 void sws_worker_arm(sws_worker *w) {
-    arm_accept(w);
+    for (uint32_t li = 0; li < SWS_LISTENERS_MAX; li++)
+        arm_accept(w, li);
     arm_sweep(w);
 }
 
-/* A worker and its loop, before any thread turns it. has_listener: the loop
- * holds a listening handle (its handle ceiling counts it). */
-int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, char *err,
+/* Whether some listener speaks HTTP/2: the loop makes its stream tables. */
+static bool any_h2(const sws_config *cfg) {
+    for (int i = 0; i < cfg->nlisteners; i++)
+        if (sws_listener_h2(cfg, i))
+            return true;
+    return false;
+}
+
+/* A worker and its loop, before any thread turns it. nlisten: the listening
+ * handles the loop will hold (its handle ceiling counts them). */
+int sws_worker_init(sws_server *s, sws_worker *w, int index, int nlisten, char *err,
                     size_t errlen) {
     const sws_config *cfg = s->cfg;
     w->index = index;
@@ -199,7 +212,7 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, 
     w->limits = cfg->limits;
     w->cpu = -1;
     w->conn_proto = &sws_http1_conn;
-    w->h2_proto = cfg->http2 ? &sws_http2_conn : NULL;
+    w->h2_proto = any_h2(cfg) ? &sws_http2_conn : NULL;
     int rc = sws_conn_table_init(w);
     if (rc < 0) {
         snprintf(err, errlen, "loop %d: connection table: %s", index, strerror(-rc));
@@ -218,18 +231,19 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, bool has_listener, 
     }
     w->logs = s->logs;
     tl_loop_options o = {0};
-    /* Exactly max_connections plus the listener: accepting pauses at the
+    /* Exactly max_connections plus the listeners: accepting pauses at the
      * ceiling (turnloop#77) and the rest wait in the kernel's queue. */
-    o.max_handles =
-        cfg->max_connections + (has_listener ? 1u : 0u) + sws_scenarios_extra_handles(cfg);
+    o.max_handles = cfg->max_connections + (uint32_t)nlisten + sws_scenarios_extra_handles(cfg);
     o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
                 : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
                                                     : TL_BACKEND_AUTO;
     /* EPOLLEXCLUSIVE is an epoll feature: with backend auto, the exclusive
      * route runs on epoll rather than failing (uring refuses it, and says so
      * when asked for by name). */
-    if (cfg->backend == SWS_BACKEND_AUTO && !s->shared && s->route == SWS_ACCEPT_EXCLUSIVE)
-        o.backend = TL_BACKEND_EPOLL;
+    for (int li = 0; li < s->nlisteners; li++)
+        if (cfg->backend == SWS_BACKEND_AUTO && !s->shared &&
+            s->listeners[li].route == SWS_ACCEPT_EXCLUSIVE)
+            o.backend = TL_BACKEND_EPOLL;
     o.recv_buffers = SWS_RECV_BUFFERS;
     o.recv_buffer_size = 16384;
     rc = tl_loop_new(&w->loop, &o);
@@ -266,7 +280,7 @@ void sws_worker_free(sws_worker *w) {
     free(w->log_buf);
 }
 
-/* Draining, on the loop: the listener closes, every instance drains (the
+/* Draining, on the loop: the listeners close, every instance drains (the
  * default's first: it owns the connections). */
 void sws_worker_drain(sws_worker *w, bool force) {
     uint64_t now = tl_loop_now(w->loop);
@@ -276,17 +290,21 @@ void sws_worker_drain(sws_worker *w, bool force) {
     }
     if (force)
         w->forced = true;
-    if (w->listener && !w->listener_closing) {
+    for (uint32_t li = 0; li < SWS_LISTENERS_MAX; li++) {
+        if (!w->listener[li] || (w->listeners_closing >> li & 1u))
+            continue;
         /* Closing the listener makes the kernel refuse new connections. */
-        if (tl_close(w->loop, w->listener, sws_token(0, SWS_T_LISTENER_CLOSE)) == 0)
-            w->listener_closing = true;
+        if (tl_close(w->loop, w->listener[li], sws_token(li, SWS_T_LISTENER_CLOSE)) == 0)
+            w->listeners_closing |= 1u << li;
         else
-            w->listener = 0;
+            w->listener[li] = 0;
     }
     sws_insts_drain(w, force); /* the default's first: it owns the connections */
 }
 
 bool sws_worker_finished(sws_worker *w) {
-    return w->draining && !w->listener && !w->listener_closing && w->sc.ops->finished(w, &w->sc) &&
-           sws_insts_finished(w);
+    bool open = w->listeners_closing != 0;
+    for (int li = 0; li < SWS_LISTENERS_MAX && !open; li++)
+        open = w->listener[li] != 0;
+    return w->draining && !open && w->sc.ops->finished(w, &w->sc) && sws_insts_finished(w);
 }

@@ -172,7 +172,7 @@ void sws_conn_close(sws_worker *w, sws_conn *c) {
         conn_phase(w, c, SWS_PH_CLOSING);
 }
 
-void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
+void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h, unsigned listener) {
     if (w->nfree == 0) {
         /* Cannot happen while slots = handle ceiling; closing is the safe answer. */
         tl_close(w->loop, h, sws_token(w->nslots, SWS_T_CLOSE));
@@ -182,9 +182,13 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     /* Slots are one array, its pages touched as slots are first used: no
      * allocation (or allocator header) per connection. */
     sws_conn *c = &w->slots[i];
+    /* A listener of a configuration a reload replaced keeps its index: the
+     * listeners are restart keys, so the list is the same. */
+    const sws_listener_cfg *l = &w->cfg->listeners[listener];
     *c = (sws_conn){.ex = {w->conn_proto->ex},
                     .proto = w->conn_proto,
-                    .chosen = !w->h2_proto,
+                    .chosen = !w->h2_proto || !sws_listener_h2(w->cfg, (int)listener),
+                    .listener = (uint8_t)listener,
                     .index = i,
                     .h = h,
                     .sc = sc,
@@ -200,8 +204,9 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h) {
     if (w->gate_conn)
         sws_gate_conn_open(w, i, tl_handle_fd(w->loop, h));
     SWS_ADD(w->ctr.accepted, 1);
+    SWS_ADD(w->ctr.accepted_on[listener], 1);
     SWS_ADD(w->ctr.active, 1);
-    if (w->cfg->tls_server) {
+    if (l->tls && w->cfg->tls_server) {
         /* The certificates of the configuration serving now: a reload gives
          * new connections the new ones, open ones keep theirs. */
         c->tls = calloc(1, sizeof(*c->tls));

@@ -107,8 +107,9 @@ struct sws_conn {
      * what they were. */
     uint8_t sniffed : 2;
     uint8_t dl_kind;
-    uint16_t hcount; /* held input buffers: at most SWS_RECV_BUFFERS */
-    uint32_t wlen;   /* bytes of out in flight */
+    uint8_t listener; /* the index of the listener it came in on ([server]'s listeners) */
+    uint16_t hcount;  /* held input buffers: at most SWS_RECV_BUFFERS */
+    uint32_t wlen;    /* bytes of out in flight */
     uint64_t deadline;
     uint64_t wdeadline;    /* while write_inflight: close if the write has not completed by then */
     uint32_t served;       /* requests answered; wraps (with h, an exchange's mark) */
@@ -187,7 +188,7 @@ void sws_conn_table_free(sws_worker *w);
 
 /* The connection hooks of a scenario that answers on the HTTP connection
  * (scenario.h): respond.c fills its ops with these. */
-void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h);
+void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h, unsigned listener);
 void sws_conn_dispatch(sws_worker *w, sws_scenario *sc, const tl_completion *e);
 void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force);
 bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc);
