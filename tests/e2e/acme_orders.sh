@@ -2,7 +2,7 @@
 # ACME per name against Debian's pebble on loopback (challtestsrv as its DNS,
 # every test name at 127.0.0.1; no PEBBLE_VA_ALWAYS_VALID): one TLS scalwsd
 # with four [acme NAME] orders and no [tls] pair of its own:
-#   a   a.orders.test www.a.orders.test  http-01 (on [acme] http_listen), renewed often
+#   a   a.orders.test www.a.orders.test  http-01, renewed often
 #   b   b.orders.test                    http-01
 #   c   c.orders.test                    tls-alpn-01 (on the TLS listener itself)
 #   bad bad.orders.test                  http-01, its name sent to 127.0.0.2: fails
@@ -10,6 +10,8 @@
 # failing order does not hold back the others and shows in /status and
 # /metrics, a renews while b keeps its certificate, and SIGHUP keeps every
 # issued certificate. acme-tls/1 without a pending challenge is refused.
+# HTTP-01 is answered on a plain listener beside the TLS one (a :80 beside a
+# :443), whose only route redirects http -> https (issue 31).
 . "$(dirname "$0")/lib.sh"
 
 # Refusals first (no pebble needed): one line with file:line, exit 2.
@@ -92,12 +94,20 @@ PB=$(free_port)
 PBM=$(free_port)
 HTTP_PORT=$(free_port)
 
-SWS_LISTEN_OPTS=tls start_sws "[acme]
+SWS_LISTEN_OPTS="tls name=secure" start_sws "listen = 127.0.0.1:$HTTP_PORT name=plain
+[route site]
+listen = secure
+scenario = respond
+[route to-https]
+listen = plain
+scenario = redirect
+to = https://\$host\$request_uri
+any_host = on
+[acme]
 directory = https://127.0.0.1:$PB/dir
 ca_file = $T/pebble.pem
 email = ops@$Z
 state_dir = $STATE
-http_listen = 127.0.0.1:$HTTP_PORT
 retry_min = 1s
 retry_max = 3s
 renew_before = 5s
@@ -123,7 +133,7 @@ for alpn in acme-tls/1 acme-tls/1,http/1.1; do
         fail "acme-tls/1 ($alpn) without a challenge was not refused: $(tail -3 <<<"$out")"
 done
 
-# Pebble: 120 s certificates; HTTP-01 on http_listen, TLS-ALPN-01 on the listener.
+# Pebble: 120 s certificates; HTTP-01 on the plain listener, TLS-ALPN-01 on the TLS one.
 curl -sf -X POST "http://127.0.0.1:$CT_MGMT/add-a" \
     -d "{\"host\":\"bad.$Z.\",\"addresses\":[\"127.0.0.2\"]}" >/dev/null || fail "challtestsrv add-a"
 cat >"$T/pebble.json" <<JSON
@@ -143,6 +153,11 @@ done
 # (and acme_client.c answers only the challenge type of its order).
 grep -q "validate w/ HTTP: http://b.$Z:$HTTP_PORT/" "$T/pebble.log" || fail "b not by HTTP-01"
 grep -q "validate w/ HTTP: http://c.$Z" "$T/pebble.log" && fail "c was validated by HTTP-01"
+# The plain listener redirects everything else, tokens it does not know too.
+got=$(curl -s -m 10 -o /dev/null -w '%{http_code} %{redirect_url}' -H "Host: b.$Z" \
+    "http://127.0.0.1:$HTTP_PORT/.well-known/acme-challenge/unknown?x=1")
+[ "$got" = "301 https://b.$Z/.well-known/acme-challenge/unknown?x=1" ] ||
+    fail "the plain listener's route: $got"
 order_is c .challenge tls-alpn-01 || fail "order c's challenge: $(order c .challenge)"
 curl -sf --cacert "$T/pebble.pem" "https://127.0.0.1:$PBM/roots/0" >"$T/root.pem" ||
     fail "no root from pebble's management endpoint"

@@ -45,7 +45,7 @@ start_sws() {
 start_sws_try() {
     local ini=${1:-} scheme=http
     shift || true
-    [ "$SWS_LISTEN_OPTS" != tls ] || scheme=https
+    [[ $SWS_LISTEN_OPTS != tls* ]] || scheme=https
     {
         echo "[server]"
         echo "listen = 127.0.0.1:0${SWS_LISTEN_OPTS:+ $SWS_LISTEN_OPTS}"
@@ -81,7 +81,8 @@ start_sws_try() {
     return 0
 }
 SWS_WRAP=()
-# SWS_LISTEN_OPTS=tls makes start_sws's listener HTTPS ([tls] in the ini text).
+# SWS_LISTEN_OPTS=tls (and its options after, "tls name=x") makes start_sws's
+# listener HTTPS ([tls] in the ini text).
 SWS_LISTEN_OPTS=${SWS_LISTEN_OPTS:-}
 
 # raw REQUEST [seconds]: sends bytes (printf %b escapes) on one connection and
