@@ -33,8 +33,6 @@ int main(int argc, char **argv) {
                 tl_write(loop, e->handle, e->u.buf.data, (uint32_t)e->res, e->u.buf.id, NULL);
             else if (e->kind == TL_OP_WRITE) /* the token is the buffer written from */
                 tl_buffer_release(loop, (uint32_t)e->token);
-            else if (e->kind == TL_OP_RECV && e->res == -ENOBUFS) /* buffers all busy: again */
-                tl_recv(loop, e->handle, 0, NULL);
             else if (e->kind == TL_OP_RECV) /* end of stream or an error */
                 tl_close(loop, e->handle, 0);
         }

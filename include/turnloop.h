@@ -160,12 +160,16 @@ typedef struct tl_loop_stats {
     uint64_t spurious_wakeups;
     uint64_t accept_pauses;       /* times accepting paused at the handle ceiling */
     uint64_t accept_errors;       /* EMFILE/ENFILE/ENOBUFS/ENOMEM from the kernel's accept */
-    uint64_t recv_buffer_starved; /* TL_OP_RECV ended with -ENOBUFS: no loop buffer free */
+    uint64_t recv_buffer_starved; /* TL_OP_RECV found no loop buffer free and waited */
     uint64_t udp_received;        /* datagrams received by this loop's UDP handles (GRO: each) */
     uint64_t udp_sent;            /* datagrams sent (a GSO send counts each segment) */
     uint64_t udp_forwarded_in;    /* datagrams another loop forwarded here (tl_udp_forward) */
     uint64_t udp_truncated;       /* datagrams longer than a loop buffer, delivered cut */
-    uint64_t reserved[4];         /* zero today; counters of later versions */
+    /* io_uring: idle receives parked on a poll (kernel memory of an idle
+     * connection: the request alone, not its async-poll record too) */
+    uint64_t recv_parked;
+    uint64_t min_waits;   /* io_uring: waits made with a min-wait (6.12) batch */
+    uint64_t reserved[2]; /* zero today; counters of later versions */
 } tl_loop_stats;
 
 /* ---- loops ------------------------------------------------------------- */
@@ -312,9 +316,11 @@ int tl_read(tl_loop *loop, tl_handle h, void *buf, uint32_t len, uint64_t token,
 
 /* Multishot receive into loop-owned buffers: one TL_OP_RECV completion per
  * arrival, each with TL_CQE_BUFFER; the host returns each buffer with
- * tl_buffer_release(). Ends (final) on end of stream (res 0), an error, cancel,
- * or -ENOBUFS when the loop has no free buffer (re-arm after releasing some).
- * Errors: as above. */
+ * tl_buffer_release(). Ends (final) on end of stream (res 0), an error or
+ * cancel. When the loop has no free buffer it does not end: it waits for one,
+ * and receives that wait are served in the order they began to wait as the
+ * host releases buffers (so thousands of connections on a few hundred buffers
+ * take turns). Errors: as above. */
 int tl_recv(tl_loop *loop, tl_handle h, uint64_t token, tl_op *out);
 
 /* Returns a buffer received through TL_OP_RECV. Loop thread only. An id that

@@ -1,7 +1,10 @@
 /* sol: the speed-of-light arm of scripts/bench-vs-nginx, a naive io_uring responder.
  * One thread, multishot accept, multishot recv into a provided-buffer ring; for every
  * "\r\n\r\n" in a read one fixed answer, all of a read's answers in one send. No
- * parsing: the cost floor of a naive ring design, not a server. Bench only. */
+ * parsing: the cost floor of a naive ring design, not a server. Bench only.
+ * SOL_BETTER=1 is the better floor (issue 34 point 7): direct descriptors (multishot
+ * accept into a sparse table, fixed-file recv and send, cancel + close_direct instead
+ * of shutdown + close) and a min-wait on busy turns, each gated on the kernel. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,15 +28,25 @@
 #define BGID 7
 #define MAXFD 65536
 
-enum { UD_ACCEPT = 1, UD_RECV = 2, UD_SEND = 3 };
-#define UD(kind, fd) (((uint64_t)(kind) << 32) | (uint32_t)(fd))
+enum { UD_ACCEPT = 1, UD_RECV = 2, UD_SEND = 3, UD_IGNORE = 4 };
+/* kind | generation | fd (or direct index): a direct index is reused as soon as
+ * it is closed, so a late CQE of its last owner must be told apart. */
+#define UD(kind, fd)                                                                               \
+    (((uint64_t)(kind) << 56) | ((uint64_t)(conns[fd].gen & 0xffffff) << 32) | (uint32_t)(fd))
+#ifndef IORING_FEAT_MIN_TIMEOUT
+#define IORING_FEAT_MIN_TIMEOUT (1U << 15)
+#endif
+#define MIN_WAIT_USEC 50
+#define MIN_WAIT_NR 32
+#define MIN_WAIT_BUSY 8
 
 /* What one connection owes: answers not yet sent, and whether it asked to close. */
 typedef struct conn {
     char *out; /* OUTCAP bytes, taken on first answer and kept (bench only) */
     uint32_t owed, sending, sent, len;
+    uint32_t gen;  /* bumped at every accept into this slot */
     uint8_t match; /* how much of "\r\n\r\n" the last read ended in */
-    bool in_send, closing, recv_done;
+    bool in_send, closing, recv_done, closed;
 } conn;
 
 static conn *conns;
@@ -43,6 +57,8 @@ static char ka[512], cl[512];
 static size_t ka_len, cl_len;
 static time_t date_sec;
 static volatile sig_atomic_t stop;
+/* SOL_BETTER: the "fd" of a connection is its direct index */
+static bool direct, min_wait;
 
 static const char body[] = "Hello from scalwsd\n";
 
@@ -70,13 +86,18 @@ static struct io_uring_sqe *sqe_get(void) {
 
 static void arm_accept(int lfd) {
     struct io_uring_sqe *s = sqe_get();
-    io_uring_prep_multishot_accept(s, lfd, NULL, NULL, 0);
-    io_uring_sqe_set_data64(s, UD(UD_ACCEPT, lfd));
+    if (direct) /* into the sparse table, a free slot each (IORING_FILE_INDEX_ALLOC) */
+        io_uring_prep_multishot_accept_direct(s, lfd, NULL, NULL, 0);
+    else
+        io_uring_prep_multishot_accept(s, lfd, NULL, NULL, 0);
+    io_uring_sqe_set_data64(s, ((uint64_t)UD_ACCEPT << 56) | (uint32_t)lfd);
 }
 
 static void arm_recv(int fd) {
     struct io_uring_sqe *s = sqe_get();
     io_uring_prep_recv_multishot(s, fd, NULL, 0, 0);
+    if (direct)
+        s->flags |= IOSQE_FIXED_FILE;
     s->flags |= IOSQE_BUFFER_SELECT;
     s->buf_group = BGID;
     io_uring_sqe_set_data64(s, UD(UD_RECV, fd));
@@ -100,14 +121,40 @@ static void push_send(int fd, conn *c) {
     c->in_send = true;
     struct io_uring_sqe *s = sqe_get();
     io_uring_prep_send(s, fd, c->out, c->len, MSG_NOSIGNAL);
+    if (direct)
+        s->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(s, UD(UD_SEND, fd));
+}
+
+static void conn_reset(conn *c) {
+    uint32_t gen = c->gen;
+    free(c->out);
+    memset(c, 0, sizeof *c);
+    c->gen = gen;
+}
+
+/* The direct close: the receive is cancelled (it holds the file, so the socket
+ * would not close under it) and the slot closed, both in the ring, no syscall.
+ * close_direct goes without IOSQE_FIXED_FILE (with it the kernel says -EBADF). */
+static void close_direct_now(int idx, conn *c) {
+    struct io_uring_sqe *s = sqe_get();
+    io_uring_prep_cancel_fd(s, idx, IORING_ASYNC_CANCEL_FD_FIXED | IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(s, (uint64_t)UD_IGNORE << 56);
+    s = sqe_get();
+    io_uring_prep_close_direct(s, (unsigned)idx);
+    io_uring_sqe_set_data64(s, (uint64_t)UD_IGNORE << 56);
+    conn_reset(c);    /* the slot may be handed out again from here: gen tells the CQEs apart */
+    c->closed = true; /* and until its next accept, late CQEs are dropped */
 }
 
 static void conn_end(int fd, conn *c) {
     if (c->recv_done && !c->in_send) {
+        if (direct) {
+            close_direct_now(fd, c);
+            return;
+        }
         close(fd);
-        free(c->out);
-        memset(c, 0, sizeof *c);
+        conn_reset(c);
     }
 }
 
@@ -167,6 +214,10 @@ static void on_send(int fd, int res) {
     c->in_send = false;
     if (res <= 0) {
         c->owed = 0;
+        if (direct) {
+            close_direct_now(fd, c);
+            return;
+        }
         shutdown(fd, SHUT_RDWR); /* the recv ends with 0, then the fd is closed */
         conn_end(fd, c);
         return;
@@ -176,11 +227,17 @@ static void on_send(int fd, int res) {
         c->in_send = true;
         struct io_uring_sqe *s = sqe_get();
         io_uring_prep_send(s, fd, c->out + c->sent, c->len - c->sent, MSG_NOSIGNAL);
+        if (direct)
+            s->flags |= IOSQE_FIXED_FILE;
         io_uring_sqe_set_data64(s, UD(UD_SEND, fd));
         return;
     }
     c->owed -= c->sending;
     if (c->closing && c->owed == 0) {
+        if (direct) { /* the close sends the FIN: no shutdown first */
+            close_direct_now(fd, c);
+            return;
+        }
         shutdown(fd, SHUT_RDWR);
         conn_end(fd, c);
         return;
@@ -232,6 +289,26 @@ static int setup_bufs(void) {
     return 0;
 }
 
+/* One enter: publish the SQ tail (as liburing 2.3's submit does; its SQ index
+ * array is identity) and wait for MIN_WAIT_NR, returning after MIN_WAIT_USEC
+ * with what there is (EXT_ARG's min_wait_usec, 2.3's "pad"). */
+static int enter_min_wait(struct __kernel_timespec *ts) {
+    unsigned tail = ring.sq.sqe_tail;
+    if (ring.sq.sqe_head != tail) {
+        ring.sq.sqe_head = tail;
+        io_uring_smp_store_release(ring.sq.ktail, tail);
+    }
+    unsigned submit = tail - io_uring_smp_load_acquire(ring.sq.khead);
+    struct io_uring_getevents_arg arg = {
+        .sigmask_sz = _NSIG / 8, .pad = MIN_WAIT_USEC, .ts = (uint64_t)(uintptr_t)ts};
+    int r = io_uring_enter2((unsigned)ring.ring_fd, submit, MIN_WAIT_NR,
+                            IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, (sigset_t *)&arg,
+                            sizeof arg);
+    if (r == -EINVAL)
+        min_wait = false;
+    return r;
+}
+
 static void on_term(int sig) {
     (void)sig;
     stop = 1;
@@ -240,7 +317,8 @@ static void on_term(int sig) {
 static int usage(void) {
     fprintf(stderr, "usage: sol [--listen 127.0.0.1:PORT] [--ready-file FILE]\n"
                     "  binds 127.0.0.1:0 unless told; the ready file (or stdout) names the port\n"
-                    "  SOL_FLAGS=plain|coop runs without SINGLE_ISSUER|DEFER_TASKRUN\n");
+                    "  SOL_FLAGS=plain|coop runs without SINGLE_ISSUER|DEFER_TASKRUN\n"
+                    "  SOL_BETTER=1: direct descriptors and min-wait (the better floor)\n");
     return 2;
 }
 
@@ -286,11 +364,26 @@ int main(int argc, char **argv) {
     conns = calloc(MAXFD, sizeof *conns);
     if (!conns)
         return 1;
+    const char *better = getenv("SOL_BETTER");
+    if (better && strcmp(better, "0") != 0) {
+        /* each technique only where the kernel has it (5.19 sparse tables and
+         * FILE_INDEX_ALLOC; 6.12 min-wait) */
+        struct rlimit rl; /* the kernel caps a file table at RLIMIT_NOFILE */
+        unsigned slots = MAXFD;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < slots)
+            slots = (unsigned)rl.rlim_cur;
+        direct = io_uring_register_files_sparse(&ring, slots) == 0;
+        min_wait = (ring.features & IORING_FEAT_MIN_TIMEOUT) != 0;
+    }
     build_answers(time(NULL));
     signal(SIGPIPE, SIG_IGN);
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
 
+    char ringdesc[128];
+    snprintf(ringdesc, sizeof ringdesc, "%s%s%s", mode, direct ? "+direct" : "",
+             min_wait ? "+min_wait" : "");
+    mode = ringdesc;
     fprintf(stderr, "sol: listening on 127.0.0.1:%u, ring %s\n", ntohs(sa.sin_port), mode);
     if (ready) { /* the format of scalwsd's --ready-file, renamed into place whole */
         char tmp[4096];
@@ -309,10 +402,15 @@ int main(int argc, char **argv) {
     }
 
     arm_accept(lfd);
+    unsigned last = 0;
     while (!stop) {
         struct __kernel_timespec ts = {.tv_sec = 1};
         struct io_uring_cqe *cqe;
-        int r = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, NULL);
+        int r;
+        if (min_wait && last >= MIN_WAIT_BUSY)
+            r = enter_min_wait(&ts);
+        else
+            r = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, NULL);
         if (r < 0 && r != -ETIME && r != -EINTR)
             break;
         struct timespec now;
@@ -323,12 +421,28 @@ int main(int argc, char **argv) {
         io_uring_for_each_cqe(&ring, head, cqe) {
             n++;
             int fd = (int)(uint32_t)cqe->user_data;
-            switch (cqe->user_data >> 32) {
+            unsigned kind = (unsigned)(cqe->user_data >> 56);
+            if ((kind == UD_RECV || kind == UD_SEND) &&
+                (((cqe->user_data >> 32) & 0xffffff) != (conns[fd].gen & 0xffffff) ||
+                 conns[fd].closed)) {
+                /* a late CQE of a closed connection whose slot was reused */
+                if (cqe->flags & IORING_CQE_F_BUFFER) {
+                    unsigned id = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+                    io_uring_buf_ring_add(br, bufs + (size_t)id * BUFSZ, BUFSZ, (unsigned short)id,
+                                          NBUF - 1, 0);
+                    io_uring_buf_ring_advance(br, 1);
+                }
+                continue;
+            }
+            switch (kind) {
             case UD_ACCEPT:
-                if (cqe->res >= 0 && cqe->res < MAXFD)
+                if (cqe->res >= 0 && cqe->res < MAXFD) {
+                    conns[cqe->res].gen++;
+                    conns[cqe->res].closed = false;
                     arm_recv(cqe->res);
-                else if (cqe->res >= 0)
+                } else if (cqe->res >= 0 && !direct) {
                     close(cqe->res);
+                }
                 if (!(cqe->flags & IORING_CQE_F_MORE))
                     arm_accept(fd);
                 break;
@@ -341,6 +455,7 @@ int main(int argc, char **argv) {
             }
         }
         io_uring_cq_advance(&ring, n);
+        last = n;
     }
     io_uring_queue_exit(&ring);
     return 0;

@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 int tl__buffers_init(tl_loop *loop, uint32_t count, uint32_t size) {
@@ -23,6 +24,7 @@ int tl__buffers_init(tl_loop *loop, uint32_t count, uint32_t size) {
 }
 
 void tl__buffers_fini(tl_loop *loop) {
+    free(loop->starve);
     free(loop->buf_mem);
     free(loop->buf_free);
     free(loop->buf_owner);
@@ -55,4 +57,75 @@ void tl_buffer_release(tl_loop *loop, uint32_t id) {
     } else {
         tl__buffer_untake(loop, id);
     }
+}
+
+/* ---- receives waiting for a buffer, first come first served ---------------- */
+
+static bool starve_live(const tl_loop *loop, uint64_t id, uint32_t *oi) {
+    return tl__op_lookup(loop, id, oi) == 0 && loop->o[*oi].state == TL_SLOT_LIVE &&
+           loop->o[*oi].starved;
+}
+
+/* Copies the live entries in order into a ring of ncap (>= their count). */
+static int starve_resize(tl_loop *loop, uint32_t ncap) {
+    uint64_t *n = malloc((size_t)ncap * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    uint32_t len = 0, oi;
+    for (uint32_t i = 0; i < loop->starve_len; i++) {
+        uint64_t id = loop->starve[(loop->starve_head + i) & (loop->starve_cap - 1)];
+        if (starve_live(loop, id, &oi))
+            n[len++] = id;
+    }
+    free(loop->starve);
+    loop->starve = n;
+    loop->starve_cap = ncap;
+    loop->starve_head = 0;
+    loop->starve_len = len;
+    return 0;
+}
+
+/* From tl__loop_fit: room for every op to wait at once, so that a push inside
+ * a turn never allocates. */
+int tl__starve_fit(tl_loop *loop) {
+    uint32_t need = 16;
+    while (need < loop->o_cap)
+        need <<= 1;
+    return need <= loop->starve_cap ? 0 : starve_resize(loop, need);
+}
+
+void tl__starve_push(tl_loop *loop, uint32_t oi, bool front) {
+    tl_oslot *o = &loop->o[oi];
+    if (o->starved)
+        return;
+    if (loop->starve_len == loop->starve_cap) {
+        /* Full of stale ids (live ones are at most o_cap): drop them in place. */
+        if (starve_resize(loop, loop->starve_cap) < 0 || loop->starve_len == loop->starve_cap)
+            abort(); /* a forgotten receive would never complete */
+    }
+    o->starved = 1;
+    uint64_t id = tl__make_id(loop, o->gen, oi);
+    uint32_t mask = loop->starve_cap - 1;
+    if (front) {
+        loop->starve_head = (loop->starve_head - 1) & mask;
+        loop->starve[loop->starve_head] = id;
+    } else {
+        loop->starve[(loop->starve_head + loop->starve_len) & mask] = id;
+    }
+    loop->starve_len++;
+}
+
+uint32_t tl__starve_pop(tl_loop *loop) {
+    while (loop->starve_len > 0) {
+        uint64_t id = loop->starve[loop->starve_head];
+        loop->starve_head = (loop->starve_head + 1) & (loop->starve_cap - 1);
+        loop->starve_len--;
+        uint32_t oi;
+        if (!starve_live(loop, id, &oi))
+            continue; /* cancelled (or its handle closed) while it waited */
+        loop->o[oi].starved = 0;
+        loop->o[oi].was_starved = 1;
+        return oi;
+    }
+    return TL_NIL;
 }

@@ -80,8 +80,8 @@ void tl__handle_release_slot(tl_loop *loop, uint32_t hi) {
     loop->be->resume_accepts(loop);
 }
 
-/* Called when a closing handle's last op has completed: closes the socket and
- * queues the one TL_OP_CLOSE record. */
+/* Called when a closing handle's last op has completed: closes the socket (or
+ * has the backend close it) and queues the one TL_OP_CLOSE record once it is. */
 void tl__handle_finish_close(tl_loop *loop, uint32_t hi) {
     tl_hslot *h = &loop->h[hi];
     if (h->fd >= 0) {
@@ -89,9 +89,18 @@ void tl__handle_finish_close(tl_loop *loop, uint32_t hi) {
          * open file is still referenced elsewhere): remove it explicitly. */
         if (h->type == TL_H_SHARED_LISTENER)
             loop->be->handle_remove(loop, hi);
+        /* The handle stays (and the loop alive) until the backend has closed
+         * it: a close reported is a descriptor closed, on every backend. */
+        if (h->type == TL_H_STREAM && loop->be->close_fd && loop->be->close_fd(loop, hi) == 0)
+            return;
         close(h->fd);
         h->fd = -1;
     }
+    tl__handle_closed(loop, hi);
+}
+
+void tl__handle_closed(tl_loop *loop, uint32_t hi) {
+    tl_hslot *h = &loop->h[hi];
     tl_completion *c = tl__cq_push(loop);
     c->token = h->close_token;
     c->handle = tl__make_id(loop, h->gen, hi);

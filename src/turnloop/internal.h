@@ -91,7 +91,11 @@ typedef struct tl_oslot {
     uint32_t gen;
     uint8_t state; /* tl_slot_state */
     uint8_t kind;  /* tl_op_kind */
-    uint8_t multishot;
+    uint8_t multishot : 1;
+    /* a receive waiting for a loop buffer, listed on loop->starve (buffer.c) */
+    uint8_t starved : 1;
+    /* it waited before: a second -ENOBUFS keeps its place at the queue's front */
+    uint8_t was_starved : 1;
     uint8_t cancelling;
     uint32_t handle; /* slot index, or TL_NIL */
     union {
@@ -169,6 +173,13 @@ struct tl_loop {
     uint32_t *buf_free; /* stack of free ids */
     uint32_t buf_free_len;
     uint64_t *buf_owner; /* handle id holding each buffer, 0 when free */
+    /* Receives waiting for a buffer, oldest first: op ids in a ring of
+     * power-of-two capacity >= o_cap (every starved op is listed once; ids of
+     * ops finished meanwhile are stale and skipped). FIFO so that when
+     * thousands of connections share a few hundred buffers each waits its
+     * turn, instead of the same ones winning every re-arm. */
+    uint64_t *starve;
+    uint32_t starve_head, starve_len, starve_cap;
 
     /* transports waiting for a handle slot (posted while at the ceiling) */
     tl_inbox_item *adopt_wait;
@@ -214,6 +225,11 @@ typedef struct tl_backend_ops {
     /* Optional: size the backend's own lists for the loop's tables (h_cap,
      * o_cap), so that nothing it does inside a turn has to allocate. */
     int (*fit)(tl_loop *loop);
+    /* Optional: a closing stream's descriptor is closed by the backend (io_uring:
+     * IORING_OP_CLOSE in the turn's batch, no close(2) of its own); it calls
+     * tl__handle_closed once the descriptor is closed. Returns < 0 to have the
+     * core close it now. */
+    int (*close_fd)(tl_loop *loop, uint32_t hi);
 } tl_backend_ops;
 
 extern const tl_backend_ops tl__backend_epoll;
@@ -287,6 +303,8 @@ int tl__handle_new(tl_loop *loop, int fd, uint8_t type, unsigned shared_flags, u
 bool tl__handle_room(const tl_loop *loop);
 void tl__handle_release_slot(tl_loop *loop, uint32_t hi);
 void tl__handle_finish_close(tl_loop *loop, uint32_t hi);
+/* The descriptor of a closing handle is closed: queues the one TL_OP_CLOSE record. */
+void tl__handle_closed(tl_loop *loop, uint32_t hi);
 
 /* Grows the op table and its argument table together to ncap slots. */
 int tl__ops_grow(tl_loop *loop, uint32_t ncap);
@@ -330,6 +348,12 @@ int tl__buffers_init(tl_loop *loop, uint32_t count, uint32_t size);
 void tl__buffers_fini(tl_loop *loop);
 int tl__buffer_take(tl_loop *loop, uint32_t hi, uint32_t *id);
 void tl__buffer_untake(tl_loop *loop, uint32_t id);
+/* Lists receive op oi as waiting for a buffer (front: it had waited already
+ * and lost a race for the buffers it was re-armed with). */
+void tl__starve_push(tl_loop *loop, uint32_t oi, bool front);
+/* The oldest receive still waiting (its starved mark cleared), or TL_NIL. */
+uint32_t tl__starve_pop(tl_loop *loop);
+int tl__starve_fit(tl_loop *loop);
 static inline uint8_t *tl__buffer_data(const tl_loop *loop, uint32_t id) {
     return loop->buf_mem + (size_t)id * loop->buf_size;
 }

@@ -326,6 +326,8 @@ int tl__loop_fit(tl_loop *loop) {
         err = grow_u32(&loop->ready_spare, &loop->ready_spare_cap, loop->h_cap);
     if (err == 0)
         err = grow_heap(loop); /* timers are ops */
+    if (err == 0)
+        err = tl__starve_fit(loop);
     if (err == 0 && loop->be && loop->be->fit)
         err = loop->be->fit(loop);
     if (err < 0)

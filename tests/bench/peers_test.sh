@@ -24,6 +24,9 @@ bad-flags)
     bvn --requests many; refused "requests 100..10000000"
     bvn --connections 0; refused "connections 1..10000"
     bvn --arms scalwsd,scalwsd_b; refused "needs --b-env"
+    bvn --arms scalwsd,scalwsd_b --b-scalwsd "$tmp/none"; refused "is not executable"
+    bvn --latency 0; refused "latency counts 1..10000"
+    bvn --latency 4 --profile; refused "separate runs"
     bvn --bogus; refused "unknown option --bogus"
     timeout 10 "$sol" --bogus >/dev/null 2>"$tmp/err"; rc=$?; refused "usage: sol"
     timeout 10 "$fixedload" --port 1 --requests 0 >/dev/null 2>"$tmp/err"; rc=$?; refused "usage: fixedload"
@@ -31,22 +34,60 @@ bad-flags)
     timeout 10 "$src/bench/scripts/loops-vs-shared.sh" --scalwsd "$scalwsd" --scenarios static >/dev/null 2>"$tmp/err"
     rc=$?; refused "unknown scenario static"
     ;;
-sol-answers) # the floor answers every request of each shape, with scalwsd's bytes
-    rm -f "$tmp/ready"
-    # Its own output files, and KILL 5 s after a TERM it ignores: a sol that
-    # lingers must not hold ctest's pipe open until the test's timeout.
+sol-answers) # the floor (and the better floor) answers every request of each shape
+    for better in 0 1; do
+        rm -f "$tmp/ready"
+        # Its own output files, and KILL 5 s after a TERM it ignores: a sol that
+        # lingers must not hold ctest's pipe open until the test's timeout.
+        SOL_BETTER=$better timeout -k 5 60 "$sol" --ready-file "$tmp/ready" >"$tmp/sol.out" 2>"$tmp/err" &
+        spid=$!
+        for _ in $(seq 1 200); do [ -s "$tmp/ready" ] && break; sleep 0.05; done
+        port=$(awk '$1 == "listen" { n = split($2, a, ":"); print a[n] }' "$tmp/ready")
+        [ -n "$port" ] || fail "no ready file"
+        for shape in keepalive close pipeline keepalive close; do
+            timeout 30 "$fixedload" --port "$port" --requests 300 --connections 4 --shape "$shape" >"$tmp/out" ||
+                fail "fixedload $shape (SOL_BETTER=$better)"
+            grep -q '"requests":300' "$tmp/out" || fail "fixedload $shape line"
+        done
+        # the better floor closes in the ring: no descriptor left per connection
+        [ "$(ls "/proc/$(awk '$1 == "pid" {print $2}' "$tmp/ready")/fd" | wc -l)" -lt 20 ] ||
+            fail "sol (SOL_BETTER=$better) holds descriptors after its clients left"
+        kill "$spid"
+        wait "$spid" 2>/dev/null || true
+    done
+    ;;
+solproxy) # the proxy's floor relays every request of a keep-alive and a pipelined client
+    solproxy=$(dirname "$sol")/solproxy
+    [ -x "$solproxy" ] || fail "no solproxy next to sol"
+    rm -f "$tmp/ready" "$tmp/pready"
     timeout -k 5 60 "$sol" --ready-file "$tmp/ready" >"$tmp/sol.out" 2>"$tmp/err" &
     spid=$!
     for _ in $(seq 1 200); do [ -s "$tmp/ready" ] && break; sleep 0.05; done
-    port=$(awk '$1 == "listen" { n = split($2, a, ":"); print a[n] }' "$tmp/ready")
-    [ -n "$port" ] || fail "no ready file"
-    for shape in keepalive close pipeline; do
+    uport=$(awk '$1 == "listen" { n = split($2, a, ":"); print a[n] }' "$tmp/ready")
+    [ -n "$uport" ] || fail "no ready file (sol)"
+    timeout -k 5 60 "$solproxy" --upstream "127.0.0.1:$uport" --ready-file "$tmp/pready" >"$tmp/p.out" 2>>"$tmp/err" &
+    ppid=$!
+    for _ in $(seq 1 200); do [ -s "$tmp/pready" ] && break; sleep 0.05; done
+    port=$(awk '$1 == "listen" { n = split($2, a, ":"); print a[n] }' "$tmp/pready")
+    [ -n "$port" ] || fail "no ready file (solproxy)"
+    for shape in keepalive pipeline keepalive; do
         timeout 30 "$fixedload" --port "$port" --requests 300 --connections 4 --shape "$shape" >"$tmp/out" ||
-            fail "fixedload $shape"
+            fail "fixedload $shape through solproxy"
         grep -q '"requests":300' "$tmp/out" || fail "fixedload $shape line"
     done
-    kill "$spid"
-    wait "$spid" 2>/dev/null || true
+    kill "$ppid" "$spid"
+    wait "$ppid" "$spid" 2>/dev/null || true
+    ;;
+latency) # the tail arm: p50, p99 and max per arm and connection count, and the ratio
+    need wrk nginx jq
+    bvn --latency 1,4 --duration 1 --rounds 3 --arms scalwsd,nginx --out "$tmp/l.json"
+    [ "$rc" -eq 0 ] || fail "exit $rc"
+    for n in 1 4; do
+        jq -e --argjson n "$n" '.summary[] | select(.connections == $n) |
+            .scalwsd.p99_ms > 0 and .nginx.p99_ms > 0 and .scalwsd.max_ms >= .scalwsd.p99_ms and
+            (.scalwsd.p99_vs_nginx > 0)' "$tmp/l.json" >/dev/null || fail "no tail for $n connections"
+    done
+    [ "$(jq '.runs | length' "$tmp/l.json")" -eq 12 ] || fail "not 2 arms x 2 counts x 3 rounds"
     ;;
 sol-arm) # every arm in one interleaved run, a ratio for each
     need wrk nginx jq h2o

@@ -13,8 +13,10 @@ sent again on a new connection, as RFC 9112 9.3.2 has clients do: counted as
 Prints one JSON line: ok, failed, resets, connect_errors, resent and, with
 --latency FILE, writes "end_time_s latency_ms" per request to FILE.
 
+A request not answered within --timeout seconds (default 5) is failed.
+
 Usage: mixed_load.py HOST PORT --stop FILE --seconds N [--ka N] [--close N]
-       [--pipe N] [--depth 16] [--latency FILE] [--expect-body TEXT]
+       [--pipe N] [--depth 16] [--latency FILE] [--expect-body TEXT] [--timeout S]
 """
 import argparse
 import errno
@@ -36,6 +38,7 @@ ap.add_argument("--pipe", type=int, default=2)
 ap.add_argument("--depth", type=int, default=16)
 ap.add_argument("--latency")
 ap.add_argument("--expect-body", default="")
+ap.add_argument("--timeout", type=float, default=5.0)
 a = ap.parse_args()
 
 end = time.monotonic() + a.seconds
@@ -71,7 +74,7 @@ class Closed(Exception):
 class Conn:
     def __init__(self):
         try:
-            self.s = socket.create_connection((a.host, a.port), timeout=5)
+            self.s = socket.create_connection((a.host, a.port), timeout=a.timeout)
         except OSError as e:
             raise ConnectionError(e)
         self.buf = b""

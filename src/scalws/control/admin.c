@@ -102,8 +102,8 @@ static char *metrics_text(sws_server *s, size_t *len) {
     M("scalwsd_loop_turns_total", "counter", "Loop turns (published once a second).", turns);
     M("scalwsd_accept_pauses_total", "counter", "Times accepting paused at the handle ceiling.",
       accept_pauses);
-    M("scalwsd_recv_starved_total", "counter", "Receives ended for lack of a loop buffer.",
-      recv_starved);
+    M("scalwsd_recv_starved_total", "counter",
+      "Receives that waited for a loop buffer (in turn, oldest first).", recv_starved);
     M("scalwsd_send_timeouts_total", "counter", "Writes cut by send_timeout.", send_timeouts);
     M("scalwsd_access_log_failures_total", "counter",
       "Access log lines not written whole (a full disk, a closed pipe).", log_failures);

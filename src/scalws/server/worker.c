@@ -49,6 +49,8 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
     tl_loop_get_stats(w->loop, &st);
     atomic_store_explicit(&w->ctr.turns, st.turns, memory_order_relaxed);
     atomic_store_explicit(&w->ctr.accept_pauses, st.accept_pauses, memory_order_relaxed);
+    /* Receives wait in turn for a loop buffer (turnloop counts the waits). */
+    atomic_store_explicit(&w->ctr.recv_starved, st.recv_buffer_starved, memory_order_relaxed);
     if (!sws_worker_finished(w))
         arm_sweep(w);
 }

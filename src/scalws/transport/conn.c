@@ -615,7 +615,8 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             else
                 conn_last(w, c, false);
         } else if (e->res == -ENOBUFS) {
-            SWS_ADD(w->ctr.recv_starved, 1);
+            /* turnloop now queues a receive that finds no buffer instead of
+             * ending it; kept for a backend that still ends it so. */
             if (!c->starved) {
                 c->starved = true;
                 w->nstarved++;

@@ -231,13 +231,20 @@ static void run_reads(tl_loop *loop, uint32_t hi) {
             tl__op_complete(loop, oi, n < 0 ? -errno : (int32_t)n, false, NULL);
             continue;
         }
-        /* TL_OP_RECV: multishot into a loop buffer */
+        /* TL_OP_RECV: multishot into a loop buffer. One waiting for a buffer
+         * runs when its turn in the queue comes (ep_wait), not before, and
+         * while any wait, one that was not waiting joins the end of the line:
+         * a connection that happens to be ready when a buffer is free must not
+         * overtake those that were there first. */
+        if (o->starved)
+            return;
         uint32_t id;
-        if (tl__buffer_take(loop, hi, &id) < 0) {
+        if ((loop->starve_len > 0 && !o->was_starved) || tl__buffer_take(loop, hi, &id) < 0) {
             loop->stats.recv_buffer_starved++;
-            tl__op_complete(loop, oi, -ENOBUFS, false, NULL);
-            continue;
+            tl__starve_push(loop, oi, o->was_starved); /* IN stays: the bytes wait */
+            return;
         }
+        o->was_starved = 0;
         ssize_t n = read(h->fd, tl__buffer_data(loop, id), loop->buf_size);
         if (n <= 0) {
             int e = n < 0 ? errno : 0;
@@ -392,6 +399,15 @@ static void ep_cancel(tl_loop *loop, uint32_t oi) {
 
 static int ep_wait(tl_loop *loop, int timeout_ms) {
     epoll_state *s = state(loop);
+    /* Receives waiting for a buffer run first, oldest first, as many as there
+     * are free buffers (they are still readable: their edge was not used). */
+    for (uint32_t avail = loop->buf_free_len; avail > 0 && loop->starve_len > 0; avail--) {
+        uint32_t oi = tl__starve_pop(loop);
+        if (oi == TL_NIL)
+            break;
+        tl__ready_push(loop, loop->o[oi].handle);
+        timeout_ms = 0;
+    }
     int n = epoll_wait(s->epfd, s->events, EVENTS_PER_WAIT, timeout_ms);
     if (n < 0)
         return errno == EINTR ? 0 : -errno;

@@ -12,6 +12,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,8 @@ static int ur_fit(tl_loop *loop) {
         err = grow_ids(&s->pend_spare, &s->pend_spare_cap, loop->o_cap, 0);
     if (err == 0)
         err = grow_ids(&s->paused, &s->paused_cap, loop->h_cap, s->paused_len);
+    if (err == 0)
+        err = grow_ids(&s->closes, &s->closes_cap, loop->h_cap, s->closes_len);
     return err;
 }
 
@@ -139,6 +142,9 @@ static void setup_buf_ring(tl_loop *loop, uring_state *s) {
     while (entries < loop->buf_count)
         entries <<= 1; /* the ring must be a power of two; it may hold fewer buffers */
     size_t bytes = (size_t)entries * sizeof(struct io_uring_buf);
+    s->reserve = malloc((size_t)loop->buf_count * sizeof *s->reserve);
+    if (!s->reserve)
+        return;
     void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
     if (mem == MAP_FAILED)
         return;
@@ -156,6 +162,7 @@ static void setup_buf_ring(tl_loop *loop, uring_state *s) {
         io_uring_buf_ring_add(s->br, tl__buffer_data(loop, i), loop->buf_size, (unsigned short)i,
                               (int)s->br_mask, (int)i);
     io_uring_buf_ring_advance(s->br, (int)loop->buf_count);
+    s->br_avail = loop->buf_count;
     loop->buf_free_len = 0; /* the kernel holds every free buffer now */
 }
 
@@ -163,6 +170,7 @@ void tl__ur_buf_give(uring_state *s, tl_loop *loop, uint32_t id) {
     io_uring_buf_ring_add(s->br, tl__buffer_data(loop, id), loop->buf_size, (unsigned short)id,
                           (int)s->br_mask, 0);
     io_uring_buf_ring_advance(s->br, 1);
+    s->br_avail++;
 }
 
 static int ur_init(tl_loop *loop) {
@@ -187,6 +195,12 @@ static int ur_init(tl_loop *loop) {
      * all when the submit returns (stable submission, and no SQE left behind). */
     s->stable_submit = submit_all && (s->ring.features & IORING_FEAT_SUBMIT_STABLE) != 0;
     s->ms_accept = s->ms_recv = true; /* tried; -EINVAL turns each off */
+    s->min_wait = (s->ring.features & IORING_FEAT_MIN_TIMEOUT) && on && strstr(on, "min_wait");
+    s->park_ms = PARK_MS;
+    s->ring_close = true; /* IORING_OP_CLOSE is 5.6, older than anything this backend runs on */
+    const char *pm = getenv("TURNLOOP_URING_PARK_MS"); /* tests park at once, and often */
+    if (pm && *pm)
+        s->park_ms = (uint32_t)strtoul(pm, NULL, 10);
     /* Tests run the fallbacks on a kernel that has every feature. */
     bool no_buf_ring = false;
     if (off) {
@@ -194,6 +208,10 @@ static int ur_init(tl_loop *loop) {
         s->ms_accept = s->ms_accept && !all && !strstr(off, "multishot_accept");
         s->ms_recv = s->ms_recv && !all && !strstr(off, "multishot_recv");
         s->stable_submit = s->stable_submit && !all && !strstr(off, "sendmsg");
+        s->min_wait = s->min_wait && !all && !strstr(off, "min_wait");
+        if (all || strstr(off, "park"))
+            s->park_ms = 0;
+        s->ring_close = !all && !strstr(off, "ring_close");
         no_buf_ring = all || strstr(off, "buf_ring");
     }
     s->msg_cap = s->ring.sq.ring_entries;
@@ -237,6 +255,8 @@ static void ur_fini(tl_loop *loop) {
             if (loop->buf_owner[i] == 0)
                 loop->buf_free[loop->buf_free_len++] = i;
     }
+    free(s->reserve);
+    free(s->closes);
     free(s->pend);
     free(s->pend_spare);
     free(s->paused);
@@ -332,10 +352,11 @@ static void arm_recv(tl_loop *loop, uint32_t oi) {
     struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
     if (!sqe)
         return;
-    if (!s->br) {
-        io_uring_prep_poll_add(sqe, fd, POLLIN); /* no buffer ring: poll, then read */
+    if (!s->br || (bits(o) & OP_PARKED)) {
+        io_uring_prep_poll_add(sqe, fd, POLLIN); /* no buffer ring, or parked: poll first */
         return;
     }
+    set_bits(o, bits(o) | OP_ACTIVE); /* a fresh receive is not idle yet */
     if (s->ms_recv) {
         io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
         set_bits(o, bits(o) | OP_MS_SQE);
@@ -409,6 +430,8 @@ static void on_read(tl_loop *loop, uint32_t oi, int32_t res) {
 
 static void deliver_buffer(tl_loop *loop, uint32_t oi, uint32_t id, int32_t n) {
     uint32_t hi = loop->o[oi].handle;
+    loop->o[oi].was_starved = 0;
+    set_bits(&loop->o[oi], bits(&loop->o[oi]) | OP_ACTIVE);
     loop->buf_owner[id] = handle_id(loop, hi);
     tl_completion extra = {.flags = TL_CQE_BUFFER,
                            .u.buf = {.data = tl__buffer_data(loop, id), .id = id}};
@@ -441,15 +464,71 @@ static void on_recv_ring(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags
         tl__ur_want_arm(loop, oi);
         return;
     }
-    if (res == -ENOBUFS) { /* every buffer is with the host: end, as on epoll */
+    if (res == -ENOBUFS) { /* the ring ran dry: wait in line for a buffer */
+        if (o->cancelling) {
+            tl__ur_finish(loop, oi, -ECANCELED, NULL);
+            return;
+        }
         loop->stats.recv_buffer_starved++;
-        tl__ur_finish(loop, oi, -ENOBUFS, NULL);
+        tl__starve_push(loop, oi, o->was_starved);
+        return;
+    }
+    if (res == -ECANCELED && (was & OP_PARK) && !(was & OP_ACTIVE) && !o->cancelling) {
+        set_bits(o, bits(o) | OP_PARKED); /* the sweep's cancel, and still idle: park */
+        loop->stats.recv_parked++;
+        tl__ur_want_arm(loop, oi);
         return;
     }
     if (retry(o, res))
         tl__ur_want_arm(loop, oi);
     else
         tl__ur_finish(loop, oi, res, NULL); /* 0: end of stream; or the error, or -ECANCELED */
+}
+
+/* A parked receive's poll fired (readable, end of stream or an error): it is a
+ * receive again, which reports whichever it was. */
+static void on_park_poll(tl_loop *loop, uint32_t oi) {
+    tl_oslot *o = &loop->o[oi];
+    disarm(o); /* PARKED goes with it */
+    if (o->cancelling) {
+        tl__ur_finish(loop, oi, -ECANCELED, NULL);
+        return;
+    }
+    tl__ur_want_arm(loop, oi);
+}
+
+/* Once every park_ms: receives armed and fed nothing since the last sweep are
+ * cancelled, to be parked on a poll (on_recv_ring). The walk covers the op
+ * slots used so far, a few nanoseconds each, once a second. */
+static void park_sweep(tl_loop *loop) {
+    uring_state *s = state(loop);
+    if (s->park_cursor == 0 && loop->now_ms < s->park_next)
+        return;
+    uint32_t oi = s->park_cursor, parked = 0;
+    for (; oi < loop->o_fresh && parked < PARK_BATCH; oi++) {
+        tl_oslot *o = &loop->o[oi];
+        if (o->state != TL_SLOT_LIVE || o->kind != TL_OP_RECV || o->cancelling)
+            continue;
+        uintptr_t b = bits(o);
+        if (!(b & OP_ARMED) || (b & (OP_STOP | OP_PARKED)))
+            continue;
+        if (b & OP_ACTIVE) {
+            set_bits(o, b & ~(uintptr_t)OP_ACTIVE);
+            continue;
+        }
+        tl_hslot *h = &loop->h[o->handle];
+        if (h->closing || h->detaching)
+            continue;
+        set_bits(o, b | OP_PARK | OP_STOP);
+        tl__ur_want_arm(loop, oi); /* the arm phase sends the cancel */
+        parked++;
+    }
+    if (oi < loop->o_fresh) {
+        s->park_cursor = oi; /* the rest in the next turns */
+    } else {
+        s->park_cursor = 0;
+        s->park_next = loop->now_ms + s->park_ms;
+    }
 }
 
 /* Without a buffer ring: the poll said readable; read into a loop buffer now, so
@@ -466,9 +545,11 @@ static void on_recv_poll(tl_loop *loop, uint32_t oi, int32_t res) {
         return;
     }
     uint32_t hi = o->handle, id;
-    if (tl__buffer_take(loop, hi, &id) < 0) {
+    /* Receives waiting for a buffer go first; one that was not waiting joins
+     * the end of the line rather than take a buffer past them. */
+    if ((loop->starve_len > 0 && !o->was_starved) || tl__buffer_take(loop, hi, &id) < 0) {
         loop->stats.recv_buffer_starved++;
-        tl__ur_finish(loop, oi, -ENOBUFS, NULL);
+        tl__starve_push(loop, oi, o->was_starved);
         return;
     }
     ssize_t n = read(loop->h[hi].fd, tl__buffer_data(loop, id), loop->buf_size);
@@ -555,10 +636,12 @@ static void ur_cancel(tl_loop *loop, uint32_t oi) {
 
 static void ur_buffer_released(tl_loop *loop, uint32_t id) {
     uring_state *s = state(loop);
-    if (s->br)
-        tl__ur_buf_give(s, loop, id);
-    else
+    if (!s->br)
         tl__buffer_untake(loop, id);
+    else if (loop->starve_len > 0)
+        s->reserve[s->reserve_len++] = id; /* for the waiting receives: see rearm_starved */
+    else
+        tl__ur_buf_give(s, loop, id);
 }
 
 /* ---- the turn's one wait ----------------------------------------------------- */
@@ -580,6 +663,8 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
         }
         return;
     }
+    if (o->starved)
+        return;          /* waits for a buffer: rearm_starved arms it in its turn */
     if (o->cancelling) { /* a retry (-EAGAIN) that raced the host's cancel */
         tl__ur_finish(loop, oi, -ECANCELED, NULL);
         return;
@@ -618,10 +703,73 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
     }
 }
 
+/* Receives that found no buffer go in again, oldest first and no more of them
+ * than there are buffers to take, ahead of this turn's other SQEs: with
+ * thousands of connections on a few hundred buffers, the kernel serves in SQE
+ * order, so this order is the order of service. */
+static void rearm_starved(tl_loop *loop) {
+    uring_state *s = state(loop);
+    /* Released buffers go into the ring only now: the submit issues these SQEs
+     * before any armed receive's task work runs, so the waiting take them. */
+    for (uint32_t i = 0; i < s->reserve_len; i++)
+        tl__ur_buf_give(s, loop, s->reserve[i]);
+    s->reserve_len = 0;
+    uint32_t avail = s->br ? s->br_avail : loop->buf_free_len;
+    while (avail > 0 && loop->starve_len > 0 && !s->sq_starved) {
+        uint32_t oi = tl__starve_pop(loop);
+        if (oi == TL_NIL)
+            break;
+        arm_one(loop, oi);
+        avail--;
+    }
+}
+
+/* ---- closing in the ring --------------------------------------------------- */
+
+/* The close goes into the next turn's batch; the handle (and the loop's
+ * alive) stays until the kernel has closed it, so the TL_OP_CLOSE record still
+ * means "closed". A loop freed before that turn closes the descriptor itself. */
+static int ur_close_fd(tl_loop *loop, uint32_t hi) {
+    uring_state *s = state(loop);
+    if (!s->ring_close)
+        return -EOPNOTSUPP;
+    tl__ur_push_id(&s->closes, &s->closes_len, &s->closes_cap, handle_id(loop, hi));
+    return 0;
+}
+
+/* The closes go into this turn's batch: no close(2) per connection. */
+static void arm_closes(tl_loop *loop) {
+    uring_state *s = state(loop);
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < s->closes_len; i++) {
+        uint32_t hi;
+        if (tl__handle_lookup(loop, s->closes[i], &hi) < 0 || loop->h[hi].fd < 0)
+            continue;
+        struct io_uring_sqe *sqe = s->sq_starved ? NULL : get_sqe(loop);
+        if (!sqe) {
+            s->closes[keep++] = s->closes[i]; /* next turn */
+            continue;
+        }
+        io_uring_prep_close(sqe, loop->h[hi].fd);
+        io_uring_sqe_set_data64(sqe, UD_CLOSE | ((uint64_t)(loop->h[hi].gen & 0xffff) << 24) | hi);
+        loop->h[hi].fd = -1; /* the kernel's from here */
+    }
+    s->closes_len = keep;
+}
+
+static void on_close_cqe(tl_loop *loop, uint64_t ud) {
+    uint32_t hi = (uint32_t)(ud & 0xffffff), gen = (uint32_t)(ud >> 24) & 0xffff;
+    if (hi >= loop->h_cap || loop->h[hi].state != TL_SLOT_LIVE ||
+        (loop->h[hi].gen & 0xffff) != gen || !loop->h[hi].closing)
+        return;                  /* cannot happen: the slot waits for this CQE */
+    tl__handle_closed(loop, hi); /* whatever close said, the descriptor is gone */
+}
+
 /* Prepares every SQE of this turn; ops that become heads meanwhile go in too. */
 static void arm_phase(tl_loop *loop) {
     uring_state *s = state(loop);
     s->sq_starved = false;
+    rearm_starved(loop);
     if (!s->wake_armed) {
         struct io_uring_sqe *sqe = get_sqe(loop);
         if (sqe) {
@@ -630,6 +778,8 @@ static void arm_phase(tl_loop *loop) {
             s->wake_armed = true;
         }
     }
+    if (s->closes_len > 0)
+        arm_closes(loop);
     while (s->pend_len > 0 && !s->sq_starved) {
         uint64_t *list = s->pend;
         uint32_t len = s->pend_len, cap = s->pend_cap;
@@ -661,6 +811,12 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
     }
     if (ud == UD_IGNORE || ud == LIBURING_UDATA_TIMEOUT)
         return;
+    if ((ud >> 48) == 0 && (ud & UD_CLOSE)) {
+        on_close_cqe(loop, ud);
+        return;
+    }
+    if ((flags & IORING_CQE_F_BUFFER) && s->br)
+        s->br_avail--;
     uint32_t oi;
     if (tl__op_lookup(loop, ud, &oi) < 0 || loop->o[oi].state != TL_SLOT_LIVE ||
         !(bits(&loop->o[oi]) & OP_ARMED)) {
@@ -681,7 +837,9 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
         on_read(loop, oi, res);
         return;
     case TL_OP_RECV:
-        if (s->br)
+        if (bits(&loop->o[oi]) & OP_PARKED)
+            on_park_poll(loop, oi);
+        else if (s->br)
             on_recv_ring(loop, oi, res, flags);
         else
             on_recv_poll(loop, oi, res);
@@ -733,6 +891,35 @@ static void ur_ring_fd(uring_state *s) {
     s->reg_ok = io_uring_register_ring_fd(&s->ring) == 1;
 }
 
+/* Submits what is queued and waits in one io_uring_enter, with a min-wait:
+ * liburing 2.3 has no helper for it (io_uring_submit_and_wait_min_timeout is
+ * 2.8), so the SQ tail is published here as its __io_uring_flush_sq does (2.3
+ * set the SQ index array up once, identity) and io_uring_enter2 gets the
+ * EXT_ARG with min_wait_usec in what 2.3's header calls pad. */
+static int enter_min_wait(tl_loop *loop, uring_state *s, int timeout_ms) {
+    struct io_uring *ring = &s->ring;
+    unsigned tail = ring->sq.sqe_tail;
+    if (ring->sq.sqe_head != tail) {
+        ring->sq.sqe_head = tail;
+        io_uring_smp_store_release(ring->sq.ktail, tail);
+    }
+    unsigned submit = tail - io_uring_smp_load_acquire(ring->sq.khead);
+    struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
+                                   .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
+    struct io_uring_getevents_arg arg = {.sigmask = 0,
+                                         .sigmask_sz = _NSIG / 8,
+                                         .pad = MIN_WAIT_USEC,
+                                         .ts = timeout_ms < 0 ? 0 : (uint64_t)(uintptr_t)&ts};
+    unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
+    int fd = ring->ring_fd;
+    if (ring->int_flags & URING_INT_FLAG_REG_RING) {
+        flags |= IORING_ENTER_REGISTERED_RING;
+        fd = ring->enter_ring_fd;
+    }
+    loop->stats.min_waits++;
+    return io_uring_enter2((unsigned)fd, submit, MIN_WAIT_NR, flags, (sigset_t *)&arg, sizeof arg);
+}
+
 static int ur_wait(tl_loop *loop, int timeout_ms) {
     uring_state *s = state(loop);
     if (s->single) {
@@ -749,8 +936,17 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
         s->resume = false;
         tl__ur_run_paused(loop);
     }
+    if (s->park_ms && s->br) {
+        park_sweep(loop);
+        /* An idle loop still wakes to park what went idle, at once while a
+         * sweep is under way. */
+        if (s->park_cursor)
+            timeout_ms = 0;
+        else if (loop->o_live > 0 && (timeout_ms < 0 || (uint32_t)timeout_ms > s->park_ms))
+            timeout_ms = (int)s->park_ms;
+    }
     arm_phase(loop);
-    if (loop->cq.len != queued || s->pend_len > 0)
+    if (loop->cq.len != queued || s->pend_len > 0 || s->closes_len > 0)
         timeout_ms = 0; /* work done before the wait: report it instead of sleeping */
 
     int r;
@@ -758,11 +954,20 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
         /* DEFER_TASKRUN posts completions only when asked for (GETEVENTS). */
         r = s->single ? io_uring_submit_and_get_events(&s->ring) : io_uring_submit(&s->ring);
     } else {
-        struct io_uring_cqe *cqe;
-        struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
-                                       .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
-        /* One io_uring_enter: submit the batch and wait (EXT_ARG, 5.11+). */
-        r = io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, timeout_ms < 0 ? NULL : &ts, NULL);
+        r = -EINVAL;
+        if (s->min_wait && s->last_harvest >= MIN_WAIT_BUSY) {
+            r = enter_min_wait(loop, s, timeout_ms);
+            if (r == -EINVAL)
+                s->min_wait = false; /* refused after all: plain waits from now on */
+        }
+        if (r == -EINVAL) {
+            struct io_uring_cqe *cqe;
+            struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
+                                           .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
+            /* One io_uring_enter: submit the batch and wait (EXT_ARG, 5.11+). */
+            r = io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, timeout_ms < 0 ? NULL : &ts,
+                                                 NULL);
+        }
     }
     s->msg_used = 0;
     if (r < 0 && r != -ETIME && r != -EINTR && r != -EBUSY && r != -EAGAIN)
@@ -771,11 +976,14 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
 
     struct io_uring_cqe *cqes[CQE_BATCH];
     unsigned n;
+    uint32_t harvest = 0;
     while ((n = io_uring_peek_batch_cqe(&s->ring, cqes, CQE_BATCH)) > 0) {
         for (unsigned i = 0; i < n; i++)
             on_cqe(loop, cqes[i]->user_data, cqes[i]->res, cqes[i]->flags);
         io_uring_cq_advance(&s->ring, n);
+        harvest += n;
     }
+    s->last_harvest = harvest;
     return 0;
 }
 
@@ -791,4 +999,5 @@ const tl_backend_ops tl__backend_uring = {
     .resume_accepts = tl__ur_resume_accepts,
     .buffer_released = ur_buffer_released,
     .fit = ur_fit,
+    .close_fd = ur_close_fd,
 };

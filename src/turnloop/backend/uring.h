@@ -14,6 +14,16 @@
 #define CQ_ENTRIES 4096 /* multishot ops post many CQEs per SQE */
 #define CQE_BATCH 64
 #define ACCEPT_BACKOFF_MS 100
+/* Min-wait (6.12): a wait after a busy turn asks for MIN_WAIT_NR completions
+ * but returns with what there is after MIN_WAIT_USEC; a wait after a turn with
+ * fewer than MIN_WAIT_BUSY completions is a plain wait for one, so that a lone
+ * request is never held back. */
+#define MIN_WAIT_USEC 50
+#define MIN_WAIT_NR 32
+#define MIN_WAIT_BUSY 8
+#ifndef IORING_FEAT_MIN_TIMEOUT
+#define IORING_FEAT_MIN_TIMEOUT (1U << 15) /* 6.12; liburing 2.3's header predates it */
+#endif
 #define BUF_GROUP 0
 /* liburing 2.3's private INT_FLAG_REG_RING (src/int_flags.h): struct io_uring's
  * int_flags bit that makes io_uring_enter use the registered index. */
@@ -22,6 +32,10 @@
 /* user_data values that are never op ids (an op id carries a non-zero loop tag). */
 #define UD_WAKE 0u   /* the poll on loop->wake_fd */
 #define UD_IGNORE 1u /* async cancel requests: the target's own CQE is what counts */
+/* IORING_OP_CLOSE of a handle: this bit, the low 16 bits of its generation (at
+ * bit 24) and its slot (24 bits); the top 16 bits are 0, which no op id has
+ * (its loop tag is never 0). */
+#define UD_CLOSE (1ull << 47)
 
 /* Per-op backend state, kept in tl_oslot.backend_data as bits. */
 #define OP_ARMED 0x1u   /* an SQE of this op is in the kernel: it ends on its own CQE */
@@ -30,6 +44,18 @@
 #define OP_CANCEL_SENT 0x8u
 #define OP_MS_SQE 0x10u     /* the SQE in flight is a multishot one (for the -EINVAL fallback) */
 #define OP_AT_CEILING 0x20u /* accept: stopped at max_handles (counted once per pause) */
+#define OP_ACTIVE 0x40u     /* recv: armed or fed since the last park sweep */
+#define OP_PARK 0x80u       /* recv: its cancel is the park sweep's (a poll follows) */
+#define OP_PARKED 0x100u    /* recv: parked: the SQE (to be) in flight is a POLL_ADD */
+/* An idle receive is parked after PARK_MS to 2 * PARK_MS without bytes: its
+ * armed recv (an io_kiocb and an async-poll record, ~750 B of kernel memory)
+ * becomes a POLL_ADD (the io_kiocb alone); readable, it is a recv again. */
+#define PARK_MS 1000
+/* At most this many receives are parked per turn: each goes through the arm
+ * list twice (its cancel, its poll), and that list touches as much memory as
+ * it holds at once; 10,000 parked in one turn cost ~10 B of RSS per idle
+ * connection, for good. */
+#define PARK_BATCH 256
 
 typedef struct parked_fd {
     tl_handle listener; /* accepted by the kernel while the loop was at its ceiling */
@@ -44,6 +70,14 @@ typedef struct uring_state {
     bool sq_starved; /* no SQE even after a flush: the rest waits for the next turn */
     /* features, probed at init or learnt from -EINVAL (then off for this loop) */
     bool ms_accept, ms_recv, stable_submit;
+    /* min-wait on busy turns (IORING_FEAT_MIN_TIMEOUT), and the completions the
+     * last wait brought (what "busy" is judged on) */
+    bool min_wait;
+    uint32_t last_harvest;
+    /* idle receives parked on a poll every park_ms (0: never), next sweep at */
+    uint32_t park_ms;
+    uint64_t park_next;
+    uint32_t park_cursor; /* a sweep in progress: the next op slot to look at, else 0 */
     /* SINGLE_ISSUER | DEFER_TASKRUN ring: enabled by, then owned by, thread owner */
     bool single, owned;
     pthread_t owner;
@@ -54,6 +88,12 @@ typedef struct uring_state {
     struct io_uring_buf_ring *br;
     size_t br_bytes;
     unsigned br_mask;
+    uint32_t br_avail; /* buffers in the ring: given minus taken by CQEs */
+    /* Buffers released while receives wait for one: kept out of the ring until
+     * the arm phase, so that an armed receive of another connection cannot
+     * take them in the kernel ahead of the ones waiting (buf_count entries). */
+    uint32_t *reserve;
+    uint32_t reserve_len;
     /* ops waiting for the arm phase (ids: a slot reused meanwhile is stale) */
     uint64_t *pend, *pend_spare;
     uint32_t pend_len, pend_cap, pend_spare_cap;
@@ -62,6 +102,11 @@ typedef struct uring_state {
     uint32_t paused_len, paused_cap;
     parked_fd *parked;
     uint32_t parked_len, parked_cap;
+    /* streams whose descriptor the ring closes (handle ids, for the arm phase;
+     * until it their fd stays in the slot, so that tl_loop_free closes it) */
+    bool ring_close;
+    uint64_t *closes;
+    uint32_t closes_len, closes_cap;
     /* datagrams (uring_udp.c): multishot recvmsg into the buffer ring, with
      * this header read by the kernel for every datagram, so it never moves */
     bool ms_recvmsg;
@@ -84,7 +129,7 @@ static inline void set_bits(tl_oslot *o, uintptr_t b) {
 
 /* The SQE ended; whether the op is listed, or paused, stays as it was. */
 static inline void disarm(tl_oslot *o) {
-    set_bits(o, bits(o) & (OP_PENDING | OP_AT_CEILING));
+    set_bits(o, bits(o) & (OP_PENDING | OP_AT_CEILING | OP_ACTIVE));
 }
 
 static inline uint64_t op_id(const tl_loop *loop, uint32_t oi) {
