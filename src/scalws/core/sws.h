@@ -244,6 +244,9 @@ typedef struct sws_worker {
     /* A route's scenario takes request bytes (the proxy): request heads are
      * kept until their route is chosen (conn.c). Set with the instances. */
     bool stash_heads;
+    /* A route can tunnel (a proxy with [proxy] upgrade): HTTP/2 connections
+     * offer extended CONNECT (RFC 8441). Set with the instances. */
+    bool h2_connect;
     /* A request's route is chosen at its head: the table has [route]s, or the
      * default route is gated and its scenario takes request bytes. */
     bool routes_on;
