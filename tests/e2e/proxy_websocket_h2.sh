@@ -87,6 +87,7 @@ stop_ok nosetting
 # A route that does not proxy cannot carry a tunnel: 501, the proxy's route can.
 start_sws "[route ws]\npath_prefix = /echo\nscenario = proxy\nupstream = 127.0.0.1:$WSUP"
 h2 echo
+h2 status /other 501
 stop_ok routed
 
 # tunnel_idle_timeout resets a tunnel that carries nothing.

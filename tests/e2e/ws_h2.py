@@ -6,7 +6,7 @@ frames written here (RFC 6455: masked from the client, unmasked back).
   ws_h2.py CASE PORT [tls] [ARGS]
 
 Cases: echo, large SIZE, slow SIZE, vanish, refused, mixed, idle, halfclose,
-badproof, malformed, nosetting. Each prints "CASE ok" and exits 0 when it
+badproof, malformed, nosetting, status PATH CODE. Each prints "CASE ok" and exits 0 when it
 held, else a reason on stderr and exit 1. Every wait is bounded (T_OUT)."""
 import hashlib
 import os
@@ -363,6 +363,15 @@ def case_badproof(port, tls):
     check(h and h[":status"] == "502", f"a 101 without the proof: {h}")
 
 
+def case_status(port, tls, path, want):
+    """An extended CONNECT answered with a status of ours (501: the route
+    cannot tunnel)."""
+    cl = Client(port, tls)
+    sid = cl.connect(path)
+    h = cl.streams[sid]["headers"]
+    check(h and h[":status"] == want, f"CONNECT {path}: {h}, reset {cl.streams[sid]['reset']}")
+
+
 def reset_code(cl, sid):
     st = cl.st(sid)
     cl.wait(lambda: st["reset"] is not None or st["headers"], "an answer or a reset")
@@ -411,7 +420,7 @@ def main():
         args = args[1:]
     cases = {"echo": case_echo, "large": case_large, "slow": case_slow, "vanish": case_vanish,
              "refused": case_refused, "mixed": case_mixed, "idle": case_idle,
-             "halfclose": case_halfclose, "badproof": case_badproof, "malformed": case_malformed,
+             "halfclose": case_halfclose, "badproof": case_badproof, "malformed": case_malformed, "status": case_status,
              "nosetting": case_nosetting}
     try:
         cases[case](port, tls, *args)
