@@ -411,8 +411,9 @@ __attribute__((noinline)) static sws_scenario *gate_rate(sws_worker *w, sws_scen
  * no call on the way, so that no register is saved for it; anything else
  * (a first request, a forwarded client, a password, a refusal) goes the
  * long way. doc/limits.md, "Cost", says what it saved. */
-static inline sws_scenario *gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange *x,
-                                       uint32_t conn, const sws_http_request *r) {
+__attribute__((always_inline)) static inline sws_scenario *
+gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange *x, uint32_t conn,
+           const sws_http_request *r) {
     const sws_route *rt = sc->route;
     if (!rt->gated)
         return sc;
