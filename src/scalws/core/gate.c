@@ -399,8 +399,7 @@ __attribute__((noinline)) static sws_scenario *gate_full(sws_worker *w, sws_scen
 __attribute__((noinline)) static sws_scenario *gate_rate(sws_worker *w, sws_scenario *sc,
                                                          const sws_exchange *x, const peer *p) {
     const sws_access_config *a = &sc->route->cfg.access;
-    uint64_t wait =
-        sws_limit_rate(w->srv->limiter, p->rate_key, w->now_ms * 1000, a->rate_us, a->burst);
+    uint64_t wait = sws_limit_rate(w->srv->limiter, p->rate_key, w->now_us, a->rate_us, a->burst);
     return wait ? refuse(w, sc->route, x, SWS_LIMITED_RATE, p->status, wait) : sc;
 }
 
@@ -433,7 +432,7 @@ gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange *x, uint32_t conn
      * a refusal) goes through the limiter. */
     _Atomic uint64_t *rw = p->rate_word;
     uint64_t seen = atomic_load_explicit(rw, memory_order_relaxed);
-    uint64_t now = (w->now_ms * 1000) & SWS_TAT_MASK;
+    uint64_t now = w->now_us & SWS_TAT_MASK;
     if (seen >> SWS_TAT_BITS == p->rate_tag) {
         uint64_t d = sws_limit_ahead(seen, now, p->most_us);
         uint64_t next = p->rate_tag << SWS_TAT_BITS | ((now + d + p->rate_us) & SWS_TAT_MASK);
@@ -452,7 +451,7 @@ route_pick_matched(sws_worker *w, const sws_exchange *x, uint32_t conn, const sw
 
 sws_scenario *sws_route_pick(sws_worker *w, const sws_exchange *x, uint32_t conn,
                              const sws_http_request *r) {
-    if (w->cfg->routes->n > 1)
+    if (w->routes_on && w->cfg->routes->n > 1) /* routes_on: [route]s, or a gated proxy */
         return route_pick_matched(w, x, conn, r);
     return gate_check(w, &w->sc, x, conn, r);
 }
