@@ -10,7 +10,8 @@
 # requests on one connection; half-close both ways; a 101 without the
 # Sec-WebSocket-Accept our key asks for (502); malformed extended CONNECTs
 # (stream PROTOCOL_ERROR) and a plain CONNECT (501); tunnel_idle_timeout
-# (RST_STREAM CONNECT_ERROR); the tunnels in /metrics; over TLS too.
+# (RST_STREAM CONNECT_ERROR); a drain that keeps a tunnel until its timeout,
+# then closes and counts it; the tunnels in /metrics; over TLS too.
 . "$(dirname "$0")/lib.sh"
 PY=""
 for p in /usr/bin/python3 python3; do
@@ -95,6 +96,24 @@ start_sws "$PROXY\ntunnel_idle_timeout = 1s"
 h2 idle
 [ "$(metric scalwsd_tunnels_idle_closed_total)" = 1 ] || fail "idle closes"
 stop_ok idle
+
+# Drain: an open tunnel keeps the process until drain_timeout closes it,
+# counted as a drained tunnel.
+start_sws "drain_timeout = 3s\n$PROXY"
+rm -f "$T/flag"
+timeout 60 "$PY" "$H2" drain "$PORT" "$T/flag" &
+DRAIN=$!
+for _ in $(seq 1 300); do [ -s "$T/flag" ] && break; sleep 0.1; done
+[ -s "$T/flag" ] || fail "the tunnel for the drain did not open"
+kill -TERM "$SWS_PID"
+wait "$DRAIN" || fail "the tunnel during the drain"
+for _ in $(seq 1 300); do kill -0 "$SWS_PID" 2>/dev/null || break; sleep 0.1; done
+SWS_STATUS=0
+wait "$SWS_PID" || SWS_STATUS=$?
+SWS_PID=""
+[ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after the drain"
+grep -q "(1 tunnels)" "$T/log" || fail "the drained tunnel not counted: $(tail -3 "$T/log")"
+! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report (drain)"
 
 # A TLS listener: h2 by ALPN.
 SWS_LISTEN_OPTS=tls start_sws "$PROXY\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem"

@@ -6,7 +6,7 @@ frames written here (RFC 6455: masked from the client, unmasked back).
   ws_h2.py CASE PORT [tls] [ARGS]
 
 Cases: echo, large SIZE, slow SIZE, vanish, refused, mixed, idle, halfclose,
-badproof, malformed, nosetting, status PATH CODE. Each prints "CASE ok" and exits 0 when it
+badproof, malformed, nosetting, status PATH CODE, drain FLAGFILE. Each prints "CASE ok" and exits 0 when it
 held, else a reason on stderr and exit 1. Every wait is bounded (T_OUT)."""
 import hashlib
 import os
@@ -363,6 +363,29 @@ def case_badproof(port, tls):
     check(h and h[":status"] == "502", f"a 101 without the proof: {h}")
 
 
+def case_drain(port, tls, flagfile):
+    """A tunnel open when the server drains: FLAGFILE is written once it
+    echoes; the drain's GOAWAY leaves it open (python3-h2 takes no frame
+    after a GOAWAY, so the rest is read raw) until drain_timeout closes the
+    connection."""
+    cl = Client(port, tls)
+    sid = cl.opened("/echo")
+    echo_once(cl, sid, b"before", 0x1)
+    with open(flagfile, "w") as f:
+        f.write("open\n")
+    end = time.monotonic() + T_OUT
+    while time.monotonic() < end:
+        cl.s.settimeout(max(0.1, end - time.monotonic()))
+        try:
+            if not cl.s.recv(65536):
+                return
+        except socket.timeout:
+            break
+        except OSError:
+            return
+    raise Fail("the connection outlived the drain timeout")
+
+
 def case_status(port, tls, path, want):
     """An extended CONNECT answered with a status of ours (501: the route
     cannot tunnel)."""
@@ -420,7 +443,7 @@ def main():
         args = args[1:]
     cases = {"echo": case_echo, "large": case_large, "slow": case_slow, "vanish": case_vanish,
              "refused": case_refused, "mixed": case_mixed, "idle": case_idle,
-             "halfclose": case_halfclose, "badproof": case_badproof, "malformed": case_malformed, "status": case_status,
+             "halfclose": case_halfclose, "badproof": case_badproof, "malformed": case_malformed, "status": case_status, "drain": case_drain,
              "nosetting": case_nosetting}
     try:
         cases[case](port, tls, *args)
