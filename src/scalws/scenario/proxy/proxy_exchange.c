@@ -182,8 +182,6 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_head *m, const sws_up
     return hl && put_up(x, head, hl) == 0;
 }
 
-/* The request's head is complete: an upstream is chosen and the head that
- * goes to it written. 0, or the status to refuse the request with. */
 /* An extended CONNECT (RFC 8441): a tunnel of a protocol [proxy] upgrade
  * allows (one token), asked upstream as an HTTP/1.1 upgrade with a key of
  * our own for websocket. 0, or the status to refuse it with. */
@@ -201,6 +199,8 @@ static int connect_head(sws_proxy *px, px_x *x, const sws_head *m) {
     return 0;
 }
 
+/* The request's head is complete: an upstream is chosen and the head that
+ * goes to it written. 0, or the status to refuse the request with. */
 int px_req_head(px_x *x, const sws_head *m) {
     sws_proxy *px = x->px;
     if (m->method == HTTP_CONNECT && !m->protocol)
