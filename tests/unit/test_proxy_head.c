@@ -126,6 +126,44 @@ static void an_upgrade_goes_on_when_tunnelled(void **st) {
                      ->upgrade);
 }
 
+/* An HTTP/2 extended CONNECT (RFC 8441) asked upstream: GET, the client's
+ * end-to-end fields but a Sec-WebSocket-Key of its own (ours replaces it),
+ * Upgrade: the :protocol, our key, Connection: upgrade. */
+static void an_extended_connect_goes_up_as_an_upgrade(void **st) {
+    (void)st;
+    sws_proxy_config p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_OFF);
+    sws_field f[] = {SWS_FIELD_LIT("sec-websocket-version", "13"),
+                     SWS_FIELD_LIT("sec-websocket-protocol", "chat"),
+                     SWS_FIELD_LIT("sec-websocket-key", "c2VudCBieSB0aGUgY2xpZW50"),
+                     SWS_FIELD_LIT("host", "example.com")};
+    sws_head m = {.f = f,
+                  .nf = 4,
+                  .target = "/chat",
+                  .target_len = 5,
+                  .method = HTTP_CONNECT,
+                  .http_major = 2,
+                  .protocol = "websocket",
+                  .protocol_len = 9};
+    static char out[4096];
+    bool up;
+    sws_px_request in = {.m = &m,
+                         .cfg = &p,
+                         .peer = "192.0.2.7",
+                         .upstream = "b:1",
+                         .upgrade = true,
+                         .protocol = m.protocol,
+                         .protocol_len = m.protocol_len,
+                         .ws_key = "dGhlIHNhbXBsZSBub25jZQ=="};
+    size_t n = sws_px_request_head(&in, out, sizeof out - 1, &up);
+    assert_true(n > 0);
+    out[n] = '\0';
+    assert_string_equal(out, "GET /chat HTTP/1.1\r\nsec-websocket-version: 13\r\n"
+                             "sec-websocket-protocol: chat\r\nhost: example.com\r\n"
+                             "Via: 2 scalwsd\r\nUpgrade: websocket\r\n"
+                             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                             "Connection: upgrade\r\n\r\n");
+}
+
 /* [proxy] upgrade: tokens, lowercased; off; and the protocols a request may name. */
 static void upgrade_key_and_the_protocols_it_allows(void **st) {
     (void)st;
@@ -285,6 +323,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hop_by_hop_fields_never_go_upstream),
         cmocka_unit_test(an_upgrade_goes_on_when_tunnelled),
+        cmocka_unit_test(an_extended_connect_goes_up_as_an_upgrade),
         cmocka_unit_test(upgrade_key_and_the_protocols_it_allows),
         cmocka_unit_test(host_as_configured),
         cmocka_unit_test(forwarding_fields_and_chunked_body),

@@ -61,6 +61,11 @@ typedef struct sws_head {
     /* HTTP/1.1 Upgrade with Connection: upgrade (never CONNECT, never over
      * HTTP/2): the protocol hands the connection over on a 101. */
     bool upgrade;
+    /* HTTP/2 extended CONNECT (RFC 8441): :protocol's value ("websocket"),
+     * else NULL. The stream is the tunnel: its request body is the client's
+     * bytes, its answer's body the other side's, both as they come. */
+    const char *protocol;
+    uint32_t protocol_len;
 } sws_head;
 
 /* Whether the comma-separated list in f's value has token (case-insensitive). */

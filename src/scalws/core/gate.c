@@ -53,7 +53,25 @@ typedef struct peer {
     uint32_t gen;
     uint32_t route; /* stat slot + 1 */
     bool trusted, allowed;
+    /* ... and whether that judgement leaves only the counts to each request:
+     * let in by the lists, no forwarded client to find, no password to
+     * check (sws_route_pick's fast path); conn_limit: its route's
+     * limit_conn when its connection is counted, else 0. */
+    bool fast;
+    uint16_t status; /* its route's refusal status */
+    /* fast's judgement holds while stamp is the gate's generation and the
+     * route's slot + 1, in one word (0: it does not). */
+    uint64_t stamp;
     uint64_t rate_key;
+    /* The limiter's words the fast path reads (limiter.h; NULL: no limit):
+     * the count word is key's while word - conn_base is its count, in
+     * 1..conn_limit when it passes; the rate word is key's while its top
+     * bits are rate_tag. The route's interval, interval * burst (tau) and
+     * the most a time may be ahead (tau + interval). */
+    _Atomic uint64_t *conn_word, *rate_word;
+    uint64_t conn_base, conn_limit;
+    uint64_t rate_tag;
+    uint64_t rate_us, tau_us, most_us;
 } peer;
 
 typedef struct refusal {
@@ -317,8 +335,11 @@ static bool judge(sws_worker *w, const sws_route *rt, int fam, const uint8_t *ad
     return !(a->allow.n || a->deny.n) || sws_acl_allows(&a->allow, &a->deny, fam, addr);
 }
 
-sws_scenario *sws_gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange *x, uint32_t conn,
-                             const sws_http_request *r) {
+/* Every check, and the connection's judgement for its route made again
+ * when the route or the configuration changed. */
+__attribute__((noinline)) static sws_scenario *gate_full(sws_worker *w, sws_scenario *sc,
+                                                         const sws_exchange *x, uint32_t conn,
+                                                         const sws_http_request *r) {
     const sws_route *rt = sc->route;
     const sws_access_config *a = &rt->cfg.access;
     if (a->allow.n || a->deny.n || a->rate_us || a->conn) {
@@ -334,6 +355,17 @@ sws_scenario *sws_gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange
             p->route = rt->stat_slot + 1;
             p->trusted = rt->cfg.proxy.ntrusted && trusted(&rt->cfg.proxy, p->family, p->addr);
             p->allowed = judge(w, rt, p->family, p->addr, &p->rate_key);
+            p->fast = p->allowed && !p->trusted && !a->users;
+            p->stamp = p->fast ? (uint64_t)gen << 32 | p->route : 0;
+            p->status = (uint16_t)a->status;
+            p->conn_limit = a->conn; /* at most 65535: the count's 16 bits */
+            p->conn_word = a->conn && p->counted ? sws_limit_conn_word(l, p->conn_at) : NULL;
+            p->conn_base = sws_limit_conn_tag(p->conn_key) << 16;
+            p->rate_word = p->rate_key ? sws_limit_rate_word(l, p->rate_key) : NULL;
+            p->rate_tag = sws_limit_tag(p->rate_key);
+            p->rate_us = a->rate_us;
+            p->tau_us = a->rate_us * a->burst;
+            p->most_us = p->tau_us + a->rate_us;
         }
         bool allowed = p->allowed;
         uint64_t key = p->rate_key;
@@ -360,6 +392,68 @@ sws_scenario *sws_gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange
             return refuse(w, rt, x, SWS_LIMITED_AUTH, 401, 0);
     }
     return sc;
+}
+
+/* The rate the long way (sws_limit_rate): the key away from its home slot,
+ * a lost race, or a refusal. */
+__attribute__((noinline)) static sws_scenario *gate_rate(sws_worker *w, sws_scenario *sc,
+                                                         const sws_exchange *x, const peer *p) {
+    const sws_access_config *a = &sc->route->cfg.access;
+    uint64_t wait = sws_limit_rate(w->srv->limiter, p->rate_key, w->now_us, a->rate_us, a->burst);
+    return wait ? refuse(w, sc->route, x, SWS_LIMITED_RATE, p->status, wait) : sc;
+}
+
+/* A request's gate, once its route's instance sc is known. The common
+ * request costs what its limits must: its connection judged for this route
+ * already (the same configuration), only the counts are left: one load for
+ * limit_conn, one load and one compare-and-swap for limit_rate, inline, with
+ * no call on the way, so that no register is saved for it; anything else
+ * (a first request, a forwarded client, a password, a refusal) goes the
+ * long way. doc/limits.md, "Cost", says what it saved. */
+__attribute__((always_inline)) static inline sws_scenario *
+gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange *x, uint32_t conn,
+           const sws_http_request *r) {
+    const sws_route *rt = sc->route;
+    if (!rt->gated)
+        return sc;
+    const sws_gate *g = gate_of(w);
+    const peer *p = &g->peers[conn];
+    if (p->stamp != ((uint64_t)g->gen << 32 | (rt->stat_slot + 1)))
+        return gate_full(w, sc, x, conn, r);
+    /* Another tag makes the difference huge (or wrap), a count of 0 wraps. */
+    if (p->conn_word &&
+        atomic_load_explicit(p->conn_word, memory_order_relaxed) - p->conn_base - 1 >=
+            p->conn_limit)
+        return gate_full(w, sc, x, conn, r); /* moved (looked up there), or refused */
+    if (!p->rate_word)
+        return sc;
+    /* GCRA at the key's home slot (limiter.h's sws_limit_rate, with the
+     * route's numbers at hand); anything else (another slot, a lost race,
+     * a refusal) goes through the limiter. */
+    _Atomic uint64_t *rw = p->rate_word;
+    uint64_t seen = atomic_load_explicit(rw, memory_order_relaxed);
+    uint64_t now = w->now_us & SWS_TAT_MASK;
+    if (seen >> SWS_TAT_BITS == p->rate_tag) {
+        uint64_t d = sws_limit_ahead(seen, now, p->most_us);
+        uint64_t next = p->rate_tag << SWS_TAT_BITS | ((now + d + p->rate_us) & SWS_TAT_MASK);
+        if (d <= p->tau_us && atomic_compare_exchange_strong_explicit(
+                                  rw, &seen, next, memory_order_relaxed, memory_order_relaxed))
+            return sc;
+    }
+    return gate_rate(w, sc, x, p);
+}
+
+/* With [route]s: the match, then the gate. */
+__attribute__((noinline)) static sws_scenario *
+route_pick_matched(sws_worker *w, const sws_exchange *x, uint32_t conn, const sws_http_request *r) {
+    return gate_check(w, sws_route_of(w, w->slots[conn].listener, r), x, conn, r);
+}
+
+sws_scenario *sws_route_pick(sws_worker *w, const sws_exchange *x, uint32_t conn,
+                             const sws_http_request *r) {
+    if (w->routes_on && w->cfg->routes->n > 1) /* routes_on: [route]s, or a gated proxy */
+        return route_pick_matched(w, x, conn, r);
+    return gate_check(w, &w->sc, x, conn, r);
 }
 
 /* ---- connections ----------------------------------------------------------------- */

@@ -17,11 +17,8 @@ extern const char *const sws_limited_names[SWS_LIMITED_N];
 /* The gate instance's hooks (route_inst.c makes one per loop). */
 extern const sws_scenario_ops sws_gate_ops;
 
-/* The instance that answers request r of exchange x on connection slot conn,
- * whose route's instance is sc (sc->route->gated): sc when the request
- * passes, else the gate instance, which answers the refusal. */
-sws_scenario *sws_gate_check(sws_worker *w, sws_scenario *sc, const sws_exchange *x, uint32_t conn,
-                             const sws_http_request *r);
+/* sws_route_pick (sws.h) is the gate's: a gated route's instance when the
+ * request passes, else the gate instance, which answers the refusal. */
 
 /* The connection in slot conn opened (fd: its socket) or was freed: counted
  * for limit_conn while some route of the configuration has one. */

@@ -98,6 +98,21 @@ static inline uint32_t sws_limit_conn_count(sws_limiter *l, uint64_t key, uint32
     return sws_limit_conn_count_slow(l, key);
 }
 
+/* Where a caller that checks one key often keeps its words (the gate keeps
+ * them per connection): the rate word at key's home slot, the count word
+ * where sws_limit_conn_open put it, and the tags that say they are still
+ * key's. A word that no longer carries its tag sends the caller to
+ * sws_limit_rate or sws_limit_conn_count. */
+static inline _Atomic uint64_t *sws_limit_rate_word(sws_limiter *l, uint64_t key) {
+    return &l->rate[(uint32_t)key & (SWS_LIMIT_SLOTS - 1)];
+}
+static inline _Atomic uint64_t *sws_limit_conn_word(sws_limiter *l, uint32_t at) {
+    return &l->conn[at & (SWS_LIMIT_SLOTS - 1)];
+}
+static inline uint64_t sws_limit_conn_tag(uint64_t key) {
+    return key >> 16 ? key >> 16 : 1;
+}
+
 /* A zeroed limiter with a fresh seed, or NULL. Freed with free(). */
 sws_limiter *sws_limiter_new(void);
 

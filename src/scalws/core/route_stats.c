@@ -112,12 +112,6 @@ sws_scenario *sws_route_of(sws_worker *w, unsigned listener, const sws_http_requ
     return w->by_route[sws_route_match(t, listener, r->host, r->host_len, r->path, r->path_len)];
 }
 
-sws_scenario *sws_route_pick(sws_worker *w, const sws_exchange *x, uint32_t conn,
-                             const sws_http_request *r) {
-    sws_scenario *sc = sws_route_of(w, w->slots[conn].listener, r);
-    return sc->route->gated ? sws_gate_check(w, sc, x, conn, r) : sc;
-}
-
 void sws_route_count(sws_worker *w, const sws_scenario *sc, int status, uint64_t ms) {
     static const uint32_t le_ms[SWS_LAT_BUCKETS] = {1, 5, 25, 100, 250, 1000, 2500, 10000};
     sws_route_stats *st = &w->rstats[sc->route->stat_slot];

@@ -247,6 +247,13 @@ typedef struct sws_worker {
     /* A route's scenario takes request bytes (the proxy): request heads are
      * kept until their route is chosen (conn.c). Set with the instances. */
     bool stash_heads;
+    /* A route can tunnel (a proxy with [proxy] upgrade): HTTP/2 connections
+     * offer extended CONNECT (RFC 8441). Set with the instances. */
+    bool h2_connect;
+    /* tl_loop_now as of this turn (the loop's clock moves only in a turn),
+     * in microseconds: for a check per request that would otherwise pay a
+     * call and a multiplication (the gate's rate). */
+    uint64_t now_us;
     /* A request's route is chosen at its head: the table has [route]s, or the
      * default route is gated and its scenario takes request bytes. */
     bool routes_on;

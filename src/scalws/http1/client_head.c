@@ -116,7 +116,7 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
     const sws_proxy_config *cfg = in->cfg;
     uint32_t hl = 0;
     sws_wbuf b = {out, &hl, cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap, false};
-    sws_wbuf_puts(&b, llhttp_method_name((llhttp_method_t)m->method));
+    sws_wbuf_puts(&b, in->protocol ? "GET" : llhttp_method_name((llhttp_method_t)m->method));
     sws_wbuf_put(&b, " ", 1);
     if (in->route && in->route->cfg.strip_prefix) { /* "/api/x" goes up as "/x" */
         sws_route_view v = sws_route_target(in->route, m->target, m->target_len);
@@ -148,6 +148,8 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
         }
         if (kind[i] == PXF_EXPECT)
             continue; /* answered by the connection: the upstream sees the body at once */
+        if (in->ws_key && name_eq(m, i, "sec-websocket-key", 17))
+            continue; /* the key is ours: the upstream's proof is checked against it */
         put_field(&b, m, i);
     }
     size_t fl = hl;
@@ -176,6 +178,16 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
     }
     if (in->streams)
         sws_wbuf_puts(&b, "Transfer-Encoding: chunked\r\n");
+    if (in->protocol) {
+        sws_wbuf_puts(&b, "Upgrade: ");
+        sws_wbuf_put(&b, in->protocol, in->protocol_len);
+        sws_wbuf_puts(&b, "\r\n");
+    }
+    if (in->ws_key) {
+        sws_wbuf_puts(&b, "Sec-WebSocket-Key: ");
+        sws_wbuf_puts(&b, in->ws_key);
+        sws_wbuf_puts(&b, "\r\n");
+    }
     /* RFC 9110 10.1.4: who sends TE names it in Connection too. */
     if (te_trailers)
         sws_wbuf_puts(&b, "TE: trailers\r\n");

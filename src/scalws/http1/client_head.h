@@ -33,6 +33,12 @@ typedef struct sws_px_request {
     bool client_tls;             /* the client came on a TLS listener */
     bool streams;                /* the body's length is not known: it goes up chunked */
     bool upgrade;                /* the client's Upgrade goes on, with Connection: upgrade */
+    /* An HTTP/2 extended CONNECT (RFC 8441) asked upstream as an HTTP/1.1
+     * upgrade: GET, Upgrade: protocol, and ws_key (when not NULL) as
+     * Sec-WebSocket-Key instead of any the client sent. NULL: none. */
+    const char *protocol;
+    uint32_t protocol_len;
+    const char *ws_key;
 } sws_px_request;
 
 /* The head for the upstream into out[0..cap): the request line (HTTP/1.1,
@@ -41,10 +47,11 @@ typedef struct sws_px_request {
  * (forwarded.c writes those), Via, Host as [proxy] host says (the
  * upstream's name also for a request without one) and Transfer-Encoding for
  * a chunked body, "TE: trailers" when the client's TE has it, and with
- * upgrade the client's Upgrade field (a tunnel asked for); Connection names
- * the upgrade and TE it sends. Returns its length, 0 when it does not fit. *names_up:
- * the head's Host is the upstream's own name, so it cannot be retried on
- * another upstream. */
+ * upgrade the client's Upgrade field (a tunnel asked for); with protocol, an
+ * extended CONNECT as a GET that asks for that upgrade (RFC 8441 5); Connection
+ * names the upgrade and TE it sends. Returns its length, 0 when it does not
+ * fit. *names_up: the head's Host is the upstream's own name, so it cannot be
+ * retried on another upstream. */
 size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool *names_up);
 
 /* The body of a request going upstream, through put (the exchange's

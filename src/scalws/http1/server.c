@@ -182,8 +182,13 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
     /* The route's instance answers this request (route_inst.c, chosen when
      * its head was complete); the connection goes back to the default one
      * once the answer has ended. */
-    if (!c->routed && (w->routes_on || w->gate_on))
-        route_set(w, c, sws_route_pick(w, &c->ex, c->index, r));
+    if (!c->routed && (w->routes_on || w->gate_on)) {
+        /* Without routes a request the gate lets through stays the
+         * default's: nothing to mark, nothing to undo at its end. */
+        sws_scenario *picked = sws_route_pick(w, &c->ex, c->index, r);
+        if (picked != &w->sc || w->routes_on)
+            route_set(w, c, picked);
+    }
     sws_scenario *sc = c->sc;
     w->log_route = sc->route;
     c->h1_in_answer = true;

@@ -605,11 +605,19 @@ static void h2_close(sws_worker *w, sws_exchange *x) {
         h2_kick(w, st->hc);
 }
 
-/* Cut short: RST_STREAM, which the client cannot take for the end. */
+/* Cut short: RST_STREAM, which the client cannot take for the end; a
+ * tunnel's with CONNECT_ERROR (RFC 9113 8.5: its TCP connection failed). */
 static void h2_abort(sws_worker *w, sws_exchange *x) {
     h2_stream *st = stream_ofx(x);
     h2_answer_done(w, st);
-    h2_close(w, x);
+    if (!st->tunnel) {
+        h2_close(w, x);
+        return;
+    }
+    st->pending = false;
+    h2_reset(st->hc, st, NGHTTP2_CONNECT_ERROR);
+    if (!st->in_answer)
+        h2_kick(w, st->hc);
 }
 
 void h2_log(sws_worker *w, h2_stream *st, const char *peer, int status, uint64_t bytes) {

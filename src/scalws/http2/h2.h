@@ -64,6 +64,9 @@ typedef struct h2_stream {
     bool authority : 1;   /* :authority came (Host must agree with it) */
     bool expect : 1;      /* Expect: 100-continue */
     bool flush : 1;       /* body bytes went to the scenario in this input */
+    /* An extended CONNECT (RFC 8441, :protocol): answered from its head on,
+     * its DATA both ways the tunnel's bytes until either end. */
+    bool tunnel : 1;
     /* the answer */
     bool answering : 1;   /* the scenario was asked (answer) */
     bool in_answer : 1;   /* inside the scenario's answer */

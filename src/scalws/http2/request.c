@@ -244,8 +244,13 @@ static void on_pseudo(sws_worker *w, h2_stream *st, const uint8_t *n, size_t nl,
     } else if (IS(":authority")) {
         st->authority = true;
         host_put(r, v, vl);
+    } else if (IS(":protocol")) {
+        /* RFC 8441 4: the library takes it only when we sent
+         * SETTINGS_ENABLE_CONNECT_PROTOCOL, only with CONNECT, :scheme,
+         * :path and :authority; anything else is its PROTOCOL_ERROR. */
+        st->tunnel = true;
     }
-    /* :scheme is checked by the library; :protocol (RFC 8441) is not on. */
+    /* :scheme is checked by the library. */
 }
 
 static void on_field(sws_worker *w, h2_stream *st, const uint8_t *n, size_t nl, const uint8_t *v,
@@ -348,7 +353,7 @@ int h2_on_header(nghttp2_session *s, const nghttp2_frame *f, nghttp2_rcbuf *name
         on_pseudo(w, st, n, nl, v, vl);
         if (st->keep_fields && IS(":authority") && !keep_field(st, name, value))
             refuse(st, 431);
-        if (st->keep_fields && IS(":path") && !keep_field(st, name, value))
+        if (st->keep_fields && (IS(":path") || IS(":protocol")) && !keep_field(st, name, value))
             refuse(st, 431);
         return 0;
     }
@@ -369,6 +374,11 @@ static void head_build(h2_stream *st) {
         sws_field fl = st->f[i];
         if (fl.name_len == 10 && memcmp(fl.name, ":authority", 10) == 0) {
             host = sws_field_str("host", 4, fl.value, fl.value_len);
+            continue;
+        }
+        if (fl.name_len == 9 && memcmp(fl.name, ":protocol", 9) == 0) {
+            st->head.protocol = fl.value;
+            st->head.protocol_len = fl.value_len;
             continue;
         }
         if (fl.name_len && fl.name[0] == ':')
@@ -400,6 +410,9 @@ static void route(sws_worker *w, h2_stream *st) {
     if (st->sc != &w->sc)
         st->sc->pending++;
     st->takes_body = st->sc->ops->request_head != NULL;
+    /* Only a scenario that takes the request's bytes can carry a tunnel's. */
+    if (st->tunnel && !st->takes_body)
+        refuse(st, 501);
 }
 
 /* The request is complete (or refused): its scenario answers it, or we do
@@ -462,8 +475,10 @@ void h2_request_frame(h2_conn *hc, h2_stream *st, const nghttp2_frame *f) {
                 return;
             }
         }
-        if (end || st->refuse) {
-            answer(hc, st); /* a refusal does not wait for the body */
+        if (end || st->refuse || st->tunnel) {
+            /* A refusal does not wait for the body; a tunnel's answer is
+             * what lets its bytes flow. */
+            answer(hc, st);
         } else if (st->expect) {
             /* RFC 9110 10.1.1: the interim answer, so that the client sends
              * the body now. */
@@ -476,7 +491,7 @@ void h2_request_frame(h2_conn *hc, h2_stream *st, const nghttp2_frame *f) {
         return;
     /* The last DATA frame, or trailers. */
     st->req_end = true;
-    if (st->takes_body && !st->refuse && !st->answering) {
+    if (st->takes_body && !st->refuse && (!st->answering || st->tunnel)) {
         int r = st->sc->ops->request_end(w, st->sc, &st->ex);
         if (r > 0) {
             refused_by_hook(hc, st, r);
@@ -516,9 +531,9 @@ int h2_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *dat
         return 0;
     }
     st->body_in += len;
-    if (st->body_in > hc->w->limits.body_size && !st->answering)
+    if (st->body_in > hc->w->limits.body_size && !st->answering && !st->tunnel)
         refused_by_hook(hc, st, 413);
-    if (!st->takes_body || st->refuse || st->answering) {
+    if (!st->takes_body || st->refuse || (st->answering && !st->tunnel)) {
         /* Nobody takes it (respond, static read the head alone; a refused
          * or answered request): dropped, its window given back. */
         nghttp2_session_consume(s, id, len);
@@ -544,7 +559,7 @@ int h2_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *dat
 
 bool h2_carry_feed(h2_conn *hc) {
     h2_stream *st = nghttp2_session_get_stream_user_data(hc->s, hc->carry_stream);
-    if (st && st->takes_body && !st->refuse && !st->answering) {
+    if (st && st->takes_body && !st->refuse && (!st->answering || st->tunnel)) {
         size_t k = body_give(hc, st, hc->carry + hc->carry_off, hc->carry_len);
         hc->carry_off += (uint32_t)k;
         hc->carry_len -= (uint32_t)k;

@@ -230,8 +230,12 @@ static bool h2_attach(sws_worker *w, sws_conn *c) {
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, k->window},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, w->limits.header_bytes},
         {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+        /* RFC 8441 3: extended CONNECT, when a route can tunnel (a proxy
+         * with [proxy] upgrade); the last entry, left out otherwise. */
+        {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
     };
-    if (nghttp2_submit_settings(hc->s, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
+    size_t niv = sizeof(iv) / sizeof(iv[0]) - (w->h2_connect ? 0 : 1);
+    if (nghttp2_submit_settings(hc->s, NGHTTP2_FLAG_NONE, iv, niv) != 0)
         return false;
     SWS_ADD(w->ctr.h2_conns, 1);
     SWS_ADD(w->ctr.h2_active, 1);

@@ -94,6 +94,10 @@ static void stash_settle(sws_worker *w) {
     for (int i = 0; w->routes_on && i < t->n; i++)
         if (w->by_route[i]->ops->request_head)
             w->stash_heads = true;
+    w->h2_connect = false;
+    for (int i = 0; i < t->n; i++)
+        if (t->r[i].cfg.scenario == SWS_SCENARIO_PROXY && t->r[i].cfg.proxy.upgrade[0])
+            w->h2_connect = true;
 }
 
 static void inst_free(sws_worker *w, sws_scenario *sc) {

@@ -125,6 +125,7 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
  * when the worker is finished. */
 int sws_worker_turn(sws_worker *w, tl_completion *cq, int cap, int timeout_ms) {
     int n = tl_loop_turn(w->loop, timeout_ms, cq, cap);
+    w->now_us = tl_loop_now(w->loop) * 1000;
     if (n < 0 && n != -EINTR) {
         fprintf(stderr, "scalwsd: loop %d: turn failed: %s\n", w->index, tl_strerror(n));
         return -1;

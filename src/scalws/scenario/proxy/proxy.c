@@ -53,7 +53,6 @@ static int proxy_request_head(sws_worker *w, sws_scenario *sc, sws_exchange *c) 
 
 static int proxy_request_body(sws_worker *w, sws_scenario *sc, sws_exchange *c, const char *d,
                               size_t len) {
-    (void)w;
     sws_proxy *px = sc->state;
     px_x *x = slot_of(px, c)->x;
     if (!x)
@@ -62,6 +61,8 @@ static int proxy_request_body(sws_worker *w, sws_scenario *sc, sws_exchange *c, 
         px_x_give(px, x, false);
         return 400;
     }
+    if (x->tunnel_open)
+        SWS_ADD(w->ctr.tunnel_bytes_up, len);
     return 0;
 }
 
@@ -74,7 +75,7 @@ static void proxy_request_flush(sws_worker *w, sws_scenario *sc, sws_exchange *c
         return;
     if (x->up != SWS_NIL && !handshaking(up_of(x)))
         /* Held while the client sends: that wait is not the upstream's. */
-        x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
+        x->up_deadline = tl_loop_now(w->loop) + px_wait_ms(px, x);
     px_flush_up(px, x);
 }
 
@@ -89,6 +90,7 @@ static int proxy_request_end(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
         return 400;
     }
     x->req_done = true;
+    px_connect_fin(px, x); /* a tunnel's END_STREAM: the upstream's half-close */
     return 0;
 }
 
@@ -96,7 +98,8 @@ static int proxy_answer(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
     (void)w;
     sws_proxy *px = sc->state;
     px_x *x = slot_of(px, c)->x;
-    if (!x || !x->req_done || x->up == SWS_NIL)
+    /* A tunnel is answered from its head on: its bytes follow the answer. */
+    if (!x || !(x->req_done || x->connect) || x->up == SWS_NIL)
         return -EPROTO;
     x->answering = true;
     px_flush_up(px, x);
@@ -139,6 +142,15 @@ static void proxy_conn_end(sws_worker *w, sws_scenario *sc, sws_exchange *c) {
     }
     if (!x || x->px != px)
         return;
+    sws_up_conn *u = up_of(x);
+    if (x->tunnel_open && u) {
+        /* RFC 9113 8.5: a tunnel's stream reset (or its connection gone)
+         * resets its TCP connection. */
+        struct linger abort_close = {1, 0};
+        int fd = tl_handle_fd(w->loop, u->h);
+        if (fd >= 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_close, sizeof(abort_close));
+    }
     px_x_give(px, x, false);
 }
 
@@ -191,8 +203,9 @@ static void on_up_write(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
     if (x->replay_over && x->wpos == x->olen)
         x->olen = x->wpos = 0; /* no copy is kept: the room comes back at once */
     if (!handshaking(u))       /* a handshake has connect_timeout from the connect, writes or not */
-        x->up_deadline = tl_loop_now(px->w->loop) + px->pc->read_timeout_ms;
+        x->up_deadline = tl_loop_now(px->w->loop) + px_wait_ms(px, x);
     px_flush_up(px, x);
+    px_connect_fin(px, x);
     if (!x->req_done) {
         /* The client was held for the upstream's sake: not its timeout. */
         sws_ex_wait(px->w, x->c, tl_loop_now(px->w->loop) + px->w->cfg->header_timeout_ms);
@@ -230,7 +243,7 @@ static void on_up_recv(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
          * response byte is counted once decrypted (a close_notify on a pooled
          * connection is no answer: the request is retried as after a FIN). */
         if (sws_up_tls_established(u))
-            x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
+            x->up_deadline = tl_loop_now(w->loop) + px_wait_ms(px, x);
         int rc = sws_up_tls_feed(u, e->u.buf.data, (size_t)e->res);
         tl_buffer_release(w->loop, e->u.buf.id);
         w->released++;
@@ -240,7 +253,7 @@ static void on_up_recv(sws_proxy *px, sws_up_conn *u, const tl_completion *e) {
         }
     } else if (has_buf && e->res > 0) {
         u->got_bytes = true;
-        x->up_deadline = tl_loop_now(w->loop) + px->pc->read_timeout_ms;
+        x->up_deadline = tl_loop_now(w->loop) + px_wait_ms(px, x);
         if (sws_held_append(w, &x->hhead, &x->htail, e->u.buf.id, e->u.buf.data, 0,
                             (uint32_t)e->res) == SWS_NIL) {
             tl_buffer_release(w->loop, e->u.buf.id); /* cannot happen: one node per buffer */
@@ -301,6 +314,9 @@ static void on_tick(sws_proxy *px) {
             continue;
         if (x->wfail) {
             px_up_fail(px, x, SWS_UPE_RESET, 502);
+        } else if (now >= x->up_deadline && x->tunnel_open) {
+            SWS_ADD(w->ctr.tunnels_idle, 1); /* tunnel_idle_timeout: no byte either way */
+            px_connect_cut(px, x);
         } else if (now >= x->up_deadline) {
             px_up_fail(px, x,
                        u->state == SWS_UP_CONNECTING ? SWS_UPE_CONNECT_TIMEOUT

@@ -16,6 +16,7 @@
 #include "upstream_health.h"
 #include "upstream_pick.h"
 #include "upstream_tls.h"
+#include "ws_key.h"
 
 #define PX_TICK_MS 100
 /* What goes upstream: the rewritten head and the body. Bytes written stay
@@ -58,11 +59,17 @@ typedef struct px_x {
     bool wfail;          /* a write could not be started: failed at the next tick */
     bool req_done, answering, req_head, req_streams, req_http10, idem;
     bool resp_started, resp_info, resp_up_ka, retried, replay_over;
-    bool head_names_up;    /* the head sent names its upstream (Host): no retry elsewhere */
-    bool head_seen;        /* the request's head was complete */
-    uint8_t log_up;        /* the last upstream tried, + 1 (0: none), for the access log */
-    bool upgrading;        /* its Upgrade went upstream: a 101 makes a tunnel */
-    bool switched;         /* the 101 came: the tunnel has the connections */
+    bool head_names_up; /* the head sent names its upstream (Host): no retry elsewhere */
+    bool head_seen;     /* the request's head was complete */
+    uint8_t log_up;     /* the last upstream tried, + 1 (0: none), for the access log */
+    bool upgrading;     /* its Upgrade went upstream: a 101 makes a tunnel */
+    bool switched;      /* the 101 came: the tunnel has the connections */
+    /* An HTTP/2 extended CONNECT (RFC 8441): the client's stream is the
+     * tunnel, asked upstream as an HTTP/1.1 upgrade; x lives as long as it. */
+    bool connect;
+    bool tunnel_open; /* ... the upstream's 101 came: bytes pass as they are, both ways */
+    bool up_fin;      /* ... the client's END_STREAM was passed on as a half-close */
+    char ws_key[SWS_WS_KEY_LEN + 1]; /* the Sec-WebSocket-Key sent up ("": none) */
     uint32_t fed;          /* bytes of the last up_feed's input read (past them: the tunnel's) */
     uint32_t hhead, htail; /* upstream input not yet fed (w->hpool), oldest first */
     uint32_t hcount;
@@ -121,6 +128,12 @@ static inline sws_up_conn *up_of(px_x *x) {
     return x->up == SWS_NIL ? NULL : x->px->pool.slots[x->up];
 }
 
+/* How long the upstream may keep x waiting: read_timeout for an answer,
+ * tunnel_idle_timeout once x is a tunnel (no byte either way). */
+static inline uint64_t px_wait_ms(const sws_proxy *px, const px_x *x) {
+    return x->tunnel_open ? px->pc->tunnel_idle_timeout_ms : px->pc->read_timeout_ms;
+}
+
 /* tls = on and the handshake not done: its deadline is connect_timeout from
  * the connect, which nothing else moves. */
 static inline bool handshaking(const sws_up_conn *u) {
@@ -141,6 +154,12 @@ void px_flush_up(sws_proxy *px, px_x *x);
 void px_up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status);
 bool px_x_progress(sws_proxy *px, px_x *x);
 const char *px_peer_of(const sws_proxy *px, const sws_exchange *c);
+/* An extended CONNECT's tunnel: the client ended its side and every byte
+ * it sent is written: the upstream is told (a half-close). */
+void px_connect_fin(struct sws_proxy *px, px_x *x);
+/* ... ends without its end (idle, the upstream reset, a write failed): the
+ * stream is reset, the upstream closed. x is gone. */
+void px_connect_cut(struct sws_proxy *px, px_x *x);
 /* put_up for sws_h1c_body: what goes upstream, into the exchange's buffer. */
 int px_put_up_cb(void *user, const char *d, size_t n);
 

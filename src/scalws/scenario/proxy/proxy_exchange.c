@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 /* c's peer as looked up for it, or "" (a slot's text may be an earlier
  * connection's: the handle tells). */
@@ -107,6 +108,11 @@ void px_x_give(sws_proxy *px, px_x *x, bool keep) {
         x->next->prev = x->prev;
     if (slot_of(px, x->c)->x == x)
         slot_of(px, x->c)->x = NULL;
+    if (x->tunnel_open) {
+        SWS_ADD(px->w->ctr.tunnels_active, (uint64_t)-1);
+        if (px->w->forced)
+            SWS_ADD(px->w->ctr.tunnels_drained, 1);
+    }
     x->prev = NULL;
     x->next = px->free;
     px->free = x;
@@ -168,16 +174,36 @@ static bool rewrite_head(sws_proxy *px, px_x *x, const sws_head *m, const sws_up
         .client_tls = sws_ex_secure(x->c),
         .streams = x->req_streams,
         .upgrade = x->upgrading,
+        .protocol = x->connect ? m->protocol : NULL,
+        .protocol_len = x->connect ? m->protocol_len : 0,
+        .ws_key = x->ws_key[0] ? x->ws_key : NULL,
     };
     size_t hl = sws_px_request_head(&in, head, sizeof(head), &x->head_names_up);
     return hl && put_up(x, head, hl) == 0;
+}
+
+/* An extended CONNECT (RFC 8441): a tunnel of a protocol [proxy] upgrade
+ * allows (one token), asked upstream as an HTTP/1.1 upgrade with a key of
+ * our own for websocket. 0, or the status to refuse it with. */
+static int connect_head(sws_proxy *px, px_x *x, const sws_head *m) {
+    const char *p = m->protocol;
+    uint32_t n = m->protocol_len;
+    if (n == 0 || memchr(p, ',', n) || !sws_proxy_upgrade_allowed(px->pc, p, n))
+        return 501;
+    if (px->w->draining)
+        return 503; /* draining, no tunnel begins */
+    if (n == 9 && strncasecmp(p, "websocket", 9) == 0 && sws_ws_key_new(x->ws_key) < 0)
+        return 500;
+    x->connect = true;
+    x->upgrading = true;
+    return 0;
 }
 
 /* The request's head is complete: an upstream is chosen and the head that
  * goes to it written. 0, or the status to refuse the request with. */
 int px_req_head(px_x *x, const sws_head *m) {
     sws_proxy *px = x->px;
-    if (m->method == HTTP_CONNECT)
+    if (m->method == HTTP_CONNECT && !m->protocol)
         return 501;
     x->head_seen = true;
     x->req_head = m->method == HTTP_HEAD;
@@ -188,6 +214,12 @@ int px_req_head(px_x *x, const sws_head *m) {
     /* An upgrade goes on as asked when its every protocol is allowed; else
      * without it, answered as a plain request. Draining, no tunnel begins. */
     x->upgrading = m->upgrade && !px->w->draining && upgrade_allowed(px->pc, m);
+    if (m->protocol) {
+        int st = connect_head(px, x, m);
+        if (st)
+            return st;
+        x->req_streams = false; /* the stream's DATA is the tunnel's, passed as it is */
+    }
     px_slot *sl = slot_of(px, x->c);
     uint64_t conn = sws_ex_mark_of(x->c).conn;
     if (sl->h != conn || !sl->peer[0]) { /* once per connection: X-Forwarded-For */
@@ -225,7 +257,46 @@ int px_put_up_cb(void *user, const char *d, size_t n) {
  * 15.2.2), and with its Upgrade field: anything else is a bad answer (502).
  * The 101 goes to the client with the upstream's end-to-end fields and its
  * Upgrade, and the connections become the tunnel's. */
+/* An extended CONNECT's 101: the upstream's proof of our key is checked
+ * (RFC 6455 4.1: a wrong one fails the handshake, 502), and the client's
+ * stream gets a 200 with the upstream's end-to-end fields but the proof
+ * (RFC 8441 5); the stream's DATA are the tunnel's bytes from here on. */
+static int connect_open(px_x *x, sws_msg *m) {
+    sws_proxy *px = x->px;
+    sws_up_conn *u = up_of(x);
+    bool proved = !x->ws_key[0];
+    sws_field fields[SWS_MSG_FIELDS_MAX + 1];
+    uint32_t n = sws_h1c_answer_fields(m, fields, SWS_MSG_FIELDS_MAX), k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const sws_field *f = &fields[i];
+        if (f->name_len == 20 && strncasecmp(f->name, "sec-websocket-accept", 20) == 0) {
+            proved = x->ws_key[0] && sws_ws_accept_matches(x->ws_key, f->value, f->value_len);
+            continue;
+        }
+        fields[k++] = *f;
+    }
+    if (!x->upgrading || !u || !proved)
+        return -1;
+    fields[k++] = SWS_FIELD_LIT("Via", "1.1 scalwsd");
+    sws_answer a = {
+        .status = 200, .length = SWS_BODY_STREAM, .relayed = true, .fields = fields, .nfields = k};
+    if (sws_ex_head(px->w, x->c, &a) < 0)
+        return -1;
+    x->tunnel_open = true;
+    x->resp_started = true;
+    x->resp_status = 200;
+    x->resp_up_ka = false;
+    x->up_deadline = tl_loop_now(px->w->loop) + px_wait_ms(px, x);
+    SWS_ADD(px->w->ctr.tunnels, 1);
+    SWS_ADD(px->w->ctr.tunnels_active, 1);
+    sws_health_passed(px->health, u->upstream);
+    px_connect_fin(px, x); /* the client may have ended its side already */
+    return 1;
+}
+
 static int switch_head(px_x *x, sws_msg *m) {
+    if (x->connect)
+        return connect_open(x, m);
     uint32_t up = m->nf;
     for (uint32_t i = 0; i < m->nf && up == m->nf; i++)
         if (sws_msg_name_is(m, i, "upgrade"))
@@ -271,6 +342,10 @@ static int resp_head(void *user, sws_msg *m) {
         x->resp_info = true; /* 100 Continue and friends: the client got the connection's */
         return 0;
     }
+    /* A 2xx to an extended CONNECT would tell the client its tunnel is
+     * open: only a 101 opens one, any other success is a bad answer. */
+    if (x->connect && status < 300)
+        return -1;
     sws_h1c_framing fr = sws_h1c_response_framing(m, x->req_head);
     sws_field fields[SWS_MSG_FIELDS_MAX + 1];
     uint32_t nf = sws_h1c_answer_fields(m, fields, SWS_MSG_FIELDS_MAX);
@@ -290,7 +365,7 @@ static int resp_head(void *user, sws_msg *m) {
         return -1;
     x->resp_started = true;
     x->resp_status = status;
-    x->resp_up_ka = !fr.to_close;
+    x->resp_up_ka = !fr.to_close && !x->connect; /* the client's bytes may have gone up */
     sws_up_observe_latency(&px->pool, now_us() - x->t0_us);
     return fr.no_body ? 1 : 0;
 }
@@ -332,7 +407,7 @@ static int up_feed(px_x *x, const char *d, size_t len) {
         if (rc < 0)
             return rc;
         off += used;
-        if (rc == SWS_MSG_DONE && x->switched) {
+        if (rc == SWS_MSG_DONE && (x->switched || x->tunnel_open)) {
             x->fed = (uint32_t)off; /* the rest is the tunnel's */
             return 1;
         }
@@ -356,7 +431,7 @@ static int up_feed(px_x *x, const char *d, size_t len) {
  * request is held, and plaintext is sealed once the handshake is done. */
 static void flush_up_tls(sws_proxy *px, px_x *x, sws_up_conn *u) {
     uint32_t n = x->olen - x->wpos;
-    if (!x->req_done && n <= PX_UP_HOLD)
+    if (!x->req_done && !x->connect && n <= PX_UP_HOLD)
         n = 0;
     int sealed = sws_up_tls_send(&px->pool, u, x->obuf + x->wpos, n);
     if (sealed < 0)
@@ -373,8 +448,8 @@ void px_flush_up(sws_proxy *px, px_x *x) {
     }
     if (!u || u->state != SWS_UP_BUSY || u->write_inflight || x->olen == x->wpos)
         return;
-    if (!x->req_done && x->olen - x->wpos <= PX_UP_HOLD)
-        return;
+    if (!x->req_done && !x->connect && x->olen - x->wpos <= PX_UP_HOLD)
+        return; /* a tunnel's bytes go as they come */
     tl_op op;
     uint32_t n = x->olen - x->wpos;
     if (tl_write(px->w->loop, u->h, x->obuf + x->wpos, n,
@@ -434,6 +509,10 @@ void px_up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     sws_up_conn *u = up_of(x);
     if (!u)
         return;
+    if (x->tunnel_open) {
+        px_connect_cut(px, x); /* a tunnel's end: no retry, no fault of the upstream's */
+        return;
+    }
     bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && (x->idem || !u->sent) &&
                  !x->retried && !x->replay_over && !x->resp_started;
     int upstream = u->upstream;
@@ -488,6 +567,44 @@ void px_up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     conn_kick(px, c);
 }
 
+/* A tunnel's bytes from the upstream, as they are, into the client's
+ * stream: the caller found room for them. */
+static void tunnel_down(sws_proxy *px, px_x *x, const char *d, size_t n) {
+    if (n == 0)
+        return;
+    if (sws_ex_body(px->w, x->c, d, n) < 0) {
+        x->wfail = true; /* cannot happen: room was asked; the tick ends it */
+        return;
+    }
+    x->resp_bytes += n;
+    SWS_ADD(px->w->ctr.tunnel_bytes_down, n);
+    x->up_deadline = tl_loop_now(px->w->loop) + px_wait_ms(px, x);
+}
+
+void px_connect_fin(sws_proxy *px, px_x *x) {
+    sws_up_conn *u = up_of(x);
+    if (!x->tunnel_open || !x->req_done || x->up_fin || !u || u->write_inflight ||
+        x->wpos != x->olen)
+        return;
+    x->up_fin = true;
+    sws_up_tls_close(&px->pool, u);
+    int fd = tl_handle_fd(px->w->loop, u->h);
+    if (fd < 0 || shutdown(fd, SHUT_WR) < 0)
+        x->wfail = true;
+}
+
+void px_connect_cut(sws_proxy *px, px_x *x) {
+    sws_exchange *c = x->c;
+    if (px->w->logs) {
+        px_log_up(px, x);
+        sws_ex_log(px->w, c, x->resp_status, x->resp_bytes);
+        px_log_up_end(px);
+    }
+    px_x_give(px, x, false);
+    sws_ex_abort(px->w, c);
+    conn_kick(px, c);
+}
+
 /* TLS: moves the handshake on (then sends the request), and decrypts what
  * came into the client's output while it has room. -1: the exchange is over
  * (x is gone); 0: plaintext waits for room (or for the answer to begin);
@@ -529,6 +646,10 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
             return -1;
         }
         u->got_bytes = true; /* a response byte: no retry past here */
+        if (x->tunnel_open) {
+            tunnel_down(px, x, px->pool.tls_plain, (size_t)n);
+            continue;
+        }
         int rc = up_feed(x, px->pool.tls_plain, (size_t)n);
         if (rc < 0) {
             px_up_fail(px, x, SWS_UPE_BAD_RESPONSE, 502);
@@ -537,6 +658,10 @@ static int tls_progress(sws_proxy *px, px_x *x, sws_up_conn *u) {
         if (rc == 1 && x->switched) {
             px_tunnel_adopt(px, x, px->pool.tls_plain + x->fed, (size_t)n - x->fed);
             return -1;
+        }
+        if (rc == 1 && x->tunnel_open) {
+            tunnel_down(px, x, px->pool.tls_plain + x->fed, (size_t)n - x->fed);
+            continue;
         }
         if (rc == 1) {
             exchange_end(px, x);
@@ -574,7 +699,15 @@ bool px_x_progress(sws_proxy *px, px_x *x) {
         sws_ex_room(w, c, &room);
         if (room < h->len + PX_SLACK)
             break; /* the client has not taken what it has: `more` comes back */
-        int rc = up_feed(x, h->data + h->off, h->len);
+        int rc = 0;
+        if (x->tunnel_open)
+            tunnel_down(px, x, h->data + h->off, h->len);
+        else
+            rc = up_feed(x, h->data + h->off, h->len);
+        if (rc == 1 && x->tunnel_open) { /* its 101: what follows is the tunnel's */
+            tunnel_down(px, x, h->data + h->off + x->fed, h->len - x->fed);
+            rc = 0;
+        }
         if (rc == 1 && x->switched) {
             /* The tunnel copies what follows the 101, then the buffer goes. */
             x->hhead = h->next;
@@ -618,6 +751,15 @@ bool px_x_progress(sws_proxy *px, px_x *x) {
         if (!x->answering)
             return false;
         x->has_end = false;
+        if (x->tunnel_open) {
+            /* The upstream's FIN ends the stream (END_STREAM), and with it
+             * the tunnel; a reset resets the stream. */
+            if (x->up_end == 0)
+                exchange_end(px, x);
+            else
+                px_connect_cut(px, x);
+            return true;
+        }
         if (x->up_end == 0 && x->resp_started && sws_msg_eof(&x->resp) == SWS_MSG_DONE) {
             x->resp_up_ka = false; /* close-delimited: complete, and the connection is done */
             exchange_end(px, x);
