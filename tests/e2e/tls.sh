@@ -171,7 +171,7 @@ wait_log "every loop serves generation 2" || fail "reload 2 did not finish"
 grep -q "certificate refused: .*\[tls\] cert $T/cert.pem: no PEM certificate.*still serving the one loaded before" \
     "$T/log" || fail "bad cert at reload not refused clearly"
 [ "$(served_fp)" = "$(fingerprint "$T/b.pem")" ] || fail "the old cert stopped serving"
-curl -s -m 5 --cacert "$T/b.pem" "https://localhost:$PORT/" | grep -q "Hello" ||
+grep -q "Hello" <<<"$(curl -s -m 5 --cacert "$T/b.pem" "https://localhost:$PORT/")" ||
     fail "not serving after the refused reload"
 
 stop_sws
