@@ -6,15 +6,13 @@
  * $2y$/$2b$ of 60 characters, SHA-512 crypt $6$ with its 86), so that no
  * line is ever taken as a plaintext, MD5, SHA-1 or DES password. No password
  * is checked: a fuzzed bcrypt cost would take minutes. */
-/* _GNU_SOURCE (memfd_create) comes with sws_core. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "fuzz_file.h"
 #include "htpasswd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -64,16 +62,7 @@ static int users_of(const uint8_t *data, size_t size) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static int fd = -1;
-    static char path[64];
-    if (fd < 0) {
-        fd = memfd_create("fuzz_htpasswd", 0);
-        if (fd < 0)
-            abort();
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    }
-    if (ftruncate(fd, 0) < 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
-        abort();
+    const char *path = fuzz_file("fuzz_htpasswd", data, size);
     char err[512] = "";
     sws_htpasswd *h = sws_htpasswd_load(path, err, sizeof err);
     int want = memchr(data, '\0', size) ? -1 : users_of(data, size);
