@@ -111,8 +111,8 @@ static const char *authority_of(const sws_redirect_config *r, bool secure, const
 }
 
 /* The request's host as $host makes it (an absolute-form target's, else
- * Host): lowercased, port and one trailing dot gone. Only read when the
- * scenario took the host, so it is a host [":" port]. */
+ * Host): lowercased, port and one trailing dot gone. Made for every request,
+ * but only compared when the scenario took the host (a host [":" port]). */
 static void host_of(const sws_http_request *r, const char *target, size_t tlen, char *out) {
     const char *h = r->host;
     size_t n = r->host_len;
@@ -120,6 +120,9 @@ static void host_of(const sws_http_request *r, const char *target, size_t tlen, 
         h = r->host;
         n = r->host_len;
     }
+    out[0] = '\0';
+    if (n == 0 || n >= 256)
+        return; /* none, or longer than a host: $host answers 400 */
     const char *close = h[0] == '[' ? memchr(h, ']', n) : NULL;
     const char *colon = memchr(h, ':', n);
     size_t end = close ? (size_t)(close - h) + 1 : colon ? (size_t)(colon - h) : n;
