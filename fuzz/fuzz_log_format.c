@@ -31,12 +31,14 @@ static const char *piece(const uint8_t *data, size_t size, size_t *at, size_t *l
 }
 
 /* Whether the literal text of f holds no control byte (a '\n' of its own
- * would make two lines of one, which is the format's doing, not a value's). */
+ * would make two lines of one, which is the format's doing, not a value's;
+ * DEL is one too, as the line check below counts it). */
 static bool plain_text(const sws_log_format *f) {
     for (unsigned i = 0; i < f->nops; i++)
         if (f->ops[i].var == SWS_LOG_OP_LIT)
             for (unsigned k = 0; k < f->ops[i].len; k++)
-                if ((unsigned char)f->lit[f->ops[i].off + k] < 0x20)
+                if ((unsigned char)f->lit[f->ops[i].off + k] < 0x20 ||
+                    f->lit[f->ops[i].off + k] == 0x7f)
                     return false;
     return true;
 }
