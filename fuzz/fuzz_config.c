@@ -1,17 +1,16 @@
 /* Fuzz target for scalwsd's config loader (inih and our setters): the input is
  * written to a memfd and loaded by path, as a file would be. Host names are
  * never resolved here: getaddrinfo is wrapped to numeric hosts only. */
-/* _GNU_SOURCE (RTLD_NEXT, memfd_create) comes with sws_core. */
+/* _GNU_SOURCE (RTLD_NEXT) comes with sws_core. */
 #include <dlfcn.h>
 #include <netdb.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "config.h"
+#include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -31,16 +30,7 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static int fd = -1;
-    static char path[64];
-    if (fd < 0) {
-        fd = memfd_create("fuzz_config", 0);
-        if (fd < 0)
-            abort();
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    }
-    if (ftruncate(fd, 0) < 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
-        abort();
+    const char *path = fuzz_file("fuzz_config", data, size);
     static sws_config c;
     char err[512];
     err[0] = '\0';

@@ -20,14 +20,6 @@ start_sws "\nevent_loops = 2
 [route priv]\npath_prefix = /priv\nscenario = respond\nauth_basic_file = $T/users\nauth_realm = Staff only
 [admin]\nallow = 10.0.0.0/8"
 U="http://127.0.0.1:$PORT"
-codes() {
-    local a=() x
-    for x in "$@"; do
-        a+=("$x")
-        [[ $x != http* ]] || a+=(-o /dev/null)
-    done
-    curl -s -w '%{http_code} ' "${a[@]}"
-}
 b64() { printf '%s' "$1" | base64 -w0; }
 
 # allow/deny: inside the /24 but in the denied /26 -> 403; outside -> 403

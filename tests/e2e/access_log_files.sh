@@ -206,7 +206,8 @@ wait_log "reload refused" || fail "a bad log_format was not refused on SIGHUP"
 grep -q "unknown variable 'nope'" "$T/log" || fail "the refusal does not say why"
 curl -s -o /dev/null "http://127.0.0.1:$PORT/after-bad-reload"
 for _ in $(seq 1 50); do grep -q after-bad-reload "$LOG.json" && break; sleep 0.1; done
-j /after-bad-reload .status | grep -qx 404 || fail "not served with the old format after a refused reload"
+grep -qx 404 <<<"$(j /after-bad-reload .status)" ||
+    fail "not served with the old format after a refused reload"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 kill "$HOLD_PID" 2>/dev/null || true # the exit's wait would wait for it

@@ -17,15 +17,6 @@ start_sws '\nevent_loops = 2
 [route conn]\npath = /conn\nscenario = respond\nlimit_conn = 2
 [route fwd]\npath = /fwd\nscenario = respond\nlimit_rate = 1r/m\ntrusted_proxies = 127.0.0.1'
 U="http://127.0.0.1:$PORT"
-# codes [curl options] URL...: each answer's status, the bodies dropped.
-codes() {
-    local a=() x
-    for x in "$@"; do
-        a+=("$x")
-        [[ $x != http* ]] || a+=(-o /dev/null)
-    done
-    curl -s -w '%{http_code} ' "${a[@]}"
-}
 
 # 1000 addresses, each its burst (limit_burst + 1) and no more: the count
 # is exact, as no time refills a 1r/m bucket within the run.

@@ -6,7 +6,7 @@
 # (the key table) then meets a closed pipe, which pipefail counts as failure.
 "$SWS" --help >"$T/help" || fail "--help exit status"
 grep -q -- "--worker-threads" "$T/help" || fail "--help"
-"$SWS" --version | grep -q "^scalwsd [0-9]" || fail "--version"
+grep -q "^scalwsd [0-9]" <<<"$("$SWS" --version)" || fail "--version"
 st=0; "$SWS" --bogus 2>/dev/null || st=$?
 [ "$st" = 2 ] || fail "unknown option exit $st"
 

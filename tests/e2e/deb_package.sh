@@ -2,7 +2,7 @@
 # debian/ builds: dpkg-buildpackage -us -uc on a copy of the source tree (never
 # in it), the three packages unpacked into a scratch root with dpkg -x (nothing
 # is installed on the machine), their contents checked, scalwsd started from
-# the unpacked files and asked for a page, the README's example built against
+# the unpacked files and asked for a page, examples/echo.c built against
 # libturnloop-dev and run on libturnloop0, and lintian run (errors fail the
 # test, warnings are listed). Skipped (77) without the packaging tools.
 . "$(dirname "$0")/lib.sh"
@@ -114,7 +114,7 @@ for f in usr/include/turnloop.h usr/include/turnloop_version.h "$lib/libturnloop
 done
 grep -qx 'prefix=/usr' "$root/$lib/pkgconfig/turnloop.pc" || fail "turnloop.pc prefix"
 
-# The README's example through the packaged turnloop.pc, run on the packaged
+# examples/echo.c through the packaged turnloop.pc, run on the packaged
 # libturnloop.so.0 (the sysroot maps /usr to the scratch root).
 pc() { PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_LIBDIR=$root/$lib/pkgconfig pkg-config "$@" turnloop; }
 [ "$(pc --modversion)" = "$upstream" ] || fail "turnloop.pc version $(pc --modversion)"

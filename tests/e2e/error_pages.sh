@@ -8,6 +8,7 @@
 # reload, which keeps serving the old page; a reload with a changed file
 # serves the new one.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_curl.sh"
 
 R=$T/root E=$T/err
 mkdir -p "$R/noindex" "$E"
@@ -43,21 +44,6 @@ path_prefix = /bare
 scenario = proxy
 upstream = 127.0.0.1:$DEAD"
 start_sws "$ini"
-
-U() { echo "http://127.0.0.1:$PORT$1"; }
-expect() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
-H() { curl -s -m 10 --path-as-is "--$P" "$@"; }
-code() {
-    local p=$1
-    shift
-    H -o /dev/null -w '%{http_code}' "$@" "$(U "$p")"
-}
-hdr() {
-    local n=$1 p=$2
-    shift 2
-    H -o /dev/null -D - "$@" "$(U "$p")" | tr -d '\r' |
-        awk -v n="$(echo "$n" | tr A-Z a-z)" -F': ' 'tolower($1) == n { print $2; exit }'
-}
 
 for P in http1.1 http2-prior-knowledge; do
     # --- static: 404 and 403 with their pages, the status kept

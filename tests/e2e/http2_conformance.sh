@@ -23,7 +23,7 @@ run_suite() { # label, extra suite options...
         grep -E "FAIL|^failed|Traceback" "$T/suite.$label" | head -40 >&2
         fail "the HTTP/2 suite failed over $label (full output above)"
     }
-    tail -n 1 "$T/suite.$label" | grep -q . || fail "no summary from the suite over $label"
+    grep -q . <<<"$(tail -n 1 "$T/suite.$label")" || fail "no summary from the suite over $label"
     grep "^== " "$T/suite.$label"
 }
 

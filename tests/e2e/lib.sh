@@ -133,6 +133,16 @@ stop_sws() {
 
 count() { grep -c "$1" || true; }
 
+# codes [curl options] URL...: each answer's status and a space, the bodies dropped.
+codes() {
+    local a=() x
+    for x in "$@"; do
+        a+=("$x")
+        [[ $x != http* ]] || a+=(-o /dev/null)
+    done
+    curl -s -w '%{http_code} ' "${a[@]}"
+}
+
 # wait_log PATTERN [SECS] [FILE]: until PATTERN (grep) is in FILE ($T/log);
 # 1 after SECS (30). For what the server logs once it has acted on a signal.
 wait_log() {

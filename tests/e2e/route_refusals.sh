@@ -30,7 +30,8 @@ status() {
 }
 # logged FIXED-STRING ROUTE: one access log line with that text ends with ROUTE.
 logged() {
-    grep -F -- "$1" "$LOG" | grep -q -- " $2\$" || fail "$MODE: no line with $1 and route $2: $(cat "$LOG")"
+    grep -q -- " $2\$" <<<"$(grep -F -- "$1" "$LOG")" ||
+        fail "$MODE: no line with $1 and route $2: $(cat "$LOG")"
 }
 
 # big PATH HOST: a POST whose Content-Length is past body_size, in raw's escapes.

@@ -6,6 +6,7 @@
 # of the root); the slash redirect; a listing with hostile names escaped,
 # sorted directories first, without dotfiles; listings off by default (403).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_curl.sh"
 export LC_ALL=C # names that are not UTF-8 are bytes to grep
 
 R=$T/root
@@ -36,22 +37,6 @@ try_files = \$uri \$uri.html \$uri/ /index.html
 autoindex = on"
 start_sws "$ini"
 
-U() { echo "http://127.0.0.1:$PORT$1"; }
-expect() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
-# H: curl for the protocol under test ($P: http1.1 or http2-prior-knowledge).
-H() { curl -s -m 10 --path-as-is "--$P" "$@"; }
-code() {
-    local p=$1
-    shift
-    H -o /dev/null -w '%{http_code}' "$@" "$(U "$p")"
-}
-hdr() {
-    local n=$1 p=$2
-    shift 2
-    H -o /dev/null -D - "$@" "$(U "$p")" | tr -d '\r' |
-        awk -v n="$(echo "$n" | tr A-Z a-z)" -F': ' 'tolower($1) == n { print $2; exit }'
-}
-
 for P in http1.1 http2-prior-knowledge; do
     # --- the order of the candidates
     expect "$P /about" "$(H "$(U /about)")" about
@@ -76,7 +61,7 @@ for P in http1.1 http2-prior-knowledge; do
         gzip
     # --- never out of the root: a link leaving it is refused, not fallen back from
     expect "$P link out of the root" "$(code /escape)" 403
-    H "$(U /escape)" | grep -q secret && fail "$P: /escape served the file outside the root"
+    grep -q secret <<<"$(H "$(U /escape)")" && fail "$P: /escape served the file outside the root"
     expect "$P traversal" "$(code /../outside/secret.html)" 400
     # --- the listing
     expect "$P /list redirect" "$(code /list)" 301

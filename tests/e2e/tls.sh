@@ -6,27 +6,13 @@
 # SIGHUP that gives new handshakes a new certificate while an open connection
 # keeps its own, and refuses a bad one.
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "skip: no openssl(1)"; exit 77; }
+. "$(dirname "$0")/lib_tls.sh"
 
-mkcert() { # mkcert NAME: $T/NAME.pem, $T/NAME.key (EC P-256, for localhost)
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-        -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-        -keyout "$T/$1.key" -out "$T/$1.pem" 2>/dev/null || fail "openssl req"
-}
-mkcert a
-mkcert b
+mkcert a ec localhost,127.0.0.1
+mkcert b ec localhost,127.0.0.1
 cp "$T/a.pem" "$T/cert.pem"
 cp "$T/a.key" "$T/key.pem"
 
-metric() { # metric NAME [LABEL-FILTER]: the sum over loops
-    curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep "^$1{" | grep "${2:-}" |
-        awk '{s += $2} END {print s + 0}'
-}
-fingerprint() { openssl x509 -noout -fingerprint -sha256 -in "$1" | cut -d= -f2; }
-served_fp() {
-    openssl s_client -connect "127.0.0.1:$PORT" -servername localhost </dev/null 2>/dev/null |
-        openssl x509 -noout -fingerprint -sha256 | cut -d= -f2
-}
 sclient() { timeout 10 openssl s_client -connect "127.0.0.1:$PORT" -servername localhost \
     -CAfile "$T/a.pem" "$@" 2>&1; }
 REQ='GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
@@ -129,28 +115,7 @@ grep -qi "alert\|ssl\|error" "$T/log" && fail "bad TLS input reached the log: $(
 [ "$(metric scalwsd_connections_active)" -le 1 ] || fail "slots stuck after the hostile inputs"
 
 # Reload: an open connection keeps certificate a, new handshakes get b.
-exec 5< <(python3 - "$PORT" "$T/a.pem" "$T/held" <<'PY'
-import socket, ssl, sys, time, os
-ctx = ssl.create_default_context(cafile=sys.argv[2])
-s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20),
-                    server_hostname="localhost")
-s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-s.recv(65536)
-open(sys.argv[3], "w").write("open\n")
-for _ in range(200):  # wait (bounded, 20 s) for the test to say the reload is done
-    if os.path.exists(sys.argv[3] + ".go"):
-        break
-    time.sleep(0.1)
-s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-data = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    data += d
-print("after-reload", data.count(b"HTTP/1.1 200 OK"))
-PY
-)
+exec 5< <(hold_tls localhost "$T/a.pem" "$T/held" 20)
 for _ in $(seq 1 100); do [ -s "$T/held" ] && break; sleep 0.1; done
 [ -s "$T/held" ] || fail "the held connection did not open"
 cp "$T/b.pem" "$T/cert.pem"
@@ -158,7 +123,7 @@ cp "$T/b.key" "$T/key.pem"
 kill -HUP "$SWS_PID"
 for _ in $(seq 1 100); do grep -q "every loop serves generation 1" "$T/log" && break; sleep 0.1; done
 grep -q "every loop serves generation 1" "$T/log" || fail "reload did not finish"
-[ "$(served_fp)" = "$(fingerprint "$T/b.pem")" ] || fail "new handshakes do not get the new cert"
+[ "$(served localhost)" = "$(fingerprint "$T/b.pem")" ] || fail "new handshakes do not get the new cert"
 touch "$T/held.go"
 read -r -t 20 line <&5 || fail "the held connection did not answer after the reload"
 [ "$line" = "after-reload 1" ] || fail "the connection open across the reload: $line"
@@ -170,8 +135,8 @@ kill -HUP "$SWS_PID"
 wait_log "every loop serves generation 2" || fail "reload 2 did not finish"
 grep -q "certificate refused: .*\[tls\] cert $T/cert.pem: no PEM certificate.*still serving the one loaded before" \
     "$T/log" || fail "bad cert at reload not refused clearly"
-[ "$(served_fp)" = "$(fingerprint "$T/b.pem")" ] || fail "the old cert stopped serving"
-curl -s -m 5 --cacert "$T/b.pem" "https://localhost:$PORT/" | grep -q "Hello" ||
+[ "$(served localhost)" = "$(fingerprint "$T/b.pem")" ] || fail "the old cert stopped serving"
+grep -q "Hello" <<<"$(curl -s -m 5 --cacert "$T/b.pem" "https://localhost:$PORT/")" ||
     fail "not serving after the refused reload"
 
 stop_sws

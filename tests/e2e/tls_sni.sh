@@ -10,15 +10,8 @@
 # another stays open, and a broken one is refused while the others reload;
 # unknown_name = refuse answers alert 112 (unrecognized_name).
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "skip: no openssl(1)"; exit 77; }
+. "$(dirname "$0")/lib_tls.sh"
 
-mkcert() { # mkcert FILE ec|rsa SAN: $T/FILE.pem, $T/FILE.key
-    local kt=(-newkey ec -pkeyopt ec_paramgen_curve:P-256)
-    [ "$2" = rsa ] && kt=(-newkey rsa:2048)
-    openssl req -x509 "${kt[@]}" -nodes -days 2 -subj "/CN=${3%%,*}" \
-        -addext "subjectAltName=DNS:${3//,/,DNS:}" \
-        -keyout "$T/$1.key" -out "$T/$1.pem" 2>/dev/null || fail "openssl req $1"
-}
 mkcert a ec a.test,www.a.test
 mkcert a-rsa rsa a.test,www.a.test
 mkcert b ec b.test
@@ -34,20 +27,6 @@ sections() { # the [tls NAME] sections: b first (the default unless marked)
     printf '[tls a]\ncert = %s\nkey = %s\n' "$T/a.live.pem" "$T/a.live.key"
     printf '[tls a-rsa]\ncert = %s\nkey = %s\n' "$T/a-rsa.pem" "$T/a-rsa.key"
     printf '[tls c]\ncert = %s\nkey = %s\n' "$T/c.live.pem" "$T/c.live.key"
-}
-fp() { openssl x509 -noout -fingerprint -sha256 -in "$1" | cut -d= -f2; }
-# served NAME [s_client options]: the fingerprint of the certificate served for NAME
-# ("-" for no SNI).
-served() {
-    local name=$1 sni
-    shift
-    if [ "$name" = - ]; then sni=(-noservername); else sni=(-servername "$name"); fi
-    timeout 10 openssl s_client -connect "127.0.0.1:$PORT" "${sni[@]}" "$@" </dev/null 2>/dev/null |
-        openssl x509 -noout -fingerprint -sha256 2>/dev/null | cut -d= -f2
-}
-metric() {
-    curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep "^$1{" | grep "${2:-}" |
-        awk '{s += $2} END {print s + 0}'
 }
 
 # --print-config shows each section and what its certificate serves; -t reads them.
@@ -91,28 +70,28 @@ grep -q "tls: 4 certificates for 4 names; an unknown or absent name gets \[tls b
     fail "no certificate summary at start"
 
 # Each name its own certificate; the wildcard covers one label only.
-[ "$(served a.test)" = "$(fp "$T/a.pem")" ] || fail "a.test not served a"
-[ "$(served WWW.A.test.)" = "$(fp "$T/a.pem")" ] || fail "WWW.A.test. (case, dot) not served a"
-[ "$(served b.test)" = "$(fp "$T/b.pem")" ] || fail "b.test not served b"
-[ "$(served x.c.test)" = "$(fp "$T/c.pem")" ] || fail "x.c.test not served the wildcard"
+[ "$(served a.test)" = "$(fingerprint "$T/a.pem")" ] || fail "a.test not served a"
+[ "$(served WWW.A.test.)" = "$(fingerprint "$T/a.pem")" ] || fail "WWW.A.test. (case, dot) not served a"
+[ "$(served b.test)" = "$(fingerprint "$T/b.pem")" ] || fail "b.test not served b"
+[ "$(served x.c.test)" = "$(fingerprint "$T/c.pem")" ] || fail "x.c.test not served the wildcard"
 # A HelloRetryRequest (no key share the server takes): the second ClientHello
 # meets the callback again, on the context the first one chose.
-[ "$(served x.c.test -groups ffdhe2048:X25519)" = "$(fp "$T/c.pem")" ] ||
+[ "$(served x.c.test -groups ffdhe2048:X25519)" = "$(fingerprint "$T/c.pem")" ] ||
     fail "x.c.test after a HelloRetryRequest not served the wildcard"
-[ "$(served y.x.c.test)" = "$(fp "$T/b.pem")" ] || fail "two labels under *.c.test matched it"
-[ "$(served c.test)" = "$(fp "$T/b.pem")" ] || fail "c.test matched *.c.test"
-[ "$(served unknown.test)" = "$(fp "$T/b.pem")" ] || fail "an unknown name not served the default"
-[ "$(served -)" = "$(fp "$T/b.pem")" ] || fail "no SNI not served the default"
+[ "$(served y.x.c.test)" = "$(fingerprint "$T/b.pem")" ] || fail "two labels under *.c.test matched it"
+[ "$(served c.test)" = "$(fingerprint "$T/b.pem")" ] || fail "c.test matched *.c.test"
+[ "$(served unknown.test)" = "$(fingerprint "$T/b.pem")" ] || fail "an unknown name not served the default"
+[ "$(served -)" = "$(fingerprint "$T/b.pem")" ] || fail "no SNI not served the default"
 
 # RSA or ECDSA by the client's signature algorithms (TLS 1.3), and by the
 # cipher suite's (TLS 1.2).
-[ "$(served a.test -sigalgs rsa_pss_rsae_sha256:rsa_pkcs1_sha256)" = "$(fp "$T/a-rsa.pem")" ] ||
+[ "$(served a.test -sigalgs rsa_pss_rsae_sha256:rsa_pkcs1_sha256)" = "$(fingerprint "$T/a-rsa.pem")" ] ||
     fail "an RSA-only client not served the RSA certificate"
-[ "$(served a.test -sigalgs ecdsa_secp256r1_sha256)" = "$(fp "$T/a.pem")" ] ||
+[ "$(served a.test -sigalgs ecdsa_secp256r1_sha256)" = "$(fingerprint "$T/a.pem")" ] ||
     fail "an ECDSA-only client not served the ECDSA certificate"
-[ "$(served a.test -tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256)" = "$(fp "$T/a-rsa.pem")" ] ||
+[ "$(served a.test -tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256)" = "$(fingerprint "$T/a-rsa.pem")" ] ||
     fail "TLS 1.2 ECDHE-RSA not served the RSA certificate"
-[ "$(served a.test -tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256)" = "$(fp "$T/a.pem")" ] ||
+[ "$(served a.test -tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256)" = "$(fingerprint "$T/a.pem")" ] ||
     fail "TLS 1.2 ECDHE-ECDSA not served the ECDSA certificate"
 
 # curl, verifying each name against its own certificate, over HTTP/2 (ALPN)
@@ -159,28 +138,7 @@ jq -e '.tls.certificates[0].not_after | test("^20[0-9-]+T[0-9:]+Z$")' <<<"$st" >
 
 # Reload: a connection to a.test stays open while b's certificate is
 # replaced and a new section (d) is added.
-exec 5< <(python3 - "$PORT" "$T/a.pem" "$T/held" <<'PY'
-import os, socket, ssl, sys, time
-ctx = ssl.create_default_context(cafile=sys.argv[2])
-s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20),
-                    server_hostname="a.test")
-s.sendall(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
-s.recv(65536)
-open(sys.argv[3], "w").write("open\n")
-for _ in range(300):  # bounded: 30 s for the test to say the reloads are done
-    if os.path.exists(sys.argv[3] + ".go"):
-        break
-    time.sleep(0.1)
-s.sendall(b"GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
-data = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    data += d
-print("after-reload", data.count(b"HTTP/1.1 200 OK"))
-PY
-)
+exec 5< <(hold_tls a.test "$T/a.pem" "$T/held" 30)
 for _ in $(seq 1 100); do [ -s "$T/held" ] && break; sleep 0.1; done
 [ -s "$T/held" ] || fail "the held connection did not open"
 cp "$T/b2.pem" "$T/b.live.pem"
@@ -191,9 +149,9 @@ cp "$T/b2.key" "$T/b.live.key"
 kill -HUP "$SWS_PID"
 wait_log "every loop serves generation 1" || fail "reload 1 did not finish"
 grep -q "certificate refused" "$T/log" && fail "reload 1 refused a certificate"
-[ "$(served b.test)" = "$(fp "$T/b2.pem")" ] || fail "b.test not served the new b"
-[ "$(served d.test)" = "$(fp "$T/d.pem")" ] || fail "the added d.test not served"
-[ "$(served a.test)" = "$(fp "$T/a.pem")" ] || fail "a.test changed"
+[ "$(served b.test)" = "$(fingerprint "$T/b2.pem")" ] || fail "b.test not served the new b"
+[ "$(served d.test)" = "$(fingerprint "$T/d.pem")" ] || fail "the added d.test not served"
+[ "$(served a.test)" = "$(fingerprint "$T/a.pem")" ] || fail "a.test changed"
 
 # A broken certificate on reload: refused and logged, the one it had keeps
 # serving, and the others are reloaded (b goes back to the first b).
@@ -204,8 +162,8 @@ kill -HUP "$SWS_PID"
 wait_log "every loop serves generation 2" || fail "reload 2 did not finish"
 grep -q "SIGHUP: certificate refused: $T/sws.ini:[0-9]*: \[tls c\] cert $T/c.live.pem: no PEM certificate .*; still serving the one loaded before" \
     "$T/log" || fail "the broken certificate not refused clearly"
-[ "$(served x.c.test)" = "$(fp "$T/c.pem")" ] || fail "the refused c stopped serving"
-[ "$(served b.test)" = "$(fp "$T/b.pem")" ] || fail "b not reloaded beside a refused c"
+[ "$(served x.c.test)" = "$(fingerprint "$T/c.pem")" ] || fail "the refused c stopped serving"
+[ "$(served b.test)" = "$(fingerprint "$T/b.pem")" ] || fail "b not reloaded beside a refused c"
 st=$(curl -s "http://127.0.0.1:$ADMIN_PORT/status")
 jq -e '.tls.certificates[] | select(.section == "[tls c]") | .served and (.refused | test("no PEM certificate"))' \
     <<<"$st" >/dev/null || fail "/status does not show c refused: $st"
@@ -215,7 +173,7 @@ kill -HUP "$SWS_PID"
 wait_log "every loop serves generation 3" || fail "reload 3 did not finish"
 grep -q "\[tls c\] key $T/c.live.key does not match the certificate in $T/c.live.pem; still serving" \
     "$T/log" || fail "a mismatched key not refused"
-[ "$(served x.c.test)" = "$(fp "$T/c.pem")" ] || fail "c changed after a mismatched key"
+[ "$(served x.c.test)" = "$(fingerprint "$T/c.pem")" ] || fail "c changed after a mismatched key"
 
 touch "$T/held.go"
 read -r -t 30 line <&5 || fail "the held connection did not answer after the reloads"
@@ -235,7 +193,7 @@ wait_ready "$T/ready" "$SWS_START_SECS" "$SWS_PID" || fail "scalwsd did not star
 PORT=$(ready_port "$T/ready" listen)
 ADMIN_PORT=$(ready_port "$T/ready" admin)
 grep -q "an unknown or absent name is refused" "$T/log" || fail "the start line does not say refuse"
-[ "$(served b.test)" = "$(fp "$T/b.pem")" ] || fail "refuse: b.test not served"
+[ "$(served b.test)" = "$(fingerprint "$T/b.pem")" ] || fail "refuse: b.test not served"
 out=$(timeout 10 openssl s_client -connect "127.0.0.1:$PORT" -servername nope.test </dev/null 2>&1) || true
 case $out in *"alert unrecognized name"* | *"alert number 112"*) ;;
     *) fail "refuse: an unknown name got no unrecognized_name: $out" ;; esac

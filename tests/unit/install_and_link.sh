@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the build into a scratch prefix, builds the README's example against
+# Installs the build into a scratch prefix, builds examples/echo.c against
 # the installed header and library through pkg-config, and checks that it
 # echoes; then checks the shared object exports only public tl_ names.
 set -euo pipefail

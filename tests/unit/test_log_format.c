@@ -144,6 +144,21 @@ static void longest_line_fits(void **st) {
     render("$request $http_user_agent $http_referer $host $request_uri $request_method", &l);
 }
 
+/* A request refused before its line was read (no log fields): its parts are
+ * absent, never read through a null pointer (fuzz_log_format found the
+ * request line split from NULL; log_format/regress_absent_request_line). */
+static void absent_request_line(void **st) {
+    (void)st;
+    sws_log_line l = sample();
+    l.request = NULL;
+    l.request_len = 0;
+    assert_string_equal(render("$request_method|$request_uri|$server_protocol|$request", &l),
+                        "-|-|-|-\n");
+    assert_string_equal(
+        render("json request_method request_uri server_protocol", &l),
+        "{\"request_method\":null,\"request_uri\":null,\"server_protocol\":null}\n");
+}
+
 static void refused(void **st) {
     (void)st;
     static const char *const bad[][2] = {
@@ -178,7 +193,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(named_formats),     cmocka_unit_test(every_variable),
         cmocka_unit_test(text_escapes),      cmocka_unit_test(json_parses_back),
-        cmocka_unit_test(longest_line_fits), cmocka_unit_test(refused),
+        cmocka_unit_test(longest_line_fits), cmocka_unit_test(absent_request_line),
+        cmocka_unit_test(refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include "gate.h"
 
 #include "access_config.h"
+#include "conn.h"
 #include "htpasswd.h"
 #include "limiter.h"
 #include "route.h"

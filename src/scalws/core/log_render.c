@@ -166,7 +166,9 @@ static char *secs(char *o, uint64_t ms) {
  * absent in a line that was refused before it was whole). */
 static void split_line(const sws_log_line *l, const char *part[3], size_t plen[3]) {
     const char *s = l->request;
-    size_t n = s ? l->request_len : 0;
+    if (!s)
+        return; /* all three absent; stepping a null pointer, even by 0, is undefined */
+    size_t n = l->request_len;
     for (int i = 0; i < 3; i++) {
         const char *sp = i < 2 && n ? memchr(s, ' ', n) : NULL;
         size_t k = sp ? (size_t)(sp - s) : n;
