@@ -4,7 +4,8 @@
  * them at once), then a clean CONNECTION_CLOSE. For each answer one line
  * on stdout:
  *     <index> <status> <body bytes> <fnv1a-64 of the body, hex>
- * with -i its fields too ("< name: value"); -o writes every body, in the
+ * with -i its fields too ("< name: value"), and "goaway <stream id>" when
+ * the server sends one; -o writes every body, in the
  * order the requests were made, to a file. Exit 0 when every request was
  * answered, 1 when one was not (reset, or the connection ended), 2 for a
  * usage error, 3 on the timeout. */
@@ -245,7 +246,8 @@ static int h_shutdown(nghttp3_conn *h, int64_t id, void *ud) {
     (void)h;
     client *c = ud;
     c->goaway = true;
-    fprintf(stderr, "h3get: GOAWAY (stream %" PRId64 ")\n", id);
+    if (!c->quiet)
+        printf("goaway %" PRId64 "\n", id);
     return 0;
 }
 

@@ -512,6 +512,7 @@ static void drain_lets_streams_finish(void **state) {
     const char *args[] = {"-n", "60", "-P", "6", "HOSTPORT", "/stream", NULL};
     int rc = h3get(g_buf, sizeof(g_buf), args);
     assert_int_equal(g_drain_at, 0);
+    assert_non_null(strstr(g_buf, "goaway "));
     uint64_t served = sws_h3_stats_of(g_ep).requests - before;
     assert_true(served >= 10);
     /* Every answer the client has is whole; those past the GOAWAY were never
