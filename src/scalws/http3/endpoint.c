@@ -245,6 +245,47 @@ sws_h3_stats sws_h3_stats_of(const sws_h3_endpoint *ep) {
 
 /* ---- life ---------------------------------------------------------------------- */
 
+void h3_cred_unref(h3_cred *c) {
+    if (!c || --c->refs)
+        return;
+    gnutls_certificate_free_credentials(c->cred);
+    free(c);
+}
+
+static int cred_load(h3_cred **out, const char *cert, const char *key, char *err, size_t errlen) {
+    h3_cred *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(err, errlen, "http3: out of memory");
+        return -ENOMEM;
+    }
+    int g = gnutls_certificate_allocate_credentials(&c->cred);
+    if (g < 0) {
+        free(c);
+        snprintf(err, errlen, "http3: %s", gnutls_strerror(g));
+        return -ENOMEM;
+    }
+    c->refs = 1;
+    g = gnutls_certificate_set_x509_key_file(c->cred, cert, key, GNUTLS_X509_FMT_PEM);
+    if (g < 0) {
+        h3_cred_unref(c);
+        snprintf(err, errlen, "http3: cert %s, key %s: %s", cert, key, gnutls_strerror(g));
+        return -EINVAL;
+    }
+    *out = c;
+    return 0;
+}
+
+int sws_h3_endpoint_reload(sws_h3_endpoint *ep, const char *cert_file, const char *key_file,
+                           char *err, size_t errlen) {
+    h3_cred *c;
+    int rc = cred_load(&c, cert_file, key_file, err, errlen);
+    if (rc < 0)
+        return rc;
+    h3_cred_unref(ep->cred);
+    ep->cred = c;
+    return 0;
+}
+
 static int fail(char *err, size_t len, int rc, const char *fmt, const char *what) {
     snprintf(err, len, fmt, what);
     return rc;
@@ -286,16 +327,9 @@ int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *e
         fail(err, errlen, rc, "%s", "http3: no random bytes for the stateless reset secret");
         goto bad;
     }
-    int g = gnutls_certificate_allocate_credentials(&ep->cred);
-    if (g == 0)
-        g = gnutls_certificate_set_x509_key_file(ep->cred, s->cert_file, s->key_file,
-                                                 GNUTLS_X509_FMT_PEM);
-    if (g < 0) {
-        rc = -EINVAL;
-        snprintf(err, errlen, "http3: cert %s, key %s: %s", s->cert_file, s->key_file,
-                 gnutls_strerror(g));
+    rc = cred_load(&ep->cred, s->cert_file, s->key_file, err, errlen);
+    if (rc < 0)
         goto bad;
-    }
     /* One ticket key per endpoint, made here: a restart (or another loop)
      * cannot resume this one's sessions (doc/http3.md). */
     if (gnutls_session_ticket_key_generate(&ep->ticket_key) != 0) {
@@ -325,8 +359,7 @@ void sws_h3_endpoint_free(sws_h3_endpoint *ep) {
     free(ep->free_idx);
     free(ep->nva);
     free(ep->low);
-    if (ep->cred)
-        gnutls_certificate_free_credentials(ep->cred);
+    h3_cred_unref(ep->cred);
     if (ep->ticket_key.data) {
         gnutls_memset(ep->ticket_key.data, 0, ep->ticket_key.size);
         gnutls_free(ep->ticket_key.data);

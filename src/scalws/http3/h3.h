@@ -28,6 +28,14 @@
 
 typedef struct h3_conn h3_conn;
 
+/* A certificate and key as GnuTLS loaded them, shared by the endpoint (for
+ * new connections) and by every connection made with it: a reload gives the
+ * endpoint another, and this one is freed with its last connection. */
+typedef struct h3_cred {
+    gnutls_certificate_credentials_t cred;
+    uint32_t refs;
+} h3_cred;
+
 /* One request and its answer: the exchange a scenario is given. From the
  * endpoint's stream table; its place there is its exchange id. */
 typedef struct h3_stream {
@@ -77,6 +85,7 @@ struct h3_conn {
     ngtcp2_conn *q;
     ngtcp2_crypto_conn_ref ref;
     gnutls_session_t tls;
+    h3_cred *cred; /* what tls was made with (a reference) */
     nghttp3_conn *h;
     uint64_t id; /* the exchange mark's connection number */
     struct sockaddr_storage local, remote;
@@ -107,7 +116,7 @@ typedef struct h3_cid_entry {
 
 struct sws_h3_endpoint {
     sws_h3_settings s;
-    gnutls_certificate_credentials_t cred;
+    h3_cred *cred; /* for new connections (a reference) */
     gnutls_datum_t ticket_key;
     uint8_t reset_secret[32]; /* stateless reset tokens of our CIDs */
     h3_cid_entry **buckets;
@@ -137,6 +146,7 @@ static inline const h3_stream *cstream_ofx(const sws_exchange *x) {
 }
 
 /* endpoint.c */
+void h3_cred_unref(h3_cred *c);
 int h3_cid_add(sws_h3_endpoint *ep, const uint8_t *cid, size_t len, h3_conn *hc);
 void h3_cid_del(sws_h3_endpoint *ep, const uint8_t *cid, size_t len);
 void h3_make_cid(sws_h3_endpoint *ep, uint8_t *cid);

@@ -84,6 +84,11 @@ typedef struct sws_h3_stats {
 /* A new endpoint: loads the certificate and key. 0, or a negative errno
  * with why in err. */
 int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *err, size_t errlen);
+/* SIGHUP: new connections are made with the certificate and key in these
+ * files; those under way keep theirs (freed with the last of them). 0, or
+ * a negative errno with why in err: the endpoint keeps what it had. */
+int sws_h3_endpoint_reload(sws_h3_endpoint *ep, const char *cert_file, const char *key_file,
+                           char *err, size_t errlen);
 /* Closes every connection without a word (no CONNECTION_CLOSE) and frees. */
 void sws_h3_endpoint_free(sws_h3_endpoint *ep);
 

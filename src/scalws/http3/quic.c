@@ -204,7 +204,7 @@ static int tls_new(h3_conn *hc) {
     if (gnutls_priority_set_direct(hc->tls, TLS_PRIORITY, NULL) != 0 ||
         gnutls_session_ticket_enable_server(hc->tls, &ep->ticket_key) != 0 ||
         ngtcp2_crypto_gnutls_configure_server_session(hc->tls) != 0 ||
-        gnutls_credentials_set(hc->tls, GNUTLS_CRD_CERTIFICATE, ep->cred) != 0 ||
+        gnutls_credentials_set(hc->tls, GNUTLS_CRD_CERTIFICATE, hc->cred->cred) != 0 ||
         gnutls_alpn_set_protocols(hc->tls, &alpn, 1,
                                   GNUTLS_ALPN_MANDATORY | GNUTLS_ALPN_SERVER_PRECEDENCE) != 0)
         return -EINVAL;
@@ -226,6 +226,8 @@ h3_conn *h3_conn_new(sws_h3_endpoint *ep, const ngtcp2_pkt_hd *hd, const ngtcp2_
     if (!hc)
         return NULL;
     hc->ep = ep;
+    hc->cred = ep->cred;
+    hc->cred->refs++;
     hc->id = ++ep->next_conn_id;
     addr_copy(&hc->local, &hc->local_len, &path->local);
     addr_copy(&hc->remote, &hc->remote_len, &path->remote);
@@ -282,6 +284,7 @@ bad:
         gnutls_deinit(hc->tls);
     if (hc->q)
         ngtcp2_conn_del(hc->q);
+    h3_cred_unref(hc->cred);
     free(hc);
     return NULL;
 }
@@ -321,6 +324,7 @@ void h3_conn_free(h3_conn *hc) {
         ngtcp2_conn_del(hc->q);
     if (hc->tls)
         gnutls_deinit(hc->tls);
+    h3_cred_unref(hc->cred);
     free(hc->close_pkt);
     if (hc->prev)
         hc->prev->next = hc->next;

@@ -51,9 +51,9 @@ void h3_stream_free(h3_conn *hc, h3_stream *st) {
         sws_sc_conn_end(ep->s.w, st->sc, &st->ex);
     if (st->routed)
         st->sc->pending--;
+    /* nghttp3 holds no pointer to it past here: this is its stream_close,
+     * or the connection's end (nghttp3_conn_del calls back no one). */
     free(st->ring);
-    if (hc->h)
-        nghttp3_conn_set_stream_user_data(hc->h, st->id, NULL);
     if (st->prev)
         st->prev->next = st->next;
     else
