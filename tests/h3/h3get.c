@@ -64,6 +64,7 @@ typedef struct client {
     int nreq, next, inflight, done, parallel;
     bool show_fields, quiet, handshake, closed;
     bool goaway; /* the server takes no new request: the rest are not sent */
+    bool resuming; /* the session of an earlier connection is offered */
     uint8_t tx[MAX_DATAGRAM];
 } client;
 
@@ -299,6 +300,8 @@ static int handshake_completed_cb(ngtcp2_conn *q, void *ud) {
     (void)q;
     client *c = ud;
     c->handshake = true;
+    if (c->resuming)
+        printf("resumed %d\n", gnutls_session_is_resumed(c->tls) ? 1 : 0);
     if (setup_h3(c) != 0)
         return NGTCP2_ERR_CALLBACK_FAILURE;
     submit_more(c);
@@ -382,7 +385,7 @@ static const char PRIORITY[] =
     "+CHACHA20-POLY1305:+AES-128-CCM:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:"
     "+GROUP-SECP384R1:+GROUP-SECP521R1:%DISABLE_TLS13_COMPAT_MODE";
 
-static void tls_init(client *c, bool insecure, const char *cafile) {
+static void tls_init(client *c, bool insecure, const char *cafile, const gnutls_datum_t *resume) {
     if (gnutls_certificate_allocate_credentials(&c->cred) != 0)
         die("gnutls credentials");
     int rc = cafile ? gnutls_certificate_set_x509_trust_file(c->cred, cafile, GNUTLS_X509_FMT_PEM)
@@ -399,6 +402,9 @@ static void tls_init(client *c, bool insecure, const char *cafile) {
     gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, c->sni, strlen(c->sni));
     if (!insecure)
         gnutls_session_set_verify_cert(c->tls, c->sni, 0);
+    if (resume && gnutls_session_set_data(c->tls, resume->data, resume->size) != 0)
+        die("the saved session is not usable");
+    c->resuming = resume != NULL;
     c->ref.get_conn = get_conn;
     c->ref.user_data = c;
     gnutls_session_set_ptr(c->tls, &c->ref);
@@ -559,18 +565,21 @@ static void close_conn(client *c) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: h3get [options] HOST:PORT PATH...\n"
-                    "  -n N            each path N times (1)\n"
-                    "  -P N            at most N requests at once (all)\n"
-                    "  -X METHOD       the method (GET; POST with -d)\n"
-                    "  -d FILE         send FILE as the request body\n"
-                    "  -o FILE         write every answer's body to FILE\n"
-                    "  -i              print the answers' fields\n"
-                    "  -k, --insecure  do not verify the server's certificate\n"
-                    "  --cacert FILE   trust the certificates in FILE (default: the system's)\n"
-                    "  --sni NAME      the server name (default: HOST; localhost for an address)\n"
-                    "  -t SECONDS      give up after SECONDS (10)\n"
-                    "  -q              no line per answer\n");
+    fprintf(stderr,
+            "usage: h3get [options] HOST:PORT PATH...\n"
+            "  -n N            each path N times (1)\n"
+            "  -P N            at most N requests at once (all)\n"
+            "  -X METHOD       the method (GET; POST with -d)\n"
+            "  -d FILE         send FILE as the request body\n"
+            "  -o FILE         write every answer's body to FILE\n"
+            "  -i              print the answers' fields\n"
+            "  -k, --insecure  do not verify the server's certificate\n"
+            "  --cacert FILE   trust the certificates in FILE (default: the system's)\n"
+            "  --sni NAME      the server name (default: HOST; localhost for an address)\n"
+            "  --resume H:P    then the same requests on a second connection to H:P,\n"
+            "                  offering the first one's TLS session (\"resumed 0|1\")\n"
+            "  -t SECONDS      give up after SECONDS (10)\n"
+            "  -q              no line per answer\n");
     exit(2);
 }
 
@@ -594,15 +603,119 @@ static char *read_file(const char *path, size_t *len) {
     return p;
 }
 
+/* HOST:PORT (or [V6]:PORT) into its address; *host is the host part, in
+ * hostport itself. */
+static struct addrinfo *resolve(char *hostport, char **host) {
+    char *colon = strrchr(hostport, ':');
+    if (!colon)
+        usage();
+    *colon = '\0';
+    *host = hostport;
+    if (hostport[0] == '[' && colon[-1] == ']') { /* [::1]:443 */
+        (*host)++;
+        colon[-1] = '\0';
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai;
+    int g = getaddrinfo(*host, colon + 1, &hints, &ai);
+    if (g != 0)
+        die("%s: %s", *host, gai_strerror(g));
+    return ai;
+}
+
+static void connect_to(client *c, struct addrinfo *ai) {
+    c->fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0 || connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0)
+        die("connect: %s", strerror(errno));
+    memcpy(&c->remote, ai->ai_addr, ai->ai_addrlen);
+    c->remote_len = ai->ai_addrlen;
+    c->local_len = sizeof(c->local);
+    getsockname(c->fd, (struct sockaddr *)&c->local, &c->local_len);
+}
+
+static void requests_init(client *c, char **paths, int npaths, int repeat, bool keep) {
+    c->nreq = npaths * repeat;
+    c->reqs = calloc((size_t)c->nreq, sizeof(*c->reqs));
+    if (!c->reqs)
+        die("out of memory");
+    for (int i = 0; i < c->nreq; i++) {
+        c->reqs[i].path = paths[i % npaths];
+        c->reqs[i].hash = 14695981039346656037ull;
+        c->reqs[i].body_cap = keep ? 4096 : 0;
+        if (keep && !(c->reqs[i].body = malloc(4096)))
+            die("out of memory");
+    }
+}
+
+/* The connection's life: its requests until each is answered (or the
+ * server's GOAWAY, an error, the deadline), then its CONNECTION_CLOSE.
+ * 0 when every request was answered, 1 when not, 3 on the timeout. */
+static int run(client *c, double timeout) {
+    uint64_t deadline = now_ns() + (uint64_t)(timeout * 1e9);
+    int rc = 0;
+    bool failed = false;
+    while (c->done < c->nreq && !(c->goaway && c->inflight == 0)) {
+        if (write_out(c) < 0) {
+            failed = true;
+            break;
+        }
+        uint64_t now = now_ns(), exp = ngtcp2_conn_get_expiry(c->q);
+        if (now >= deadline) {
+            fprintf(stderr, "h3get: timeout: %d of %d answered\n", c->done, c->nreq);
+            rc = 3;
+            break;
+        }
+        uint64_t until = exp < deadline ? exp : deadline;
+        int ms = until > now ? (int)((until - now + 999999) / 1000000) : 0;
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        if (poll(&p, 1, ms) > 0 && read_in(c) < 0) {
+            failed = true;
+            break;
+        }
+        now = now_ns();
+        if (ngtcp2_conn_get_expiry(c->q) <= now) {
+            int e = ngtcp2_conn_handle_expiry(c->q, now);
+            if (e != 0) {
+                fprintf(stderr, "h3get: %s\n", ngtcp2_strerror(e));
+                failed = true;
+                c->closed = e == NGTCP2_ERR_IDLE_CLOSE || e == NGTCP2_ERR_HANDSHAKE_TIMEOUT;
+                break;
+            }
+        }
+    }
+    close_conn(c);
+    int answered = 0;
+    for (int i = 0; i < c->nreq; i++)
+        answered += c->reqs[i].done && !c->reqs[i].failed;
+    if (!c->quiet || answered < c->nreq)
+        fprintf(stderr, "h3get: %d of %d answered\n", answered, c->nreq);
+    if (rc == 0 && (failed || answered < c->nreq))
+        rc = 1;
+    return rc;
+}
+
+static void conn_free(client *c) {
+    if (c->h)
+        nghttp3_conn_del(c->h);
+    ngtcp2_conn_del(c->q);
+    gnutls_deinit(c->tls);
+    gnutls_certificate_free_credentials(c->cred);
+    for (int i = 0; i < c->nreq; i++)
+        free(c->reqs[i].body);
+    free(c->reqs);
+    close(c->fd);
+}
+
 int main(int argc, char **argv) {
     client c = {.method = NULL, .parallel = 1 << 30};
     int repeat = 1;
     bool insecure = false;
     const char *cafile = NULL, *out = NULL, *datafile = NULL, *sni = NULL;
+    char *resume = NULL;
     double timeout = 10;
     static const struct option longs[] = {{"insecure", no_argument, NULL, 'k'},
                                           {"cacert", required_argument, NULL, 'C'},
                                           {"sni", required_argument, NULL, 'S'},
+                                          {"resume", required_argument, NULL, 'R'},
                                           {NULL, 0, NULL, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "n:P:X:d:o:ikt:q", longs, NULL)) != -1) {
@@ -634,6 +747,9 @@ int main(int argc, char **argv) {
         case 'S':
             sni = optarg;
             break;
+        case 'R':
+            resume = optarg;
+            break;
         case 't':
             timeout = atof(optarg);
             break;
@@ -646,21 +762,9 @@ int main(int argc, char **argv) {
     }
     if (argc - optind < 2 || repeat < 1 || c.parallel < 1 || timeout <= 0)
         usage();
-    char *hostport = argv[optind++];
-    char *colon = strrchr(hostport, ':');
-    if (!colon)
-        usage();
+    char *hostport = argv[optind++], *host;
     c.authority = strdup(hostport);
-    *colon = '\0';
-    char *host = hostport;
-    if (host[0] == '[' && colon[-1] == ']') { /* [::1]:443 */
-        host++;
-        colon[-1] = '\0';
-    }
-    struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai;
-    int g = getaddrinfo(host, colon + 1, &hints, &ai);
-    if (g != 0)
-        die("%s: %s", host, gai_strerror(g));
+    struct addrinfo *ai = resolve(hostport, &host);
     unsigned char probe[16];
     bool numeric = inet_pton(AF_INET, host, probe) == 1 || inet_pton(AF_INET6, host, probe) == 1;
     c.sni = sni ? sni : numeric ? "localhost" : host;
@@ -671,64 +775,13 @@ int main(int argc, char **argv) {
     }
     if (!c.method)
         c.method = "GET";
-    int npaths = argc - optind;
-    c.nreq = npaths * repeat;
-    c.reqs = calloc((size_t)c.nreq, sizeof(*c.reqs));
-    for (int i = 0; i < c.nreq; i++) {
-        c.reqs[i].path = argv[optind + i % npaths];
-        c.reqs[i].hash = 14695981039346656037ull;
-        c.reqs[i].body_cap = out ? 4096 : 0;
-        if (out && !(c.reqs[i].body = malloc(4096)))
-            die("out of memory");
-    }
-    c.fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (c.fd < 0 || connect(c.fd, ai->ai_addr, ai->ai_addrlen) != 0)
-        die("connect %s: %s", argv[optind - 1], strerror(errno));
-    memcpy(&c.remote, ai->ai_addr, ai->ai_addrlen);
-    c.remote_len = ai->ai_addrlen;
+    requests_init(&c, argv + optind, argc - optind, repeat, out != NULL);
+    connect_to(&c, ai);
     freeaddrinfo(ai);
-    c.local_len = sizeof(c.local);
-    getsockname(c.fd, (struct sockaddr *)&c.local, &c.local_len);
     ngtcp2_connection_close_error_default(&c.err);
-    tls_init(&c, insecure, cafile);
+    tls_init(&c, insecure, cafile, NULL);
     quic_init(&c);
-
-    uint64_t deadline = now_ns() + (uint64_t)(timeout * 1e9);
-    int rc = 0;
-    bool failed = false;
-    while (c.done < c.nreq && !(c.goaway && c.inflight == 0)) {
-        if (write_out(&c) < 0) {
-            failed = true;
-            break;
-        }
-        uint64_t now = now_ns(), exp = ngtcp2_conn_get_expiry(c.q);
-        if (now >= deadline) {
-            fprintf(stderr, "h3get: timeout: %d of %d answered\n", c.done, c.nreq);
-            rc = 3;
-            break;
-        }
-        uint64_t until = exp < deadline ? exp : deadline;
-        int ms = until > now ? (int)((until - now + 999999) / 1000000) : 0;
-        struct pollfd p = {.fd = c.fd, .events = POLLIN};
-        if (poll(&p, 1, ms) > 0 && read_in(&c) < 0) {
-            failed = true;
-            break;
-        }
-        now = now_ns();
-        if (ngtcp2_conn_get_expiry(c.q) <= now) {
-            int e = ngtcp2_conn_handle_expiry(c.q, now);
-            if (e != 0) {
-                fprintf(stderr, "h3get: %s\n", ngtcp2_strerror(e));
-                failed = true;
-                c.closed = e == NGTCP2_ERR_IDLE_CLOSE || e == NGTCP2_ERR_HANDSHAKE_TIMEOUT;
-                break;
-            }
-        }
-    }
-    close_conn(&c);
-    int answered = 0;
-    for (int i = 0; i < c.nreq; i++)
-        answered += c.reqs[i].done && !c.reqs[i].failed;
+    int rc = run(&c, timeout);
     if (out) {
         FILE *f = fopen(out, "wb");
         if (!f)
@@ -737,18 +790,29 @@ int main(int argc, char **argv) {
             fwrite(c.reqs[i].body, 1, c.reqs[i].body_len, f);
         fclose(f);
     }
-    if (!c.quiet || answered < c.nreq)
-        fprintf(stderr, "h3get: %d of %d answered\n", answered, c.nreq);
-    if (rc == 0 && (failed || answered < c.nreq))
-        rc = 1;
-    if (c.h)
-        nghttp3_conn_del(c.h);
-    ngtcp2_conn_del(c.q);
-    gnutls_deinit(c.tls);
-    gnutls_certificate_free_credentials(c.cred);
-    for (int i = 0; i < c.nreq; i++)
-        free(c.reqs[i].body);
-    free(c.reqs);
+    if (resume && rc == 0) {
+        /* The ticket the server sent after its handshake, offered to the
+         * second address (another loop's endpoint, say). */
+        gnutls_datum_t session = {NULL, 0};
+        if (gnutls_session_get_data2(c.tls, &session) != 0)
+            die("no session to resume");
+        client c2 = {.method = c.method, .parallel = c.parallel, .authority = c.authority,
+                     .sni = c.sni, .data = c.data, .data_len = c.data_len,
+                     .show_fields = c.show_fields, .quiet = c.quiet};
+        conn_free(&c);
+        struct addrinfo *ai2 = resolve(resume, &host);
+        requests_init(&c2, argv + optind, argc - optind, repeat, false);
+        connect_to(&c2, ai2);
+        freeaddrinfo(ai2);
+        ngtcp2_connection_close_error_default(&c2.err);
+        tls_init(&c2, insecure, cafile, &session);
+        gnutls_free(session.data);
+        quic_init(&c2);
+        rc = run(&c2, timeout);
+        conn_free(&c2);
+    } else {
+        conn_free(&c);
+    }
     free((void *)c.data);
     free((void *)c.authority);
     return rc;

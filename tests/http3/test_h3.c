@@ -42,9 +42,18 @@ extern char **environ;
 
 static char g_dir[256], g_cert[300], g_key[300], g_cert2[300], g_key2[300], g_post[300], g_out[300];
 static const char *g_ca; /* what h3get trusts: g_cert unless a case says otherwise */
-static int g_fd = -1;
-static struct sockaddr_in g_addr;
-static sws_h3_endpoint *g_ep;
+/* An endpoint on its own socket: [0] the one every case speaks to; [1]
+ * shares its session ticket key (as a second loop's would), [2] has one of
+ * its own. */
+typedef struct host {
+    int fd;
+    struct sockaddr_in addr;
+    sws_h3_endpoint *ep;
+} host;
+#define NHOSTS 3
+static host g_hosts[NHOSTS];
+static host *const g_main = &g_hosts[0];
+static uint8_t g_ticket_key[SWS_H3_TICKET_KEY_LEN];
 static sws_worker *g_w;
 static sws_scenario_cfg g_hello_cfg, g_big_cfg;
 static sws_scenario g_hello, g_big, g_stream;
@@ -132,44 +141,52 @@ static void watch_scid(const uint8_t *d, size_t len) {
 static int send_dgram(void *ud, const struct sockaddr *local, socklen_t local_len,
                       const struct sockaddr *remote, socklen_t remote_len, unsigned ecn,
                       const uint8_t *data, size_t len) {
-    (void)ud;
+    host *h = ud;
     watch_scid(data, len);
     (void)local;
     (void)local_len;
     (void)ecn; /* the test host sets no ECN codepoint */
-    ssize_t n = sendto(g_fd, data, len, 0, remote, remote_len);
+    ssize_t n = sendto(h->fd, data, len, 0, remote, remote_len);
     return n < 0 ? -errno : 0;
 }
 
-static void take_datagrams(void) {
+static void take_datagrams(host *h) {
     uint8_t buf[65536];
     for (;;) {
         struct sockaddr_storage from;
         socklen_t fl = sizeof(from);
-        ssize_t n = recvfrom(g_fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+        ssize_t n = recvfrom(h->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
         if (n < 0)
             return;
-        sws_h3_input(g_ep, buf, (size_t)n, (struct sockaddr *)&from, fl, (struct sockaddr *)&g_addr,
-                     sizeof(g_addr), 0, sws_h3_now());
+        sws_h3_input(h->ep, buf, (size_t)n, (struct sockaddr *)&from, fl,
+                     (struct sockaddr *)&h->addr, sizeof(h->addr), 0, sws_h3_now());
     }
 }
 
-/* One turn: waits for a datagram, fd (when >= 0) or the engine's expiry,
- * at most 50 ms. fd's readiness is returned. */
+/* One turn of every endpoint: waits for a datagram, fd (when >= 0) or an
+ * endpoint's expiry, at most 50 ms. fd's readiness is returned. */
 static bool turn(int fd) {
-    struct pollfd p[2] = {{.fd = g_fd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
-    uint64_t now = sws_h3_now(), exp = sws_h3_next_expiry(g_ep);
+    struct pollfd p[NHOSTS + 1];
+    uint64_t now = sws_h3_now(), exp = UINT64_MAX;
+    for (int i = 0; i < NHOSTS; i++) {
+        p[i] = (struct pollfd){.fd = g_hosts[i].fd, .events = POLLIN};
+        uint64_t e = sws_h3_next_expiry(g_hosts[i].ep);
+        exp = e < exp ? e : exp;
+    }
+    p[NHOSTS] = (struct pollfd){.fd = fd, .events = POLLIN};
     int ms = 50;
     if (exp <= now)
         ms = 0;
     else if (exp - now < 50u * 1000000u)
         ms = (int)((exp - now + 999999) / 1000000);
-    int n = poll(p, fd >= 0 ? 2 : 1, ms);
-    if (n > 0 && (p[0].revents & POLLIN))
-        take_datagrams();
-    if (sws_h3_next_expiry(g_ep) <= sws_h3_now())
-        sws_h3_on_timer(g_ep, sws_h3_now());
-    return n > 0 && fd >= 0 && (p[1].revents & (POLLIN | POLLHUP));
+    int n = poll(p, fd >= 0 ? NHOSTS + 1 : NHOSTS, ms);
+    for (int i = 0; i < NHOSTS; i++) {
+        if (n > 0 && (p[i].revents & POLLIN))
+            take_datagrams(&g_hosts[i]);
+        if (sws_h3_next_expiry(g_hosts[i].ep) <= sws_h3_now())
+            sws_h3_on_timer(g_hosts[i].ep, sws_h3_now());
+    }
+    return n > 0 && fd >= 0 && (p[NHOSTS].revents & (POLLIN | POLLHUP));
 }
 
 /* Once the endpoint has counted this many requests, h3get's loop drains it,
@@ -180,7 +197,7 @@ static uint64_t g_drain_at, g_reload_at;
  * into out (NUL-terminated). Its exit status. */
 static int h3get(char *out, size_t cap, const char *const *args) {
     char hostport[64];
-    snprintf(hostport, sizeof(hostport), "127.0.0.1:%u", ntohs(g_addr.sin_port));
+    snprintf(hostport, sizeof(hostport), "127.0.0.1:%u", ntohs(g_main->addr.sin_port));
     const char *argv[64];
     int n = 0;
     argv[n++] = H3GET_PATH;
@@ -206,13 +223,13 @@ static int h3get(char *out, size_t cap, const char *const *args) {
     bool open_ = true;
     uint64_t until = sws_h3_now() + (uint64_t)WAIT_S * 1000000000u;
     while (open_ && sws_h3_now() < until) {
-        if (g_reload_at && sws_h3_stats_of(g_ep).requests >= g_reload_at) {
+        if (g_reload_at && sws_h3_stats_of(g_main->ep).requests >= g_reload_at) {
             char err[256];
-            assert_int_equal(sws_h3_endpoint_reload(g_ep, g_cert2, g_key2, err, sizeof(err)), 0);
+            assert_int_equal(sws_h3_endpoint_reload(g_main->ep, g_cert2, g_key2, err, sizeof(err)), 0);
             g_reload_at = 0;
         }
-        if (g_drain_at && sws_h3_stats_of(g_ep).requests >= g_drain_at) {
-            sws_h3_drain(g_ep);
+        if (g_drain_at && sws_h3_stats_of(g_main->ep).requests >= g_drain_at) {
+            sws_h3_drain(g_main->ep);
             g_drain_at = 0;
         }
         if (!turn(pfd[0]))
@@ -232,7 +249,7 @@ static int h3get(char *out, size_t cap, const char *const *args) {
     assert_int_equal(waitpid(pid, &st, 0), pid);
     /* The client's CONNECTION_CLOSE: its connection ends here too. */
     until = sws_h3_now() + (uint64_t)WAIT_S * 1000000000u;
-    while (sws_h3_stats_of(g_ep).open_connections && sws_h3_now() < until)
+    while (sws_h3_stats_of(g_main->ep).open_connections && sws_h3_now() < until)
         turn(-1);
     assert_false(open_);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
@@ -307,35 +324,45 @@ static int setup(void **state) {
     g_stream.ops = &stream_ops;
     g_stream.cfg = &g_hello_cfg;
 
-    g_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    g_addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof(g_addr);
-    if (bind(g_fd, (struct sockaddr *)&g_addr, sizeof(g_addr)) != 0 ||
-        getsockname(g_fd, (struct sockaddr *)&g_addr, &al) != 0)
+    if (sws_h3_ticket_key(g_ticket_key) != 0)
         return -1;
-    sws_h3_settings s = {.cert_file = g_cert,
-                         .key_file = g_key,
-                         .loop_index = 3,
-                         .send = send_dgram,
-                         .w = g_w,
-                         .route = route,
-                         .limits = SWS_HTTP_DEFAULT_LIMITS};
-    char err[256];
-    if (sws_h3_endpoint_new(&g_ep, &s, err, sizeof(err)) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
+    for (int i = 0; i < NHOSTS; i++) {
+        host *h = &g_hosts[i];
+        h->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        h->addr = (struct sockaddr_in){.sin_family = AF_INET,
+                                       .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof(h->addr);
+        if (bind(h->fd, (struct sockaddr *)&h->addr, sizeof(h->addr)) != 0 ||
+            getsockname(h->fd, (struct sockaddr *)&h->addr, &al) != 0)
+            return -1;
+        sws_h3_settings s = {.cert_file = g_cert,
+                             .key_file = g_key,
+                             .loop_index = 3,
+                             .send = send_dgram,
+                             .send_ud = h,
+                             .w = g_w,
+                             .route = route,
+                             .limits = SWS_HTTP_DEFAULT_LIMITS,
+                             .ticket_key = i < 2 ? g_ticket_key : NULL};
+        char err[256];
+        if (sws_h3_endpoint_new(&h->ep, &s, err, sizeof(err)) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return -1;
+        }
     }
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    sws_h3_endpoint_free(g_ep);
+    for (int i = 0; i < NHOSTS; i++) {
+        sws_h3_endpoint_free(g_hosts[i].ep);
+        close(g_hosts[i].fd);
+    }
     sws_respond_ops.free(g_w, &g_hello);
     sws_respond_ops.free(g_w, &g_big);
     free(g_big_body);
     free(g_w);
-    close(g_fd);
     unlink(g_cert);
     unlink(g_key);
     unlink(g_cert2);
@@ -374,20 +401,20 @@ static void post_is_answered(void **state) {
     static char body[300 * 1000]; /* past one stream window */
     memset(body, 'p', sizeof(body));
     write_file(g_post, body, sizeof(body));
-    uint64_t before = sws_h3_stats_of(g_ep).requests;
+    uint64_t before = sws_h3_stats_of(g_main->ep).requests;
     const char *args[] = {"-d", g_post, "HOSTPORT", "/", NULL};
     assert_int_equal(h3get(g_buf, sizeof(g_buf), args), 0);
     assert_int_equal(answers(g_buf, 200, sizeof(HELLO) - 1, 0), 1);
-    assert_int_equal(sws_h3_stats_of(g_ep).requests - before, 1);
+    assert_int_equal(sws_h3_stats_of(g_main->ep).requests - before, 1);
 }
 
 static void hundred_streams_on_one_connection(void **state) {
     (void)state;
-    sws_h3_stats before = sws_h3_stats_of(g_ep);
+    sws_h3_stats before = sws_h3_stats_of(g_main->ep);
     const char *args[] = {"-n", "100", "HOSTPORT", "/", NULL};
     assert_int_equal(h3get(g_buf, sizeof(g_buf), args), 0);
     assert_int_equal(answers(g_buf, 200, sizeof(HELLO) - 1, 0), 100);
-    sws_h3_stats after = sws_h3_stats_of(g_ep);
+    sws_h3_stats after = sws_h3_stats_of(g_main->ep);
     assert_int_equal(after.connections - before.connections, 1);
     assert_int_equal(after.streams - before.streams, 100);
 }
@@ -442,7 +469,7 @@ static void unknown_method_is_501(void **state) {
  * a second). */
 static ssize_t raw(const uint8_t *pkt, size_t len, uint8_t *ans, size_t cap) {
     int c = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    assert_int_equal(connect(c, (struct sockaddr *)&g_addr, sizeof(g_addr)), 0);
+    assert_int_equal(connect(c, (struct sockaddr *)&g_main->addr, sizeof(g_main->addr)), 0);
     assert_int_equal(send(c, pkt, len, 0), (ssize_t)len);
     ssize_t n = 0;
     for (int i = 0; i < 20 && n <= 0; i++) {
@@ -476,7 +503,7 @@ static void unknown_version_is_negotiated(void **state) {
 
 static void unknown_connection_gets_a_stateless_reset(void **state) {
     (void)state;
-    uint64_t before = sws_h3_stats_of(g_ep).stateless_resets;
+    uint64_t before = sws_h3_stats_of(g_main->ep).stateless_resets;
     uint8_t pkt[80];
     for (size_t i = 0; i < sizeof(pkt); i++)
         pkt[i] = (uint8_t)(i * 13 + 5);
@@ -486,7 +513,7 @@ static void unknown_connection_gets_a_stateless_reset(void **state) {
     assert_true(n >= 21);
     assert_true(n < (ssize_t)sizeof(pkt)); /* smaller: two endpoints cannot loop */
     assert_int_equal(ans[0] & 0xc0, 0x40);
-    assert_int_equal(sws_h3_stats_of(g_ep).stateless_resets - before, 1);
+    assert_int_equal(sws_h3_stats_of(g_main->ep).stateless_resets - before, 1);
     /* A tiny one gets none (it could be a reset itself). */
     assert_int_equal(raw(pkt, 21, ans, sizeof(ans)), 0);
 }
@@ -517,6 +544,25 @@ static void connection_ids_carry_the_loop_index(void **state) {
     assert_int_equal(g_scids_bad, 0);
 }
 
+/* A session resumes on another endpoint that shares the ticket key (another
+ * loop's, after the wiring), and on one that does not the client falls back
+ * to a full handshake. */
+static void sessions_resume_where_the_ticket_key_is_shared(void **state) {
+    (void)state;
+    char other[64];
+    snprintf(other, sizeof(other), "127.0.0.1:%u", ntohs(g_hosts[1].addr.sin_port));
+    const char *shared[] = {"--resume", other, "HOSTPORT", "/", NULL};
+    assert_int_equal(h3get(g_buf, sizeof(g_buf), shared), 0);
+    assert_non_null(strstr(g_buf, "resumed 1"));
+    assert_int_equal(answers(g_buf, 200, sizeof(HELLO) - 1, 0), 2);
+
+    snprintf(other, sizeof(other), "127.0.0.1:%u", ntohs(g_hosts[2].addr.sin_port));
+    const char *own[] = {"--resume", other, "HOSTPORT", "/", NULL};
+    assert_int_equal(h3get(g_buf, sizeof(g_buf), own), 0);
+    assert_non_null(strstr(g_buf, "resumed 0"));
+    assert_int_equal(answers(g_buf, 200, sizeof(HELLO) - 1, 0), 2);
+}
+
 /* SIGHUP's part: new connections get the new certificate, a connection
  * under way keeps its own to the end, and files GnuTLS refuses leave the
  * endpoint as it was. */
@@ -527,14 +573,14 @@ static void reload_swaps_the_certificate(void **state) {
     assert_int_not_equal(h3get(g_buf, sizeof(g_buf), one), 0);
 
     char err[256] = "";
-    assert_int_equal(sws_h3_endpoint_reload(g_ep, g_dir, g_key2, err, sizeof(err)), -EINVAL);
+    assert_int_equal(sws_h3_endpoint_reload(g_main->ep, g_dir, g_key2, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, g_dir));
-    assert_int_equal(sws_h3_endpoint_reload(g_ep, g_cert2, g_key, err, sizeof(err)), -EINVAL);
+    assert_int_equal(sws_h3_endpoint_reload(g_main->ep, g_cert2, g_key, err, sizeof(err)), -EINVAL);
     g_ca = g_cert;
     assert_int_equal(h3get(g_buf, sizeof(g_buf), one), 0);
 
     /* Swapped in the middle of a connection's streamed answers: it goes on. */
-    g_reload_at = sws_h3_stats_of(g_ep).requests + 5;
+    g_reload_at = sws_h3_stats_of(g_main->ep).requests + 5;
     const char *many[] = {"-n", "20", "-P", "3", "HOSTPORT", "/stream", NULL};
     assert_int_equal(h3get(g_buf, sizeof(g_buf), many), 0);
     assert_int_equal(g_reload_at, 0);
@@ -543,7 +589,7 @@ static void reload_swaps_the_certificate(void **state) {
     assert_int_not_equal(h3get(g_buf, sizeof(g_buf), one), 0); /* the old one is gone */
     g_ca = g_cert2;
     assert_int_equal(h3get(g_buf, sizeof(g_buf), one), 0);
-    assert_int_equal(sws_h3_endpoint_reload(g_ep, g_cert, g_key, err, sizeof(err)), 0);
+    assert_int_equal(sws_h3_endpoint_reload(g_main->ep, g_cert, g_key, err, sizeof(err)), 0);
     g_ca = g_cert;
     assert_int_equal(h3get(g_buf, sizeof(g_buf), one), 0);
 }
@@ -553,13 +599,13 @@ static void reload_swaps_the_certificate(void **state) {
  * new connection is not taken. */
 static void drain_lets_streams_finish(void **state) {
     (void)state;
-    uint64_t before = sws_h3_stats_of(g_ep).requests;
+    uint64_t before = sws_h3_stats_of(g_main->ep).requests;
     g_drain_at = before + 10;
     const char *args[] = {"-n", "60", "-P", "6", "HOSTPORT", "/stream", NULL};
     int rc = h3get(g_buf, sizeof(g_buf), args);
     assert_int_equal(g_drain_at, 0);
     assert_non_null(strstr(g_buf, "goaway "));
-    uint64_t served = sws_h3_stats_of(g_ep).requests - before;
+    uint64_t served = sws_h3_stats_of(g_main->ep).requests - before;
     assert_true(served >= 10);
     /* Every answer the client has is whole; those past the GOAWAY were never
      * taken (the client reports them unanswered). */
@@ -570,11 +616,11 @@ static void drain_lets_streams_finish(void **state) {
     assert_int_equal(n, whole);
     assert_int_equal(n, served); /* every request taken was answered whole */
     assert_true(n < 60 ? rc == 1 : rc == 0);
-    assert_int_equal(sws_h3_stats_of(g_ep).open_connections, 0);
+    assert_int_equal(sws_h3_stats_of(g_main->ep).open_connections, 0);
 
     const char *again[] = {"-t", "2", "HOSTPORT", "/", NULL};
     assert_int_not_equal(h3get(g_buf, sizeof(g_buf), again), 0);
-    assert_int_equal(sws_h3_stats_of(g_ep).open_connections, 0);
+    assert_int_equal(sws_h3_stats_of(g_main->ep).open_connections, 0);
 }
 
 int main(void) {
@@ -594,6 +640,7 @@ int main(void) {
         cmocka_unit_test(unknown_connection_gets_a_stateless_reset),
         cmocka_unit_test(garbage_is_dropped_and_the_server_serves),
         cmocka_unit_test(connection_ids_carry_the_loop_index),
+        cmocka_unit_test(sessions_resume_where_the_ticket_key_is_shared),
         cmocka_unit_test(reload_swaps_the_certificate),
         cmocka_unit_test(drain_lets_streams_finish),
     };

@@ -245,6 +245,10 @@ sws_h3_stats sws_h3_stats_of(const sws_h3_endpoint *ep) {
 
 /* ---- life ---------------------------------------------------------------------- */
 
+int sws_h3_ticket_key(uint8_t *key) {
+    return gnutls_rnd(GNUTLS_RND_KEY, key, SWS_H3_TICKET_KEY_LEN) == 0 ? 0 : -EIO;
+}
+
 void h3_cred_unref(h3_cred *c) {
     if (!c || --c->refs)
         return;
@@ -330,11 +334,20 @@ int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *e
     rc = cred_load(&ep->cred, s->cert_file, s->key_file, err, errlen);
     if (rc < 0)
         goto bad;
-    /* One ticket key per endpoint, made here: a restart (or another loop)
-     * cannot resume this one's sessions (doc/http3.md). */
-    if (gnutls_session_ticket_key_generate(&ep->ticket_key) != 0) {
+    /* The host's key, shared by its loops; else one of this endpoint's own:
+     * then only this endpoint resumes its sessions (doc/http3.md). */
+    ep->ticket_key.data = gnutls_malloc(SWS_H3_TICKET_KEY_LEN);
+    ep->ticket_key.size = SWS_H3_TICKET_KEY_LEN;
+    if (!ep->ticket_key.data) {
+        rc = -ENOMEM;
+        fail(err, errlen, rc, "%s", "http3: out of memory");
+        goto bad;
+    }
+    if (s->ticket_key)
+        memcpy(ep->ticket_key.data, s->ticket_key, SWS_H3_TICKET_KEY_LEN);
+    else if (sws_h3_ticket_key(ep->ticket_key.data) < 0) {
         rc = -EIO;
-        fail(err, errlen, rc, "%s", "http3: no session ticket key");
+        fail(err, errlen, rc, "%s", "http3: no random bytes for a session ticket key");
         goto bad;
     }
     *out = ep;

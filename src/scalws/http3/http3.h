@@ -66,11 +66,16 @@ typedef struct sws_h3_settings {
      * table (the host keeps the range apart from its TCP connections'). */
     uint32_t xid_base;
     uint64_t idle_timeout_ms; /* 0: SWS_H3_DEFAULT_IDLE_MS */
+    /* The session ticket key (SWS_H3_TICKET_KEY_LEN bytes, copied), the
+     * same for every loop's endpoint so that a session resumes on any of
+     * them (sws_h3_ticket_key makes one); NULL: one of its own. */
+    const uint8_t *ticket_key;
 } sws_h3_settings;
 
 #define SWS_H3_DEFAULT_CONNECTIONS 1024
 #define SWS_H3_DEFAULT_IDLE_MS 30000
 #define SWS_H3_DEFAULT_STREAMS 4096
+#define SWS_H3_TICKET_KEY_LEN 64 /* GnuTLS's master key, from which it derives its rotating keys */
 
 /* What an endpoint counted, for /metrics once it is wired in. */
 typedef struct sws_h3_stats {
@@ -107,6 +112,10 @@ void sws_h3_on_timer(sws_h3_endpoint *ep, uint64_t now);
  * closes. sws_h3_stats' open_connections says when all have. */
 void sws_h3_drain(sws_h3_endpoint *ep);
 sws_h3_stats sws_h3_stats_of(const sws_h3_endpoint *ep);
+
+/* A new random session ticket key into key (SWS_H3_TICKET_KEY_LEN bytes): 0
+ * or -EIO. */
+int sws_h3_ticket_key(uint8_t *key);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t sws_h3_now(void);
