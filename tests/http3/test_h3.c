@@ -225,7 +225,8 @@ static int h3get(char *out, size_t cap, const char *const *args) {
     while (open_ && sws_h3_now() < until) {
         if (g_reload_at && sws_h3_stats_of(g_main->ep).requests >= g_reload_at) {
             char err[256];
-            assert_int_equal(sws_h3_endpoint_reload(g_main->ep, g_cert2, g_key2, err, sizeof(err)), 0);
+            assert_int_equal(sws_h3_endpoint_reload(g_main->ep, g_cert2, g_key2, err, sizeof(err)),
+                             0);
             g_reload_at = 0;
         }
         if (g_drain_at && sws_h3_stats_of(g_main->ep).requests >= g_drain_at) {
@@ -329,8 +330,8 @@ static int setup(void **state) {
     for (int i = 0; i < NHOSTS; i++) {
         host *h = &g_hosts[i];
         h->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        h->addr = (struct sockaddr_in){.sin_family = AF_INET,
-                                       .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        h->addr =
+            (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         socklen_t al = sizeof(h->addr);
         if (bind(h->fd, (struct sockaddr *)&h->addr, sizeof(h->addr)) != 0 ||
             getsockname(h->fd, (struct sockaddr *)&h->addr, &al) != 0)
@@ -343,7 +344,8 @@ static int setup(void **state) {
                              .w = g_w,
                              .route = route,
                              .limits = SWS_HTTP_DEFAULT_LIMITS,
-                             .ticket_key = i < 2 ? g_ticket_key : NULL};
+                             .ticket_key = i < 2 ? g_ticket_key : NULL,
+                             .max_connections = i == 2 ? 1 : 0};
         char err[256];
         if (sws_h3_endpoint_new(&h->ep, &s, err, sizeof(err)) != 0) {
             fprintf(stderr, "%s\n", err);
@@ -594,6 +596,57 @@ static void reload_swaps_the_certificate(void **state) {
     assert_int_equal(h3get(g_buf, sizeof(g_buf), one), 0);
 }
 
+/* A datagram to endpoint i from a socket of its own; the socket (open, so
+ * that the endpoint's answers go somewhere). */
+static int raw_to(int i, const uint8_t *pkt, size_t len) {
+    int c = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(connect(c, (struct sockaddr *)&g_hosts[i].addr, sizeof(g_hosts[i].addr)), 0);
+    assert_int_equal(send(c, pkt, len, 0), (ssize_t)len);
+    for (int k = 0; k < 10; k++)
+        turn(-1);
+    return c;
+}
+
+/* Initials that open no connection: one whose DCID is shorter than 8 bytes
+ * (only a Retry's SCID may be, and we send none), and any past
+ * max_connections (endpoint 2 allows one). */
+static void initials_the_server_does_not_take(void **state) {
+    (void)state;
+    /* Version 1, DCID of 4 bytes, no SCID, a 1-byte token, then the rest. */
+    uint8_t pkt[1200] = {0xc3, 0, 0, 0, 1, 4, 1, 2, 3, 4, 0, 1, 'x', 0x44, 0xa1};
+    sws_h3_stats before = sws_h3_stats_of(g_hosts[2].ep);
+    close(raw_to(2, pkt, sizeof(pkt)));
+    sws_h3_stats after = sws_h3_stats_of(g_hosts[2].ep);
+    assert_int_equal(after.connections, before.connections);
+    assert_int_equal(after.dropped - before.dropped, 1);
+
+    /* A real client's first flight (the fuzz seed): a connection that waits
+     * for the rest of its handshake, the endpoint's one. */
+    uint8_t seed[1500];
+    FILE *f = fopen(SWS_CORPUS_H3 "/initial", "rb");
+    assert_non_null(f);
+    size_t n = fread(seed, 1, sizeof(seed), f);
+    fclose(f);
+    assert_true(n > 2);
+    int held = raw_to(2, seed + 2, n - 2);
+    assert_int_equal(sws_h3_stats_of(g_hosts[2].ep).open_connections, 1);
+    char third[64];
+    snprintf(third, sizeof(third), "127.0.0.1:%u", ntohs(g_hosts[2].addr.sin_port));
+    /* h3get's own Initial is dropped: it gives up. */
+    uint64_t dropped = sws_h3_stats_of(g_hosts[2].ep).dropped;
+    char *argv[] = {H3GET_PATH, "-k", "-t", "1", third, "/", NULL};
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, H3GET_PATH, NULL, NULL, argv, environ), 0);
+    int st = 0;
+    uint64_t until = sws_h3_now() + (uint64_t)WAIT_S * 1000000000u;
+    while (waitpid(pid, &st, WNOHANG) == 0 && sws_h3_now() < until)
+        turn(-1);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+    assert_true(sws_h3_stats_of(g_hosts[2].ep).dropped > dropped);
+    assert_int_equal(sws_h3_stats_of(g_hosts[2].ep).open_connections, 1);
+    close(held);
+}
+
 /* Drained in the middle of 60 streamed answers, 6 at a time: GOAWAY, the
  * streams under way finish whole, the connection closes by itself; then a
  * new connection is not taken. */
@@ -643,6 +696,7 @@ int main(void) {
         cmocka_unit_test(sessions_resume_where_the_ticket_key_is_shared),
         cmocka_unit_test(reload_swaps_the_certificate),
         cmocka_unit_test(drain_lets_streams_finish),
+        cmocka_unit_test(initials_the_server_does_not_take),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

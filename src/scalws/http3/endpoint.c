@@ -192,9 +192,11 @@ void sws_h3_input(sws_h3_endpoint *ep, const uint8_t *data, size_t len,
         ngtcp2_pkt_hd hd;
         /* Only a client's Initial opens a connection; once draining, or at
          * the ceiling, it is dropped and the client's handshake times out
-         * (it may try another address: Alt-Svc lists more than one). */
-        if (ngtcp2_accept(&hd, data, len) == 0 && !ep->draining &&
-            ep->st.open_connections < ep->s.max_connections &&
+         * (it may try another address: Alt-Svc lists more than one). A
+         * DCID under 8 bytes is only ever a Retry's SCID (RFC 9000 7.2),
+         * and we send no Retry: ngtcp2_accept lets it through with a token. */
+        if (ngtcp2_accept(&hd, data, len) == 0 && hd.dcid.datalen >= NGTCP2_MIN_INITIAL_DCIDLEN &&
+            !ep->draining && ep->st.open_connections < ep->s.max_connections &&
             (hc = h3_conn_new(ep, &hd, &path, now)) != NULL)
             h3_conn_read(hc, &path, ecn, data, len, now);
         else
