@@ -531,6 +531,8 @@ static void garbage_is_dropped_and_the_server_serves(void **state) {
         memcpy(pkt + 1, "\0\0\0\1", 4); /* version 1, nonsense after */
         raw(pkt, sizeof(pkt), ans, sizeof(ans));
     }
+    /* An empty datagram (fuzz_h3's first finding: an assertion in ngtcp2). */
+    assert_int_equal(raw(pkt, 0, ans, sizeof(ans)), 0);
     const char *args[] = {"HOSTPORT", "/", NULL};
     assert_int_equal(h3get(g_buf, sizeof(g_buf), args), 0);
     assert_int_equal(answers(g_buf, 200, sizeof(HELLO) - 1, 0), 1);

@@ -172,6 +172,12 @@ void sws_h3_input(sws_h3_endpoint *ep, const uint8_t *data, size_t len,
                   const struct sockaddr *remote, socklen_t remote_len, const struct sockaddr *local,
                   socklen_t local_len, unsigned ecn, uint64_t now) {
     ep->st.datagrams_in++;
+    if (len == 0) {
+        /* An empty datagram is valid UDP; Debian's ngtcp2 asserts on it in
+         * ngtcp2_pkt_decode_version_cid (found by fuzz_h3). */
+        ep->st.dropped++;
+        return;
+    }
     ngtcp2_path path = {
         {(struct sockaddr *)local, local_len}, {(struct sockaddr *)remote, remote_len}, NULL};
     ngtcp2_version_cid vc;
