@@ -41,8 +41,8 @@ static void check(bool ok, const char *what) {
 }
 
 static int sink(void *ud, const struct sockaddr *local, socklen_t local_len,
-                const struct sockaddr *remote, socklen_t remote_len, unsigned ecn,
-                const uint8_t *d, size_t len) {
+                const struct sockaddr *remote, socklen_t remote_len, unsigned ecn, const uint8_t *d,
+                size_t len) {
     (void)ud;
     (void)local;
     (void)local_len;
@@ -99,9 +99,8 @@ static void setup(void) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ep)
         setup();
-    struct sockaddr_in local = {.sin_family = AF_INET,
-                                .sin_port = htons(443),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in local = {
+        .sin_family = AF_INET, .sin_port = htons(443), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     while (size >= 2) {
         size_t len = ((size_t)(data[0] & 0x3f) << 8) | data[1];
         struct sockaddr_in peer = {.sin_family = AF_INET,

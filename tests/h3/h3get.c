@@ -63,7 +63,7 @@ typedef struct client {
     req *reqs;
     int nreq, next, inflight, done, parallel;
     bool show_fields, quiet, handshake, closed;
-    bool goaway; /* the server takes no new request: the rest are not sent */
+    bool goaway;   /* the server takes no new request: the rest are not sent */
     bool resuming; /* the session of an earlier connection is offered */
     uint8_t tx[MAX_DATAGRAM];
 } client;
@@ -565,21 +565,20 @@ static void close_conn(client *c) {
 }
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: h3get [options] HOST:PORT PATH...\n"
-            "  -n N            each path N times (1)\n"
-            "  -P N            at most N requests at once (all)\n"
-            "  -X METHOD       the method (GET; POST with -d)\n"
-            "  -d FILE         send FILE as the request body\n"
-            "  -o FILE         write every answer's body to FILE\n"
-            "  -i              print the answers' fields\n"
-            "  -k, --insecure  do not verify the server's certificate\n"
-            "  --cacert FILE   trust the certificates in FILE (default: the system's)\n"
-            "  --sni NAME      the server name (default: HOST; localhost for an address)\n"
-            "  --resume H:P    then the same requests on a second connection to H:P,\n"
-            "                  offering the first one's TLS session (\"resumed 0|1\")\n"
-            "  -t SECONDS      give up after SECONDS (10)\n"
-            "  -q              no line per answer\n");
+    fprintf(stderr, "usage: h3get [options] HOST:PORT PATH...\n"
+                    "  -n N            each path N times (1)\n"
+                    "  -P N            at most N requests at once (all)\n"
+                    "  -X METHOD       the method (GET; POST with -d)\n"
+                    "  -d FILE         send FILE as the request body\n"
+                    "  -o FILE         write every answer's body to FILE\n"
+                    "  -i              print the answers' fields\n"
+                    "  -k, --insecure  do not verify the server's certificate\n"
+                    "  --cacert FILE   trust the certificates in FILE (default: the system's)\n"
+                    "  --sni NAME      the server name (default: HOST; localhost for an address)\n"
+                    "  --resume H:P    then the same requests on a second connection to H:P,\n"
+                    "                  offering the first one's TLS session (\"resumed 0|1\")\n"
+                    "  -t SECONDS      give up after SECONDS (10)\n"
+                    "  -q              no line per answer\n");
     exit(2);
 }
 
@@ -796,9 +795,14 @@ int main(int argc, char **argv) {
         gnutls_datum_t session = {NULL, 0};
         if (gnutls_session_get_data2(c.tls, &session) != 0)
             die("no session to resume");
-        client c2 = {.method = c.method, .parallel = c.parallel, .authority = c.authority,
-                     .sni = c.sni, .data = c.data, .data_len = c.data_len,
-                     .show_fields = c.show_fields, .quiet = c.quiet};
+        client c2 = {.method = c.method,
+                     .parallel = c.parallel,
+                     .authority = c.authority,
+                     .sni = c.sni,
+                     .data = c.data,
+                     .data_len = c.data_len,
+                     .show_fields = c.show_fields,
+                     .quiet = c.quiet};
         conn_free(&c);
         struct addrinfo *ai2 = resolve(resume, &host);
         requests_init(&c2, argv + optind, argc - optind, repeat, false);

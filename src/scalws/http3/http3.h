@@ -75,7 +75,9 @@ typedef struct sws_h3_settings {
 #define SWS_H3_DEFAULT_CONNECTIONS 1024
 #define SWS_H3_DEFAULT_IDLE_MS 30000
 #define SWS_H3_DEFAULT_STREAMS 4096
-#define SWS_H3_TICKET_KEY_LEN 64 /* GnuTLS's master key, from which it derives its rotating keys */
+#define SWS_H3_TICKET_KEY_LEN                                                                      \
+    64 /* GnuTLS's master key, from which it derives its rotating keys                             \
+        */
 
 /* What an endpoint counted, for /metrics once it is wired in. */
 typedef struct sws_h3_stats {
