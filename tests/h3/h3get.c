@@ -531,6 +531,8 @@ static int read_in(client *c) {
             fprintf(stderr, "h3get: recvfrom: %s\n", strerror(errno));
             return -1;
         }
+        if (n == 0)
+            continue; /* ngtcp2 asserts on an empty packet */
         ngtcp2_path path = {
             {(struct sockaddr *)&c->local, c->local_len}, {(struct sockaddr *)&from, fl}, NULL};
         ngtcp2_pkt_info pi = {0};
