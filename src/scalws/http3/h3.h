@@ -51,6 +51,7 @@ typedef struct h3_stream {
     bool req_end : 1;
     bool authority : 1;
     bool answering : 1;
+    bool asked : 1; /* its scenario's answer was called: its conn_end is owed */
     bool in_answer : 1;
     bool pending : 1;   /* the scenario answers asynchronously */
     bool submitted : 1; /* the head is with nghttp3 */

@@ -47,7 +47,7 @@ static h3_stream *stream_new(h3_conn *hc, int64_t id) {
 
 void h3_stream_free(h3_conn *hc, h3_stream *st) {
     sws_h3_endpoint *ep = hc->ep;
-    if ((st->answering || st->routed) && st->sc)
+    if (st->asked)
         sws_sc_conn_end(ep->s.w, st->sc, &st->ex);
     if (st->routed)
         st->sc->pending--;
@@ -204,6 +204,7 @@ static void answer(h3_conn *hc, h3_stream *st) {
         return;
     }
     st->in_answer = true;
+    st->asked = true;
     int rc = sws_sc_answer(ep->s.w, st->sc, &st->ex);
     st->in_answer = false;
     if (rc == SWS_ANSWER_PENDING) {
