@@ -258,6 +258,7 @@ static int setup_h3(client *c) {
         .recv_data = h_recv_data,
         .deferred_consume = h_deferred,
         .recv_header = h_recv_header,
+        .recv_trailer = h_recv_header, /* printed alike with -i, after the body */
         .stop_sending = h_stop_sending,
         .end_stream = h_end_stream,
         .reset_stream = h_reset_stream,

@@ -109,6 +109,25 @@ static void stream_more(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
 static const sws_scenario_ops stream_ops = {
     .name = "test-stream", .answer = stream_answer, .more = stream_more};
 
+/* A body of unknown length given with sws_ex_body, then trailers: as the
+ * proxy relays a chunked upstream answer. */
+#define CHUNK "0123456789abcdef"
+#define CHUNKS 1000
+static int chunked_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
+    (void)sc;
+    sws_answer a = {.status = 200, .content_type = "text/plain", .length = SWS_BODY_STREAM};
+    int rc = sws_ex_head(w, x, &a);
+    for (int i = 0; rc == 0 && i < CHUNKS; i++)
+        rc = sws_ex_body(w, x, CHUNK, sizeof(CHUNK) - 1);
+    sws_field t = SWS_FIELD_LIT("X-Chunks", "1000");
+    if (rc == 0)
+        rc = sws_ex_trailers(w, x, &t, 1);
+    return rc < 0 ? rc : SWS_ANSWER_DONE;
+}
+
+static const sws_scenario_ops chunked_ops = {.name = "test-chunked", .answer = chunked_answer};
+static sws_scenario g_chunked;
+
 static sws_scenario *route(void *ud, sws_exchange *x, const sws_http_request *req) {
     (void)ud;
     (void)x;
@@ -116,6 +135,8 @@ static sws_scenario *route(void *ud, sws_exchange *x, const sws_http_request *re
         return &g_big;
     if (strcmp(req->path, "/stream") == 0)
         return &g_stream;
+    if (strcmp(req->path, "/chunked") == 0)
+        return &g_chunked;
     return &g_hello;
 }
 
@@ -324,6 +345,8 @@ static int setup(void **state) {
     respond_cfg(&g_big_cfg, &g_big, g_big_body, BIG_SIZE);
     g_stream.ops = &stream_ops;
     g_stream.cfg = &g_hello_cfg;
+    g_chunked.ops = &chunked_ops;
+    g_chunked.cfg = &g_hello_cfg;
 
     if (sws_h3_ticket_key(g_ticket_key) != 0)
         return -1;
@@ -447,6 +470,19 @@ static void streamed_answer_through_room(void **state) {
     const char *args[] = {"-n", "3", "HOSTPORT", "/stream", NULL};
     assert_int_equal(h3get(g_buf, sizeof(g_buf), args), 0);
     assert_int_equal(answers(g_buf, 200, STREAM_SIZE, fnv(want, STREAM_SIZE)), 3);
+}
+
+static void body_of_unknown_length_with_trailers(void **state) {
+    (void)state;
+    static char want[CHUNKS * (sizeof(CHUNK) - 1)];
+    for (int i = 0; i < CHUNKS; i++)
+        memcpy(want + i * (sizeof(CHUNK) - 1), CHUNK, sizeof(CHUNK) - 1);
+    const char *args[] = {"-i", "HOSTPORT", "/chunked", NULL};
+    assert_int_equal(h3get(g_buf, sizeof(g_buf), args), 0);
+    assert_int_equal(answers(g_buf, 200, sizeof(want), fnv((const uint8_t *)want, sizeof(want))),
+                     1);
+    assert_null(strstr(g_buf, "content-length"));
+    assert_non_null(strstr(g_buf, "< x-chunks: 1000")); /* lowercased, after the body */
 }
 
 static void long_target_is_414(void **state) {
@@ -689,6 +725,7 @@ int main(void) {
         cmocka_unit_test(more_than_the_stream_limit_waits_for_room),
         cmocka_unit_test(one_mib_answer),
         cmocka_unit_test(streamed_answer_through_room),
+        cmocka_unit_test(body_of_unknown_length_with_trailers),
         cmocka_unit_test(long_target_is_414),
         cmocka_unit_test(unknown_method_is_501),
         cmocka_unit_test(unknown_version_is_negotiated),
