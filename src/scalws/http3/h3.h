@@ -1,0 +1,193 @@
+/* HTTP/3's parts, shared between its files only: endpoint.c (datagrams in,
+ * connection IDs, version negotiation, stateless resets, the timers),
+ * quic.c (one QUIC connection on ngtcp2 and GnuTLS: its packets out and
+ * its end), session.c (nghttp3 on a connection: streams into requests) and
+ * answer.c (the exchange's functions: answers into HTTP/3). Every function
+ * runs on the endpoint's loop thread. */
+#ifndef SWS_H3_H
+#define SWS_H3_H
+
+#include "http3.h"
+
+#include <gnutls/gnutls.h>
+#include <nghttp3/nghttp3.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <sys/socket.h>
+
+/* The engine's constants, in one place (doc/http3.md): until [http3] keys
+ * exist they bound every connection alike. */
+#define H3_MAX_STREAMS_BIDI 100       /* concurrent requests per connection */
+#define H3_STREAM_WINDOW (256 * 1024) /* a request body's flow-control window */
+#define H3_CONN_WINDOW (1024 * 1024)  /* a connection's */
+#define H3_QPACK_TABLE 4096           /* the QPACK dynamic table we let a client use */
+#define H3_QPACK_BLOCKED 100          /* streams that may wait on it */
+#define H3_BODY_RING (64 * 1024)      /* a streamed answer's bytes not yet acknowledged */
+#define H3_BURST 64                   /* datagrams one connection writes per turn */
+#define H3_CLOSE_RESENDS 8            /* CONNECTION_CLOSE answers to a closed peer */
+
+typedef struct h3_conn h3_conn;
+
+/* A certificate and key as GnuTLS loaded them, shared by the endpoint (for
+ * new connections) and by every connection made with it: a reload gives the
+ * endpoint another, and this one is freed with its last connection. */
+typedef struct h3_cred {
+    gnutls_certificate_credentials_t cred;
+    uint32_t refs;
+} h3_cred;
+
+/* One request and its answer: the exchange a scenario is given. From the
+ * endpoint's stream table; its place there is its exchange id. */
+typedef struct h3_stream {
+    sws_exchange ex; /* first: the exchange functions find the stream from it */
+    h3_conn *hc;
+    struct h3_stream *prev, *next; /* the connection's streams */
+    int64_t id;
+    uint32_t gen; /* bumped at each reuse: the exchange's mark */
+    sws_scenario *sc;
+    bool used : 1;
+    bool routed : 1;
+    bool head_done : 1;
+    bool req_end : 1;
+    bool authority : 1;
+    bool answering : 1;
+    bool asked : 1; /* its scenario's answer was called: its conn_end is owed */
+    bool in_answer : 1;
+    bool pending : 1;   /* the scenario answers asynchronously */
+    bool submitted : 1; /* the head is with nghttp3 */
+    bool nobody : 1;    /* HEAD, 1xx, 204, 304 */
+    bool ended : 1;     /* the body is all given */
+    bool deferred : 1;  /* the data reader waits for body bytes */
+    bool more_due : 1;  /* room came back: the scenario's `more` is owed */
+    bool want_more : 1; /* the scenario waits for room */
+    bool logged : 1;
+    uint16_t refuse; /* an error status to answer instead of the scenario */
+    uint16_t status;
+    uint32_t hbytes, hcount;
+    uint64_t content_length; /* declared; UINT64_MAX: none */
+    uint64_t body_in;
+    uint64_t sent; /* body bytes given to nghttp3 */
+    /* A fixed answer's body (respond's, or our error's note), sent from
+     * where it is. */
+    const char *fixed;
+    uint64_t fixed_left;
+    /* A streamed body: a ring of H3_BODY_RING, bytes [acked, written)
+     * kept until the client acknowledges them (nghttp3 points into it). */
+    char *ring;
+    uint64_t written, given, acked;
+    char note[48];
+    uint64_t start_ns;
+    sws_http_request req;
+} h3_stream;
+
+struct h3_conn {
+    sws_h3_endpoint *ep;
+    h3_conn *prev, *next;
+    ngtcp2_conn *q;
+    ngtcp2_crypto_conn_ref ref;
+    gnutls_session_t tls;
+    h3_cred *cred; /* what tls was made with (a reference) */
+    nghttp3_conn *h;
+    uint64_t id; /* the exchange mark's connection number */
+    struct sockaddr_storage local, remote;
+    socklen_t local_len, remote_len;
+    ngtcp2_cid odcid; /* the client's first Destination CID, in the table */
+    ngtcp2_connection_close_error err;
+    h3_stream *streams;
+    uint32_t nstreams;
+    bool closing : 1;  /* our CONNECTION_CLOSE is out: close_pkt answers */
+    bool draining : 1; /* the peer closed: silence until close_at */
+    bool goaway : 1;   /* the endpoint drains: GOAWAY sent */
+    bool more_due : 1; /* a stream's `more` is owed */
+    bool dead : 1;     /* freed at the end of the current call */
+    uint8_t resends;
+    uint32_t close_count; /* packets seen while closing */
+    uint64_t close_at;
+    uint8_t *close_pkt;
+    size_t close_len;
+};
+
+/* Connection IDs to connections: chained buckets, grown by doubling. */
+typedef struct h3_cid_entry {
+    struct h3_cid_entry *next;
+    h3_conn *hc;
+    uint8_t len;
+    uint8_t cid[NGTCP2_MAX_CIDLEN];
+} h3_cid_entry;
+
+struct sws_h3_endpoint {
+    sws_h3_settings s;
+    h3_cred *cred; /* for new connections (a reference) */
+    gnutls_datum_t ticket_key;
+    uint8_t reset_secret[32]; /* stateless reset tokens of our CIDs */
+    h3_cid_entry **buckets;
+    uint32_t nbuckets, ncids;
+    h3_conn *conns;
+    uint64_t next_conn_id;
+    bool draining;
+    uint32_t depth; /* inside input/on_timer: a scenario's call does not write */
+    sws_h3_stats st;
+    sws_date_cache date;
+    h3_stream *table; /* nstreams entries */
+    uint32_t *free_idx;
+    uint32_t ntable, nfree;
+    nghttp3_nv *nva; /* an answer's head being built */
+    uint32_t nva_cap;
+    char *low; /* its lowercased names */
+    uint32_t low_cap;
+    nghttp3_callbacks h3cb;
+    uint8_t tx[SWS_H3_MAX_DATAGRAM];
+};
+
+static inline h3_stream *stream_ofx(sws_exchange *x) {
+    return (h3_stream *)x;
+}
+static inline const h3_stream *cstream_ofx(const sws_exchange *x) {
+    return (const h3_stream *)x;
+}
+
+/* endpoint.c */
+void h3_cred_unref(h3_cred *c);
+int h3_cid_add(sws_h3_endpoint *ep, const uint8_t *cid, size_t len, h3_conn *hc);
+void h3_cid_del(sws_h3_endpoint *ep, const uint8_t *cid, size_t len);
+void h3_make_cid(sws_h3_endpoint *ep, uint8_t *cid);
+int h3_send(sws_h3_endpoint *ep, const ngtcp2_path *path, unsigned ecn, const uint8_t *data,
+            size_t len);
+
+/* quic.c */
+/* A connection for the client's Initial hd (NULL when it cannot be made). */
+h3_conn *h3_conn_new(sws_h3_endpoint *ep, const ngtcp2_pkt_hd *hd, const ngtcp2_path *path,
+                     uint64_t now);
+/* One packet of the connection's: read, then what it owes written. */
+void h3_conn_read(h3_conn *hc, const ngtcp2_path *path, unsigned ecn, const uint8_t *data,
+                  size_t len, uint64_t now);
+/* Writes what is due (stream data, ACKs, retransmissions). */
+void h3_conn_write(h3_conn *hc, uint64_t now);
+uint64_t h3_conn_expiry(h3_conn *hc);
+void h3_conn_timer(h3_conn *hc, uint64_t now);
+/* Ends the connection with an application error (H3_*), CONNECTION_CLOSE out. */
+void h3_conn_close_app(h3_conn *hc, uint64_t code, uint64_t now);
+void h3_conn_free(h3_conn *hc);
+/* A scenario moved a stream outside the engine's own calls: write now. */
+void h3_conn_kick(h3_conn *hc);
+
+/* session.c */
+/* nghttp3 on the connection, once 1-RTT keys are there. */
+int h3_session_start(h3_conn *hc);
+/* Streams whose room came back get their scenario's `more`. */
+void h3_session_more(h3_conn *hc);
+/* The stream's entry back to the table. */
+void h3_stream_free(h3_conn *hc, h3_stream *st);
+/* Draining: GOAWAY (nghttp3_conn_shutdown). */
+void h3_session_goaway(h3_conn *hc);
+
+/* answer.c */
+extern const sws_proto sws_h3_proto;
+nghttp3_ssize h3_read_body(nghttp3_conn *conn, int64_t id, nghttp3_vec *vec, size_t veccnt,
+                           uint32_t *pflags, void *conn_ud, void *stream_ud);
+/* Our own error answer for a stream whose answer has not begun. */
+void h3_answer_error(h3_stream *st, int status);
+/* The client acknowledged n body bytes. */
+void h3_body_acked(h3_stream *st, uint64_t n);
+
+#endif

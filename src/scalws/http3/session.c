@@ -1,0 +1,378 @@
+/* HTTP/3 on a QUIC connection (nghttp3, server side): the control and
+ * QPACK streams, and each request stream into a request a scenario reads
+ * (sws_http_request), under the [limits] of HTTP/1.1 with the answers
+ * HTTP/2 gives (414, 431, 413, 501). nghttp3 checks RFC 9114 4.3 itself
+ * (pseudo-fields missing, repeated or misplaced, upper-case names,
+ * connection-specific fields, a content-length the DATA disagrees with):
+ * each a stream error H3_MESSAGE_ERROR before a field reaches us. A
+ * request body is read and dropped: the scenarios here answer from the
+ * head (doc/http3.md). */
+#include "h3.h"
+
+#include "compress.h"
+
+#include <errno.h>
+#include <llhttp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- the stream table ---------------------------------------------------------- */
+
+static h3_stream *stream_new(h3_conn *hc, int64_t id) {
+    sws_h3_endpoint *ep = hc->ep;
+    if (ep->nfree == 0)
+        return NULL;
+    uint32_t i = ep->free_idx[--ep->nfree];
+    h3_stream *st = &ep->table[i];
+    uint32_t gen = st->gen + 1;
+    memset(st, 0, sizeof(*st));
+    st->ex.proto = &sws_h3_proto;
+    st->hc = hc;
+    st->id = id;
+    st->gen = gen;
+    st->used = true;
+    st->content_length = UINT64_MAX;
+    st->start_ns = sws_h3_now();
+    st->req.http_major = 3;
+    st->req.keep_alive = true;
+    st->next = hc->streams;
+    if (hc->streams)
+        hc->streams->prev = st;
+    hc->streams = st;
+    hc->nstreams++;
+    ep->st.streams++;
+    return st;
+}
+
+void h3_stream_free(h3_conn *hc, h3_stream *st) {
+    sws_h3_endpoint *ep = hc->ep;
+    if (st->asked)
+        sws_sc_conn_end(ep->s.w, st->sc, &st->ex);
+    if (st->routed)
+        st->sc->pending--;
+    /* nghttp3 holds no pointer to it past here: this is its stream_close,
+     * or the connection's end (nghttp3_conn_del calls back no one). */
+    free(st->ring);
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        hc->streams = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    hc->nstreams--;
+    uint32_t gen = st->gen;
+    memset(st, 0, sizeof(*st));
+    st->gen = gen;
+    ep->free_idx[ep->nfree++] = (uint32_t)(st - ep->table);
+}
+
+/* ---- the request's head ---------------------------------------------------------- */
+
+static bool is(const uint8_t *n, size_t nl, const char *lit, size_t ll) {
+    return nl == ll && memcmp(n, lit, ll) == 0;
+}
+#define IS(lit) is(n, nl, lit, sizeof(lit) - 1)
+
+static uint8_t method_of(const uint8_t *v, size_t vl, bool *known) {
+    *known = true;
+    if (is(v, vl, "GET", 3))
+        return HTTP_GET;
+    if (is(v, vl, "HEAD", 4))
+        return HTTP_HEAD;
+    if (is(v, vl, "POST", 4))
+        return HTTP_POST;
+    for (int m = 0; m <= HTTP_FLUSH; m++) { /* llhttp_method_name aborts past its last */
+        const char *name = llhttp_method_name((llhttp_method_t)m);
+        if (name && strlen(name) == vl && memcmp(name, v, vl) == 0)
+            return (uint8_t)m;
+    }
+    *known = false;
+    return HTTP_GET;
+}
+
+static void refuse(h3_stream *st, int status) {
+    if (!st->refuse)
+        st->refuse = (uint16_t)status;
+}
+
+static void host_put(sws_http_request *r, const uint8_t *v, size_t vl) {
+    size_t k = vl < SWS_HTTP_HOST_MAX ? vl : SWS_HTTP_HOST_MAX;
+    memcpy(r->host, v, k);
+    r->host_len = (uint16_t)k;
+}
+
+static void on_pseudo(h3_stream *st, const sws_http_limits *lim, const uint8_t *n, size_t nl,
+                      const uint8_t *v, size_t vl) {
+    sws_http_request *r = &st->req;
+    if (IS(":method")) {
+        bool known;
+        r->method = method_of(v, vl, &known);
+        r->head = r->method == HTTP_HEAD;
+        if (!known || r->method == HTTP_CONNECT)
+            refuse(st, 501); /* CONNECT (RFC 9114 4.4): no tunnels over HTTP/3 yet */
+    } else if (IS(":path")) {
+        if (vl > lim->uri_length)
+            refuse(st, 414);
+        size_t k = vl < SWS_HTTP_PATH_MAX - 1 ? vl : SWS_HTTP_PATH_MAX - 1;
+        memcpy(r->path, v, k);
+        r->path[k] = '\0';
+        r->path_len = (uint16_t)k;
+        r->path_truncated = k < vl;
+    } else if (IS(":authority")) {
+        st->authority = true;
+        host_put(r, v, vl);
+    }
+}
+
+static void on_field(h3_stream *st, const sws_http_limits *lim, const uint8_t *n, size_t nl,
+                     const uint8_t *v, size_t vl) {
+    sws_http_request *r = &st->req;
+    if (IS("content-length")) {
+        uint64_t cl = 0;
+        for (size_t i = 0; i < vl && cl <= UINT64_MAX / 10 - 10; i++)
+            cl = cl * 10 + (uint64_t)(v[i] - '0'); /* digits: nghttp3 checked */
+        st->content_length = cl;
+        if (cl > lim->body_size)
+            refuse(st, 413);
+    } else if (IS("host")) {
+        /* RFC 9114 4.3.1: a Host naming another origin than :authority
+         * makes the request malformed. */
+        if (st->authority && (vl != r->host_len || strncasecmp((const char *)v, r->host, vl) != 0))
+            refuse(st, 400);
+        else if (!st->authority)
+            host_put(r, v, vl);
+    }
+}
+
+static int begin_headers_cb(nghttp3_conn *h, int64_t id, void *ud, void *sud) {
+    (void)sud;
+    h3_conn *hc = ud;
+    h3_stream *st = stream_new(hc, id);
+    if (!st) {
+        /* The endpoint's table is full: the client may retry (RFC 9114 8.1). */
+        ngtcp2_conn_shutdown_stream(hc->q, id, NGHTTP3_H3_REQUEST_REJECTED);
+        return 0;
+    }
+    nghttp3_conn_set_stream_user_data(h, id, st);
+    return 0;
+}
+
+static int recv_header_cb(nghttp3_conn *h, int64_t id, int32_t token, nghttp3_rcbuf *name,
+                          nghttp3_rcbuf *value, uint8_t flags, void *ud, void *sud) {
+    (void)h;
+    (void)id;
+    (void)token;
+    (void)flags;
+    h3_conn *hc = ud;
+    h3_stream *st = sud;
+    if (!st)
+        return 0;
+    const sws_http_limits *lim = &hc->ep->s.limits;
+    nghttp3_vec nv = nghttp3_rcbuf_get_buf(name), vv = nghttp3_rcbuf_get_buf(value);
+    /* Counted as HTTP/1.1 counts a field line ("name: value" CR LF). */
+    st->hbytes += (uint32_t)(nv.len + vv.len + 4);
+    st->hcount++;
+    if (st->hbytes > lim->header_bytes || st->hcount > lim->header_count) {
+        refuse(st, 431);
+        return 0;
+    }
+    if (nv.len && nv.base[0] == ':')
+        on_pseudo(st, lim, nv.base, nv.len, vv.base, vv.len);
+    else
+        on_field(st, lim, nv.base, nv.len, vv.base, vv.len);
+    return 0;
+}
+
+/* The request's route: its scenario answers it, or we do with the
+ * refusal's status. */
+static void answer(h3_conn *hc, h3_stream *st) {
+    sws_h3_endpoint *ep = hc->ep;
+    if (st->answering)
+        return;
+    st->answering = true;
+    ep->st.requests++;
+    if (!st->routed) {
+        st->routed = true;
+        st->sc = ep->s.route(ep->s.route_ud, &st->ex, &st->req);
+        st->sc->pending++;
+    }
+    if (!st->refuse && st->sc->ops->request_head)
+        refuse(st, 501); /* a scenario that takes the request body (proxy): doc/http3.md */
+    if (st->refuse) {
+        h3_answer_error(st, st->refuse);
+        return;
+    }
+    st->in_answer = true;
+    st->asked = true;
+    int rc = sws_sc_answer(ep->s.w, st->sc, &st->ex);
+    st->in_answer = false;
+    if (rc == SWS_ANSWER_PENDING) {
+        st->pending = !st->ended;
+    } else if (rc < 0) {
+        if (!st->submitted)
+            h3_answer_error(st, 500);
+        else
+            ngtcp2_conn_shutdown_stream(hc->q, st->id, NGHTTP3_H3_INTERNAL_ERROR);
+    } else {
+        st->ended = true;
+    }
+    if (st->submitted && hc->h)
+        nghttp3_conn_resume_stream(hc->h, st->id);
+}
+
+static int end_headers_cb(nghttp3_conn *h, int64_t id, int fin, void *ud, void *sud) {
+    (void)h;
+    (void)id;
+    h3_stream *st = sud;
+    if (!st)
+        return 0;
+    st->head_done = true;
+    st->req_end = fin != 0;
+    answer(ud, st);
+    return 0;
+}
+
+/* Body bytes: read and dropped; the windows open again at once. */
+static int recv_data_cb(nghttp3_conn *h, int64_t id, const uint8_t *data, size_t len, void *ud,
+                        void *sud) {
+    (void)h;
+    (void)data;
+    h3_conn *hc = ud;
+    h3_stream *st = sud;
+    if (st)
+        st->body_in += len;
+    ngtcp2_conn_extend_max_stream_offset(hc->q, id, len);
+    ngtcp2_conn_extend_max_offset(hc->q, len);
+    return 0;
+}
+
+static int deferred_consume_cb(nghttp3_conn *h, int64_t id, size_t n, void *ud, void *sud) {
+    (void)h;
+    (void)sud;
+    h3_conn *hc = ud;
+    ngtcp2_conn_extend_max_stream_offset(hc->q, id, n);
+    ngtcp2_conn_extend_max_offset(hc->q, n);
+    return 0;
+}
+
+static int end_stream_cb(nghttp3_conn *h, int64_t id, void *ud, void *sud) {
+    (void)h;
+    (void)id;
+    h3_stream *st = sud;
+    if (st)
+        st->req_end = true;
+    if (st && !st->answering)
+        answer(ud, st);
+    return 0;
+}
+
+static int stream_close_cb(nghttp3_conn *h, int64_t id, uint64_t code, void *ud, void *sud) {
+    (void)h;
+    (void)code;
+    h3_conn *hc = ud;
+    if (sud)
+        h3_stream_free(hc, sud);
+    /* The client may open another in its place. */
+    if (ngtcp2_is_bidi_stream(id))
+        ngtcp2_conn_extend_max_streams_bidi(hc->q, 1);
+    return 0;
+}
+
+static int acked_data_cb(nghttp3_conn *h, int64_t id, uint64_t n, void *ud, void *sud) {
+    (void)h;
+    (void)id;
+    h3_conn *hc = ud;
+    h3_stream *st = sud;
+    if (st) {
+        h3_body_acked(st, n);
+        if (st->more_due)
+            hc->more_due = true;
+    }
+    return 0;
+}
+
+static int stop_sending_cb(nghttp3_conn *h, int64_t id, uint64_t code, void *ud, void *sud) {
+    (void)h;
+    (void)sud;
+    h3_conn *hc = ud;
+    return ngtcp2_conn_shutdown_stream_read(hc->q, id, code) ? NGHTTP3_ERR_CALLBACK_FAILURE : 0;
+}
+
+static int reset_stream_cb(nghttp3_conn *h, int64_t id, uint64_t code, void *ud, void *sud) {
+    (void)h;
+    (void)sud;
+    h3_conn *hc = ud;
+    return ngtcp2_conn_shutdown_stream_write(hc->q, id, code) ? NGHTTP3_ERR_CALLBACK_FAILURE : 0;
+}
+
+static const nghttp3_callbacks CALLBACKS = {
+    .acked_stream_data = acked_data_cb,
+    .stream_close = stream_close_cb,
+    .recv_data = recv_data_cb,
+    .deferred_consume = deferred_consume_cb,
+    .begin_headers = begin_headers_cb,
+    .recv_header = recv_header_cb,
+    .end_headers = end_headers_cb,
+    .stop_sending = stop_sending_cb,
+    .end_stream = end_stream_cb,
+    .reset_stream = reset_stream_cb,
+};
+
+/* ---- the session ----------------------------------------------------------------- */
+
+int h3_session_start(h3_conn *hc) {
+    if (hc->h)
+        return 0;
+    if (ngtcp2_conn_get_max_local_streams_uni(hc->q) < 3)
+        return -EPROTO; /* RFC 9114 6.2: the client must allow our three */
+    nghttp3_settings settings;
+    nghttp3_settings_default(&settings);
+    settings.qpack_max_dtable_capacity = H3_QPACK_TABLE;
+    settings.qpack_blocked_streams = H3_QPACK_BLOCKED;
+    /* The largest field section we take: beyond it nghttp3 ends the
+     * stream; below it our own count answers 431. */
+    settings.max_field_section_size = (uint64_t)hc->ep->s.limits.header_bytes * 2;
+    if (nghttp3_conn_server_new(&hc->h, &CALLBACKS, &settings, NULL, hc) != 0) {
+        hc->h = NULL;
+        return -ENOMEM;
+    }
+    const ngtcp2_transport_params *p = ngtcp2_conn_get_local_transport_params(hc->q);
+    nghttp3_conn_set_max_client_streams_bidi(hc->h, p->initial_max_streams_bidi);
+    int64_t ctrl, enc, dec;
+    if (ngtcp2_conn_open_uni_stream(hc->q, &ctrl, NULL) != 0 ||
+        nghttp3_conn_bind_control_stream(hc->h, ctrl) != 0 ||
+        ngtcp2_conn_open_uni_stream(hc->q, &enc, NULL) != 0 ||
+        ngtcp2_conn_open_uni_stream(hc->q, &dec, NULL) != 0 ||
+        nghttp3_conn_bind_qpack_streams(hc->h, enc, dec) != 0)
+        return -EPROTO;
+    if (hc->ep->draining)
+        h3_session_goaway(hc);
+    return 0;
+}
+
+void h3_session_more(h3_conn *hc) {
+    if (!hc->more_due)
+        return;
+    hc->more_due = false;
+    sws_h3_endpoint *ep = hc->ep;
+    for (h3_stream *st = hc->streams; st; st = st->next) {
+        if (!st->more_due)
+            continue;
+        st->more_due = false;
+        st->want_more = false;
+        if (st->pending && !st->ended && st->sc)
+            sws_sc_more(ep->s.w, st->sc, &st->ex);
+        if (hc->h)
+            nghttp3_conn_resume_stream(hc->h, st->id);
+    }
+}
+
+void h3_session_goaway(h3_conn *hc) {
+    if (hc->goaway || !hc->h)
+        return;
+    hc->goaway = true;
+    /* The GOAWAY names the first stream we will not answer: every request
+     * the client sent before it is still served (RFC 9114 5.2). */
+    nghttp3_conn_shutdown(hc->h);
+}
