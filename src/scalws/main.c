@@ -261,9 +261,6 @@ int main(int argc, char **argv) {
             snprintf(srv.admin_text, sizeof(srv.admin_text), "%s", cfg.admin.text);
         fprintf(stderr, "scalwsd: admin on %s (/metrics, /status)\n", srv.admin_text);
     }
-    if (ready_file && (rc = sws_ready_write(ready_file, &srv)) < 0)
-        /* Serving already; whoever waits for the file will say it is missing. */
-        fprintf(stderr, "scalwsd: --ready-file %s: %s\n", ready_file, strerror(-rc));
     /* A SIGUSR2 restart: the old process drains once every loop turns here
      * (its threads were started by sws_server_start; 5 s at most, then it is
      * told anyway: the listeners are bound and queue connections). */
@@ -273,6 +270,11 @@ int main(int argc, char **argv) {
     /* Once it serves: a SIGUSR2's new process takes the file over here. */
     if (cfg.pid_file[0] && (rc = sws_pid_file_write(cfg.pid_file)) < 0)
         fprintf(stderr, "scalwsd: pid_file %s: %s\n", cfg.pid_file, strerror(-rc));
+    /* The ready file last: when it appears, the pid file is there too (a
+     * script that reads one after the other never races the other's write). */
+    if (ready_file && (rc = sws_ready_write(ready_file, &srv)) < 0)
+        /* Serving already; whoever waits for the file will say it is missing. */
+        fprintf(stderr, "scalwsd: --ready-file %s: %s\n", ready_file, strerror(-rc));
 #ifdef SWS_HAVE_SYSTEMD
     sd_notify(0, "READY=1");
 #endif
