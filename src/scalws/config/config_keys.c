@@ -1,16 +1,16 @@
 /* The one table of scalwsd's configuration keys, in the order --help and
  * --print-config list them: section, key, kind, default, whether SIGHUP may
  * change it, and one line of help (nginx's command arrays are the model).
- * A key is added here and nowhere else; the man page and the example file are
- * checked against this table by tests/e2e/man_page.sh and example_config.sh. */
-#include "access_config.h"
+ * A key is added here and nowhere else (a custom key's parser and formatter
+ * beside their theme's in keys_*.c, declared in keys.h); the man page and the
+ * example file are checked against this table by tests/e2e/man_page.sh and
+ * example_config.sh. */
 #include "config.h"
-#include "trusted.h"
+#include "keys.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* In the order of sws_accept_route. */
@@ -120,63 +120,8 @@ static void format_listen(const sws_config *c, char *out, size_t len) {
     }
 }
 
-/* [tls]: parsed by src/tls/tls_config.c, which the unit tests also drive. */
-#define TLS_PARSE(name, key)                                                                       \
-    static int parse_tls_##name(sws_config *c, const char *v, char *why, size_t len) {             \
-        return sws_tls_config_set(&c->tls, key, v, why, len);                                      \
-    }
-TLS_PARSE(cert, "cert")
-TLS_PARSE(key, "key")
-TLS_PARSE(ocsp, "ocsp")
-TLS_PARSE(protocols, "protocols")
-TLS_PARSE(ciphers, "ciphers")
-TLS_PARSE(ciphersuites, "ciphersuites")
-TLS_PARSE(groups, "groups")
-TLS_PARSE(tickets, "session_tickets")
-TLS_PARSE(rotate, "ticket_key_rotate")
-TLS_PARSE(cache, "session_cache")
-TLS_PARSE(ktls, "ktls")
-TLS_PARSE(unknown, "unknown_name")
-static void format_tls_cert(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->tls.cert);
-}
-static void format_tls_key(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->tls.key);
-}
-static void format_tls_ocsp(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->tls.ocsp[0] ? c->tls.ocsp : "off");
-}
-static void format_tls_protocols(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", sws_tls_protocols_name(c->tls.protocols));
-}
-/* The profile is longer than an ini line (inih reads 200 characters). */
-static void format_tls_ciphers(const sws_config *c, char *out, size_t len) {
-    bool def = strcmp(c->tls.ciphers, SWS_TLS_DEFAULT_CIPHERS) == 0;
-    snprintf(out, len, "%s", def ? "intermediate" : c->tls.ciphers);
-}
-static void format_tls_ciphersuites(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->tls.ciphersuites);
-}
-static void format_tls_groups(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->tls.groups);
-}
-static void format_tls_tickets(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->tls.tickets ? "on" : "off");
-}
-static void format_tls_rotate(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%us", (unsigned)(c->tls.ticket_key_rotate_ms / 1000u));
-}
-static void format_tls_cache(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%u", (unsigned)c->tls.session_cache);
-}
-static void format_tls_ktls(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->tls.ktls ? "on" : "off");
-}
-static void format_tls_unknown(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->tls.refuse_unknown ? "refuse" : "default");
-}
 #define TLS_KEY(k, name, def, help)                                                                \
-    CUSTOM("tls", k, parse_tls_##name, format_tls_##name, def, RELOAD, help)
+    CUSTOM("tls", k, sws_key_parse_tls_##name, sws_key_format_tls_##name, def, RELOAD, help)
 
 /* auto (-1), or a count: event_loops takes 0 (the shared baseline), worker_threads does not. */
 static int parse_count(int *dst, const char *v, uint64_t lo, char *why, size_t len) {
@@ -211,44 +156,6 @@ static void format_worker_threads(const sws_config *c, char *out, size_t len) {
     format_count(c->worker_threads, out, len);
 }
 
-/* The body may carry \n, \r, \t and \\ escapes (ini values are one line); any
- * other escaped character stands for itself ("\;" for a ';'). */
-static int parse_body(sws_config *c, const char *v, char *why, size_t len) {
-    size_t n = 0;
-    for (const char *s = v; *s; s++) {
-        char ch = *s;
-        if (ch == '\\' && s[1]) {
-            s++;
-            ch = *s == 'n' ? '\n' : *s == 'r' ? '\r' : *s == 't' ? '\t' : *s;
-        }
-        if (n >= SWS_BODY_MAX) {
-            snprintf(why, len, "body longer than %d bytes", SWS_BODY_MAX);
-            return -EINVAL;
-        }
-        c->body[n++] = ch;
-    }
-    c->body_len = n;
-    return 0;
-}
-static void format_body(const sws_config *c, char *out, size_t len) {
-    size_t o = 0;
-    for (size_t i = 0; i < c->body_len && o + 3 < len; i++) {
-        char ch = c->body[i];
-        const char *esc = ch == '\n'   ? "\\n"
-                          : ch == '\r' ? "\\r"
-                          : ch == '\t' ? "\\t"
-                          : ch == '\\' ? "\\\\"
-                                       : NULL;
-        if (esc) {
-            memcpy(out + o, esc, 2);
-            o += 2;
-        } else {
-            out[o++] = ch;
-        }
-    }
-    out[o] = '\0';
-}
-
 static int parse_admin(sws_config *c, const char *v, char *why, size_t len) {
     if (!*v || strcmp(v, "off") == 0) {
         c->admin_enabled = false;
@@ -265,525 +172,9 @@ static void format_admin(const sws_config *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->admin_enabled ? c->admin.text : "off");
 }
 
-/* A file name: no '/', not "." or "..". */
-static int parse_index(sws_config *c, const char *v, char *why, size_t len) {
-    if (strlen(v) >= sizeof(c->stat.index) || strchr(v, '/') || strcmp(v, ".") == 0 ||
-        strcmp(v, "..") == 0 || strpbrk(v, "\r\n")) {
-        snprintf(why, len, "bad index '%s' (want a file name, or empty for none)", v);
-        return -EINVAL;
-    }
-    strcpy(c->stat.index, v);
-    return 0;
-}
-static void format_index(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->stat.index);
-}
-
-/* Whether the text [s, s + n) has a ".." segment. */
-static bool dotdot(const char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        size_t e = i;
-        while (e < n && s[e] != '/')
-            e++;
-        if (e - i == 2 && s[i] == '.' && s[i + 1] == '.')
-            return true;
-        i = e + 1;
-    }
-    return false;
-}
-
-/* try_files: paths below the root, each '/'-first or "$uri"-first with at
- * most one $uri and no ".." (nothing may climb out of the root), and at the
- * end "=CODE" if wanted; parsed once here, so a request reads offsets. */
-static int parse_try_files(sws_config *c, const char *v, char *why, size_t len) {
-    sws_static_config *st = &c->stat;
-    if (strlen(v) >= sizeof(st->try_files) || strpbrk(v, "\r\n")) {
-        snprintf(why, len, "longer than %zu bytes", sizeof(st->try_files) - 1);
-        return -EINVAL;
-    }
-    sws_static_config t = {0};
-    strcpy(t.try_files, strcmp(v, "off") == 0 ? "" : v);
-    const char *s = t.try_files;
-    for (size_t i = 0; s[i];) {
-        if (s[i] == ' ' || s[i] == '\t') {
-            i++;
-            continue;
-        }
-        size_t e = i;
-        while (s[e] && s[e] != ' ' && s[e] != '\t')
-            e++;
-        size_t n = e - i;
-        if (t.ntry && t.try[t.ntry - 1].code) {
-            snprintf(why, len, "'%.*s' after '=%u': a status ends the list", (int)n, s + i,
-                     t.try[t.ntry - 1].code);
-            return -EINVAL;
-        }
-        if (t.ntry == SWS_TRY_MAX) {
-            snprintf(why, len, "more than %d entries", SWS_TRY_MAX);
-            return -EINVAL;
-        }
-        sws_try *y = &t.try[t.ntry++];
-        *y = (sws_try){.off = (uint8_t)i, .len = (uint8_t)n};
-        if (s[i] == '=') {
-            uint64_t code;
-            char num[8];
-            snprintf(num, sizeof(num), "%.*s", (int)(n - 1), s + i + 1);
-            if (n > 4 || sws_parse_uint(num, 400, 599, &code) < 0) {
-                snprintf(why, len, "bad status '%.*s' (want =400..=599)", (int)n, s + i);
-                return -EINVAL;
-            }
-            y->code = (uint16_t)code;
-        } else {
-            const char *u = strstr(s + i, "$uri");
-            if (u && u >= s + e)
-                u = NULL;
-            size_t at = u ? (size_t)(u - s) : e; /* the literal before $uri */
-            const char *rest = u ? u + 4 : s + e;
-            bool ok = (s[i] == '/' || u == s + i) && !memchr(rest, '$', (size_t)(s + e - rest)) &&
-                      !memchr(s + i, '$', at - i) && !dotdot(s + i, at - i) &&
-                      !dotdot(rest, (size_t)(s + e - rest));
-            for (size_t k = i; ok && k < e; k++)
-                ok = (unsigned char)s[k] >= 0x20 && s[k] != 0x7f;
-            if (!ok) {
-                snprintf(why, len,
-                         "bad entry '%.*s' (want /path or $uri with text around it, one $uri, no "
-                         "'..', or =CODE last)",
-                         (int)n, s + i);
-                return -EINVAL;
-            }
-            y->uri = u ? (uint8_t)(u - (s + i) + 1) : 0;
-        }
-        i = e;
-    }
-    memcpy(st->try_files, t.try_files, sizeof(st->try_files));
-    st->ntry = t.ntry;
-    memcpy(st->try, t.try, sizeof(st->try));
-    return 0;
-}
-static void format_try_files(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->stat.try_files[0] ? c->stat.try_files : "off");
-}
-
-/* compress_types: media types ("text/html") or every subtype of one
- * ("text/" then "*"), separated by spaces or commas; kept lowercased, one space
- * apart, for core/compress.c's match. */
-static int parse_compress_types(sws_config *c, const char *v, char *why, size_t len) {
-    char out[SWS_COMPRESS_TYPES_MAX];
-    size_t n = 0;
-    const char *p = v;
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        if (!*p)
-            break;
-        const char *s = p;
-        while (*p && *p != ' ' && *p != '\t' && *p != ',')
-            p++;
-        size_t tl = (size_t)(p - s);
-        const char *slash = memchr(s, '/', tl);
-        bool ok = slash && slash > s && slash < s + tl - 1 &&
-                  !memchr(slash + 1, '/', (size_t)(s + tl - slash - 1));
-        for (size_t i = 0; ok && i < tl; i++)
-            ok = s[i] > ' ' && s[i] < 127 && !strchr("\"(),:;<=>?@[\\]{}", s[i]);
-        if (!ok) {
-            snprintf(why, len, "bad media type '%.*s' (want type/subtype or type/*)", (int)tl, s);
-            return -EINVAL;
-        }
-        if (n + tl + 1 >= sizeof(out)) {
-            snprintf(why, len, "too long (%zu bytes of types at most)", sizeof(out) - 1);
-            return -EINVAL;
-        }
-        if (n)
-            out[n++] = ' ';
-        for (size_t i = 0; i < tl; i++)
-            out[n++] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
-    }
-    out[n] = '\0';
-    memcpy(c->comp.types, out, n + 1);
-    return 0;
-}
-static void format_compress_types(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->comp.types);
-}
-
-static int parse_upstream(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_proxy_parse_upstreams(&c->proxy, v, why, len);
-}
-static void format_upstream(const sws_config *c, char *out, size_t len) {
-    sws_proxy_format_upstreams(&c->proxy, out, len);
-}
-static int parse_host(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_proxy_parse_host(&c->proxy, v, why, len);
-}
-static void format_host(const sws_config *c, char *out, size_t len) {
-    sws_proxy_format_host(&c->proxy, out, len);
-}
-static int parse_trusted(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_trusted_parse(&c->proxy, v, why, len);
-}
-static void format_trusted(const sws_config *c, char *out, size_t len) {
-    sws_trusted_format(&c->proxy, out, len);
-}
-static int parse_upgrade(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_proxy_parse_upgrade(&c->proxy, v, why, len);
-}
-static void format_upgrade(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->proxy.upgrade[0] ? c->proxy.upgrade : "off");
-}
-/* The access keys ([server] and [route NAME], access_config.h). */
-static int parse_rate(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_rate_parse(&c->access, v, why, len);
-}
-static void format_rate(const sws_config *c, char *out, size_t len) {
-    sws_rate_format(&c->access, out, len);
-}
-static int parse_limit_status(sws_config *c, const char *v, char *why, size_t len) {
-    if (strcmp(v, "429") != 0 && strcmp(v, "503") != 0) {
-        snprintf(why, len, "bad status '%s' (want 429 or 503)", v);
-        return -EINVAL;
-    }
-    c->access.status = v[0] == '5' ? 503 : 429;
-    return 0;
-}
-static void format_limit_status(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%u", c->access.status);
-}
-static int parse_allow(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_acl_parse(&c->access.allow, v, why, len);
-}
-static void format_allow(const sws_config *c, char *out, size_t len) {
-    sws_acl_format(&c->access.allow, out, len);
-}
-static int parse_deny(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_acl_parse(&c->access.deny, v, why, len);
-}
-static void format_deny(const sws_config *c, char *out, size_t len) {
-    sws_acl_format(&c->access.deny, out, len);
-}
-static int parse_admin_allow(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_acl_parse(&c->admin_allow, v, why, len);
-}
-static void format_admin_allow(const sws_config *c, char *out, size_t len) {
-    sws_acl_format(&c->admin_allow, out, len);
-}
-/* A realm goes inside a quoted-string (RFC 7235 2.2): printable, no quote
- * or backslash to escape. */
-static int parse_realm(sws_config *c, const char *v, char *why, size_t len) {
-    size_t n = strlen(v);
-    bool ok = n > 0 && n < sizeof(c->access.realm);
-    for (size_t i = 0; ok && i < n; i++)
-        ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f && v[i] != '"' && v[i] != '\\';
-    if (!ok) {
-        snprintf(why, len, "bad realm (1..%zu printable characters, no '\"' or '\\')",
-                 sizeof(c->access.realm) - 1);
-        return -EINVAL;
-    }
-    memcpy(c->access.realm, v, n + 1);
-    return 0;
-}
-static void format_realm(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->access.realm);
-}
-/* An origin-form path ("/healthz"), or off. */
-static int parse_health_check(sws_config *c, const char *v, char *why, size_t len) {
-    if (!*v || strcmp(v, "off") == 0) {
-        c->proxy.health_check[0] = '\0';
-        return 0;
-    }
-    bool ok = v[0] == '/' && strlen(v) < sizeof(c->proxy.health_check);
-    for (const char *s = v; ok && *s; s++)
-        ok = (unsigned char)*s > ' ' && *s != 0x7f;
-    if (!ok) {
-        snprintf(why, len, "bad path '%s' (want /path or off)", v);
-        return -EINVAL;
-    }
-    strcpy(c->proxy.health_check, v);
-    return 0;
-}
-static void format_health_check(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->proxy.health_check[0] ? c->proxy.health_check : "off");
-}
-
-/* A file for a log or the pid: one line; "off" is none. */
-static int log_path(char *dst, size_t cap, const char *v, bool off_ok, char *why, size_t len) {
-    if (strlen(v) >= cap || strpbrk(v, "\r\n")) {
-        snprintf(why, len, "bad file name (one line, at most %zu bytes)", cap - 1);
-        return -EINVAL;
-    }
-    snprintf(dst, cap, "%s", strcmp(v, "off") == 0 && !off_ok ? "" : v);
-    return 0;
-}
-static int parse_access_log(sws_config *c, const char *v, char *why, size_t len) {
-    return log_path(c->access_log, sizeof(c->access_log), v, false, why, len);
-}
-static void format_access_log(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->access_log);
-}
-static int parse_pid_file(sws_config *c, const char *v, char *why, size_t len) {
-    return log_path(c->pid_file, sizeof(c->pid_file), v, false, why, len);
-}
-static void format_pid_file(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->pid_file);
-}
-static int parse_log_format(sws_config *c, const char *v, char *why, size_t len) {
-    if (strlen(v) >= sizeof(c->log_format)) {
-        snprintf(why, len, "format longer than %zu bytes", sizeof(c->log_format) - 1);
-        return -EINVAL;
-    }
-    int rc = sws_log_format_compile(&c->log_fmt, v, why, len);
-    if (rc == 0)
-        snprintf(c->log_format, sizeof(c->log_format), "%s", v);
-    return rc;
-}
-static void format_log_format(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->log_format);
-}
-/* A route's: "" until set, so that an unset one takes [server]'s. */
-static int parse_route_access_log(sws_config *c, const char *v, char *why, size_t len) {
-    if (!*v) {
-        snprintf(why, len, "empty (want a file, or off)");
-        return -EINVAL;
-    }
-    return log_path(c->rt.access_log, sizeof(c->rt.access_log), v, true, why, len);
-}
-static void format_route_access_log(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->rt.access_log);
-}
-static int parse_route_log_format(sws_config *c, const char *v, char *why, size_t len) {
-    if (strlen(v) >= sizeof(c->rt.log_format)) {
-        snprintf(why, len, "format longer than %zu bytes", sizeof(c->rt.log_format) - 1);
-        return -EINVAL;
-    }
-    int rc = sws_log_format_compile(&c->rt.log_fmt, v, why, len);
-    if (rc == 0)
-        snprintf(c->rt.log_format, sizeof(c->rt.log_format), "%s", v);
-    return rc;
-}
-static void format_route_log_format(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->rt.log_format);
-}
-
-/* One name of a route's host list: a DNS name ("*.name" for every name
- * under it, a trailing dot dropped) or an IP literal, without a port. */
-static bool route_name_ok(const char *s, size_t n) {
-    if (n == 0 || n > 253)
-        return false;
-    if (s[0] == '[') { /* an IPv6 literal, as Host writes it */
-        for (size_t i = 1; i + 1 < n; i++)
-            if (!strchr("0123456789abcdefABCDEF:.", s[i]))
-                return false;
-        return n > 2 && s[n - 1] == ']';
-    }
-    size_t label = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (ch == '.') {
-            if (label == 0)
-                return false; /* an empty label */
-            label = 0;
-            continue;
-        }
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '-') ||
-            ++label > 63)
-            return false;
-    }
-    return label > 0;
-}
-
-/* Appends one name to c->rt.hosts, lowercased ("*.a.b" as ".a.b"). */
-static int add_route_name(sws_config *c, const char *v, size_t n, char *why, size_t len) {
-    sws_route_keys *rt = &c->rt;
-    bool wild = n > 2 && v[0] == '*' && v[1] == '.';
-    const char *h = wild ? v + 2 : v;
-    size_t hl = wild ? n - 2 : n;
-    if (hl > 1 && h[hl - 1] == '.' && h[0] != '[')
-        hl--; /* "example.com." is example.com, as a Host with its dot is matched */
-    if (!route_name_ok(h, hl)) {
-        snprintf(why, len, "bad host '%.*s' (want names, *.name or IP addresses, no port%s)",
-                 (int)n, v, n == 1 && v[0] == '*' ? "; unset matches any host" : "");
-        return -EINVAL;
-    }
-    char name[256];
-    size_t k = 0;
-    if (wild)
-        name[k++] = '.';
-    for (size_t i = 0; i < hl; i++)
-        name[k++] = (char)(h[i] >= 'A' && h[i] <= 'Z' ? h[i] + ('a' - 'A') : h[i]);
-    name[k++] = '\0';
-    for (uint32_t at = 0; at < rt->hosts_len; at += (uint32_t)strlen(rt->hosts + at) + 1) {
-        if (strcmp(rt->hosts + at, name) == 0) {
-            snprintf(why, len, "host '%.*s' is named twice", (int)n, v);
-            return -EINVAL;
-        }
-    }
-    if (rt->nhosts == SWS_ROUTE_NAMES_MAX) {
-        snprintf(why, len, "more than %d host names in one route", SWS_ROUTE_NAMES_MAX);
-        return -EINVAL;
-    }
-    if (rt->hosts_len + k > rt->hosts_cap) {
-        uint32_t cap = rt->hosts_cap ? rt->hosts_cap * 2 : 256;
-        char *p = realloc(rt->hosts, cap);
-        if (!p) {
-            snprintf(why, len, "out of memory");
-            return -ENOMEM;
-        }
-        rt->hosts = p;
-        rt->hosts_cap = cap;
-    }
-    memcpy(rt->hosts + rt->hosts_len, name, k);
-    rt->hosts_len += (uint32_t)k;
-    rt->nhosts++;
-    return 0;
-}
-
-/* [server] error_page and [route NAME] error_page: the syntax now, the files
- * when the configuration is complete (sws_error_pages_load). */
-static int parse_error_page(sws_config *c, const char *v, char *why, size_t len) {
-    if (!*v || strcmp(v, "off") == 0) {
-        c->error_page[0] = '\0';
-        return 0;
-    }
-    if (sws_error_page_check(v, why, len) < 0)
-        return -EINVAL;
-    snprintf(c->error_page, sizeof(c->error_page), "%s", v);
-    return 0;
-}
-static void format_error_page(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->error_page);
-}
-
-/* [route NAME] host: names separated by commas (or spaces); several host
- * lines add up, for lists longer than a line. */
-static int parse_route_host(sws_config *c, const char *v, char *why, size_t len) {
-    const char *s = v;
-    bool any = false;
-    for (;;) {
-        s += strspn(s, ", \t");
-        if (!*s)
-            break;
-        size_t n = strcspn(s, ", \t");
-        int rc = add_route_name(c, s, n, why, len);
-        if (rc < 0)
-            return rc;
-        any = true;
-        s += n;
-    }
-    if (!any) {
-        snprintf(why, len, "no host name (unset matches any host)");
-        return -EINVAL;
-    }
-    return 0;
-}
-static void format_route_host(const sws_config *c, char *out, size_t len) {
-    size_t o = 0;
-    out[0] = '\0';
-    for (uint32_t at = 0; at < c->rt.hosts_len && o < len;) {
-        const char *h = c->rt.hosts + at;
-        o += (size_t)snprintf(out + o, len - o, "%s%s%s", o ? ", " : "", h[0] == '.' ? "*" : "", h);
-        at += (uint32_t)strlen(h) + 1;
-    }
-}
-
-/* path and path_prefix: one of them per route, '/' first, no query (the
- * query is not matched), and short enough for what the parser keeps. */
-static int route_path(sws_config *c, const char *v, bool prefix, char *why, size_t len) {
-    if (c->rt.path[0]) {
-        snprintf(why, len, "a route has one path or path_prefix");
-        return -EINVAL;
-    }
-    size_t n = strlen(v);
-    bool ok = v[0] == '/' && n < SWS_ROUTE_PATH_MAX - 1;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = (unsigned char)v[i] > 0x20 && v[i] != 0x7f && v[i] != '?' && v[i] != '#';
-    if (!ok) {
-        snprintf(why, len,
-                 "bad path '%s' (want /..., up to %d bytes, no query, no spaces: a longer or "
-                 "other one could never match)",
-                 v, SWS_ROUTE_PATH_MAX - 2);
-        return -EINVAL;
-    }
-    memcpy(c->rt.path, v, n + 1);
-    c->rt.prefix = prefix;
-    return 0;
-}
-static int parse_route_path(sws_config *c, const char *v, char *why, size_t len) {
-    return route_path(c, v, false, why, len);
-}
-static int parse_route_prefix(sws_config *c, const char *v, char *why, size_t len) {
-    return route_path(c, v, true, why, len);
-}
-static void format_route_path(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->rt.prefix ? "" : c->rt.path);
-}
-static void format_route_prefix(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->rt.prefix ? c->rt.path : "");
-}
-
-/* add_header, add_header_always ([server] and [route NAME]): one field a
- * line, lines adding up (header_policy.h). */
-static int parse_add_header(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_header_keys_add(&c->hdr, v, false, why, len);
-}
-static int parse_add_header_always(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_header_keys_add(&c->hdr, v, true, why, len);
-}
-static void format_add_header(const sws_config *c, char *out, size_t len) {
-    sws_header_keys_format(&c->hdr, false, out, len);
-}
-static void format_add_header_always(const sws_config *c, char *out, size_t len) {
-    sws_header_keys_format(&c->hdr, true, out, len);
-}
-
-/* [redirect] (redirect_config.c). */
-static int parse_redirect_to(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_redirect_parse_to(&c->redirect, v, why, len);
-}
-static void format_redirect_to(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%s", c->redirect.to);
-}
-static int parse_redirect_code(sws_config *c, const char *v, char *why, size_t len) {
-    return sws_redirect_parse_code(&c->redirect, v, why, len);
-}
-static void format_redirect_code(const sws_config *c, char *out, size_t len) {
-    snprintf(out, len, "%u", (unsigned)c->redirect.code);
-}
-
-/* [acme]: parsed by src/acme/acme_config.c, which the unit tests also drive
- * (its sws_acme_keys holds the same defaults for them). */
-#define ACME_PARSE(name, key)                                                                      \
-    static int parse_acme_##name(sws_config *c, const char *v, char *why, size_t len) {            \
-        return sws_acme_config_set(&c->acme, key, v, why, len);                                    \
-    }
-#define ACME_TEXT(name, field)                                                                     \
-    ACME_PARSE(name, #name)                                                                        \
-    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                   \
-        snprintf(out, len, "%s", c->acme.field);                                                   \
-    }
-#define ACME_SECS(name, field)                                                                     \
-    ACME_PARSE(name, #name)                                                                        \
-    static void format_acme_##name(const sws_config *c, char *out, size_t len) {                   \
-        snprintf(out, len, "%us", (unsigned)c->acme.field);                                        \
-    }
-ACME_TEXT(directory, directory)
-ACME_TEXT(email, email)
-ACME_TEXT(state_dir, state_dir)
-ACME_TEXT(challenge, challenge)
-ACME_TEXT(ca_file, ca_file)
-ACME_TEXT(http_listen, http_listen)
-ACME_SECS(renew_before, renew_before_s)
-ACME_SECS(retry_min, retry_min_s)
-ACME_SECS(retry_max, retry_max_s)
-ACME_PARSE(domains, "domains")
-static void format_acme_domains(const sws_config *c, char *out, size_t len) {
-    size_t o = 0;
-    out[0] = '\0';
-    for (int i = 0; i < c->acme.ndomains && o < len; i++)
-        o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", c->acme.domains[i]);
-}
 /* The ACME thread keeps the [acme] it started with: every key needs a restart. */
 #define ACME_KEY(k, def, help)                                                                     \
-    CUSTOM("acme", #k, parse_acme_##k, format_acme_##k, def, RESTART, help)
+    CUSTOM("acme", #k, sws_key_parse_acme_##k, sws_key_format_acme_##k, def, RESTART, help)
 
 /* ---- the table ------------------------------------------------------------ */
 
@@ -835,36 +226,41 @@ const sws_key sws_config_keys[] = {
          "TCP_DEFER_ACCEPT: accept once the request's first bytes arrive"),
     ENUM("server", "scenario", scenario, scenario_names, "respond", RESTART,
          "what answers requests: respond, proxy, static or redirect"),
-    CUSTOM("server", "access_log", parse_access_log, format_access_log, NULL, RELOAD,
-           "file for the access log, one line per answer (unset or off: none)"),
-    CUSTOM("server", "log_format", parse_log_format, format_log_format, "combined", RELOAD,
+    CUSTOM("server", "access_log", sws_key_parse_access_log, sws_key_format_access_log, NULL,
+           RELOAD, "file for the access log, one line per answer (unset or off: none)"),
+    CUSTOM("server", "log_format", sws_key_parse_log_format, sws_key_format_log_format, "combined",
+           RELOAD,
            "access log lines: combined, common, json, json VARIABLES, or a $variable template"),
-    CUSTOM("server", "pid_file", parse_pid_file, format_pid_file, NULL, RESTART,
+    CUSTOM("server", "pid_file", sws_key_parse_pid_file, sws_key_format_pid_file, NULL, RESTART,
            "file for the server's pid, kept across SIGUSR2 (unset: none)"),
     BOOL("server", "http2", http2, "on", RESTART,
          "HTTP/2 beside HTTP/1.1: ALPN h2 on a tls listener, the preface on a plaintext one"),
-    CUSTOM("server", "add_header", parse_add_header, format_add_header, NULL, RELOAD,
-           "\"Name: value\" added to 2xx and 3xx answers; one a line, lines add up"),
-    CUSTOM("server", "add_header_always", parse_add_header_always, format_add_header_always, NULL,
-           RELOAD, "\"Name: value\" added to every answer, errors included"),
-    CUSTOM("server", "error_page", parse_error_page, format_error_page, NULL, RELOAD,
+    CUSTOM("server", "add_header", sws_key_parse_add_header, sws_key_format_add_header, NULL,
+           RELOAD, "\"Name: value\" added to 2xx and 3xx answers; one a line, lines add up"),
+    CUSTOM("server", "add_header_always", sws_key_parse_add_header_always,
+           sws_key_format_add_header_always, NULL, RELOAD,
+           "\"Name: value\" added to every answer, errors included"),
+    CUSTOM("server", "error_page", sws_key_parse_error_page, sws_key_format_error_page, NULL,
+           RELOAD,
            "CODE [CODE...] FILE[, ...]: files sent as the body of the default route's errors"),
-    CUSTOM_AT("server", "limit_rate", access.rate_us, parse_rate, format_rate, "off", RELOAD,
+    CUSTOM_AT("server", "limit_rate", access.rate_us, sws_key_parse_rate, sws_key_format_rate,
+              "off", RELOAD,
               "requests per client address: N r/s or N r/m (GCRA, shared by the loops), or off"),
     UINT("server", "limit_burst", access.burst, 0, 1000000, "0", RELOAD,
          "requests beyond limit_rate a client may send at once"),
     UINT("server", "limit_conn", access.conn, 0, 65535, "0", RELOAD,
          "open connections per peer address (0: no limit)"),
-    CUSTOM_AT("server", "limit_status", access.status, parse_limit_status, format_limit_status,
-              "429", RELOAD, "status past limit_rate or limit_conn: 429 or 503 (with Retry-After)"),
-    CUSTOM_AT("server", "allow", access.allow, parse_allow, format_allow, "off", RELOAD,
-              "client addresses (CIDR list, or all) that may ask; others 403"),
-    CUSTOM_AT("server", "deny", access.deny, parse_deny, format_deny, "off", RELOAD,
+    CUSTOM_AT("server", "limit_status", access.status, sws_key_parse_limit_status,
+              sws_key_format_limit_status, "429", RELOAD,
+              "status past limit_rate or limit_conn: 429 or 503 (with Retry-After)"),
+    CUSTOM_AT("server", "allow", access.allow, sws_key_parse_allow, sws_key_format_allow, "off",
+              RELOAD, "client addresses (CIDR list, or all) that may ask; others 403"),
+    CUSTOM_AT("server", "deny", access.deny, sws_key_parse_deny, sws_key_format_deny, "off", RELOAD,
               "client addresses refused with 403 (the most specific of allow and deny wins)"),
     STRING("server", "auth_basic_file", access.auth_file, NULL, RELOAD,
            "htpasswd file (bcrypt or SHA-512 crypt) whose users may ask; others 401"),
-    CUSTOM_AT("server", "auth_realm", access.realm, parse_realm, format_realm, "scalwsd", RELOAD,
-              "the realm of the Basic challenge (WWW-Authenticate)"),
+    CUSTOM_AT("server", "auth_realm", access.realm, sws_key_parse_realm, sws_key_format_realm,
+              "scalwsd", RELOAD, "the realm of the Basic challenge (WWW-Authenticate)"),
 
     UINT("http2", "max_concurrent_streams", h2.max_concurrent_streams, 1, 10000, "100", RELOAD,
          "streams a client may have open on one connection (more are refused)"),
@@ -893,7 +289,7 @@ const sws_key sws_config_keys[] = {
 
     STRING("static", "root", stat.root, NULL, RELOAD,
            "the directory served (scenario static needs it; --root sets it)"),
-    CUSTOM("static", "index", parse_index, format_index, "index.html", RELOAD,
+    CUSTOM("static", "index", sws_key_parse_index, sws_key_format_index, "index.html", RELOAD,
            "file served for a directory; empty: none (403, or a listing with autoindex)"),
     STRING("static", "default_type", stat.default_type, "application/octet-stream", RELOAD,
            "Content-Type of an extension mime_types does not list"),
@@ -911,15 +307,15 @@ const sws_key sws_config_keys[] = {
          "entries of each loop's open-file cache (0: off)"),
     MS("static", "open_file_cache_valid", stat.cache_valid_ms, 0, "1s", RELOAD,
        "how long a cached entry is used before the file is opened again"),
-    CUSTOM("static", "try_files", parse_try_files, format_try_files, "off", RELOAD,
+    CUSTOM("static", "try_files", sws_key_parse_try_files, sws_key_format_try_files, "off", RELOAD,
            "paths tried in order ($uri, $uri.html, $uri/, /index.html), =CODE last; off: none"),
     BOOL("static", "autoindex", stat.autoindex, "off", RELOAD,
          "list a directory without its index file (HTML; dotfiles only with dotfiles = allow)"),
 
     BOOL("compress", "compress", comp.on, "off", RELOAD,
          "compress answers on the fly (gzip, br) for clients that accept it"),
-    CUSTOM("compress", "compress_types", parse_compress_types, format_compress_types,
-           SWS_COMPRESS_DEFAULT_TYPES, RELOAD,
+    CUSTOM("compress", "compress_types", sws_key_parse_compress_types,
+           sws_key_format_compress_types, SWS_COMPRESS_DEFAULT_TYPES, RELOAD,
            "media types compressed (type/subtype or type/*), spaces or commas between"),
     SIZE("compress", "compress_min_length", comp.min_length, 0, UINT32_MAX, "256", RELOAD,
          "an answer of known length below this goes uncompressed"),
@@ -929,15 +325,15 @@ const sws_key sws_config_keys[] = {
          "brotli quality of br answers (0 fastest, 11 smallest)"),
 
     UINT("respond", "status", status, 200, 599, "200", RELOAD, "status of the fixed answer"),
-    CUSTOM("respond", "body", parse_body, format_body, "Hello from scalwsd\\n", RELOAD,
-           "body of the fixed answer (\\n \\r \\t \\\\ escapes)"),
+    CUSTOM("respond", "body", sws_key_parse_body, sws_key_format_body, "Hello from scalwsd\\n",
+           RELOAD, "body of the fixed answer (\\n \\r \\t \\\\ escapes)"),
     STRING("respond", "content_type", content_type, "text/plain", RELOAD,
            "Content-Type of the fixed answer"),
 
-    CUSTOM("redirect", "to", parse_redirect_to, format_redirect_to, NULL, RELOAD,
+    CUSTOM("redirect", "to", sws_key_parse_redirect_to, sws_key_format_redirect_to, NULL, RELOAD,
            "the Location: a URL or /path with $scheme $host $request_uri $uri $args $is_args"),
-    CUSTOM("redirect", "code", parse_redirect_code, format_redirect_code, "301", RELOAD,
-           "status of the redirect: 301, 302, 303, 307 or 308"),
+    CUSTOM("redirect", "code", sws_key_parse_redirect_code, sws_key_format_redirect_code, "301",
+           RELOAD, "status of the redirect: 301, 302, 303, 307 or 308"),
     BOOL("redirect", "any_host", redirect.any_host, "off", RELOAD,
          "allow $host in to without the route's host names (any Host the client sends)"),
 
@@ -980,22 +376,22 @@ const sws_key sws_config_keys[] = {
     TLS_KEY("session_cache", cache, "20480", "session-ID cache entries per loop; 0 off"),
     TLS_KEY("ktls", ktls, "on", "kernel TLS; never live with memory BIOs (doc/tls.md)"),
 
-    CUSTOM("proxy", "upstream", parse_upstream, format_upstream, NULL, RESTART,
+    CUSTOM("proxy", "upstream", sws_key_parse_upstream, sws_key_format_upstream, NULL, RESTART,
            "host:port [weight=N][, ...] to forward to; a name: each of its addresses"),
     ENUM("proxy", "balance", proxy.balance, balance_names, "round_robin", RELOAD,
          "how an upstream is picked: round_robin, least_conn or p2c (weighted)"),
-    CUSTOM("proxy", "host", parse_host, format_host, "client", RELOAD,
+    CUSTOM("proxy", "host", sws_key_parse_host, sws_key_format_host, "client", RELOAD,
            "Host sent upstream: client (the client's), upstream (its name) or a value"),
     ENUM("proxy", "forwarded", proxy.forwarded, forwarded_names, "x-forwarded", RELOAD,
          "fields naming the client: x-forwarded (X-Forwarded-*), rfc7239 (Forwarded) or off"),
-    CUSTOM("proxy", "trusted_proxies", parse_trusted, format_trusted, "off", RELOAD,
+    CUSTOM("proxy", "trusted_proxies", sws_key_parse_trusted, sws_key_format_trusted, "off", RELOAD,
            "CIDR list whose forwarding fields are kept and appended to; others replaced"),
     UINT("proxy", "max_fails", proxy.max_fails, 0, 1000, "1", RELOAD,
          "failures within fail_timeout that skip an upstream for fail_timeout (0: never)"),
     MS("proxy", "fail_timeout", proxy.fail_timeout_ms, 1, "10s", RELOAD,
        "the window of max_fails, and how long the upstream is skipped after it"),
-    CUSTOM("proxy", "health_check", parse_health_check, format_health_check, "off", RESTART,
-           "path an active check GETs on every upstream (2xx/3xx passes), or off"),
+    CUSTOM("proxy", "health_check", sws_key_parse_health_check, sws_key_format_health_check, "off",
+           RESTART, "path an active check GETs on every upstream (2xx/3xx passes), or off"),
     MS("proxy", "health_interval", proxy.health_interval_ms, 100, "2s", RESTART,
        "time between two checks of an upstream"),
     UINT("proxy", "health_rise", proxy.health_rise, 1, 100, "2", RESTART,
@@ -1021,7 +417,7 @@ const sws_key sws_config_keys[] = {
     MS("proxy", "idle_timeout", proxy.idle_timeout_ms, 1, "60s", RELOAD,
        "idle time of a pooled upstream connection before it is closed"),
     CUSTOM(
-        "proxy", "upgrade", parse_upgrade, format_upgrade, "websocket", RELOAD,
+        "proxy", "upgrade", sws_key_parse_upgrade, sws_key_format_upgrade, "websocket", RELOAD,
         "protocols a request may Upgrade to through the proxy (a tunnel), comma separated, or off"),
     MS("proxy", "tunnel_idle_timeout", proxy.tunnel_idle_timeout_ms, 1, "3600s", RELOAD,
        "time a tunnel may carry no byte either way before both sides are closed"),
@@ -1040,37 +436,40 @@ const sws_key sws_config_keys[] = {
 
     CUSTOM("admin", "listen", parse_admin, format_admin, "off", RESTART,
            "host:port of the admin API (/status, /metrics) and status page, or off"),
-    CUSTOM_AT("admin", "allow", admin_allow, parse_admin_allow, format_admin_allow, "off", RELOAD,
-              "addresses (CIDR list) that may use the admin listener; off: any"),
+    CUSTOM_AT("admin", "allow", admin_allow, sws_key_parse_admin_allow, sws_key_format_admin_allow,
+              "off", RELOAD, "addresses (CIDR list) that may use the admin listener; off: any"),
 };
 const int sws_config_nkeys = (int)(sizeof sws_config_keys / sizeof sws_config_keys[0]);
 
 /* [route NAME]'s own keys (route.h); the section also takes every key of
  * [respond], [static], [proxy] and [redirect] from the table above. */
 const sws_key sws_route_key_table[] = {
-    CUSTOM("route NAME", "host", parse_route_host, format_route_host, NULL, RELOAD,
+    CUSTOM("route NAME", "host", sws_key_parse_route_host, sws_key_format_route_host, NULL, RELOAD,
            "Hosts to match: names, *.name for every name under it, comma separated "
            "(unset: any host)"),
     STRING("route NAME", "listen", rt.listen, NULL, RELOAD,
            "the listeners it serves, by name= or address, comma separated (unset: every one)"),
-    CUSTOM("route NAME", "path_prefix", parse_route_prefix, format_route_prefix, NULL, RELOAD,
-           "path prefix to match, on a segment boundary; the longest wins"),
-    CUSTOM("route NAME", "path", parse_route_path, format_route_path, NULL, RELOAD,
+    CUSTOM("route NAME", "path_prefix", sws_key_parse_route_prefix, sws_key_format_route_prefix,
+           NULL, RELOAD, "path prefix to match, on a segment boundary; the longest wins"),
+    CUSTOM("route NAME", "path", sws_key_parse_route_path, sws_key_format_route_path, NULL, RELOAD,
            "exact path to match (beats any path_prefix)"),
     ENUM("route NAME", "scenario", rt.scenario, scenario_names, NULL, RELOAD,
          "what answers the route: respond, static, proxy or redirect"),
     BOOL("route NAME", "strip_prefix", rt.strip_prefix, "off", RELOAD,
          "the scenario sees the path without the route's path_prefix"),
-    CUSTOM("route NAME", "access_log", parse_route_access_log, format_route_access_log, NULL,
-           RELOAD, "the route's access log file, or off (unset: [server]'s)"),
-    CUSTOM("route NAME", "log_format", parse_route_log_format, format_route_log_format, NULL,
-           RELOAD, "the route's access log format (unset: [server]'s)"),
-    CUSTOM("route NAME", "add_header", parse_add_header, format_add_header, NULL, RELOAD,
-           "\"Name: value\" on its 2xx and 3xx answers (none set: [server]'s)"),
-    CUSTOM("route NAME", "add_header_always", parse_add_header_always, format_add_header_always,
-           NULL, RELOAD, "\"Name: value\" on every answer of the route"),
-    CUSTOM("route NAME", "error_page", parse_error_page, format_error_page, NULL, RELOAD,
-           "CODE [CODE...] FILE[, ...]: files sent as the body of the route's errors"),
+    CUSTOM("route NAME", "access_log", sws_key_parse_route_access_log,
+           sws_key_format_route_access_log, NULL, RELOAD,
+           "the route's access log file, or off (unset: [server]'s)"),
+    CUSTOM("route NAME", "log_format", sws_key_parse_route_log_format,
+           sws_key_format_route_log_format, NULL, RELOAD,
+           "the route's access log format (unset: [server]'s)"),
+    CUSTOM("route NAME", "add_header", sws_key_parse_add_header, sws_key_format_add_header, NULL,
+           RELOAD, "\"Name: value\" on its 2xx and 3xx answers (none set: [server]'s)"),
+    CUSTOM("route NAME", "add_header_always", sws_key_parse_add_header_always,
+           sws_key_format_add_header_always, NULL, RELOAD,
+           "\"Name: value\" on every answer of the route"),
+    CUSTOM("route NAME", "error_page", sws_key_parse_error_page, sws_key_format_error_page, NULL,
+           RELOAD, "CODE [CODE...] FILE[, ...]: files sent as the body of the route's errors"),
 };
 const int sws_route_nkeys = (int)(sizeof sws_route_key_table / sizeof sws_route_key_table[0]);
 _Static_assert(sizeof sws_config_keys / sizeof sws_config_keys[0] <= SWS_CONFIG_KEYS_MAX,

@@ -7,6 +7,7 @@
  * reports after every other completion of the handle: no completion can reach
  * a slot that has been handed to another connection. */
 #include "conn.h"
+#include "conn_tls.h"
 
 #include "access_log.h"
 #include "acme_tokens.h"
@@ -86,25 +87,6 @@ static void out_give(sws_worker *w, sws_conn *c) {
     c->out = NULL;
 }
 
-/* The stash and wire buffers of a tls connection come from the same pool
- * (room for three per slot with a tls listener), so TLS allocates nothing per
- * request either. */
-static void buf_give(sws_worker *w, char **b) {
-    sws_lend_give(&w->outbuf, *b);
-    *b = NULL;
-}
-
-/* Only once no write can be in flight: the engine and its buffers go. */
-static void tls_release(sws_worker *w, sws_conn *c) {
-    if (!c->tls)
-        return;
-    sws_tls_conn_free(&c->tls->eng);
-    buf_give(w, &c->tls->wire);
-    buf_give(w, &c->tls->stash);
-    free(c->tls);
-    c->tls = NULL;
-}
-
 /* The one place a connection's phase changes; entering CLOSING closes the
  * handle, entering FREE gives the slot back. */
 static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
@@ -123,7 +105,7 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
         /* Every completion of the handle came before its close's: no write
          * can still be reading the buffer. */
         out_give(w, c);
-        tls_release(w, c);
+        conn_tls_release(w, c);
         list_del(w, c);
         w->free_idx[w->nfree++] = c->index;
         SWS_ADD(w->ctr.active, (uint64_t)-1);
@@ -134,7 +116,7 @@ static void conn_phase(sws_worker *w, sws_conn *c, sws_phase to) {
 /* No further request is read: the answer in output is the last. linger: the
  * peer may still be sending (a refused request, pipelined input), so the
  * close is a half-close and a drain (start_linger). */
-static void conn_last(sws_worker *w, sws_conn *c, bool linger) {
+void conn_last(sws_worker *w, sws_conn *c, bool linger) {
     if (c->phase == SWS_PH_OPEN)
         conn_phase(w, c, linger ? SWS_PH_LAST_LINGER : SWS_PH_LAST);
     else if (c->phase == SWS_PH_LAST && linger)
@@ -156,7 +138,7 @@ void sws_conn_stop_reading(sws_worker *w, sws_conn *c) {
     }
 }
 
-static void arm_recv(sws_worker *w, sws_conn *c) {
+void conn_arm_recv(sws_worker *w, sws_conn *c) {
     if (c->recv_armed || sws_phase_gone(c->phase))
         return;
     int rc = tl_recv(w->loop, c->h, sws_token(c->index, SWS_T_RECV), &c->recv_op);
@@ -218,7 +200,7 @@ void sws_conn_open(sws_worker *w, sws_scenario *sc, tl_handle h, unsigned listen
         }
         c->deadline = tl_loop_now(w->loop) + w->cfg->handshake_timeout_ms;
     }
-    arm_recv(w, c);
+    conn_arm_recv(w, c);
 }
 
 /* Draining: an idle connection is closed at the grace's end, not at its
@@ -255,10 +237,8 @@ static void start_linger(sws_worker *w, sws_conn *c) {
     c->deadline = tl_loop_now(w->loop) + SWS_LINGER_MS;
     held_release_all(w, c);
     c->recv_paused = false;
-    arm_recv(w, c);
+    conn_arm_recv(w, c);
 }
-
-static bool tls_flush(sws_worker *w, sws_conn *c);
 
 static void flush(sws_worker *w, sws_conn *c) {
     if (sws_phase_gone(c->phase) || c->write_inflight)
@@ -281,7 +261,7 @@ static void flush(sws_worker *w, sws_conn *c) {
             return; /* the scenario waits for its data; sws_ex_more follows */
     }
     if (c->tls) {
-        if (tls_flush(w, c))
+        if (conn_tls_flush(w, c))
             return;
     } else if (c->olen > 0) {
         tl_op op;
@@ -345,7 +325,7 @@ static void idle_close_finish(sws_worker *w, sws_conn *c) {
         /* Bytes the receive had not taken yet: read and answer them. */
         c->recv_paused = false;
         c->deadline = tl_loop_now(w->loop) + 100;
-        arm_recv(w, c);
+        conn_arm_recv(w, c);
         return;
     }
     /* Empty: the FIN goes out with the lingering close (flush). */
@@ -412,150 +392,6 @@ static int proto_sniff(sws_worker *w, sws_conn *c, const char *data, uint32_t le
     return sws_phase_gone(c->phase) || c->phase != SWS_PH_OPEN ? 0 : 1;
 }
 
-/* ---- TLS: the engine between the socket and the parser ---------------------- */
-
-static void tls_pause(sws_worker *w, sws_conn *c) {
-    if (!c->recv_paused) {
-        c->recv_paused = true;
-        if (c->recv_armed)
-            tl_cancel(w->loop, c->recv_op);
-    }
-}
-
-static void tls_failed(sws_worker *w, sws_conn *c) {
-    SWS_ADD(w->ctr.tls_failed[c->tls->eng.fail < SWS_TLS_FAIL_N ? c->tls->eng.fail : 0], 1);
-    /* The alert OpenSSL queued (if any) goes out at flush, then the close;
-     * nothing further is read. */
-    c->olen = 0;
-    conn_last(w, c, false);
-    tls_pause(w, c);
-}
-
-/* Decrypts and parses what the engine holds, until it wants more input, the
- * output is full (a write completion resumes: pump) or the connection ends. */
-static void tls_pump(sws_worker *w, sws_conn *c) {
-    while (c->phase == SWS_PH_OPEN && !c->tls->stash) {
-        if (c->answer_pending || c->olen + w->resp_max > w->out_cap) {
-            tls_pause(w, c);
-            return;
-        }
-        bool was = c->tls->eng.established;
-        int n = sws_tls_read(&c->tls->eng, w->tls_plain, SWS_TLS_PLAIN);
-        if (!was && c->tls->eng.established) {
-            SWS_ADD(w->ctr.tls_handshakes, 1);
-            if (sws_tls_resumed(&c->tls->eng))
-                SWS_ADD(w->ctr.tls_resumed, 1);
-            if (c->tls->eng.acme_challenge) {
-                /* RFC 8737: the handshake was the whole validation; no
-                 * application data, the close follows its last flight. */
-                conn_last(w, c, false);
-                tls_pause(w, c);
-                return;
-            }
-            /* From here the request's own timeout runs. */
-            c->deadline = tl_loop_now(w->loop) + w->cfg->header_timeout_ms;
-            if (!c->chosen &&
-                !proto_switch(w, c, sws_tls_alpn_h2(&c->tls->eng) ? w->h2_proto : c->proto))
-                return;
-        }
-        if (n > 0) {
-            uint32_t off = 0;
-            if (!c->proto->input(w, c, w->tls_plain, (uint32_t)n, &off)) {
-                if (!(c->tls->stash = sws_lend_take(&w->outbuf))) {
-                    sws_conn_close(w, c);
-                    return;
-                }
-                c->tls->stash_len = (uint32_t)n - off;
-                c->tls->stash_off = 0;
-                memcpy(c->tls->stash, w->tls_plain + off, c->tls->stash_len);
-                tls_pause(w, c);
-                return;
-            }
-            continue;
-        }
-        if (n == SWS_TLS_EOF && c->proto->eof)
-            c->proto->eof(w, c);
-        else if (n == SWS_TLS_EOF) /* close_notify: answer what was asked, then close */
-            conn_last(w, c, false);
-        else if (n < 0)
-            tls_failed(w, c);
-        return;
-    }
-}
-
-static void tls_input(sws_worker *w, sws_conn *c, const char *data, uint32_t len) {
-    if (c->phase != SWS_PH_OPEN)
-        return;
-    if (sws_tls_feed(&c->tls->eng, data, len) < 0) {
-        sws_conn_close(w, c);
-        return;
-    }
-    tls_pump(w, c);
-}
-
-/* After a write: the stash first, then the engine, then receive again once
- * nothing waits. */
-static void tls_resume(sws_worker *w, sws_conn *c) {
-    if (c->tls->stash) {
-        uint32_t off = c->tls->stash_off;
-        if (c->phase == SWS_PH_OPEN &&
-            !c->proto->input(w, c, c->tls->stash, c->tls->stash_len, &off)) {
-            c->tls->stash_off = off;
-            return;
-        }
-        buf_give(w, &c->tls->stash);
-    }
-    tls_pump(w, c);
-    if (c->phase == SWS_PH_OPEN && !c->tls->stash && c->recv_paused && !c->answer_pending &&
-        c->olen + w->resp_max <= w->out_cap) {
-        c->recv_paused = false;
-        arm_recv(w, c);
-    }
-}
-
-/* Seals the plaintext answers and writes what the engine has to send. True
- * when a write is in flight (or the connection closed); false when all is
- * sent and flush's ending (last answer, linger, drain) applies. */
-static bool tls_flush(sws_worker *w, sws_conn *c) {
-    sws_tls_conn *t = &c->tls->eng;
-    if (c->phase == SWS_PH_LINGERING)
-        return false; /* the write side is shut */
-    /* Bounded: plaintext is sealed only while less than a buffer of records
-     * waits, so a client that does not read holds at most two buffers. */
-    if (c->olen && t->established && !t->failed && sws_tls_pending(t) < w->out_cap) {
-        uint32_t done = 0;
-        while (done < c->olen) {
-            int n = sws_tls_write(t, c->out + done, c->olen - done);
-            if (n <= 0) {
-                sws_conn_close(w, c);
-                return true;
-            }
-            done += (uint32_t)n;
-        }
-        c->olen = 0;
-    }
-    if (c->phase != SWS_PH_OPEN && c->olen == 0 && !c->answer_pending)
-        sws_tls_close_notify(t);
-    if (sws_tls_pending(t) == 0) {
-        buf_give(w, &c->tls->wire);
-        return c->olen > 0;
-    }
-    if (!c->tls->wire && !(c->tls->wire = sws_lend_take(&w->outbuf))) {
-        sws_conn_close(w, c);
-        return true;
-    }
-    size_t k = sws_tls_take(t, c->tls->wire, w->out_cap);
-    tl_op op;
-    if (tl_write(w->loop, c->h, c->tls->wire, k, sws_token(c->index, SWS_T_WRITE), &op) < 0) {
-        sws_conn_close(w, c);
-        return true;
-    }
-    c->wlen = (uint32_t)k;
-    c->write_inflight = true;
-    c->wdeadline = tl_loop_now(w->loop) + w->cfg->send_timeout_ms;
-    return true;
-}
-
 static void on_recv(sws_worker *w, const tl_completion *e) {
     sws_conn *c = conn_of(w, e->token);
     bool has_buf = (e->flags & TL_CQE_BUFFER) != 0;
@@ -573,7 +409,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         if (final && e->res <= 0 && e->res != -ECANCELED)
             sws_conn_close(w, c);
         else if (final)
-            arm_recv(w, c);
+            conn_arm_recv(w, c);
         return;
     }
     if (e->res > 0 && has_buf) {
@@ -581,7 +417,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         const char *data = e->u.buf.data;
         uint32_t len = (uint32_t)e->res, off = 0;
         if (c->tls) {
-            tls_input(w, c, data, len); /* the engine copies: the buffer goes back now */
+            conn_tls_input(w, c, data, len); /* the engine copies: the buffer goes back now */
             release(w, e->u.buf.id);
         } else if (c->phase != SWS_PH_OPEN)
             release(w, e->u.buf.id);
@@ -608,7 +444,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
             c->peer_eof = true;
             if (c->tls && !c->tls->eng.established && !c->tls->eng.failed) {
                 sws_tls_peer_eof(&c->tls->eng); /* a hello cut short, or no TLS at all */
-                tls_failed(w, c);
+                conn_tls_failed(w, c);
             }
             if (c->proto->eof && c->phase == SWS_PH_OPEN)
                 c->proto->eof(w, c);
@@ -627,7 +463,7 @@ static void on_recv(sws_worker *w, const tl_completion *e) {
         } else if (idle_check) {
             idle_close_finish(w, c);
         } else if (!c->recv_paused && c->phase == SWS_PH_OPEN) {
-            arm_recv(w, c);
+            conn_arm_recv(w, c);
         }
     }
     flush(w, c);
@@ -661,7 +497,7 @@ static void on_write(sws_worker *w, const tl_completion *e) {
  * is pending), resumes receiving once nothing is held, and writes. */
 void sws_conn_pump(sws_worker *w, sws_conn *c) {
     if (c->tls)
-        tls_resume(w, c); /* a tls connection holds plaintext in its stash, not buffers */
+        conn_tls_resume(w, c); /* a tls connection holds plaintext in its stash, not buffers */
     while (c->hcount && !sws_phase_gone(c->phase)) {
         sws_held *h = &w->hpool[c->hhead];
         uint32_t off = h->off;
@@ -677,7 +513,7 @@ void sws_conn_pump(sws_worker *w, sws_conn *c) {
     if (c->hcount == 0 && c->recv_paused && !c->tls) {
         c->recv_paused = false;
         if (c->phase == SWS_PH_OPEN)
-            arm_recv(w, c);
+            conn_arm_recv(w, c);
     }
     flush(w, c);
     /* keepalive_timeout counts from the last answer written, not from when it
@@ -705,7 +541,7 @@ static void rearm_starved(sws_worker *w) {
         c->starved = false;
         w->nstarved--;
         if (c->phase == SWS_PH_OPEN && !c->recv_paused)
-            arm_recv(w, c);
+            conn_arm_recv(w, c);
     }
 }
 
@@ -835,64 +671,6 @@ void sws_conn_drain(sws_worker *w, sws_scenario *sc, bool force) {
  * A route's instance holds a connection only while its answer is pending. */
 bool sws_conn_finished(const sws_worker *w, const sws_scenario *sc) {
     return sc == &w->sc ? !w->active : sc->pending == 0;
-}
-
-/* The loop's connection table: one slot per connection up to
- * max_connections (+1 spare), allocated on first use; the held-input pool,
- * one node per loop buffer. Output buffers come and go (out_take). */
-int sws_conn_table_init(sws_worker *w) {
-    w->nslots = w->cfg->max_connections + 1;
-    w->nexchanges = w->nslots; /* HTTP/2's table_init adds its streams */
-    /* calloc: pages of slots never used are never touched (or resident). */
-    w->slots = calloc(w->nslots, sizeof(*w->slots));
-    w->free_idx = malloc(w->nslots * sizeof(*w->free_idx));
-    if (!w->slots || !w->free_idx)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < w->nslots; i++)
-        w->free_idx[i] = w->nslots - 1 - i;
-    w->nfree = w->nslots;
-    /* The block size is out_cap, known once the scenario is (worker.c).
-     * A tls connection may hold three buffers: out, wire and stash; any
-     * connection one more while its request head waits for a route. */
-    if (sws_lend_init(&w->outbuf, 0, w->nslots * (w->cfg->listen_tls ? 4u : 2u)) < 0)
-        return -ENOMEM;
-    int rc = w->conn_proto->table_init(w);
-    if (rc == 0 && w->h2_proto)
-        rc = w->h2_proto->table_init(w);
-    if (rc < 0)
-        return rc;
-    if (w->cfg->listen_tls && !(w->tls_plain = malloc(SWS_TLS_PLAIN)))
-        return -ENOMEM;
-    w->hpool = malloc(SWS_RECV_BUFFERS * sizeof(*w->hpool));
-    if (!w->hpool)
-        return -ENOMEM;
-    for (uint32_t k = 0; k < SWS_RECV_BUFFERS; k++)
-        w->hpool[k].next = k + 1 < SWS_RECV_BUFFERS ? k + 1 : SWS_NIL;
-    w->hfree = 0;
-    return 0;
-}
-
-/* After the loop is freed. */
-void sws_conn_table_free(sws_worker *w) {
-    for (uint32_t k = 0; k < w->nslots && w->slots; k++) {
-        sws_conn *c = &w->slots[k];
-        if (c->tls) {
-            sws_tls_conn_free(&c->tls->eng);
-            free(c->tls->wire);
-            free(c->tls->stash);
-            free(c->tls);
-        }
-        free(c->out);
-    }
-    if (w->h2_proto)
-        w->h2_proto->table_free(w); /* the sessions the connections hold too */
-    if (w->conn_proto)
-        w->conn_proto->table_free(w); /* the parsers the connections hold too */
-    sws_lend_fini(&w->outbuf);
-    free(w->slots);
-    free(w->free_idx);
-    free(w->hpool);
-    free(w->tls_plain);
 }
 
 /* A reload committed: each open connection's protocol follows it. */

@@ -1,10 +1,10 @@
-/* The transport (conn.c): one client connection's bytes in and out, plain or
- * TLS: receive into loop buffers (held while the protocol cannot take them),
- * one output buffer written as one write (the back-pressure), the write and
- * idle deadlines, the lingering close. What the bytes mean is its protocol's
- * (sws_conn_proto: HTTP/1.1 today, http1/), reached only through that table.
- * A connection and everything it points to belong to its worker's loop
- * thread. */
+/* The transport (conn.c; the TLS pump in conn_tls.c): one client
+ * connection's bytes in and out, plain or TLS: receive into loop buffers
+ * (held while the protocol cannot take them), one output buffer written as
+ * one write (the back-pressure), the write and idle deadlines, the lingering
+ * close. What the bytes mean is its protocol's (sws_conn_proto: HTTP/1.1
+ * today, http1/), reached only through that table. A connection and
+ * everything it points to belong to its worker's loop thread. */
 #ifndef SWS_CONN_H
 #define SWS_CONN_H
 

@@ -1,6 +1,8 @@
 /* Private to the io_uring backend: its state, the per-op bits, and what
- * uring.c (ring, arm phase, streams, the wait) and uring_accept.c (accepting
- * under the ceiling, turnloop#77) call in each other. Not part of the seam. */
+ * uring.c (ring, arm phase, closes, the wait), uring_stream.c (receives, the
+ * buffer ring, parking, writes), uring_udp.c (datagrams) and uring_accept.c
+ * (accepting under the ceiling, turnloop#77) call in each other. Not part of
+ * the seam. */
 #ifndef TL_BACKEND_URING_H
 #define TL_BACKEND_URING_H
 
@@ -149,8 +151,19 @@ void tl__ur_finish(tl_loop *loop, uint32_t oi, int32_t res, const tl_completion 
 /* An SQE for op oi, marked in flight; NULL (and oi listed again) when none is free. */
 struct io_uring_sqe *tl__ur_op_sqe(tl_loop *loop, uint32_t oi);
 
-/* Gives buffer id back to the kernel's provided-buffer ring. */
+/* uring_stream.c: the provided-buffer ring (set up at init; id given back to
+ * it; the seam's buffer_released), a stream op's SQE for the arm phase, its
+ * CQEs, and the park sweep of idle receives (once a turn, before the arm phase). */
+void tl__ur_buf_ring_setup(tl_loop *loop, uring_state *s);
 void tl__ur_buf_give(uring_state *s, tl_loop *loop, uint32_t id);
+void tl__ur_buffer_released(tl_loop *loop, uint32_t id);
+void tl__ur_arm_recv(tl_loop *loop, uint32_t oi);
+void tl__ur_arm_write(tl_loop *loop, uint32_t oi);
+void tl__ur_on_recv(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags);
+void tl__ur_on_write(tl_loop *loop, uint32_t oi, int32_t res);
+void tl__ur_on_read(tl_loop *loop, uint32_t oi, int32_t res);
+void tl__ur_on_connect(tl_loop *loop, uint32_t oi, int32_t res);
+void tl__ur_park_sweep(tl_loop *loop);
 
 /* uring_udp.c: datagram receives and sends */
 void tl__ur_udp_init(tl_loop *loop, uring_state *s);
