@@ -246,7 +246,8 @@ typedef struct sws_config {
     char error_page[SWS_ERROR_PAGE_SPEC];
     bool defer_accept; /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
     sws_scenario_kind scenario;
-    bool http2; /* the listener speaks HTTP/2 too (ALPN h2, or the preface on plaintext) */
+    bool http2;   /* the listener speaks HTTP/2 too (ALPN h2, or the preface on plaintext) */
+    bool alt_svc; /* a quic listener is advertised on the tls listeners (Alt-Svc) */
     /* [http2] */
     sws_h2_config h2;
     /* [proxy] */

@@ -852,6 +852,8 @@ const sws_key sws_config_keys[] = {
            "file for the server's pid, kept across SIGUSR2 (unset: none)"),
     BOOL("server", "http2", http2, "on", RESTART,
          "HTTP/2 beside HTTP/1.1: ALPN h2 on a tls listener, the preface on a plaintext one"),
+    BOOL("server", "alt_svc", alt_svc, "on", RESTART,
+         "with a quic listener: Alt-Svc: h3=\":PORT\"; ma=86400 on the tls listeners' answers"),
     CUSTOM("server", "add_header", parse_add_header, format_add_header, NULL, RELOAD,
            "\"Name: value\" added to 2xx and 3xx answers; one a line, lines add up"),
     CUSTOM("server", "add_header_always", parse_add_header_always, format_add_header_always, NULL,

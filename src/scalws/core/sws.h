@@ -284,6 +284,10 @@ typedef struct sws_worker {
     /* server/quic_host.c: the loop's quic socket and HTTP/3 endpoint; NULL
      * without a quic listener. */
     struct sws_quic *quic;
+    /* The Alt-Svc value the tls listeners' answers carry (h3=":PORT";
+     * ma=86400), set once the quic socket is bound; length 0: none. */
+    char alt_svc[40];
+    uint8_t alt_svc_len;
 } sws_worker;
 
 /* One listener of the configuration at start (server.c): how the loops

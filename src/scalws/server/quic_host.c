@@ -9,7 +9,9 @@
 #include "http3.h"
 #include "route.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +19,8 @@
  * tl_route_udp_cid (its default). Past it a datagram is dropped, which
  * QUIC's loss recovery sends again, as a full socket buffer would. */
 #define QUIC_SENDS 256
+
+typedef struct sws_quic sws_quic;
 
 struct sws_quic {
     sws_worker *w;
@@ -121,6 +125,21 @@ static void arm_recv(struct sws_quic *q) {
                 tl_strerror(rc));
 }
 
+/* Alt-Svc (RFC 7838) for the tls listeners' answers: the port the quic
+ * socket bound (the same host: a client keeps the authority it asked). */
+static void advertise(sws_server *s) {
+    const sws_quic *q0 = s->workers[0].quic;
+    if (!s->cfg->alt_svc || !q0->bound_len)
+        return;
+    unsigned port =
+        ntohs(q0->bound.sa.sa_family == AF_INET6 ? q0->bound.in6.sin6_port : q0->bound.in.sin_port);
+    for (int i = 0; i < s->nloops; i++) {
+        sws_worker *w = &s->workers[i];
+        int n = snprintf(w->alt_svc, sizeof(w->alt_svc), "h3=\":%u\"; ma=86400", port);
+        w->alt_svc_len = (uint8_t)n;
+    }
+}
+
 int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
     const sws_config *cfg = s->cfg;
     const sws_listener_cfg *lc = &cfg->listeners[li];
@@ -177,6 +196,7 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
     if (sws_sockname_text(tl_handle_fd(s->loops[0], hs[0]), s->listeners[li].text,
                           sizeof(s->listeners[li].text)) < 0)
         snprintf(s->listeners[li].text, sizeof(s->listeners[li].text), "%s", lc->addr.text);
+    advertise(s);
     return 0;
 }
 
@@ -298,8 +318,41 @@ void sws_quic_publish(sws_worker *w) {
     atomic_store_explicit(&c->open_connections, st.open_connections, memory_order_relaxed);
 }
 
-const sws_quic_counters *sws_quic_counters_of(const sws_worker *w) {
-    return w->quic ? &w->quic->ctr : NULL;
+void sws_quic_metrics(const sws_server *s, FILE *f) {
+    if (!s->nloops || !s->workers[0].quic)
+        return;
+    static const struct {
+        const char *name, *type, *help;
+        size_t off;
+    } m[] = {
+#define Q(n, t, h, fld) {n, t, h, offsetof(sws_quic_counters, fld)}
+        Q("scalwsd_quic_datagrams_received_total", "counter",
+          "QUIC datagrams the loop's endpoint took (its own and those forwarded to it).",
+          datagrams_in),
+        Q("scalwsd_quic_datagrams_sent_total", "counter", "QUIC datagrams the loop sent.",
+          datagrams_out),
+        Q("scalwsd_quic_send_errors_total", "counter",
+          "QUIC datagrams dropped at sending (recovered by QUIC as losses).", send_errors),
+        Q("scalwsd_quic_forwarded_total", "counter",
+          "QUIC datagrams this loop received for another loop's connection and forwarded.",
+          forwarded),
+        Q("scalwsd_http3_connections_total", "counter", "QUIC connections opened.", connections),
+        Q("scalwsd_http3_connections_active", "gauge", "QUIC connections open now.",
+          open_connections),
+        Q("scalwsd_http3_streams_total", "counter", "HTTP/3 request streams begun by clients.",
+          streams),
+        Q("scalwsd_http3_requests_total", "counter", "HTTP/3 requests answered.", requests),
+#undef Q
+    };
+    for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
+        fprintf(f, "# HELP %s %s (published once a second)\n# TYPE %s %s\n", m[k].name, m[k].help,
+                m[k].name, m[k].type);
+        for (int i = 0; i < s->nloops; i++) {
+            const sws_ctr *c = (const sws_ctr *)((const char *)&s->workers[i].quic->ctr + m[k].off);
+            fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", m[k].name, i,
+                    atomic_load_explicit(c, memory_order_relaxed));
+        }
+    }
 }
 
 void sws_quic_drain(sws_worker *w) {

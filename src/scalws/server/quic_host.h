@@ -31,10 +31,11 @@ void sws_quic_dispatch(sws_worker *w, const tl_completion *e);
 void sws_quic_turn_done(sws_worker *w);
 /* Loop thread, once a second: the counters published. */
 void sws_quic_publish(sws_worker *w);
+/* Control thread: the quic lines of /metrics, per loop (none without a
+ * quic listener). */
+void sws_quic_metrics(const sws_server *s, FILE *f);
 /* Loop thread: draining (GOAWAY on every connection). */
 void sws_quic_drain(sws_worker *w);
-/* Any thread: the loop's published counters, NULL without a quic listener. */
-const sws_quic_counters *sws_quic_counters_of(const sws_worker *w);
 /* Loop thread: whether its connections have all closed (and then its socket). */
 bool sws_quic_finished(sws_worker *w);
 /* Loop thread, SIGHUP: the certificate for new connections; errors logged. */
@@ -45,10 +46,6 @@ void sws_quic_free(sws_worker *w);
 static inline int sws_quic_reserve(sws_worker *w) {
     (void)w;
     return 0;
-}
-static inline const sws_quic_counters *sws_quic_counters_of(const sws_worker *w) {
-    (void)w;
-    return NULL;
 }
 static inline int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
     snprintf(err, errlen, "%s: scalwsd was built without HTTP/3 (libngtcp2, libnghttp3, gnutls)",
@@ -64,6 +61,10 @@ static inline void sws_quic_turn_done(sws_worker *w) {
 }
 static inline void sws_quic_publish(sws_worker *w) {
     (void)w;
+}
+static inline void sws_quic_metrics(const sws_server *s, FILE *f) {
+    (void)s;
+    (void)f;
 }
 static inline void sws_quic_drain(sws_worker *w) {
     (void)w;
