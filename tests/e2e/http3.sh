@@ -5,7 +5,8 @@
 # one connection and 16 connections that land on both loops (per-loop
 # counters in /metrics); the tls listener's answers advertise the quic port
 # (Alt-Svc); SIGHUP reloads the certificate QUIC serves; a drain (SIGTERM)
-# answers every request in flight. The configuration errors first.
+# answers every request in flight; without the kernel's steering it says so
+# and serves. The configuration errors first.
 . "$(dirname "$0")/lib.sh"
 command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
 H3GET=${H3GET:?path of h3get in H3GET}
@@ -90,15 +91,24 @@ per_loop() { # per_loop METRIC: "N0 N1", once both are published (a second)
     curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v m="$1" \
         '$1 ~ "^"m"[{]" { split($1, a, "\""); v[a[2]] = $2 } END { print v[0] + 0, v[1] + 0 }'
 }
+# Each loop publishes its counters once a second, each at its own moment.
 for _ in $(seq 1 100); do
     read -r c0 c1 <<<"$(per_loop scalwsd_http3_connections_total)"
-    [ $((c0 + c1)) -ge 20 ] && break
+    read -r r0 r1 <<<"$(per_loop scalwsd_http3_requests_total)"
+    [ $((c0 + c1)) -ge 21 ] && [ $((r0 + r1)) -ge 120 ] && break
     sleep 0.1
 done
-[ $((c0 + c1)) -ge 20 ] || fail "HTTP/3 connections counted: $c0 + $c1, want 20 and more"
+[ $((c0 + c1)) -ge 21 ] || fail "HTTP/3 connections counted: $c0 + $c1, want 21"
 [ "$c0" -gt 0 ] && [ "$c1" -gt 0 ] || fail "HTTP/3 connections all on one loop: $c0 and $c1"
-read -r r0 r1 <<<"$(per_loop scalwsd_http3_requests_total)"
-[ $((r0 + r1)) -ge 120 ] || fail "HTTP/3 requests counted: $r0 + $r1"
+[ $((r0 + r1)) -ge 120 ] || fail "HTTP/3 requests counted: $r0 + $r1, want 120"
+# Without the kernel's steering (TURNLOOP_UDP_DISABLE=cid_steer: the
+# e2e_http3_unsteered run) the start says so and every request above was
+# answered all the same (the kernel's 4-tuple hash keeps a connection on the
+# loop that took its Initial; a datagram on another loop would be forwarded).
+if [[ ${TURNLOOP_UDP_DISABLE:-} == *cid_steer* ]]; then
+    grep -q "refused the connection-ID steering program" "$T/log" ||
+        fail "no word of the refused steering program at start"
+fi
 
 # SIGHUP: QUIC's certificate is read again (a new one for new connections).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3 \
