@@ -12,8 +12,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Sends in flight per loop: turnloop's send_queue for a socket of
  * tl_route_udp_cid (its default). Past it a datagram is dropped, which
@@ -140,12 +142,33 @@ static void advertise(sws_server *s) {
     }
 }
 
+/* SO_REUSEPORT would let a second scalwsd of the same user join a UDP port
+ * in use, and the datagrams be shared between them: a plain bind tells a
+ * busy port first. Not after a SIGUSR2 (inherited sockets), whose old
+ * process still holds the port while it drains: the two share it then. */
+static int probe_busy(const sws_server *s, const sws_addr *addr) {
+    if (s->ninherited)
+        return 0;
+    int fd = socket(addr->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1, rc = 0;
+    if (addr->ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
 int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
     const sws_config *cfg = s->cfg;
     const sws_listener_cfg *lc = &cfg->listeners[li];
     tl_handle hs[s->nloops];
     int steer_err = 0;
-    int rc = tl_route_udp_cid(s->loops, s->nloops, (const struct sockaddr *)&lc->addr.ss,
+    int rc = probe_busy(s, &lc->addr);
+    if (rc == 0)
+        rc = tl_route_udp_cid(s->loops, s->nloops, (const struct sockaddr *)&lc->addr.ss,
                               lc->addr.len, NULL, hs, &steer_err);
     if (rc < 0) {
         snprintf(err, errlen, "%s: cannot listen on %s (quic): %s", lc->origin, lc->addr.text,
