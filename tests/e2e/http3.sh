@@ -117,7 +117,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3 \
 cp "$T/cert2.pem" "$T/cert.pem"
 cp "$T/key2.pem" "$T/key.pem"
 kill -HUP "$SWS_PID"
-wait_log "reload" 30 || fail "SIGHUP: no reload in the log"
+wait_log "every loop serves generation 1" 30 || fail "SIGHUP: the loops did not take the reload"
 out=$(timeout 60 "$H3GET" --cacert "$T/cert2.pem" -t 50 "127.0.0.1:$QP" /) ||
     fail "after SIGHUP the quic listener does not serve the new certificate: $out"
 
