@@ -99,6 +99,54 @@ static void config_listen_lines_add_up_and_flag_replaces(void **state) {
     sws_config_release(&c);
 }
 
+/* A quic listener: beside a TCP one on the same address (UDP and TCP ports
+ * are apart), not a tls one, not HTTP/2, not counted as plain or tls; refused
+ * without [tls] cert and key, twice, alone, or with tls. */
+static void config_quic_listener(void **state) {
+    (void)state;
+    static sws_config c;
+    char err[512] = "";
+    const char *p = write_ini("[server]\nlisten = 127.0.0.1:8443 tls\n"
+                              "listen = 127.0.0.1:8443 quic name=h3\n"
+                              "[tls]\ncert = /x.pem\nkey = /x.key\n");
+    sws_cli cli = {.config = p};
+    assert_int_equal(sws_config_build(&c, &cli, err, sizeof(err)), 0);
+    assert_int_equal(c.nlisteners, 2);
+    assert_true(c.listeners[1].quic);
+    assert_false(c.listeners[1].tls);
+    assert_false(sws_listener_h2(&c, 1));
+    assert_int_equal(sws_listener_quic(&c), 1);
+    assert_int_equal(sws_listener_find(&c, "h3"), 1);
+    assert_true(c.alt_svc);
+    sws_config_release(&c);
+    static const struct {
+        const char *ini, *want;
+    } bad[] = {
+        {"[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0 quic\n",
+         ":3: [server] listen: a quic listener needs [tls] cert and key"},
+        {"[server]\nlisten = 127.0.0.1:0 quic\n[tls]\ncert = /x.pem\nkey = /x.key\n",
+         "a quic listener needs a TCP listener beside it"},
+        {"[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0 quic http2=on\n"
+         "[tls]\ncert = /x.pem\nkey = /x.key\n",
+         ":3: [server] listen: quic is TLS 1.3 and HTTP/3 already"},
+        {"[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0 quic\nlisten = 127.0.0.1:0 quic\n"
+         "[tls]\ncert = /x.pem\nkey = /x.key\n",
+         ":4: [server] listen: one quic listener at most"},
+        {"[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:443 quic\n"
+         "listen = 127.0.0.1:443 quic name=b\n"
+         "[tls]\ncert = /x.pem\nkey = /x.key\n",
+         "is listened on already"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cli.config = write_ini(bad[i].ini);
+        err[0] = '\0';
+        assert_int_equal(sws_config_build(&c, &cli, err, sizeof(err)), -EINVAL);
+        if (!strstr(err, bad[i].want))
+            fail_msg("%s: said '%s', want '%s'", bad[i].ini, err, bad[i].want);
+        sws_config_release(&c);
+    }
+}
+
 static void config_unknown_key_names_file_line_key(void **state) {
     (void)state;
     static sws_config c;
@@ -412,6 +460,7 @@ int main(void) {
         cmocka_unit_test(config_defaults_serve_respond_on_8080),
         cmocka_unit_test(config_file_sets_every_section),
         cmocka_unit_test(config_listen_lines_add_up_and_flag_replaces),
+        cmocka_unit_test(config_quic_listener),
         cmocka_unit_test(config_unknown_key_names_file_line_key),
         cmocka_unit_test(config_short_duration_says_the_minimum),
         cmocka_unit_test(config_section_twice_is_noted),

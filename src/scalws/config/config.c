@@ -498,7 +498,7 @@ static int acme_settle(sws_config *c, char *err, size_t errlen) {
     }
     bool plain = false; /* HTTP-01 is answered on any plaintext listener too */
     for (int i = 0; i < c->nlisteners; i++)
-        plain = plain || !c->listeners[i].tls;
+        plain = plain || (!c->listeners[i].tls && !c->listeners[i].quic);
     if (!plain && !a->http_listen[0] && sws_acme_any_http01(c)) {
         snprintf(err, errlen,
                  "%s: [acme] answers HTTP-01 on plaintext HTTP: with only tls listeners set "

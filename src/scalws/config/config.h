@@ -53,7 +53,7 @@ typedef struct sws_addr {
     socklen_t len;
 } sws_addr;
 
-/* [server] listen, one line each ("ADDR [tls] [name=NAME] [http2=on|off]"):
+/* [server] listen, one line each ("ADDR [tls|quic] [name=NAME] [http2=on|off]"):
  * what every loop accepts on (server.c), in the order of the file. A route's
  * listen key names them (bit i of sws_route.listeners is listeners[i]). */
 #define SWS_LISTENERS_MAX 16
@@ -62,8 +62,11 @@ typedef struct sws_listener_cfg {
     sws_addr addr;
     char name[SWS_LISTENER_NAME_MAX]; /* name=NAME; "" none (named by its address) */
     bool tls;                         /* speaks TLS ([tls], [tls NAME]) */
-    int8_t http2;                     /* http2=on/off; -1 unset: [server] http2 */
-    char origin[320];                 /* "file:line: [server] listen", "--listen" or the default */
+    /* QUIC and HTTP/3 on UDP (doc/http3.md): a socket per loop, no accepts;
+     * the TCP listeners' code skips it. TLS is GnuTLS's, not tls's. */
+    bool quic;
+    int8_t http2;     /* http2=on/off; -1 unset: [server] http2 */
+    char origin[320]; /* "file:line: [server] listen", "--listen" or the default */
 } sws_listener_cfg;
 
 /* One try_files entry: a path template, or "=CODE" (the last only). */
@@ -243,7 +246,8 @@ typedef struct sws_config {
     char error_page[SWS_ERROR_PAGE_SPEC];
     bool defer_accept; /* TCP_DEFER_ACCEPT: accept when the request's first bytes arrive */
     sws_scenario_kind scenario;
-    bool http2; /* the listener speaks HTTP/2 too (ALPN h2, or the preface on plaintext) */
+    bool http2;   /* the listener speaks HTTP/2 too (ALPN h2, or the preface on plaintext) */
+    bool alt_svc; /* a quic listener is advertised on the tls listeners (Alt-Svc) */
     /* [http2] */
     sws_h2_config h2;
     /* [proxy] */
@@ -378,6 +382,8 @@ int sws_config_set(sws_config *c, const char *section, const char *key, const ch
 int sws_listeners_settle(sws_config *c, char *err, size_t errlen);
 /* Whether listener i speaks HTTP/2 (its http2=, else [server] http2). */
 bool sws_listener_h2(const sws_config *c, int i);
+/* The quic listener's index (there is at most one), -1 none. */
+int sws_listener_quic(const sws_config *c);
 /* The listener text names (its name=, else its address as written): its
  * index, -1 none, -2 more than one (two unnamed listeners of one address). */
 int sws_listener_find(const sws_config *c, const char *text);

@@ -37,12 +37,17 @@ const char *sws_backend_name(sws_backend b) {
 
 /* ---- keys whose values are not one of the plain kinds ------------------- */
 
-/* One listener: "host:port" and its options, "tls" (HTTPS, [tls]),
+/* One listener: "host:port" and its options, "tls" (HTTPS, [tls]), "quic"
+ * (HTTP/3 on UDP, [tls] cert and key),
  * "name=NAME" (what a route's listen key calls it) and "http2=on|off". Each
  * line adds one; the first line of a file (or --listen) replaces the default. */
 static int listener_option(sws_listener_cfg *l, const char *o, size_t n, char *why, size_t len) {
     if (n == 3 && strncmp(o, "tls", 3) == 0) {
         l->tls = true;
+        return 0;
+    }
+    if (n == 4 && strncmp(o, "quic", 4) == 0) {
+        l->quic = true;
         return 0;
     }
     if (n > 5 && strncmp(o, "name=", 5) == 0) {
@@ -64,7 +69,8 @@ static int listener_option(sws_listener_cfg *l, const char *o, size_t n, char *w
         l->http2 = n == 8;
         return 0;
     }
-    snprintf(why, len, "bad listener option '%.*s' (want tls, name=NAME, http2=on or http2=off)",
+    snprintf(why, len,
+             "bad listener option '%.*s' (want tls, quic, name=NAME, http2=on or http2=off)",
              (int)n, o);
     return -EINVAL;
 }
@@ -82,13 +88,15 @@ static int parse_listen(sws_config *c, const char *v, char *why, size_t len) {
     char addr[SWS_ADDR_MAX];
     size_t alen = strcspn(v, " \t");
     if (alen == 0 || alen >= sizeof(addr)) {
-        snprintf(why, len, "bad address '%s' (want host:port [tls] [name=NAME] [http2=off])", v);
+        snprintf(why, len, "bad address '%s' (want host:port [tls|quic] [name=NAME] [http2=off])",
+                 v);
         return -EINVAL;
     }
     memcpy(addr, v, alen);
     addr[alen] = '\0';
     if (sws_parse_addr(addr, &l.addr) < 0) {
-        snprintf(why, len, "bad address '%s' (want host:port [tls] [name=NAME] [http2=off])", addr);
+        snprintf(why, len, "bad address '%s' (want host:port [tls|quic] [name=NAME] [http2=off])",
+                 addr);
         return -EINVAL;
     }
     for (const char *o = v + alen; *o;) {
@@ -109,8 +117,9 @@ static void format_listen(const sws_config *c, char *out, size_t len) {
         out[0] = '\0';
     for (int i = 0; i < c->nlisteners && off < len; i++) {
         const sws_listener_cfg *l = &c->listeners[i];
-        int n = snprintf(out + off, len - off, "%s%s%s%s%s%s", i ? "\n" : "", l->addr.text,
-                         l->tls ? " tls" : "", l->name[0] ? " name=" : "", l->name,
+        int n = snprintf(out + off, len - off, "%s%s%s%s%s%s%s", i ? "\n" : "", l->addr.text,
+                         l->tls ? " tls" : "", l->quic ? " quic" : "", l->name[0] ? " name=" : "",
+                         l->name,
                          l->http2 < 0 ? ""
                          : l->http2   ? " http2=on"
                                       : " http2=off");
@@ -202,8 +211,8 @@ enum { RELOAD = 0, RESTART = 1 };
 
 const sws_key sws_config_keys[] = {
     CUSTOM("server", "listen", parse_listen, format_listen, "127.0.0.1:8080", RESTART,
-           "host:port [tls] [name=NAME] [http2=off]: a listener (one a line, lines add up); "
-           "port 0: the kernel picks one; tls: HTTPS"),
+           "host:port [tls|quic] [name=NAME] [http2=off]: a listener (one a line, lines add up); "
+           "port 0: the kernel picks one; tls: HTTPS; quic: HTTP/3 on UDP ([tls] cert and key)"),
     CUSTOM("server", "event_loops", parse_event_loops, format_event_loops, "auto", RESTART,
            "event loops: auto (one per usable CPU), N, or 0 (one shared loop)"),
     CUSTOM("server", "worker_threads", parse_worker_threads, format_worker_threads, "auto", RESTART,
@@ -235,6 +244,8 @@ const sws_key sws_config_keys[] = {
            "file for the server's pid, kept across SIGUSR2 (unset: none)"),
     BOOL("server", "http2", http2, "on", RESTART,
          "HTTP/2 beside HTTP/1.1: ALPN h2 on a tls listener, the preface on a plaintext one"),
+    BOOL("server", "alt_svc", alt_svc, "on", RESTART,
+         "with a quic listener: Alt-Svc: h3=\":PORT\"; ma=86400 on the tls listeners' answers"),
     CUSTOM("server", "add_header", sws_key_parse_add_header, sws_key_format_add_header, NULL,
            RELOAD, "\"Name: value\" added to 2xx and 3xx answers; one a line, lines add up"),
     CUSTOM("server", "add_header_always", sws_key_parse_add_header_always,

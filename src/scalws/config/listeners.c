@@ -1,6 +1,7 @@
 /* [server]'s listeners as a list: the checks across its lines (an address
  * bound twice, a name given twice, tls listeners that disagree on HTTP/2,
- * which ALPN cannot tell apart) and how routes and messages name them. */
+ * which ALPN cannot tell apart, a quic listener's needs) and how routes and
+ * messages name them. */
 #include "config.h"
 
 #include <errno.h>
@@ -8,8 +9,17 @@
 #include <string.h>
 
 bool sws_listener_h2(const sws_config *c, int i) {
+    if (c->listeners[i].quic)
+        return false; /* HTTP/3 is its own protocol, not a TCP connection's */
     int8_t h = c->listeners[i].http2;
     return h < 0 ? c->http2 : h != 0;
+}
+
+int sws_listener_quic(const sws_config *c) {
+    for (int i = 0; i < c->nlisteners; i++)
+        if (c->listeners[i].quic)
+            return i;
+    return -1;
 }
 
 const char *sws_listener_label(const sws_config *c, int i) {
@@ -29,9 +39,11 @@ int sws_listener_find(const sws_config *c, const char *text) {
     return found;
 }
 
-/* The same address and port (port 0 is the kernel's choice: never the same). */
-static bool same_addr(const sws_addr *a, const sws_addr *b) {
-    if (a->ss.ss_family != b->ss.ss_family)
+/* The same protocol (TCP or UDP), address and port (port 0 is the kernel's
+ * choice: never the same). */
+static bool same_addr(const sws_listener_cfg *la, const sws_listener_cfg *lb) {
+    const sws_addr *a = &la->addr, *b = &lb->addr;
+    if (la->quic != lb->quic || a->ss.ss_family != b->ss.ss_family)
         return false;
     if (a->ss.ss_family == AF_INET) {
         const struct sockaddr_in *x = (const void *)&a->ss, *y = (const void *)&b->ss;
@@ -43,13 +55,42 @@ static bool same_addr(const sws_addr *a, const sws_addr *b) {
            memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
 }
 
+/* A quic listener is TLS 1.3 through GnuTLS on [tls]'s files; one for now
+ * (each loop has one endpoint and one UDP socket), beside a TCP listener
+ * (which advertises it with Alt-Svc, and which the server's start needs). */
+static int quic_check(const sws_config *c, const sws_listener_cfg *l, int i, char *err,
+                      size_t errlen) {
+    if (l->tls || l->http2 >= 0) {
+        snprintf(err, errlen, "%s: quic is TLS 1.3 and HTTP/3 already (no tls or http2= with it)",
+                 l->origin);
+        return -EINVAL;
+    }
+    if (!c->tls.cert[0] || !c->tls.key[0]) {
+        snprintf(err, errlen, "%s: a quic listener needs [tls] cert and key", l->origin);
+        return -EINVAL;
+    }
+    if (sws_listener_quic(c) != i) {
+        snprintf(err, errlen, "%s: one quic listener at most (%s is one)", l->origin,
+                 c->listeners[sws_listener_quic(c)].origin);
+        return -EINVAL;
+    }
+    bool tcp = false;
+    for (int k = 0; k < c->nlisteners; k++)
+        tcp = tcp || !c->listeners[k].quic;
+    if (!tcp) {
+        snprintf(err, errlen, "%s: a quic listener needs a TCP listener beside it", l->origin);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int sws_listeners_settle(sws_config *c, char *err, size_t errlen) {
     int first_tls = -1;
     for (int i = 0; i < c->nlisteners; i++) {
         const sws_listener_cfg *l = &c->listeners[i];
         for (int k = 0; k < i; k++) {
             const sws_listener_cfg *o = &c->listeners[k];
-            if (same_addr(&l->addr, &o->addr)) {
+            if (same_addr(l, o)) {
                 snprintf(err, errlen, "%s: %s is listened on already (%s)", l->origin, l->addr.text,
                          o->origin);
                 return -EINVAL;
@@ -59,6 +100,12 @@ int sws_listeners_settle(sws_config *c, char *err, size_t errlen) {
                          l->name, o->origin);
                 return -EINVAL;
             }
+        }
+        if (l->quic) {
+            int rc = quic_check(c, l, i, err, errlen);
+            if (rc < 0)
+                return rc;
+            continue;
         }
         if (!l->tls)
             continue;

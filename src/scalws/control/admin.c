@@ -7,6 +7,7 @@
 
 #include "acme_run.h"
 #include "acme_tokens.h"
+#include "quic_host.h"
 #include "route.h"
 #include "status_page.h"
 #include "upstream_health.h"
@@ -187,6 +188,7 @@ static char *metrics_text(sws_server *s, size_t *len) {
             "# TYPE scalwsd_draining gauge\nscalwsd_draining %d\n",
             atomic_load(&s->drain));
     sws_balance_metrics(s, f);
+    sws_quic_metrics(s, f);
     fprintf(f, "# HELP scalwsd_listener_connections_total Connections accepted, by listener "
                "(its name= or its address as configured; address: as bound).\n"
                "# TYPE scalwsd_listener_connections_total counter\n");

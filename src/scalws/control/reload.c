@@ -6,6 +6,7 @@
 
 #include "access_log.h"
 #include "log_files.h"
+#include "quic_host.h"
 #include "route.h"
 
 #include <errno.h>
@@ -362,5 +363,8 @@ void sws_reload_apply(sws_worker *w, uint64_t value) {
      * log; between two lines, as every switch. */
     sws_access_log_switch(w, ((gen *)(uintptr_t)n)->logs);
     sws_insts_reload_commit(w, old); /* every route's instance, the default's first */
+    /* QUIC's certificate is GnuTLS's, read again here by each loop's
+     * endpoint: new connections get the new one (doc/http3.md). */
+    sws_quic_reload(w, n);
     leave(old);
 }

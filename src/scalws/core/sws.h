@@ -281,6 +281,13 @@ typedef struct sws_worker {
     /* core/compress.c: the loop's compressing exchanges and pooled encoder
      * states; NULL until the first compressed answer. */
     struct sws_compress *compress;
+    /* server/quic_host.c: the loop's quic socket and HTTP/3 endpoint; NULL
+     * without a quic listener. */
+    struct sws_quic *quic;
+    /* The Alt-Svc value the tls listeners' answers carry (h3=":PORT";
+     * ma=86400), set once the quic socket is bound; length 0: none. */
+    char alt_svc[40];
+    uint8_t alt_svc_len;
 } sws_worker;
 
 /* One listener of the configuration at start (server.c): how the loops
@@ -328,6 +335,7 @@ typedef struct sws_server {
     unsigned kinds_at_start;        /* 1 << sws_scenario_kind of every route at start */
     uint32_t extra_handles;         /* sws_scenarios_extra_handles at start: the loops' room */
     sws_tls_keys *tls_keys;         /* ticket keys: rotated by the control thread */
+    bool quic_steered; /* the kernel steers the quic socket's datagrams by connection ID */
     uint64_t tls_rotated_ms;
     _Atomic int turning; /* threads that have begun turning their loop */
     /* What the listeners really bound (port 0 is the kernel's choice): the

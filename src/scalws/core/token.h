@@ -29,6 +29,14 @@ enum sws_tag {
     SWS_T_SWEEP,
     SWS_T_POST,
     SWS_T_LISTENER_CLOSE,
+    /* The quic listener (server/quic_host.c): its socket, sends (index: the
+     * send buffer), datagrams forwarded from another loop, its timer
+     * (index: the timer's generation). */
+    SWS_T_UDP_RECV,
+    SWS_T_UDP_SEND,
+    SWS_T_UDP_FWD,
+    SWS_T_UDP_CLOSE,
+    SWS_T_QUIC_TIMER,
     SWS_T_WORKER_LAST = 15,
 
     /* Everything from here up goes to the scenario's dispatch. */

@@ -107,7 +107,8 @@ int h1_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
     /* Status line, Server and Date, Content-Type, the route's fields; then
      * what ends the head: a length or chunked, Connection, the blank line
      * (H1_HEAD_TAIL). */
-    size_t fixed = 13 + rl + 2 + sizeof(server) - 1 + SWS_DATE_LEN + 2 + 16 + tl + 2 + pl;
+    size_t fixed = 13 + rl + 2 + sizeof(server) - 1 + SWS_DATE_LEN + 2 + 11 + w->alt_svc_len + 16 +
+                   tl + 2 + pl;
     if ((size_t)(end - p) < fixed + H1_HEAD_TAIL)
         return -ENOSPC;
     if (line) {
@@ -125,6 +126,11 @@ int h1_head(sws_worker *w, sws_exchange *x, const sws_answer *a) {
         H1_PUT(p, server, sizeof(server) - 1);
         H1_PUT(p, w->date.str, SWS_DATE_LEN);
         H1_PUT(p, "\r\n", 2);
+        if (w->alt_svc_len && c->tls) { /* the quic listener, for https origins */
+            H1_PUT(p, "Alt-Svc: ", 9);
+            H1_PUT(p, w->alt_svc, w->alt_svc_len);
+            H1_PUT(p, "\r\n", 2);
+        }
     }
     if (a->content_type) {
         H1_PUT(p, "Content-Type: ", 14);

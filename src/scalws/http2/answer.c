@@ -117,7 +117,7 @@ static int head_with(sws_worker *w, sws_exchange *x, const sws_answer *a,
     uint32_t names = 0, extra = policy ? policy->n : 0;
     for (uint32_t i = 0; i < a->nfields; i++)
         names += a->fields[i].name_len;
-    if (!scratch(L, a->nfields + extra + 5, names + 1))
+    if (!scratch(L, a->nfields + extra + 6, names + 1))
         return -ENOMEM;
     nghttp2_nv *v = L->nva;
     uint32_t n = 0;
@@ -127,6 +127,8 @@ static int head_with(sws_worker *w, sws_exchange *x, const sws_answer *a,
     if (!a->relayed) {
         v[n++] = nv("server", 6, SWS_HTTP_SERVER, sizeof(SWS_HTTP_SERVER) - 1);
         v[n++] = nv("date", 4, w->date.str, SWS_DATE_LEN);
+        if (w->alt_svc_len && st->hc->c->tls) /* the quic listener, for https origins */
+            v[n++] = nv("alt-svc", 7, w->alt_svc, w->alt_svc_len);
     }
     if (a->content_type)
         v[n++] = nv("content-type", 12, a->content_type, strlen(a->content_type));

@@ -377,6 +377,7 @@ void sws_h3_endpoint_free(sws_h3_endpoint *ep) {
         }
     free(ep->buckets);
     free(ep->table);
+    free(ep->sf_store);
     free(ep->free_idx);
     free(ep->nva);
     free(ep->low);

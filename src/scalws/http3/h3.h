@@ -126,6 +126,10 @@ struct sws_h3_endpoint {
     uint64_t next_conn_id;
     bool draining;
     uint32_t depth; /* inside input/on_timer: a scenario's call does not write */
+    /* The request fields the static and redirect scenarios read (the whole
+     * target, validators, ranges: req.sf_fields), SWS_HTTP_SF_STORAGE per
+     * stream of the table; made when the worker first lends them (w->lend_sf). */
+    char *sf_store;
     sws_h3_stats st;
     sws_date_cache date;
     h3_stream *table; /* nstreams entries */

@@ -10,6 +10,7 @@
 #include "h3.h"
 
 #include "compress.h"
+#include "sws.h"
 
 #include <errno.h>
 #include <llhttp.h>
@@ -36,6 +37,11 @@ static h3_stream *stream_new(h3_conn *hc, int64_t id) {
     st->start_ns = sws_h3_now();
     st->req.http_major = 3;
     st->req.keep_alive = true;
+    sws_worker *w = ep->s.w;
+    if (w && w->lend_sf && !ep->sf_store)
+        ep->sf_store = calloc(ep->ntable, SWS_HTTP_SF_STORAGE);
+    if (w && w->lend_sf && ep->sf_store)
+        st->req.sf_fields = ep->sf_store + (size_t)i * SWS_HTTP_SF_STORAGE;
     st->next = hc->streams;
     if (hc->streams)
         hc->streams->prev = st;
@@ -102,6 +108,43 @@ static void host_put(sws_http_request *r, const uint8_t *v, size_t vl) {
     r->host_len = (uint16_t)k;
 }
 
+/* Copies v into the sf storage slot k, several lines joined with ','; a
+ * value past the slot's room is marked unusable (as HTTP/1.1 and HTTP/2). */
+static void sf_put(sws_http_request *r, int k, const uint8_t *v, size_t vl) {
+    uint16_t have = r->sf_len[k];
+    if (have > SWS_HTTP_SF_VALUE_MAX)
+        return;
+    size_t need = have + (have ? 1 : 0) + vl;
+    if (need > SWS_HTTP_SF_VALUE_MAX) {
+        r->sf_len[k] = SWS_HTTP_SF_VALUE_MAX + 1;
+        return;
+    }
+    char *at = r->sf_fields + k * SWS_HTTP_SF_VALUE_MAX;
+    if (have)
+        at[have++] = ',';
+    memcpy(at + have, v, vl);
+    r->sf_len[k] = (uint16_t)need;
+}
+
+/* The fields static and redirect read, as HTTP/2 keeps them. */
+static void sf_field(sws_http_request *r, const uint8_t *n, size_t nl, const uint8_t *v,
+                     size_t vl) {
+    if (IS("accept-encoding"))
+        sf_put(r, SWS_HTTP_SF_AE, v, vl);
+    else if (IS("authorization"))
+        sf_put(r, SWS_HTTP_SF_AUTH, v, vl);
+    else if (IS("x-forwarded-for"))
+        sf_put(r, SWS_HTTP_SF_XFF, v, vl);
+    else if (IS("if-none-match"))
+        sf_put(r, SWS_HTTP_SF_INM, v, vl);
+    else if (IS("if-modified-since"))
+        sf_put(r, SWS_HTTP_SF_IMS, v, vl);
+    else if (IS("if-range"))
+        sf_put(r, SWS_HTTP_SF_IF_RANGE, v, vl);
+    else if (IS("range"))
+        sf_put(r, SWS_HTTP_SF_RANGE, v, vl);
+}
+
 static void on_pseudo(h3_stream *st, const sws_http_limits *lim, const uint8_t *n, size_t nl,
                       const uint8_t *v, size_t vl) {
     sws_http_request *r = &st->req;
@@ -119,6 +162,14 @@ static void on_pseudo(h3_stream *st, const sws_http_limits *lim, const uint8_t *
         r->path[k] = '\0';
         r->path_len = (uint16_t)k;
         r->path_truncated = k < vl;
+        if (r->sf_fields) {
+            if (vl > SWS_HTTP_SF_PATH_MAX) {
+                r->sf_path_len = SWS_HTTP_SF_PATH_MAX + 1;
+            } else {
+                memcpy(r->sf_fields + SWS_HTTP_SF_PATH, v, vl);
+                r->sf_path_len = (uint16_t)vl;
+            }
+        }
     } else if (IS(":authority")) {
         st->authority = true;
         host_put(r, v, vl);
@@ -142,6 +193,8 @@ static void on_field(h3_stream *st, const sws_http_limits *lim, const uint8_t *n
             refuse(st, 400);
         else if (!st->authority)
             host_put(r, v, vl);
+    } else if (r->sf_fields) {
+        sf_field(r, n, nl, v, vl);
     }
 }
 
@@ -209,6 +262,11 @@ static void answer(h3_conn *hc, h3_stream *st) {
     st->in_answer = false;
     if (rc == SWS_ANSWER_PENDING) {
         st->pending = !st->ended;
+        /* "More follows" with no body asked for yet (static sends its head
+         * alone, meaning to sendfile the rest): what was queued is written,
+         * so its `more` is due now, not with ACKs that will never come. */
+        if (st->pending && !st->written && !st->want_more)
+            st->more_due = hc->more_due = true;
     } else if (rc < 0) {
         if (!st->submitted)
             h3_answer_error(st, 500);

@@ -59,7 +59,10 @@ int sws_ready_write(const char *path, const sws_server *s) {
      * first listener's, which readers of one port take (ready_port). */
     for (int li = 0; li < s->nlisteners; li++) {
         const sws_listener_cfg *l = &s->cfg->listeners[li];
-        fprintf(f, "listen %s%s%s%s\n", s->listeners[li].text, l->tls ? " tls" : "",
+        fprintf(f, "listen %s%s%s%s\n", s->listeners[li].text,
+                l->tls    ? " tls"
+                : l->quic ? " quic"
+                          : "",
                 l->name[0] ? " name=" : "", l->name);
     }
     if (s->admin_text[0])

@@ -4,6 +4,7 @@
  * before any worker turns; sws_server_start is its steps in order. */
 #include "limiter.h"
 #include "log_files.h"
+#include "quic_host.h"
 #include "route.h"
 #include "sws.h"
 
@@ -158,6 +159,8 @@ static int assign_inherited(sws_server *s, const sws_config *cfg, char *err, siz
         if (li < 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
             int named = s->inherited_of ? s->inherited_of[k] : -1, first = -1, empty = -1;
             for (int c = 0; c < cfg->nlisteners && li < 0; c++) {
+                if (cfg->listeners[c].quic)
+                    continue; /* inherited sockets are TCP listeners' */
                 int fit = addr_fit(&cfg->listeners[c].addr, &ss);
                 if (fit == 1 && named < 0)
                     continue; /* systemd binds no port 0: that is a SIGUSR2's socket */
@@ -227,6 +230,8 @@ static void plan_route(sws_server *s, const sws_config *cfg) {
 /* Whether loop i holds a handle of listener li. */
 static bool listener_on_loop(const sws_server *s, int li, int i) {
     const sws_listener *L = &s->listeners[li];
+    if (s->cfg->listeners[li].quic)
+        return false; /* its UDP socket is no accepting handle (quic_host.c) */
     return L->ninherited > 1 || sws_balance_accepts(s, L->route, i);
 }
 
@@ -288,6 +293,8 @@ static int create_workers(sws_server *s, char *err, size_t errlen) {
 static int open_listener(sws_server *s, int li, char *err, size_t errlen) {
     const sws_listener_cfg *lc = &s->cfg->listeners[li];
     sws_listener *L = &s->listeners[li];
+    if (lc->quic)
+        return sws_quic_start(s, li, err, errlen);
     const struct sockaddr *addr = (const struct sockaddr *)&lc->addr.ss;
     int rc = 0;
     if (L->ninherited > 1) {
@@ -378,7 +385,7 @@ static int arm_workers(sws_server *s, char *err, size_t errlen) {
         sws_worker_arm(&s->workers[i]);
     for (int li = 0; li < s->nlisteners; li++) {
         sws_listener *L = &s->listeners[li];
-        if (L->route != SWS_ACCEPT_ACCEPTOR)
+        if (L->route != SWS_ACCEPT_ACCEPTOR || s->cfg->listeners[li].quic)
             continue;
         /* The token's index is the listener, as an accept's (worker.c). */
         int rc = tl_acceptor_start(&L->acceptor, L->shared_fd, s->nthreads, s->loops, s->nloops,
@@ -397,6 +404,13 @@ static void record_listen_fds(sws_server *s) {
     for (int li = 0; li < s->nlisteners; li++) {
         sws_listener *L = &s->listeners[li];
         int first = s->nlisten_fds;
+        if (s->cfg->listeners[li].quic) {
+            /* Its text is the socket's (quic_host.c); a SIGUSR2 does not
+             * hand UDP sockets over yet: the new process binds its own. */
+            free(L->inherited);
+            L->inherited = NULL;
+            continue;
+        }
         if (L->shared_fd >= 0) {
             s->listen_fd_of[s->nlisten_fds] = li;
             s->listen_fds[s->nlisten_fds++] = L->shared_fd;
@@ -436,7 +450,9 @@ static void print_start(const sws_server *s) {
     for (int li = 0; li < s->nlisteners && off < sizeof(listening); li++)
         off += (size_t)snprintf(listening + off, sizeof(listening) - off, "%s%s%s", li ? ", " : "",
                                 s->listeners[li].text,
-                                s->nlisteners > 1 && cfg->listeners[li].tls ? " tls" : "");
+                                s->nlisteners > 1 && cfg->listeners[li].tls ? " tls"
+                                : cfg->listeners[li].quic                   ? " quic"
+                                                                            : "");
     fprintf(stderr,
             "scalwsd %s: %s%d loop%s (%s; affinity %d CPU%s, quota %s%d), %d thread%s, accept %s, "
             "backend %s, listening on %s%s\n",

@@ -7,6 +7,7 @@
 #include "conn.h"
 #include "http1.h"
 #include "http2.h"
+#include "quic_host.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ static void on_sweep(sws_worker *w, const tl_completion *e) {
     atomic_store_explicit(&w->ctr.accept_pauses, st.accept_pauses, memory_order_relaxed);
     /* Receives wait in turn for a loop buffer (turnloop counts the waits). */
     atomic_store_explicit(&w->ctr.recv_starved, st.recv_buffer_starved, memory_order_relaxed);
+    sws_quic_publish(w);
     if (!sws_worker_finished(w))
         arm_sweep(w);
 }
@@ -114,6 +116,13 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
         w->listener[sws_token_index(e->token)] = 0;
         w->listeners_closing &= ~(1u << sws_token_index(e->token));
         break;
+    case SWS_T_UDP_RECV:
+    case SWS_T_UDP_SEND:
+    case SWS_T_UDP_FWD:
+    case SWS_T_UDP_CLOSE:
+    case SWS_T_QUIC_TIMER:
+        sws_quic_dispatch(w, e);
+        break;
     default:
         if (e->flags & TL_CQE_BUFFER)
             tl_buffer_release(w->loop, e->u.buf.id);
@@ -139,6 +148,7 @@ int sws_worker_turn(sws_worker *w, tl_completion *cq, int cap, int timeout_ms) {
         dispatch(w, &cq[i]);
     if (w->sc.ops->turn_done)
         w->sc.ops->turn_done(w, &w->sc);
+    sws_quic_turn_done(w);
     if (w->retired || w->gate_held)
         sws_insts_reap(w);
     if (sws_worker_finished(w)) {
@@ -221,6 +231,10 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, int nlisten, char *
         snprintf(err, errlen, "loop %d: connection table: %s", index, strerror(-rc));
         return rc;
     }
+    if (sws_listener_quic(cfg) >= 0 && (rc = sws_quic_reserve(w)) < 0) {
+        snprintf(err, errlen, "loop %d: quic: %s", index, strerror(-rc));
+        return rc;
+    }
     sws_date_init(&w->date);
     w->sc.ops = s->sc_ops;
     w->resp_max = 512;
@@ -236,7 +250,8 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, int nlisten, char *
     tl_loop_options o = {0};
     /* Exactly max_connections plus the listeners: accepting pauses at the
      * ceiling (turnloop#77) and the rest wait in the kernel's queue. */
-    o.max_handles = cfg->max_connections + (uint32_t)nlisten + sws_scenarios_extra_handles(cfg);
+    o.max_handles = cfg->max_connections + (uint32_t)nlisten + (sws_listener_quic(cfg) >= 0) +
+                    sws_scenarios_extra_handles(cfg);
     o.backend = cfg->backend == SWS_BACKEND_EPOLL   ? TL_BACKEND_EPOLL
                 : cfg->backend == SWS_BACKEND_URING ? TL_BACKEND_URING
                                                     : TL_BACKEND_AUTO;
@@ -272,6 +287,7 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, int nlisten, char *
 
 /* After its thread has ended (or never started). */
 void sws_worker_free(sws_worker *w) {
+    sws_quic_free(w); /* its endpoint writes through the loop: first */
     if (w->loop)
         tl_loop_free(w->loop);
     if (w->sc.ops)
@@ -303,11 +319,13 @@ void sws_worker_drain(sws_worker *w, bool force) {
             w->listener[li] = 0;
     }
     sws_insts_drain(w, force); /* the default's first: it owns the connections */
+    sws_quic_drain(w);
 }
 
 bool sws_worker_finished(sws_worker *w) {
     bool open = w->listeners_closing != 0;
     for (int li = 0; li < SWS_LISTENERS_MAX && !open; li++)
         open = w->listener[li] != 0;
-    return w->draining && !open && w->sc.ops->finished(w, &w->sc) && sws_insts_finished(w);
+    return w->draining && !open && w->sc.ops->finished(w, &w->sc) && sws_insts_finished(w) &&
+           sws_quic_finished(w);
 }

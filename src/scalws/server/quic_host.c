@@ -1,0 +1,421 @@
+/* The quic listener's host on each loop (quic_host.h): turnloop's UDP
+ * socket of the loop on one side, the loop's HTTP/3 endpoint (http3.h) on
+ * the other. Datagrams go in as they come (a misrouted one forwarded to
+ * the loop its connection ID names), out through a pool of send buffers
+ * (tl_udp_send keeps the caller's bytes until it completes), and one loop
+ * timer follows the endpoint's next expiry. */
+#include "quic_host.h"
+
+#include "http3.h"
+#include "route.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Sends in flight per loop: turnloop's send_queue for a socket of
+ * tl_route_udp_cid (its default). Past it a datagram is dropped, which
+ * QUIC's loss recovery sends again, as a full socket buffer would. */
+#define QUIC_SENDS 256
+
+typedef struct sws_quic sws_quic;
+
+struct sws_quic {
+    sws_worker *w;
+    sws_h3_endpoint *ep;
+    tl_handle udp;
+    int li;
+    bool closing;        /* the socket's close was asked: no more sends or receives */
+    tl_sockaddr bound;   /* the socket's address: the source when pktinfo says none */
+    socklen_t bound_len; /* 0: unknown (no source given) */
+    uint32_t xid_base;   /* the endpoint's exchange ids start here (sws_quic_reserve) */
+    uint8_t (*bufs)[SWS_H3_MAX_DATAGRAM];
+    uint16_t free_slots[QUIC_SENDS];
+    uint32_t nfree;
+    /* The one timer: armed for timer_at (ns); a completion whose token's
+     * index is not timer_gen is a cancelled one's. */
+    bool timer_armed;
+    uint64_t timer_at;
+    uint32_t timer_gen;
+    tl_op timer_op;
+    /* A gated route's request: the gate counts TCP connections and peers, so
+     * over HTTP/3 it is answered 421, which a client retries on a new
+     * connection (RFC 9110 15.5.20): over TCP, where the gate applies. */
+    sws_scenario misdirected;
+    uint64_t forwarded;
+    sws_quic_counters ctr;
+};
+
+/* ---- the endpoint's hooks ---------------------------------------------------------- */
+
+static int send_dgram(void *ud, const struct sockaddr *local, socklen_t local_len,
+                      const struct sockaddr *remote, socklen_t remote_len, unsigned ecn,
+                      const uint8_t *data, size_t len) {
+    struct sws_quic *q = ud;
+    if (q->closing || !q->nfree)
+        return -EAGAIN;
+    if (len > SWS_H3_MAX_DATAGRAM)
+        return -EMSGSIZE;
+    uint16_t slot = q->free_slots[--q->nfree];
+    memcpy(q->bufs[slot], data, len);
+    tl_udp_send_args a = {.data = q->bufs[slot],
+                          .len = (uint32_t)len,
+                          .ecn = (uint8_t)ecn,
+                          .dest = remote,
+                          .dest_len = remote_len,
+                          .source = local_len ? local : NULL,
+                          .source_len = local_len};
+    int rc = tl_udp_send(q->w->loop, q->udp, &a, sws_token(slot, SWS_T_UDP_SEND), NULL);
+    if (rc < 0)
+        q->free_slots[q->nfree++] = slot;
+    return rc;
+}
+
+static int misdirected_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
+    (void)sc;
+    int rc = sws_ex_error(w, x, 421);
+    return rc < 0 ? rc : SWS_ANSWER_DONE;
+}
+
+static const sws_scenario_ops misdirected_ops = {.name = "quic-gated",
+                                                 .answer = misdirected_answer};
+
+/* The route's instance as HTTP/2's streams get it (by :authority and path,
+ * among the routes that serve this listener), but never a gated route's. */
+static sws_scenario *route(void *ud, sws_exchange *x, const sws_http_request *req) {
+    (void)x;
+    struct sws_quic *q = ud;
+    sws_scenario *sc = sws_route_of(q->w, (unsigned)q->li, req);
+    if (sc->route && sc->route->gated) {
+        q->misdirected.route = sc->route;
+        return &q->misdirected;
+    }
+    return sc;
+}
+
+/* ---- start ----------------------------------------------------------------------- */
+
+int sws_quic_reserve(sws_worker *w) {
+    struct sws_quic *q = calloc(1, sizeof(*q));
+    if (!q || !(q->bufs = malloc(QUIC_SENDS * sizeof(*q->bufs)))) {
+        free(q);
+        return -ENOMEM;
+    }
+    q->w = w;
+    for (uint32_t i = 0; i < QUIC_SENDS; i++)
+        q->free_slots[q->nfree++] = (uint16_t)(QUIC_SENDS - 1 - i);
+    q->misdirected.ops = &misdirected_ops;
+    q->misdirected.route = w->sc.route;
+    /* Exchange ids past the TCP connections' and HTTP/2's, so that the
+     * scenarios' per-exchange tables (static's, the gate's) cover them. */
+    q->xid_base = w->nexchanges;
+    w->nexchanges += SWS_H3_DEFAULT_STREAMS;
+    w->quic = q;
+    return 0;
+}
+
+static void arm_recv(struct sws_quic *q) {
+    if (q->closing)
+        return;
+    int rc = tl_udp_recv(q->w->loop, q->udp, sws_token(0, SWS_T_UDP_RECV), NULL);
+    if (rc < 0)
+        fprintf(stderr, "scalwsd: loop %d: cannot receive on the quic socket: %s\n", q->w->index,
+                tl_strerror(rc));
+}
+
+/* Alt-Svc (RFC 7838) for the tls listeners' answers: the port the quic
+ * socket bound (the same host: a client keeps the authority it asked). */
+static void advertise(sws_server *s) {
+    const sws_quic *q0 = s->workers[0].quic;
+    if (!s->cfg->alt_svc || !q0->bound_len)
+        return;
+    unsigned port =
+        ntohs(q0->bound.sa.sa_family == AF_INET6 ? q0->bound.in6.sin6_port : q0->bound.in.sin_port);
+    for (int i = 0; i < s->nloops; i++) {
+        sws_worker *w = &s->workers[i];
+        int n = snprintf(w->alt_svc, sizeof(w->alt_svc), "h3=\":%u\"; ma=86400", port);
+        w->alt_svc_len = (uint8_t)n;
+    }
+}
+
+/* SO_REUSEPORT would let a second scalwsd of the same user join a UDP port
+ * in use, and the datagrams be shared between them: a plain bind tells a
+ * busy port first. Not after a SIGUSR2 (inherited sockets), whose old
+ * process still holds the port while it drains: the two share it then. */
+static int probe_busy(const sws_server *s, const sws_addr *addr) {
+    if (s->ninherited)
+        return 0;
+    int fd = socket(addr->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1, rc = 0;
+    if (addr->ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
+    const sws_config *cfg = s->cfg;
+    const sws_listener_cfg *lc = &cfg->listeners[li];
+    tl_handle hs[s->nloops];
+    int steer_err = 0;
+    int rc = probe_busy(s, &lc->addr);
+    if (rc == 0)
+        rc = tl_route_udp_cid(s->loops, s->nloops, (const struct sockaddr *)&lc->addr.ss,
+                              lc->addr.len, NULL, hs, &steer_err);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: cannot listen on %s (quic): %s", lc->origin, lc->addr.text,
+                 rc == -EADDRINUSE ? "address already in use" : tl_strerror(rc));
+        return rc;
+    }
+    if (steer_err)
+        fprintf(stderr,
+                "scalwsd: quic on %s: the kernel refused the connection-ID steering program "
+                "(%s): datagrams that reach another loop are forwarded to theirs\n",
+                lc->addr.text, tl_strerror(steer_err));
+    s->quic_steered = steer_err == 0;
+    /* One ticket key for every loop: a session resumes on whichever loop the
+     * client's next Initial reaches. */
+    uint8_t ticket_key[SWS_H3_TICKET_KEY_LEN];
+    if (sws_h3_ticket_key(ticket_key) != 0) {
+        snprintf(err, errlen, "%s: cannot draw a QUIC ticket key", lc->origin);
+        return -EIO;
+    }
+    for (int i = 0; i < s->nloops; i++) {
+        sws_worker *w = &s->workers[i];
+        struct sws_quic *q = w->quic;
+        q->udp = hs[i];
+        q->li = li;
+        q->bound_len = sizeof(q->bound);
+        if (getsockname(tl_handle_fd(w->loop, q->udp), &q->bound.sa, &q->bound_len) < 0)
+            q->bound_len = 0;
+        sws_h3_settings st = {.cert_file = cfg->tls.cert,
+                              .key_file = cfg->tls.key,
+                              .loop_index = (uint8_t)i,
+                              .send = send_dgram,
+                              .send_ud = q,
+                              .w = w,
+                              .route = route,
+                              .route_ud = q,
+                              .limits = w->limits,
+                              .xid_base = q->xid_base,
+                              .ticket_key = ticket_key};
+        char why[256];
+        rc = sws_h3_endpoint_new(&q->ep, &st, why, sizeof(why));
+        if (rc < 0) {
+            snprintf(err, errlen, "%s: quic: %s", lc->origin, why);
+            return rc;
+        }
+        arm_recv(q);
+    }
+    explicit_bzero(ticket_key, sizeof(ticket_key));
+    if (sws_sockname_text(tl_handle_fd(s->loops[0], hs[0]), s->listeners[li].text,
+                          sizeof(s->listeners[li].text)) < 0)
+        snprintf(s->listeners[li].text, sizeof(s->listeners[li].text), "%s", lc->addr.text);
+    advertise(s);
+    return 0;
+}
+
+/* ---- datagrams and the timer ------------------------------------------------------- */
+
+static void input(struct sws_quic *q, const uint8_t *data, size_t len, const tl_udp_meta *m) {
+    socklen_t pl = m->peer.sa.sa_family == AF_INET6 ? sizeof(m->peer.in6) : sizeof(m->peer.in);
+    const struct sockaddr *local = &q->bound.sa;
+    socklen_t ll = q->bound_len;
+    if (m->flags & TL_UDP_META_LOCAL) {
+        local = &m->local.sa;
+        ll = m->local.sa.sa_family == AF_INET6 ? sizeof(m->local.in6) : sizeof(m->local.in);
+    }
+    sws_h3_input(q->ep, data, len, &m->peer.sa, pl, local, ll, m->ecn, sws_h3_now());
+}
+
+/* A datagram of this loop's socket: ours, or the loop's that its
+ * connection ID names (where the kernel does not steer, or a client's
+ * Initial spread by hash before it knew our CIDs... which the program and
+ * tl_cid_loop_index judge alike, so only the unsteered case forwards). */
+static void on_recv(struct sws_quic *q, const tl_completion *e) {
+    sws_worker *w = q->w;
+    if (e->flags & TL_CQE_BUFFER) {
+        tl_udp_meta m;
+        const uint8_t *data = e->u.buf.data;
+        size_t len = e->res > 0 ? (size_t)e->res : 0;
+        int to = tl_cid_loop_index(data, len, NULL, w->srv->nloops);
+        if (to >= 0 && to != w->index) {
+            if (tl_udp_forward(w->loop, e, w->srv->loops[to], sws_token(0, SWS_T_UDP_FWD)) == 0)
+                q->forwarded++;
+        } else if (tl_udp_meta_get(w->loop, e, &m) == 0 && !(m.flags & TL_UDP_META_TRUNCATED)) {
+            input(q, data, len, &m);
+        }
+        tl_buffer_release(w->loop, e->u.buf.id);
+    }
+    if ((e->flags & TL_CQE_FINAL) && !q->closing) {
+        if (e->res >= 0 || e->res == -ENOBUFS)
+            arm_recv(q);
+        else if (e->res != -ECANCELED)
+            fprintf(stderr, "scalwsd: loop %d: quic socket: %s\n", w->index, tl_strerror(e->res));
+    }
+}
+
+void sws_quic_dispatch(sws_worker *w, const tl_completion *e) {
+    struct sws_quic *q = w->quic;
+    switch (sws_token_tag(e->token)) {
+    case SWS_T_UDP_RECV:
+        if (q)
+            on_recv(q, e);
+        else if (e->flags & TL_CQE_BUFFER)
+            tl_buffer_release(w->loop, e->u.buf.id);
+        break;
+    case SWS_T_UDP_SEND:
+        if (q && q->nfree < QUIC_SENDS)
+            q->free_slots[q->nfree++] = (uint16_t)sws_token_index(e->token);
+        break;
+    case SWS_T_UDP_FWD: {
+        tl_udp_datagram *d = e->u.msg.ptr;
+        if (q && q->ep && !q->closing)
+            input(q, d->data, d->len, &d->meta);
+        tl_udp_datagram_free(d);
+        break;
+    }
+    case SWS_T_QUIC_TIMER:
+        if (q && sws_token_index(e->token) == q->timer_gen)
+            q->timer_armed = false; /* sws_quic_turn_done runs the endpoint's timers */
+        break;
+    default:
+        break;
+    }
+}
+
+static void cancel_timer(struct sws_quic *q) {
+    if (!q->timer_armed)
+        return;
+    q->timer_gen++; /* its completion, when it comes, is a stale one */
+    tl_cancel(q->w->loop, q->timer_op);
+    q->timer_armed = false;
+}
+
+void sws_quic_turn_done(sws_worker *w) {
+    struct sws_quic *q = w->quic;
+    if (!q || !q->ep || q->closing)
+        return;
+    uint64_t now = sws_h3_now(), at = sws_h3_next_expiry(q->ep);
+    if (at <= now) {
+        sws_h3_on_timer(q->ep, now);
+        at = sws_h3_next_expiry(q->ep);
+    }
+    if (at == UINT64_MAX) {
+        cancel_timer(q);
+        return;
+    }
+    if (q->timer_armed && q->timer_at <= at)
+        return; /* it fires first; the next turn_done looks again */
+    cancel_timer(q);
+    uint64_t ms = at <= now ? 0 : (at - now + 999999) / 1000000;
+    if (tl_timer(w->loop, ms, sws_token(q->timer_gen, SWS_T_QUIC_TIMER), &q->timer_op) == 0) {
+        q->timer_armed = true;
+        q->timer_at = now + ms * 1000000;
+    }
+}
+
+/* ---- counters, drain, reload, end ----------------------------------------------------- */
+
+void sws_quic_publish(sws_worker *w) {
+    struct sws_quic *q = w->quic;
+    if (!q || !q->ep)
+        return;
+    sws_h3_stats st = sws_h3_stats_of(q->ep);
+    sws_quic_counters *c = &q->ctr;
+    atomic_store_explicit(&c->datagrams_in, st.datagrams_in, memory_order_relaxed);
+    atomic_store_explicit(&c->datagrams_out, st.datagrams_out, memory_order_relaxed);
+    atomic_store_explicit(&c->send_errors, st.send_errors, memory_order_relaxed);
+    atomic_store_explicit(&c->forwarded, q->forwarded, memory_order_relaxed);
+    atomic_store_explicit(&c->connections, st.connections, memory_order_relaxed);
+    atomic_store_explicit(&c->streams, st.streams, memory_order_relaxed);
+    atomic_store_explicit(&c->requests, st.requests, memory_order_relaxed);
+    atomic_store_explicit(&c->open_connections, st.open_connections, memory_order_relaxed);
+}
+
+void sws_quic_metrics(const sws_server *s, FILE *f) {
+    if (!s->nloops || !s->workers[0].quic)
+        return;
+    static const struct {
+        const char *name, *type, *help;
+        size_t off;
+    } m[] = {
+#define Q(n, t, h, fld) {n, t, h, offsetof(sws_quic_counters, fld)}
+        Q("scalwsd_quic_datagrams_received_total", "counter",
+          "QUIC datagrams the loop's endpoint took (its own and those forwarded to it).",
+          datagrams_in),
+        Q("scalwsd_quic_datagrams_sent_total", "counter", "QUIC datagrams the loop sent.",
+          datagrams_out),
+        Q("scalwsd_quic_send_errors_total", "counter",
+          "QUIC datagrams dropped at sending (recovered by QUIC as losses).", send_errors),
+        Q("scalwsd_quic_forwarded_total", "counter",
+          "QUIC datagrams this loop received for another loop's connection and forwarded.",
+          forwarded),
+        Q("scalwsd_http3_connections_total", "counter", "QUIC connections opened.", connections),
+        Q("scalwsd_http3_connections_active", "gauge", "QUIC connections open now.",
+          open_connections),
+        Q("scalwsd_http3_streams_total", "counter", "HTTP/3 request streams begun by clients.",
+          streams),
+        Q("scalwsd_http3_requests_total", "counter", "HTTP/3 requests answered.", requests),
+#undef Q
+    };
+    for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
+        fprintf(f, "# HELP %s %s (published once a second)\n# TYPE %s %s\n", m[k].name, m[k].help,
+                m[k].name, m[k].type);
+        for (int i = 0; i < s->nloops; i++) {
+            const sws_ctr *c = (const sws_ctr *)((const char *)&s->workers[i].quic->ctr + m[k].off);
+            fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", m[k].name, i,
+                    atomic_load_explicit(c, memory_order_relaxed));
+        }
+    }
+}
+
+void sws_quic_drain(sws_worker *w) {
+    if (w->quic && w->quic->ep)
+        sws_h3_drain(w->quic->ep);
+}
+
+bool sws_quic_finished(sws_worker *w) {
+    struct sws_quic *q = w->quic;
+    if (!q || !q->ep)
+        return true;
+    if (q->closing)
+        return true;
+    if (!w->forced && sws_h3_stats_of(q->ep).open_connections)
+        return false;
+    sws_quic_publish(w);
+    cancel_timer(q);
+    q->closing = true;
+    if (tl_close(w->loop, q->udp, sws_token(0, SWS_T_UDP_CLOSE)) < 0)
+        q->udp = 0;
+    return true;
+}
+
+void sws_quic_reload(sws_worker *w, const sws_config *next) {
+    struct sws_quic *q = w->quic;
+    if (!q || !q->ep)
+        return;
+    char why[256];
+    if (sws_h3_endpoint_reload(q->ep, next->tls.cert, next->tls.key, why, sizeof(why)) < 0)
+        fprintf(stderr, "scalwsd: loop %d: reload: quic keeps its certificate: %s\n", w->index,
+                why);
+}
+
+void sws_quic_free(sws_worker *w) {
+    struct sws_quic *q = w->quic;
+    if (!q)
+        return;
+    if (q->ep)
+        sws_h3_endpoint_free(q->ep);
+    free(q->bufs);
+    free(q);
+    w->quic = NULL;
+}
