@@ -22,3 +22,36 @@ void sws_fixed_free(sws_fixed *f) {
 bool sws_field_has(const sws_field *f, const char *token) {
     return sws_http_list_has(f->value, f->value_len, token);
 }
+
+uint8_t sws_method_of(const char *v, size_t vl, bool *known) {
+    *known = true;
+    if (vl == 3 && memcmp(v, "GET", 3) == 0)
+        return HTTP_GET;
+    if (vl == 4 && memcmp(v, "HEAD", 4) == 0)
+        return HTTP_HEAD;
+    if (vl == 4 && memcmp(v, "POST", 4) == 0)
+        return HTTP_POST;
+    for (int m = 0; m <= HTTP_FLUSH; m++) { /* llhttp_method_name aborts past its last */
+        const char *name = llhttp_method_name((llhttp_method_t)m);
+        if (name && strlen(name) == vl && memcmp(name, v, vl) == 0)
+            return (uint8_t)m;
+    }
+    *known = false;
+    return HTTP_GET;
+}
+
+void sws_sf_put(sws_http_request *r, int k, const uint8_t *v, size_t vl) {
+    uint16_t have = r->sf_len[k];
+    if (have > SWS_HTTP_SF_VALUE_MAX)
+        return;
+    size_t need = have + (have ? 1 : 0) + vl;
+    if (need > SWS_HTTP_SF_VALUE_MAX) {
+        r->sf_len[k] = SWS_HTTP_SF_VALUE_MAX + 1;
+        return;
+    }
+    char *at = r->sf_fields + k * SWS_HTTP_SF_VALUE_MAX;
+    if (have)
+        at[have++] = ',';
+    memcpy(at + have, v, vl);
+    r->sf_len[k] = (uint16_t)need;
+}

@@ -71,6 +71,14 @@ typedef struct sws_head {
 /* Whether the comma-separated list in f's value has token (case-insensitive). */
 bool sws_field_has(const sws_field *f, const char *token);
 
+/* For the protocols whose heads are fields (HTTP/2, HTTP/3): the llhttp method
+ * of a :method value (*known false, and GET, for one llhttp does not know), and
+ * a field static and redirect read kept in the request's sf slot k (several
+ * lines joined with ','; a value past the slot's room marked unusable, as the
+ * HTTP/1.1 parser does). */
+uint8_t sws_method_of(const char *v, size_t vl, bool *known);
+void sws_sf_put(sws_http_request *r, int k, const uint8_t *v, size_t vl);
+
 /* sws_answer.length: the body's size is not known in advance; it is fed
  * and then ended (HTTP/1.1 frames it chunked, or by the close for an
  * HTTP/1.0 client). */

@@ -130,41 +130,6 @@ static bool is(const uint8_t *n, size_t nl, const char *lit, size_t ll) {
 }
 #define IS(lit) is(n, nl, lit, sizeof(lit) - 1)
 
-static uint8_t method_of(const uint8_t *v, size_t vl, bool *known) {
-    *known = true;
-    if (is(v, vl, "GET", 3))
-        return HTTP_GET;
-    if (is(v, vl, "HEAD", 4))
-        return HTTP_HEAD;
-    if (is(v, vl, "POST", 4))
-        return HTTP_POST;
-    for (int m = 0; m <= HTTP_FLUSH; m++) { /* llhttp_method_name aborts past its last */
-        const char *name = llhttp_method_name((llhttp_method_t)m);
-        if (name && strlen(name) == vl && memcmp(name, v, vl) == 0)
-            return (uint8_t)m;
-    }
-    *known = false;
-    return HTTP_GET;
-}
-
-/* Copies v into the sf storage slot k, several lines joined with ','; a
- * value past the slot's room is marked unusable (as the HTTP/1.1 parser). */
-static void sf_put(sws_http_request *r, int k, const uint8_t *v, size_t vl) {
-    uint16_t have = r->sf_len[k];
-    if (have > SWS_HTTP_SF_VALUE_MAX)
-        return;
-    size_t need = have + (have ? 1 : 0) + vl;
-    if (need > SWS_HTTP_SF_VALUE_MAX) {
-        r->sf_len[k] = SWS_HTTP_SF_VALUE_MAX + 1;
-        return;
-    }
-    char *at = r->sf_fields + k * SWS_HTTP_SF_VALUE_MAX;
-    if (have)
-        at[have++] = ',';
-    memcpy(at + have, v, vl);
-    r->sf_len[k] = (uint16_t)need;
-}
-
 static void log_put(char *dst, uint16_t *len, const uint8_t *v, size_t vl) {
     if (*len)
         return; /* the first line only, as HTTP/1.1's */
@@ -217,7 +182,7 @@ static void on_pseudo(sws_worker *w, h2_stream *st, const uint8_t *n, size_t nl,
     sws_http_request *r = &st->req;
     if (IS(":method")) {
         bool known;
-        r->method = method_of(v, vl, &known);
+        r->method = sws_method_of((const char *)v, vl, &known);
         r->head = r->method == HTTP_HEAD;
         if (!known)
             refuse(st, 501);
@@ -259,13 +224,13 @@ static void on_field(sws_worker *w, h2_stream *st, const uint8_t *n, size_t nl, 
     switch (n[0]) {
     case 'a':
         if (r->sf_fields && IS("accept-encoding"))
-            sf_put(r, SWS_HTTP_SF_AE, v, vl);
+            sws_sf_put(r, SWS_HTTP_SF_AE, v, vl);
         else if (r->sf_fields && IS("authorization"))
-            sf_put(r, SWS_HTTP_SF_AUTH, v, vl);
+            sws_sf_put(r, SWS_HTTP_SF_AUTH, v, vl);
         break;
     case 'x':
         if (r->sf_fields && IS("x-forwarded-for"))
-            sf_put(r, SWS_HTTP_SF_XFF, v, vl);
+            sws_sf_put(r, SWS_HTTP_SF_XFF, v, vl);
         break;
     case 'c':
         if (IS("content-length")) {
@@ -300,15 +265,15 @@ static void on_field(sws_worker *w, h2_stream *st, const uint8_t *n, size_t nl, 
         if (!r->sf_fields)
             break;
         if (IS("if-none-match"))
-            sf_put(r, SWS_HTTP_SF_INM, v, vl);
+            sws_sf_put(r, SWS_HTTP_SF_INM, v, vl);
         else if (IS("if-modified-since"))
-            sf_put(r, SWS_HTTP_SF_IMS, v, vl);
+            sws_sf_put(r, SWS_HTTP_SF_IMS, v, vl);
         else if (IS("if-range"))
-            sf_put(r, SWS_HTTP_SF_IF_RANGE, v, vl);
+            sws_sf_put(r, SWS_HTTP_SF_IF_RANGE, v, vl);
         break;
     case 'r':
         if (r->sf_fields && IS("range"))
-            sf_put(r, SWS_HTTP_SF_RANGE, v, vl);
+            sws_sf_put(r, SWS_HTTP_SF_RANGE, v, vl);
         else if (r->log_fields && IS("referer"))
             log_put(r->log_fields + SWS_HTTP_LOG_REFERER, &r->referer_len, v, vl);
         break;

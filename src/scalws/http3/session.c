@@ -80,23 +80,6 @@ static bool is(const uint8_t *n, size_t nl, const char *lit, size_t ll) {
 }
 #define IS(lit) is(n, nl, lit, sizeof(lit) - 1)
 
-static uint8_t method_of(const uint8_t *v, size_t vl, bool *known) {
-    *known = true;
-    if (is(v, vl, "GET", 3))
-        return HTTP_GET;
-    if (is(v, vl, "HEAD", 4))
-        return HTTP_HEAD;
-    if (is(v, vl, "POST", 4))
-        return HTTP_POST;
-    for (int m = 0; m <= HTTP_FLUSH; m++) { /* llhttp_method_name aborts past its last */
-        const char *name = llhttp_method_name((llhttp_method_t)m);
-        if (name && strlen(name) == vl && memcmp(name, v, vl) == 0)
-            return (uint8_t)m;
-    }
-    *known = false;
-    return HTTP_GET;
-}
-
 static void refuse(h3_stream *st, int status) {
     if (!st->refuse)
         st->refuse = (uint16_t)status;
@@ -108,41 +91,23 @@ static void host_put(sws_http_request *r, const uint8_t *v, size_t vl) {
     r->host_len = (uint16_t)k;
 }
 
-/* Copies v into the sf storage slot k, several lines joined with ','; a
- * value past the slot's room is marked unusable (as HTTP/1.1 and HTTP/2). */
-static void sf_put(sws_http_request *r, int k, const uint8_t *v, size_t vl) {
-    uint16_t have = r->sf_len[k];
-    if (have > SWS_HTTP_SF_VALUE_MAX)
-        return;
-    size_t need = have + (have ? 1 : 0) + vl;
-    if (need > SWS_HTTP_SF_VALUE_MAX) {
-        r->sf_len[k] = SWS_HTTP_SF_VALUE_MAX + 1;
-        return;
-    }
-    char *at = r->sf_fields + k * SWS_HTTP_SF_VALUE_MAX;
-    if (have)
-        at[have++] = ',';
-    memcpy(at + have, v, vl);
-    r->sf_len[k] = (uint16_t)need;
-}
-
 /* The fields static and redirect read, as HTTP/2 keeps them. */
 static void sf_field(sws_http_request *r, const uint8_t *n, size_t nl, const uint8_t *v,
                      size_t vl) {
     if (IS("accept-encoding"))
-        sf_put(r, SWS_HTTP_SF_AE, v, vl);
+        sws_sf_put(r, SWS_HTTP_SF_AE, v, vl);
     else if (IS("authorization"))
-        sf_put(r, SWS_HTTP_SF_AUTH, v, vl);
+        sws_sf_put(r, SWS_HTTP_SF_AUTH, v, vl);
     else if (IS("x-forwarded-for"))
-        sf_put(r, SWS_HTTP_SF_XFF, v, vl);
+        sws_sf_put(r, SWS_HTTP_SF_XFF, v, vl);
     else if (IS("if-none-match"))
-        sf_put(r, SWS_HTTP_SF_INM, v, vl);
+        sws_sf_put(r, SWS_HTTP_SF_INM, v, vl);
     else if (IS("if-modified-since"))
-        sf_put(r, SWS_HTTP_SF_IMS, v, vl);
+        sws_sf_put(r, SWS_HTTP_SF_IMS, v, vl);
     else if (IS("if-range"))
-        sf_put(r, SWS_HTTP_SF_IF_RANGE, v, vl);
+        sws_sf_put(r, SWS_HTTP_SF_IF_RANGE, v, vl);
     else if (IS("range"))
-        sf_put(r, SWS_HTTP_SF_RANGE, v, vl);
+        sws_sf_put(r, SWS_HTTP_SF_RANGE, v, vl);
 }
 
 static void on_pseudo(h3_stream *st, const sws_http_limits *lim, const uint8_t *n, size_t nl,
@@ -150,7 +115,7 @@ static void on_pseudo(h3_stream *st, const sws_http_limits *lim, const uint8_t *
     sws_http_request *r = &st->req;
     if (IS(":method")) {
         bool known;
-        r->method = method_of(v, vl, &known);
+        r->method = sws_method_of((const char *)v, vl, &known);
         r->head = r->method == HTTP_HEAD;
         if (!known || r->method == HTTP_CONNECT)
             refuse(st, 501); /* CONNECT (RFC 9114 4.4): no tunnels over HTTP/3 yet */
