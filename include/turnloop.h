@@ -168,8 +168,11 @@ typedef struct tl_loop_stats {
     /* io_uring: idle receives parked on a poll (kernel memory of an idle
      * connection: the request alone, not its async-poll record too) */
     uint64_t recv_parked;
-    uint64_t min_waits;   /* io_uring: waits made with a min-wait (6.12) batch */
-    uint64_t reserved[2]; /* zero today; counters of later versions */
+    uint64_t min_waits; /* io_uring: waits made with a min-wait (6.12) batch */
+    /* io_uring: direct descriptors installed in the process's table on demand
+     * (tl_handle_fd and its kin: sendfile, getpeername, a detach) */
+    uint64_t fd_installs;
+    uint64_t reserved[1]; /* zero today; counters of later versions */
 } tl_loop_stats;
 
 /* ---- loops ------------------------------------------------------------- */
@@ -271,7 +274,12 @@ int tl_handle_sockname(tl_loop *loop, tl_handle h, struct sockaddr_storage *out,
 int tl_handle_peername(tl_loop *loop, tl_handle h, struct sockaddr_storage *out, socklen_t *len);
 
 /* The descriptor, for setsockopt and the like. Owned by the loop: never close it.
- * Errors: an id's errors. */
+ * On io_uring with direct descriptors (TURNLOOP_URING_ENABLE=direct) a
+ * connection's socket lives in the ring's own file table; the first call
+ * installs it in the process's (one kernel entry), and the handle uses that
+ * descriptor from then on. tl_detach, tl_handle_peername and
+ * tl_handle_sockname do the same.
+ * Errors: an id's errors; for an installed descriptor -EMFILE, -ENFILE. */
 int tl_handle_fd(tl_loop *loop, tl_handle h);
 
 /* Closes a handle: every pending operation completes as -ECANCELED, then one
