@@ -111,13 +111,23 @@ static void accepted_stream_gives_a_real_descriptor(void **state) {
     close(mfd);
     expect_bytes(cli, "file-bytes");
     serve_once(a, h, cli, "again", "still");
-    assert_int_equal(tl_close(a, h, 9), 0);
+    /* An idle connection's receive stays armed while the first one closes: the
+     * close must send its FIN now, not when that receive ends. */
+    int idle = client_to(port);
+    tl_handle ih = next_accepted(a);
     tl_completion c[8];
+    assert_int_equal(tl_recv(a, ih, 5, NULL), 0);
+    assert_int_equal(tl_loop_turn(a, 0, c, 8), 0); /* armed */
+    assert_int_equal(tl_close(a, h, 9), 0);
     assert_int_equal(turn_until(a, c, 8, 1), 1);
     assert_int_equal(c[0].kind, TL_OP_CLOSE);
     char eof;
-    assert_int_equal(recv(cli, &eof, 1, 0), 0); /* the close sent the FIN */
+    assert_int_equal(recv(cli, &eof, 1, 0), 0); /* the FIN, within SO_RCVTIMEO */
     close(cli);
+    assert_int_equal(tl_close(a, ih, 10), 0);
+    assert_int_equal(turn_until(a, c, 8, 2), 2); /* its receive's -ECANCELED, its close */
+    assert_int_equal(recv(idle, &eof, 1, 0), 0);
+    close(idle);
 
     /* Two: detached straight from the ring to loop b, which serves it on. */
     cli = client_to(port);

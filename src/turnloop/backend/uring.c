@@ -128,8 +128,14 @@ static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun,
 
 /* Direct descriptors need a sparse file table (5.19, for IORING_FILE_INDEX_ALLOC)
  * and IORING_OP_FIXED_FD_INSTALL (6.8) for whatever needs a real descriptor;
- * a provided-buffer ring too, since the fallback receive is a read(2). */
+ * a provided-buffer ring too, since the fallback receive is a read(2). And a
+ * kernel whose table entries are released one by one (6.13): before it, an
+ * entry closed while any older fixed-file request was still armed (an idle
+ * connection's receive) kept its socket open, FIN unsent, until that request
+ * ended. No feature bit says so; 6.14's IORING_FEAT_RW_ATTR stands for it. */
 static bool direct_setup(uring_state *s) {
+    if (!(s->ring.features & IORING_FEAT_RW_ATTR))
+        return false;
     struct io_uring_probe *pr = io_uring_get_probe_ring(&s->ring);
     bool ok = pr && io_uring_opcode_supported(pr, IORING_OP_FIXED_FD_INSTALL);
     if (pr)

@@ -41,6 +41,9 @@
 /* IORING_OP_FIXED_FD_INSTALL of a direct descriptor (install_fd): this bit and
  * a sequence number; its CQE is read where it lies and skipped by the turn. */
 #define UD_INSTALL (1ull << 46)
+#ifndef IORING_FEAT_RW_ATTR
+#define IORING_FEAT_RW_ATTR (1U << 16) /* 6.14 */
+#endif
 #ifndef IORING_OP_FIXED_FD_INSTALL
 #define IORING_OP_FIXED_FD_INSTALL 54 /* 6.8; liburing 2.3's header predates it */
 #endif
