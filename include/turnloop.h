@@ -381,7 +381,9 @@ typedef struct tl_detached {
  * loop and call again. On 0 the handle is gone from this loop and *out owns the
  * descriptor.
  * Errors: -EAGAIN (not quiescent yet); an id's errors; -EBADF (the handle is
- * closing); -EINVAL (a loop's duplicate of a shared listener: close it). */
+ * closing); -EINVAL (a loop's duplicate of a shared listener: close it);
+ * -EMFILE, -ENFILE (a direct descriptor found no room in the process's table:
+ * the handle stays, detaching; close it or call again). */
 int tl_detach(tl_loop *loop, tl_handle h, tl_detached *out);
 
 /* Adopts a detached transport. On any error the transport is closed, never
@@ -442,7 +444,8 @@ void tl_handoff_free(tl_handoff *ho);
  * picks; that worker reports TL_OP_ADOPT with token. Returns the worker index
  * (>= 0) or a negative errno (the connection is then closed).
  * Errors: tl_detach()'s (-EAGAIN when the host left an operation on it, a
- * broken contract: the handle is closed), tl_loop_post_transport()'s. */
+ * broken contract, and -EMFILE or -ENFILE: the handle is closed),
+ * tl_loop_post_transport()'s. */
 int tl_handoff_dispatch(tl_handoff *ho, tl_loop *acceptor, tl_handle accepted, uint64_t token);
 
 /* Per-worker count of transports handed out so far (0 for an index out of range). */

@@ -543,6 +543,8 @@ static int ur_install_fd(tl_loop *loop, uint32_t hi) {
     int32_t res = -EAGAIN;
     for (int tries = 0; tries < 100 && !find_cqe(&s->ring, ud, &res); tries++)
         io_uring_get_events(&s->ring); /* posts deferred completions, flushes overflow */
+    if (res == -EAGAIN)
+        s->install_lost = ud; /* cannot happen (inline); if it comes later, on_cqe closes it */
     if (res < 0)
         return res;
     tl__ur_close_direct(loop, h->fd);
@@ -606,8 +608,11 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
     }
     if (ud == UD_IGNORE || ud == LIBURING_UDATA_TIMEOUT)
         return;
-    if ((ud >> 48) == 0 && (ud & UD_INSTALL))
-        return; /* read by ur_install_fd where it lay */
+    if ((ud >> 48) == 0 && (ud & UD_INSTALL)) {
+        if (ud == s->install_lost && res >= 0)
+            close(res); /* its caller was told -EAGAIN: nobody owns it */
+        return;         /* read by ur_install_fd where it lay */
+    }
     if ((ud >> 48) == 0 && (ud & UD_CLOSE)) {
         on_close_cqe(loop, ud);
         return;

@@ -136,6 +136,7 @@ typedef struct uring_state {
     uint64_t *dir_closes;
     uint32_t dir_closes_len, dir_closes_cap;
     uint32_t install_seq;
+    uint64_t install_lost; /* an install whose CQE did not come in time: close its fd */
     /* datagrams (uring_udp.c): multishot recvmsg into the buffer ring, with
      * this header read by the kernel for every datagram, so it never moves */
     bool ms_recvmsg;
