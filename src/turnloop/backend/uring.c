@@ -133,8 +133,8 @@ static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun,
  * entry closed while any older fixed-file request was still armed (an idle
  * connection's receive) kept its socket open, FIN unsent, until that request
  * ended. No feature bit says so; 6.14's IORING_FEAT_RW_ATTR stands for it. */
-static bool direct_setup(uring_state *s) {
-    if (!(s->ring.features & IORING_FEAT_RW_ATTR))
+static bool direct_setup(tl_loop *loop, uring_state *s) {
+    if (!(s->ring.features & IORING_FEAT_RW_ATTR) || !loop->h_fixed)
         return false;
     struct io_uring_probe *pr = io_uring_get_probe_ring(&s->ring);
     bool ok = pr && io_uring_opcode_supported(pr, IORING_OP_FIXED_FD_INSTALL);
@@ -142,11 +142,24 @@ static bool direct_setup(uring_state *s) {
         io_uring_free_probe(pr);
     if (!ok || !s->br)
         return false;
+    s->direct_queue = SOMAXCONN;
+    FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
+    if (f) {
+        unsigned q;
+        if (fscanf(f, "%u", &q) == 1 && q > 0)
+            s->direct_queue = q;
+        fclose(f);
+    }
+    uint64_t want = (uint64_t)loop->h_max + (uint64_t)DIRECT_LISTENERS * s->direct_queue;
     struct rlimit rl;
-    rlim_t slots = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-    if (slots > DIRECT_SLOTS_MAX)
-        slots = DIRECT_SLOTS_MAX;
-    return io_uring_register_files_sparse(&s->ring, (unsigned)slots) == 0;
+    uint64_t room = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+    if (room > DIRECT_SLOTS_MAX)
+        room = DIRECT_SLOTS_MAX;
+    s->direct_slots = (uint32_t)(want < room ? want : room);
+    /* room for at least one listener's queue beside every handle */
+    if ((uint64_t)loop->h_max + s->direct_queue > s->direct_slots)
+        return false;
+    return io_uring_register_files_sparse(&s->ring, s->direct_slots) == 0;
 }
 
 int tl__uring_probe(void) {
@@ -213,7 +226,7 @@ static int ur_init(tl_loop *loop) {
         return -errno;
     if (!no_buf_ring)
         tl__ur_buf_ring_setup(loop, s);
-    s->direct = s->direct && direct_setup(s);
+    s->direct = s->direct && direct_setup(loop, s);
     tl__ur_udp_init(loop, s);
     return 0;
 }

@@ -47,9 +47,15 @@
 #ifndef IORING_OP_FIXED_FD_INSTALL
 #define IORING_OP_FIXED_FD_INSTALL 54 /* 6.8; liburing 2.3's header predates it */
 #endif
-/* Direct descriptors: the registered file table holds as many as the process
- * may have descriptors (the kernel refuses more), at most this many. */
-#define DIRECT_SLOTS_MAX 65536u
+/* Direct descriptors: a full table does not leave a connection in the queue as
+ * EMFILE does: the kernel has accepted it, cannot place it, and closes it (a
+ * reset). So the table holds every handle the loop may have (max_handles)
+ * plus, per listener accepting into it, a whole accept queue (what a multishot
+ * accept may take before its cancel lands: connections parked past the
+ * ceiling); a loop without a ceiling gets none. At most RLIMIT_NOFILE entries
+ * (the kernel's limit) and DIRECT_SLOTS_MAX (its own). */
+#define DIRECT_SLOTS_MAX (1u << 20)
+#define DIRECT_LISTENERS 4 /* listeners per loop the table is sized for */
 
 /* Per-op backend state, kept in tl_oslot.backend_data as bits. */
 #define OP_ARMED 0x1u   /* an SQE of this op is in the kernel: it ends on its own CQE */
@@ -129,6 +135,9 @@ typedef struct uring_state {
      * process's table, or parked past the ceiling and dropped), closed in the
      * arm phase. */
     bool direct;
+    uint32_t direct_slots;   /* the table's entries */
+    uint32_t direct_queue;   /* an accept queue's length (net.core.somaxconn) */
+    uint32_t direct_accepts; /* multishot accepts in flight into the table */
     /* The first receive of an accepted connection is a single recv: its
      * request is usually there (TCP_DEFER_ACCEPT), and a connection closed
      * after one answer then never arms a poll to be cancelled. */

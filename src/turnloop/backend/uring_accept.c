@@ -145,10 +145,10 @@ bool tl__ur_accept_step(tl_loop *loop, uint32_t hi) {
             }
             return true;
         }
-        bool direct = false;
-        int fd = parked_take(loop, hi, &direct);
+        bool parked_direct = false;
+        int fd = parked_take(loop, hi, &parked_direct);
         if (fd >= 0) {
-            accept_fd(loop, oi, fd, direct);
+            accept_fd(loop, oi, fd, parked_direct);
             continue;
         }
         if (bits(o) & OP_ARMED)
@@ -156,11 +156,15 @@ bool tl__ur_accept_step(tl_loop *loop, uint32_t hi) {
         struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
         if (!sqe)
             return false;
-        if (o->multishot && s->ms_accept && s->direct) {
+        /* Into the table while it has room for this listener's whole queue
+         * beside every handle and the other listeners' queues (uring.h). */
+        uint64_t need = loop->h_max + (uint64_t)(s->direct_accepts + 1) * s->direct_queue;
+        if (o->multishot && s->ms_accept && s->direct && need <= s->direct_slots) {
             /* Into a free slot of the table; no SOCK_CLOEXEC there (-EINVAL):
              * an installed descriptor gets O_CLOEXEC from the install. */
             io_uring_prep_multishot_accept_direct(sqe, h->fd, NULL, NULL, SOCK_NONBLOCK);
             set_bits(o, bits(o) | OP_MS_SQE | OP_DIRECT_SQE);
+            s->direct_accepts++;
         } else if (o->multishot && s->ms_accept) {
             io_uring_prep_multishot_accept(sqe, h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
             set_bits(o, bits(o) | OP_MS_SQE);
@@ -205,6 +209,8 @@ void tl__ur_on_accept(tl_loop *loop, uint32_t oi, int32_t res, bool more) {
     bool direct = (was & OP_DIRECT_SQE) != 0;
     if (!more)
         disarm(o);
+    if (!more && direct)
+        s->direct_accepts--;
     if (res >= 0) {
         bool queued_first = false;
         for (uint32_t i = 0; i < s->parked_len && !queued_first; i++)
