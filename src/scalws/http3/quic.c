@@ -309,6 +309,10 @@ bad:
 
 void h3_conn_free(h3_conn *hc) {
     sws_h3_endpoint *ep = hc->ep;
+    /* Streams the connection ended under (a client that closed before our
+     * last packets were acknowledged): their losses are counted now. */
+    for (h3_stream *st = hc->streams; st && hc->q; st = st->next)
+        ep->st.stream_packets_lost += ngtcp2_conn_get_stream_loss_count(hc->q, st->id);
     while (hc->streams)
         h3_stream_free(hc, hc->streams);
     if (hc->q) {
