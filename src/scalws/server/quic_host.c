@@ -377,7 +377,7 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
         Q("scalwsd_http3_requests_total", "counter", "HTTP/3 requests answered.", requests),
         Q("scalwsd_quic_stream_packets_lost_total", "counter",
           "QUIC packets carrying a stream's data that ngtcp2 declared lost (their frames sent "
-          "again), counted per stream as it closes; handshake and ACK-only packets not counted.",
+          "again), counted per stream as it closes: a lower bound (doc/http3.md).",
           stream_packets_lost),
         Q("scalwsd_quic_probe_timeouts_total", "counter",
           "QUIC probe timeouts that fired (no acknowledgement in time: a tail loss).",
