@@ -730,6 +730,10 @@ static int run(client *c, double timeout) {
     int rc = 0;
     bool failed = false;
     while (c->done < c->nreq && !(c->goaway && c->inflight == 0)) {
+        /* Room under -P that answers made (the server's MAX_STREAMS is not
+         * the only thing that frees it: a lossy path can bring that first,
+         * then the answers, and nothing would ask again). */
+        submit_more(c);
         if (write_out(c) < 0) {
             failed = true;
             break;
