@@ -6,7 +6,12 @@
  *     <index> <status> <body bytes> <fnv1a-64 of the body, hex>
  * with -i its fields too ("< name: value"), and "goaway <stream id>" when
  * the server sends one; -o writes every body, in the
- * order the requests were made, to a file. Exit 0 when every request was
+ * order the requests were made, to a file. With --migrate N or
+ * --nat-rebind N the client moves to a new UDP socket (a new local port)
+ * after every N answers and goes on on the same connection: a migration
+ * tells ngtcp2 (a new path and connection ID, validated: "path PORT
+ * validated"), a NAT rebinding does not (the server alone sees the port
+ * change); each prints "rebind K OLDPORT NEWPORT". Exit 0 when every request was
  * answered, 1 when one was not (reset, or the connection ended), 2 for a
  * usage error, 3 on the timeout. */
 #define _GNU_SOURCE
@@ -65,6 +70,13 @@ typedef struct client {
     bool show_fields, quiet, handshake, closed;
     bool goaway;   /* the server takes no new request: the rest are not sent */
     bool resuming; /* the session of an earlier connection is offered */
+    /* --migrate / --nat-rebind: every rebind_every answers a new socket;
+     * the next at rebind_at answers. ngtcp2 is told (the path's local
+     * address is the new socket's) unless rebind_nat: then c->local stays
+     * what it first was, as behind a NAT that changed the port. */
+    int rebind_every, rebind_at, rebinds;
+    bool rebind_nat;
+    unsigned fd_port; /* fd's local port */
     uint8_t tx[MAX_DATAGRAM];
 } client;
 
@@ -375,6 +387,22 @@ static int extend_stream_data_cb(ngtcp2_conn *q, int64_t sid, uint64_t max, void
     return c->h && nghttp3_conn_unblock_stream(c->h, sid) ? NGTCP2_ERR_CALLBACK_FAILURE : 0;
 }
 
+static int path_validation_cb(ngtcp2_conn *q, uint32_t flags, const ngtcp2_path *path,
+                              ngtcp2_path_validation_result res, void *ud) {
+    (void)q;
+    (void)flags;
+    client *c = ud;
+    const struct sockaddr *a = path->local.addr;
+    unsigned port = ntohs(a->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)a)->sin6_port
+                                                   : ((const struct sockaddr_in *)a)->sin_port);
+    if (!c->quiet)
+        printf("path %u %s\n", port,
+               res == NGTCP2_PATH_VALIDATION_RESULT_SUCCESS   ? "validated"
+               : res == NGTCP2_PATH_VALIDATION_RESULT_FAILURE ? "failed"
+                                                              : "aborted");
+    return 0;
+}
+
 static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref) {
     return ((client *)ref->user_data)->q;
 }
@@ -433,6 +461,7 @@ static void quic_init(client *c) {
         .delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
         .get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
         .version_negotiation = ngtcp2_crypto_version_negotiation_cb,
+        .path_validation = path_validation_cb,
     };
     ngtcp2_cid dcid, scid;
     dcid.datalen = NGTCP2_MIN_INITIAL_DCIDLEN;
@@ -450,6 +479,8 @@ static void quic_init(client *c) {
     p.initial_max_stream_data_uni = 256 * 1024;
     p.initial_max_data = 16 * 1024 * 1024;
     p.max_idle_timeout = 30 * NGTCP2_SECONDS;
+    /* Room for the server's spare connection IDs: a migration takes one. */
+    p.active_connection_id_limit = 4;
     ngtcp2_path path = {{(struct sockaddr *)&c->local, c->local_len},
                         {(struct sockaddr *)&c->remote, c->remote_len},
                         NULL};
@@ -581,6 +612,8 @@ static void usage(void) {
                     "  --resume H:P    then the same requests on a second connection to H:P,\n"
                     "                  offering the first one's TLS session (\"resumed 0|1\")\n"
                     "  -t SECONDS      give up after SECONDS (10)\n"
+                    "  --migrate N     after every N answers a new local port, migrated to\n"
+                    "  --nat-rebind N  after every N answers a new local port, ngtcp2 not told\n"
                     "  -q              no line per answer\n");
     exit(2);
 }
@@ -624,6 +657,11 @@ static struct addrinfo *resolve(char *hostport, char **host) {
     return ai;
 }
 
+static unsigned port_of(const struct sockaddr_storage *a) {
+    return ntohs(a->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)a)->sin6_port
+                                          : ((const struct sockaddr_in *)a)->sin_port);
+}
+
 static void connect_to(client *c, struct addrinfo *ai) {
     c->fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0 || connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0)
@@ -632,6 +670,42 @@ static void connect_to(client *c, struct addrinfo *ai) {
     c->remote_len = ai->ai_addrlen;
     c->local_len = sizeof(c->local);
     getsockname(c->fd, (struct sockaddr *)&c->local, &c->local_len);
+    c->fd_port = port_of(&c->local);
+}
+
+/* A new socket to the server in place of the old one (closed: what the
+ * server still sends there is lost, and QUIC recovers it). A migration
+ * waits while ngtcp2 cannot start one yet (the handshake not confirmed, no
+ * spare connection ID of the server's): the next turn tries again. */
+static void rebind(client *c) {
+    int fd = socket(c->remote.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&c->remote, c->remote_len) != 0)
+        die("rebind: %s", strerror(errno));
+    struct sockaddr_storage local;
+    socklen_t local_len = sizeof(local);
+    if (getsockname(fd, (struct sockaddr *)&local, &local_len) != 0)
+        die("rebind: getsockname: %s", strerror(errno));
+    if (!c->rebind_nat) {
+        ngtcp2_path path = {{(struct sockaddr *)&local, local_len},
+                            {(struct sockaddr *)&c->remote, c->remote_len},
+                            NULL};
+        int rc = ngtcp2_conn_initiate_immediate_migration(c->q, &path, now_ns());
+        if (rc == NGTCP2_ERR_INVALID_STATE || rc == NGTCP2_ERR_CONN_ID_BLOCKED) {
+            close(fd);
+            return;
+        }
+        if (rc != 0)
+            die("ngtcp2_conn_initiate_immediate_migration: %s", ngtcp2_strerror(rc));
+        memcpy(&c->local, &local, local_len);
+        c->local_len = local_len;
+    }
+    close(c->fd);
+    c->fd = fd;
+    c->rebinds++;
+    c->rebind_at += c->rebind_every;
+    if (!c->quiet)
+        printf("rebind %d %u %u\n", c->rebinds, c->fd_port, port_of(&local));
+    c->fd_port = port_of(&local);
 }
 
 static void requests_init(client *c, char **paths, int npaths, int repeat, bool keep) {
@@ -656,6 +730,10 @@ static int run(client *c, double timeout) {
     int rc = 0;
     bool failed = false;
     while (c->done < c->nreq && !(c->goaway && c->inflight == 0)) {
+        /* Room under -P that answers made (the server's MAX_STREAMS is not
+         * the only thing that frees it: a lossy path can bring that first,
+         * then the answers, and nothing would ask again). */
+        submit_more(c);
         if (write_out(c) < 0) {
             failed = true;
             break;
@@ -683,6 +761,8 @@ static int run(client *c, double timeout) {
                 break;
             }
         }
+        if (c->rebind_every && c->done >= c->rebind_at && c->done < c->nreq)
+            rebind(c);
     }
     close_conn(c);
     int answered = 0;
@@ -718,6 +798,8 @@ int main(int argc, char **argv) {
                                           {"cacert", required_argument, NULL, 'C'},
                                           {"sni", required_argument, NULL, 'S'},
                                           {"resume", required_argument, NULL, 'R'},
+                                          {"migrate", required_argument, NULL, 'M'},
+                                          {"nat-rebind", required_argument, NULL, 'N'},
                                           {NULL, 0, NULL, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "n:P:X:d:o:ikt:q", longs, NULL)) != -1) {
@@ -751,6 +833,14 @@ int main(int argc, char **argv) {
             break;
         case 'R':
             resume = optarg;
+            break;
+        case 'M':
+        case 'N':
+            c.rebind_every = atoi(optarg);
+            c.rebind_at = c.rebind_every;
+            c.rebind_nat = opt == 'N';
+            if (c.rebind_every < 1)
+                usage();
             break;
         case 't':
             timeout = atof(optarg);

@@ -248,6 +248,20 @@ void sws_h3_drain(sws_h3_endpoint *ep) {
 sws_h3_stats sws_h3_stats_of(const sws_h3_endpoint *ep) {
     sws_h3_stats st = ep->st;
     st.open_streams = ep->ntable - ep->nfree;
+    /* The gauges, from each open connection's recovery state. */
+    uint64_t rtt_sum = 0, rtt_n = 0;
+    for (h3_conn *hc = ep->conns; hc; hc = hc->next) {
+        if (hc->dead || hc->closing || hc->draining)
+            continue;
+        ngtcp2_conn_stat cs;
+        ngtcp2_conn_get_conn_stat(hc->q, &cs);
+        st.bytes_in_flight += cs.bytes_in_flight;
+        if (cs.first_rtt_sample_ts != UINT64_MAX) {
+            rtt_sum += cs.smoothed_rtt;
+            rtt_n++;
+        }
+    }
+    st.smoothed_rtt_ns = rtt_n ? rtt_sum / rtt_n : 0;
     return st;
 }
 

@@ -101,6 +101,11 @@ struct h3_conn {
     bool more_due : 1; /* a stream's `more` is owed */
     bool dead : 1;     /* freed at the end of the current call */
     uint8_t resends;
+    /* ngtcp2's recovery state as last seen, to count what changed in it:
+     * its successive PTOs, the start of its recovery period (UINT64_MAX:
+     * none yet). */
+    size_t pto_seen;
+    uint64_t recovery_seen;
     uint32_t close_count; /* packets seen while closing */
     uint64_t close_at;
     uint8_t *close_pkt;

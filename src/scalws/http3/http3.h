@@ -79,11 +79,22 @@ typedef struct sws_h3_settings {
     64 /* GnuTLS's master key, from which it derives its rotating keys                             \
         */
 
-/* What an endpoint counted, for /metrics once it is wired in. */
+/* What an endpoint counted, for /metrics. */
 typedef struct sws_h3_stats {
     uint64_t datagrams_in, datagrams_out, send_errors;
     uint64_t connections, streams, requests;
     uint64_t version_negotiations, stateless_resets, dropped;
+    /* Loss recovery as ngtcp2 0.12 shows it (it keeps no connection-wide
+     * count of lost packets): packets carrying a stream's data that it
+     * declared lost, summed per stream as the stream closes (a packet with
+     * two streams' data counts for each; handshake and ACK-only packets not
+     * at all), whose frames it sent again; probe timeouts that fired (a
+     * tail loss: no ACK came in time); congestion events (a loss or an
+     * ECN-CE mark that began a recovery period, the window cut). */
+    uint64_t stream_packets_lost, probe_timeouts, congestion_events;
+    /* Now, over the open connections: bytes sent and not yet acknowledged,
+     * and the mean smoothed RTT (ns) of those with an RTT sample (0: none). */
+    uint64_t bytes_in_flight, smoothed_rtt_ns;
     uint32_t open_connections;
     uint32_t open_streams; /* entries of the stream table in use */
 } sws_h3_stats;

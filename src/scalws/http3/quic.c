@@ -28,6 +28,21 @@ static void closing_until(h3_conn *hc, uint64_t now) {
     hc->close_at = now + 3 * ngtcp2_conn_get_pto(hc->q);
 }
 
+/* ngtcp2 0.12 counts no losses for us: after each of its calls, what moved
+ * in its recovery state is counted (a PTO more; a recovery period that
+ * began: a congestion event). Cheap: a copy of its stats struct. */
+static void count_recovery(h3_conn *hc) {
+    ngtcp2_conn_stat cs;
+    ngtcp2_conn_get_conn_stat(hc->q, &cs);
+    if (cs.pto_count > hc->pto_seen)
+        hc->ep->st.probe_timeouts += cs.pto_count - hc->pto_seen;
+    hc->pto_seen = cs.pto_count;
+    if (cs.congestion_recovery_start_ts != hc->recovery_seen &&
+        cs.congestion_recovery_start_ts != UINT64_MAX)
+        hc->ep->st.congestion_events++;
+    hc->recovery_seen = cs.congestion_recovery_start_ts;
+}
+
 /* ---- callbacks from ngtcp2 --------------------------------------------------- */
 
 static void rand_cb(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx) {
@@ -112,6 +127,8 @@ static int stream_close_cb(ngtcp2_conn *q, uint32_t flags, int64_t id, uint64_t 
                            void *sud) {
     (void)sud;
     h3_conn *hc = ud;
+    /* The stream's packets declared lost, while ngtcp2 still has it. */
+    hc->ep->st.stream_packets_lost += ngtcp2_conn_get_stream_loss_count(q, id);
     if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET))
         code = NGHTTP3_H3_NO_ERROR;
     if (!hc->h)
@@ -229,6 +246,7 @@ h3_conn *h3_conn_new(sws_h3_endpoint *ep, const ngtcp2_pkt_hd *hd, const ngtcp2_
     hc->cred = ep->cred;
     hc->cred->refs++;
     hc->id = ++ep->next_conn_id;
+    hc->recovery_seen = UINT64_MAX;
     addr_copy(&hc->local, &hc->local_len, &path->local);
     addr_copy(&hc->remote, &hc->remote_len, &path->remote);
     ngtcp2_connection_close_error_default(&hc->err);
@@ -291,6 +309,10 @@ bad:
 
 void h3_conn_free(h3_conn *hc) {
     sws_h3_endpoint *ep = hc->ep;
+    /* Streams the connection ended under (a client that closed before our
+     * last packets were acknowledged): their losses are counted now. */
+    for (h3_stream *st = hc->streams; st && hc->q; st = st->next)
+        ep->st.stream_packets_lost += ngtcp2_conn_get_stream_loss_count(hc->q, st->id);
     while (hc->streams)
         h3_stream_free(hc, hc->streams);
     if (hc->q) {
@@ -415,6 +437,7 @@ void h3_conn_read(h3_conn *hc, const ngtcp2_path *path, unsigned ecn, const uint
         conn_error(hc, rc, now);
         return;
     }
+    count_recovery(hc);
     h3_session_more(hc);
     h3_conn_write(hc, now);
 }
@@ -501,6 +524,7 @@ void h3_conn_timer(h3_conn *hc, uint64_t now) {
         conn_error(hc, rc, now);
         return;
     }
+    count_recovery(hc);
     h3_conn_write(hc, now);
 }
 

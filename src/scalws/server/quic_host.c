@@ -339,6 +339,15 @@ void sws_quic_publish(sws_worker *w) {
     atomic_store_explicit(&c->streams, st.streams, memory_order_relaxed);
     atomic_store_explicit(&c->requests, st.requests, memory_order_relaxed);
     atomic_store_explicit(&c->open_connections, st.open_connections, memory_order_relaxed);
+    atomic_store_explicit(&c->stream_packets_lost, st.stream_packets_lost, memory_order_relaxed);
+    atomic_store_explicit(&c->probe_timeouts, st.probe_timeouts, memory_order_relaxed);
+    atomic_store_explicit(&c->congestion_events, st.congestion_events, memory_order_relaxed);
+    atomic_store_explicit(&c->bytes_in_flight, st.bytes_in_flight, memory_order_relaxed);
+    atomic_store_explicit(&c->smoothed_rtt_us, st.smoothed_rtt_ns / 1000, memory_order_relaxed);
+}
+
+const sws_quic_counters *sws_quic_counters_of(const sws_worker *w) {
+    return w->quic ? &w->quic->ctr : NULL;
 }
 
 void sws_quic_metrics(const sws_server *s, FILE *f) {
@@ -347,8 +356,9 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
     static const struct {
         const char *name, *type, *help;
         size_t off;
+        bool us; /* kept in microseconds, shown in seconds */
     } m[] = {
-#define Q(n, t, h, fld) {n, t, h, offsetof(sws_quic_counters, fld)}
+#define Q(n, t, h, fld) {n, t, h, offsetof(sws_quic_counters, fld), false}
         Q("scalwsd_quic_datagrams_received_total", "counter",
           "QUIC datagrams the loop's endpoint took (its own and those forwarded to it).",
           datagrams_in),
@@ -365,6 +375,21 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
         Q("scalwsd_http3_streams_total", "counter", "HTTP/3 request streams begun by clients.",
           streams),
         Q("scalwsd_http3_requests_total", "counter", "HTTP/3 requests answered.", requests),
+        Q("scalwsd_quic_stream_packets_lost_total", "counter",
+          "QUIC packets carrying a stream's data that ngtcp2 declared lost (their frames sent "
+          "again), counted per stream as it closes: a lower bound (doc/http3.md).",
+          stream_packets_lost),
+        Q("scalwsd_quic_probe_timeouts_total", "counter",
+          "QUIC probe timeouts that fired (no acknowledgement in time: a tail loss).",
+          probe_timeouts),
+        Q("scalwsd_quic_congestion_events_total", "counter",
+          "QUIC congestion events: a loss or ECN-CE mark that began a recovery period.",
+          congestion_events),
+        Q("scalwsd_quic_in_flight_bytes", "gauge",
+          "Bytes the loop's QUIC connections sent and were not yet acknowledged.", bytes_in_flight),
+        {"scalwsd_quic_smoothed_rtt_seconds", "gauge",
+         "The mean smoothed RTT of the loop's QUIC connections with an RTT sample (0: none).",
+         offsetof(sws_quic_counters, smoothed_rtt_us), true},
 #undef Q
     };
     for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
@@ -372,8 +397,12 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
                 m[k].name, m[k].type);
         for (int i = 0; i < s->nloops; i++) {
             const sws_ctr *c = (const sws_ctr *)((const char *)&s->workers[i].quic->ctr + m[k].off);
-            fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", m[k].name, i,
-                    atomic_load_explicit(c, memory_order_relaxed));
+            uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
+            if (m[k].us)
+                fprintf(f, "%s{loop=\"%d\"} %" PRIu64 ".%06" PRIu64 "\n", m[k].name, i, v / 1000000,
+                        v % 1000000);
+            else
+                fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", m[k].name, i, v);
         }
     }
 }
