@@ -359,6 +359,10 @@ static int setup(void **state) {
         if (bind(h->fd, (struct sockaddr *)&h->addr, sizeof(h->addr)) != 0 ||
             getsockname(h->fd, (struct sockaddr *)&h->addr, &al) != 0)
             return -1;
+        sws_h3_params p;
+        sws_h3_params_default(&p);
+        if (i == 2)
+            p.max_connections = 1;
         sws_h3_settings s = {.cert_file = g_cert,
                              .key_file = g_key,
                              .loop_index = 3,
@@ -368,7 +372,7 @@ static int setup(void **state) {
                              .route = route,
                              .limits = SWS_HTTP_DEFAULT_LIMITS,
                              .ticket_key = i < 2 ? g_ticket_key : NULL,
-                             .max_connections = i == 2 ? 1 : 0};
+                             .params = &p};
         char err[256];
         if (sws_h3_endpoint_new(&h->ep, &s, err, sizeof(err)) != 0) {
             fprintf(stderr, "%s\n", err);
