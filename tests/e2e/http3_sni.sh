@@ -49,6 +49,14 @@ out=$(get a.test "$T/b.pem") && fail "a.test was served b.test's certificate: $o
 out=$(get a.b.c.test "$T/c.pem") && fail "a.b.c.test was served *.c.test: $out"
 out=$(timeout 60 "$H3GET" -k -t 50 --sni nobody.test "127.0.0.1:$QP" /) ||
     fail "an unknown name got no certificate: $out"
+# A session resumes under the name it was made for only (RFC 6066 3), even
+# where one certificate holds both names.
+resumed() { # resumed NAME SECOND-NAME: h3get's "resumed 0|1"
+    timeout 60 "$H3GET" -t 50 --sni "$1" --cacert "$T/a.pem" --resume "127.0.0.1:$QP" \
+        --resume-sni "$2" "127.0.0.1:$QP" / 2>&1 | awk '$1 == "resumed" { print $2 }'
+}
+[ "$(resumed a.test a.test)" = 1 ] || fail "a.test's session did not resume under a.test"
+[ "$(resumed a.test www.a.test)" = 0 ] || fail "a.test's session resumed under www.a.test"
 
 # SIGHUP: b's certificate replaced; the others unchanged; refuse unknown names.
 mkcert b2 rsa b.test

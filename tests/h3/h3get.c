@@ -613,23 +613,25 @@ static void close_conn(client *c) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: h3get [options] HOST:PORT PATH...\n"
-                    "  -n N            each path N times (1)\n"
-                    "  -P N            at most N requests at once (all)\n"
-                    "  -X METHOD       the method (GET; POST with -d)\n"
-                    "  -d FILE         send FILE as the request body\n"
-                    "  -o FILE         write every answer's body to FILE\n"
-                    "  -i              print the answers' fields\n"
-                    "  -k, --insecure  do not verify the server's certificate\n"
-                    "  --cacert FILE   trust the certificates in FILE (default: the system's)\n"
-                    "  --sni NAME      the server name (default: HOST; localhost for an address)\n"
-                    "  --resume H:P    then the same requests on a second connection to H:P,\n"
-                    "                  offering the first one's TLS session (\"resumed 0|1\")\n"
-                    "  --early         with --resume: the second connection's requests in 0-RTT\n"
-                    "                  (\"early 0|1\": whether the server took them; if not, they\n"
-                    "                  are sent again after the handshake)\n"
-                    "  -t SECONDS      give up after SECONDS (10)\n"
-                    "  -q              no line per answer\n");
+    fprintf(stderr,
+            "usage: h3get [options] HOST:PORT PATH...\n"
+            "  -n N            each path N times (1)\n"
+            "  -P N            at most N requests at once (all)\n"
+            "  -X METHOD       the method (GET; POST with -d)\n"
+            "  -d FILE         send FILE as the request body\n"
+            "  -o FILE         write every answer's body to FILE\n"
+            "  -i              print the answers' fields\n"
+            "  -k, --insecure  do not verify the server's certificate\n"
+            "  --cacert FILE   trust the certificates in FILE (default: the system's)\n"
+            "  --sni NAME      the server name (default: HOST; localhost for an address)\n"
+            "  --resume H:P    then the same requests on a second connection to H:P,\n"
+            "                  offering the first one's TLS session (\"resumed 0|1\")\n"
+            "  --resume-sni N  with --resume: the second connection's server name (--sni's)\n"
+            "  --early         with --resume: the second connection's requests in 0-RTT\n"
+            "                  (\"early 0|1\": whether the server took them; if not, they\n"
+            "                  are sent again after the handshake)\n"
+            "  -t SECONDS      give up after SECONDS (10)\n"
+            "  -q              no line per answer\n");
     exit(2);
 }
 
@@ -761,12 +763,16 @@ int main(int argc, char **argv) {
     bool insecure = false;
     const char *cafile = NULL, *out = NULL, *datafile = NULL, *sni = NULL;
     char *resume = NULL;
+    const char *resume_sni = NULL;
     bool early = false;
     double timeout = 10;
-    static const struct option longs[] = {
-        {"insecure", no_argument, NULL, 'k'},  {"cacert", required_argument, NULL, 'C'},
-        {"sni", required_argument, NULL, 'S'}, {"resume", required_argument, NULL, 'R'},
-        {"early", no_argument, NULL, 'E'},     {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"insecure", no_argument, NULL, 'k'},
+                                          {"cacert", required_argument, NULL, 'C'},
+                                          {"sni", required_argument, NULL, 'S'},
+                                          {"resume", required_argument, NULL, 'R'},
+                                          {"early", no_argument, NULL, 'E'},
+                                          {"resume-sni", required_argument, NULL, 'N'},
+                                          {NULL, 0, NULL, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "n:P:X:d:o:ikt:q", longs, NULL)) != -1) {
         switch (opt) {
@@ -803,6 +809,9 @@ int main(int argc, char **argv) {
         case 'E':
             early = true;
             break;
+        case 'N':
+            resume_sni = optarg;
+            break;
         case 't':
             timeout = atof(optarg);
             break;
@@ -813,7 +822,8 @@ int main(int argc, char **argv) {
             usage();
         }
     }
-    if (argc - optind < 2 || repeat < 1 || c.parallel < 1 || timeout <= 0 || (early && !resume))
+    if (argc - optind < 2 || repeat < 1 || c.parallel < 1 || timeout <= 0 ||
+        ((early || resume_sni) && !resume))
         usage();
     char *hostport = argv[optind++], *host;
     c.authority = strdup(hostport);
@@ -854,7 +864,7 @@ int main(int argc, char **argv) {
         client c2 = {.method = c.method,
                      .parallel = c.parallel,
                      .authority = c.authority,
-                     .sni = c.sni,
+                     .sni = resume_sni ? resume_sni : c.sni,
                      .data = c.data,
                      .data_len = c.data_len,
                      .show_fields = c.show_fields,
