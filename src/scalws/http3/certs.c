@@ -112,8 +112,11 @@ int h3_cred_load(h3_cred **out, const sws_h3_cert *certs, uint32_t ncerts, bool 
     c->refuse_unknown = refuse_unknown;
     for (uint32_t i = 0; i < ncerts; i++) {
         gnutls_certificate_credentials_t one;
-        if ((rc = load_pair(&one, &certs[i], err, errlen)) < 0)
+        if ((rc = load_pair(&one, &certs[i], err, errlen)) < 0) {
+            if (certs[i].optional)
+                continue; /* an ACME order not fulfilled yet, as over TCP */
             goto bad;
+        }
         int n = names_of(one, names, H3_NAMES_MAX);
         int set = same_names(c, count, names, n);
         if (set >= 0) {
@@ -146,7 +149,8 @@ int h3_cred_load(h3_cred **out, const sws_h3_cert *certs, uint32_t ncerts, bool 
             c->def = (uint32_t)set;
     }
     if (c->nsets == 0) {
-        snprintf(err, errlen, "http3: no certificate");
+        if (!ncerts)
+            snprintf(err, errlen, "http3: no certificate");
         rc = -EINVAL;
         goto bad;
     }

@@ -166,12 +166,19 @@ static int certs_of(const sws_config *cfg, sws_h3_cert **out) {
     if (!*out)
         return -ENOMEM;
     if (n == 0) { /* not settled into tls_certs: [tls]'s own pair */
-        (*out)[0] = (sws_h3_cert){.cert_file = cfg->tls.cert, .key_file = cfg->tls.key};
+        (*out)[0] = (sws_h3_cert){
+            .cert_file = cfg->tls.cert, .key_file = cfg->tls.key, .optional = cfg->tls_from_acme};
         return 1;
     }
-    for (int i = 0; i < n; i++)
-        (*out)[i] = (sws_h3_cert){
-            .cert_file = l->c[i].cert, .key_file = l->c[i].key, .is_default = l->c[i].is_default};
+    /* ACME's pairs may not be there yet: served once they are (a reload). */
+    for (int i = 0; i < n; i++) {
+        const sws_tls_cert_config *cc = &l->c[i];
+        (*out)[i] = (sws_h3_cert){.cert_file = cc->cert,
+                                  .key_file = cc->key,
+                                  .is_default = cc->is_default,
+                                  .optional = cc->name[0] ? sws_acme_is_order_cert(cfg, cc->name)
+                                                          : cfg->tls_from_acme};
+    }
     return n;
 }
 
