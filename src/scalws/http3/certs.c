@@ -185,9 +185,9 @@ static int ticket_key_of(gnutls_session_t tls, const sws_h3_endpoint *ep, const 
     return rc;
 }
 
-/* After the ClientHello's extensions are read, and before its pre-shared
- * key is and a certificate picked: the credentials of the name's set, and
- * the name's ticket key. */
+/* After the ClientHello's extensions are read, before its pre-shared key
+ * is opened and a certificate picked: the credentials of the name's set,
+ * and the name's ticket key. */
 static int client_hello(gnutls_session_t tls) {
     ngtcp2_crypto_conn_ref *ref = gnutls_session_get_ptr(tls);
     const h3_conn *hc = ref->user_data;

@@ -24,9 +24,9 @@ typedef struct h3_conn h3_conn;
 
 /* The certificates as GnuTLS loaded them (certs.c): one credentials per
  * set of names, the name table to find a ClientHello's set, shared by the
- * endpoint (for new connections) and by every connection made with it
- * until its handshake is done: a reload gives the endpoint another, and
- * this one is freed with its last connection. */
+ * endpoint (for new connections) and by every connection made with it: a
+ * reload gives the endpoint another, and this one is freed with its last
+ * connection. */
 struct sws_tls_names;
 typedef struct h3_cred {
     gnutls_certificate_credentials_t *sets; /* nsets; sets[def] for an unknown name */

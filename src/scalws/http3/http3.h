@@ -152,7 +152,8 @@ int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *e
 int sws_h3_endpoint_reload(sws_h3_endpoint *ep, const char *cert_file, const char *key_file,
                            char *err, size_t errlen);
 /* The same for a set of certificates chosen by name (as sws_h3_settings'
- * certs): all of them load, or the endpoint keeps what it had. */
+ * certs): all of them load (but optional ones not there yet), or the
+ * endpoint keeps what it had. */
 int sws_h3_endpoint_reload_certs(sws_h3_endpoint *ep, const sws_h3_cert *certs, uint32_t ncerts,
                                  bool refuse_unknown, char *err, size_t errlen);
 /* SIGHUP: the [http3] keys and [limits] for the connections made from now
