@@ -433,6 +433,11 @@ void h3_conn_read(h3_conn *hc, const ngtcp2_path *path, unsigned ecn, const uint
     int rc = ngtcp2_conn_read_pkt(hc->q, path, &pi, data, len, now);
     if (rc != 0) {
         conn_error(hc, rc, now);
+        /* The peer closed: its streams are over, and their entries go back
+         * to the endpoint's table now (streams_per_loop), not after the
+         * draining period. No scenario is on the stack here. */
+        while (hc->draining && hc->streams)
+            h3_stream_free(hc, hc->streams);
         return;
     }
     h3_session_more(hc);
