@@ -4,7 +4,8 @@
 # after the handshake); with [http3] early_data = on a GET in 0-RTT is
 # served and a POST in 0-RTT is answered 425 Too Early, on a connection
 # resumed on either loop, and a replay of its first flight is not answered
-# again; SIGHUP turns it off again. h3get --early sends
+# again; a SIGHUP that changes a transport parameter ends 0-RTT for the
+# tickets issued before it; SIGHUP turns it off again. h3get --early sends
 # the second connection's requests as early data and says whether they
 # were taken ("early 0|1").
 . "$(dirname "$0")/lib.sh"
@@ -106,11 +107,37 @@ wait "$RELAY_PID" || true
 [ "$(total scalwsd_http3_requests_total)" = "$requests" ] ||
     fail "a replayed 0-RTT GET was answered again ($requests requests before, $(total scalwsd_http3_requests_total) after)"
 
+# A SIGHUP between a ticket and its use: one that changes nothing a ticket
+# promised keeps 0-RTT; one that changes stream_window (a transport
+# parameter the client's 0-RTT counts on, RFC 9000 7.4.1) takes no early
+# data from the tickets issued before it.
+across_reload() { # across_reload HTTP3-LINE GENERATION: h3get's output, a SIGHUP between its connections
+    rm -f "$T/go"
+    timeout 60 "$H3GET" -k -t 50 --resume "127.0.0.1:$QP" --early --resume-after "$T/go" \
+        "127.0.0.1:$QP" / >"$T/across" 2>&1 &
+    local pid=$!
+    for _ in $(seq 1 300); do
+        grep -q '^0 ' "$T/across" && break
+        sleep 0.1
+    done
+    printf '[server]\nlisten = 127.0.0.1:0 tls name=tls\n%s\n%s\n[admin]\nlisten = 127.0.0.1:0\n' \
+        "$(conf on)" "$1" >"$T/sws.ini"
+    kill -HUP "$SWS_PID"
+    wait_log "every loop serves generation $2" 30 || fail "SIGHUP: the loops did not take generation $2"
+    touch "$T/go"
+    wait "$pid" || true
+    cat "$T/across"
+}
+out=$(across_reload "" 2)
+expect "$out" 1 200
+out=$(across_reload "stream_window = 128k" 3)
+expect "$out" 0 200
+
 # Off again: tickets no longer offer it, and early data is not taken.
 printf '[server]\nlisten = 127.0.0.1:0 tls name=tls\n%s\n[admin]\nlisten = 127.0.0.1:0\n' \
     "$(conf off)" >"$T/sws.ini"
 kill -HUP "$SWS_PID"
-wait_log "every loop serves generation 2" 30 || fail "SIGHUP: the loops did not take the second reload"
+wait_log "every loop serves generation 4" 30 || fail "SIGHUP: the loops did not take the last reload"
 out=$(early -X POST -d "$T/post.txt") || fail "resumed POST, early_data off again: $out"
 expect "$out" 0 200
 stop_sws

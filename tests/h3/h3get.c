@@ -627,12 +627,26 @@ static void usage(void) {
             "  --resume H:P    then the same requests on a second connection to H:P,\n"
             "                  offering the first one's TLS session (\"resumed 0|1\")\n"
             "  --resume-sni N  with --resume: the second connection's server name (--sni's)\n"
+            "  --resume-after F  with --resume: the second connection once file F exists\n"
+            "                  (within -t), the first one's answers printed first\n"
             "  --early         with --resume: the second connection's requests in 0-RTT\n"
             "                  (\"early 0|1\": whether the server took them; if not, they\n"
             "                  are sent again after the handshake)\n"
             "  -t SECONDS      give up after SECONDS (10)\n"
             "  -q              no line per answer\n");
     exit(2);
+}
+
+/* --resume-after: a test changes the server between the two connections. */
+static void wait_for(const char *path, double timeout) {
+    fflush(stdout);
+    uint64_t until = now_ns() + (uint64_t)(timeout * 1e9);
+    struct stat sb;
+    while (stat(path, &sb) != 0) {
+        if (now_ns() >= until)
+            die("%s: not there within %g s", path, timeout);
+        poll(NULL, 0, 20);
+    }
 }
 
 static char *read_file(const char *path, size_t *len) {
@@ -763,7 +777,7 @@ int main(int argc, char **argv) {
     bool insecure = false;
     const char *cafile = NULL, *out = NULL, *datafile = NULL, *sni = NULL;
     char *resume = NULL;
-    const char *resume_sni = NULL;
+    const char *resume_sni = NULL, *resume_after = NULL;
     bool early = false;
     double timeout = 10;
     static const struct option longs[] = {{"insecure", no_argument, NULL, 'k'},
@@ -772,6 +786,7 @@ int main(int argc, char **argv) {
                                           {"resume", required_argument, NULL, 'R'},
                                           {"early", no_argument, NULL, 'E'},
                                           {"resume-sni", required_argument, NULL, 'N'},
+                                          {"resume-after", required_argument, NULL, 'A'},
                                           {NULL, 0, NULL, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "n:P:X:d:o:ikt:q", longs, NULL)) != -1) {
@@ -812,6 +827,9 @@ int main(int argc, char **argv) {
         case 'N':
             resume_sni = optarg;
             break;
+        case 'A':
+            resume_after = optarg;
+            break;
         case 't':
             timeout = atof(optarg);
             break;
@@ -823,7 +841,7 @@ int main(int argc, char **argv) {
         }
     }
     if (argc - optind < 2 || repeat < 1 || c.parallel < 1 || timeout <= 0 ||
-        ((early || resume_sni) && !resume))
+        ((early || resume_sni || resume_after) && !resume))
         usage();
     char *hostport = argv[optind++], *host;
     c.authority = strdup(hostport);
@@ -861,6 +879,8 @@ int main(int argc, char **argv) {
             die("no session to resume");
         /* What 0-RTT may count on: the first server's transport parameters. */
         ngtcp2_transport_params tp = *ngtcp2_conn_get_remote_transport_params(c.q);
+        if (resume_after)
+            wait_for(resume_after, timeout);
         client c2 = {.method = c.method,
                      .parallel = c.parallel,
                      .authority = c.authority,
