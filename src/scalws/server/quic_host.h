@@ -14,6 +14,7 @@
 typedef struct sws_quic_counters {
     sws_ctr datagrams_in, datagrams_out, send_errors, forwarded;
     sws_ctr connections, streams, requests;
+    sws_ctr early_connections, too_early;
     sws_ctr open_connections;
     /* Loss recovery (sws_h3_stats says what each one is). */
     sws_ctr stream_packets_lost, probe_timeouts, congestion_events;
