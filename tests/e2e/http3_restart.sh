@@ -17,6 +17,8 @@
 # 3. A restart that fails (the new process refuses the configuration): the
 #    process that serves keeps serving QUIC, a connection opened before it
 #    goes on without a GOAWAY.
+# e2e_http3_restart_unsteered runs it without the kernel's steering program
+# (the loops forward, and relay, what the kernel's hash misplaces).
 . "$(dirname "$0")/lib.sh"
 command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
 H3GET=${H3GET:?path of h3get in H3GET}
@@ -188,6 +190,13 @@ wait $KEPT || rc=$?
 answers "$T/kept.out" 15 19
 ! grep -q '^goaway' "$T/kept.out" || fail "a failed restart sent a GOAWAY"
 echo "3: a failed restart: QUIC served on"
+
+# Without the kernel's steering (e2e_http3_restart_unsteered) every process
+# says so at start: the first one's refusal passes on with its sockets.
+if [[ ${TURNLOOP_UDP_DISABLE:-} == *cid_steer* ]]; then
+    [ "$(count 'refused the connection-ID steering program' <"$T/log")" = 5 ] ||
+        fail "not every process said the kernel does not steer"
+fi
 
 kill -TERM "$SWS_PID"
 gone "$SWS_PID" 60
