@@ -97,6 +97,7 @@ h3 --pause 300 --reconnect -n 30 "127.0.0.1:$QP" / >"$T/paused.out" 2>&1 &
 PAUSED=$!
 # Every download's stream is under way, and the paused connection's first.
 wait_metric scalwsd_http3_streams_total $((base + 12)) 60
+paused_before=$(count ' 200 19 ' <"$T/paused.out")
 new_process
 # The first process is our child: it drains by itself and exits 0.
 gone "$FIRST" 120
@@ -117,6 +118,9 @@ wait $PAUSED || rc=$?
 answers "$T/paused.out" 30 19
 grep -q '^goaway' "$T/paused.out" || fail "the paused connection saw no GOAWAY: $(cat "$T/paused.out")"
 grep -q '^reconnect' "$T/paused.out" || fail "the paused connection did not go on a new one"
+on_old=$(sed '/^goaway/q' "$T/paused.out" | count ' 200 19 ')
+[ "$on_old" -ge "$paused_before" ] || fail "the paused connection: $on_old answers before its GOAWAY"
+echo "the paused connection: $paused_before answers before SIGUSR2, $((on_old - paused_before)) after it on the same connection, $((30 - on_old)) on a new one"
 # The new process relayed the old connections' datagrams to the old one.
 wait_metric scalwsd_quic_relayed_total 0 10
 # New connections: the new process, on the same port.
