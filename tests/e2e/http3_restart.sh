@@ -13,7 +13,8 @@
 #    UDP port.
 # 2. Three SIGUSR2 in a row, each as soon as the last new process serves
 #    (old processes still draining: a chain), under downloads, paused
-#    connections and a stream of new connections: no request fails.
+#    connections and a stream of new connections: no request fails; a TLS
+#    session of the first process resumes on the last (the ticket key passes).
 # 3. A restart that fails (the new process refuses the configuration): the
 #    process that serves keeps serving QUIC, a connection opened before it
 #    goes on without a GOAWAY.
@@ -139,6 +140,10 @@ for c in 1 2; do
     h3 --pause 40 --reconnect -n 150 "127.0.0.1:$QP" / >"$T/load-paused$c.out" 2>&1 &
     pids+=($!)
 done
+# A TLS session from before the restarts resumes on the process after them:
+# the ticket key passed on with the sockets.
+h3 --pause 100 --reconnect -n 60 --resume "127.0.0.1:$QP" "127.0.0.1:$QP" / >"$T/resume.out" 2>&1 &
+RESUME=$!
 # New connections all along: one after the other until the restarts are over
 # (a connection made just before its process hands over gets a GOAWAY before
 # its request arrives: it sends it again on a new one, RFC 9114 5.2).
@@ -169,6 +174,10 @@ for c in 1 2; do
     answers "$T/load-dl$c.out" 3 8388608
     answers "$T/load-paused$c.out" 150 19
 done
+rc=0
+wait $RESUME || rc=$?
+[ $rc = 0 ] || fail "the resuming client (h3get $rc): $(tail -3 "$T/resume.out")"
+grep -qx 'resumed 1' "$T/resume.out" || fail "no session resumed across the restarts: $(grep resumed "$T/resume.out")"
 read -r n bad <"$T/fresh.out"
 [ "$bad" = 0 ] || fail "$bad of $n new connections failed under the restarts: $(tail -3 "$T/fresh.err")"
 [ "$n" -gt 0 ] || fail "no new connection made during the restarts"
