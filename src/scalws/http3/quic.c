@@ -425,14 +425,12 @@ void h3_conn_write(h3_conn *hc, uint64_t now) {
     sws_h3_endpoint *ep = hc->ep;
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
-    bool flushed = false; /* nghttp3 had nothing left to write (a GOAWAY included) */
     for (int sent = 0; sent < H3_BURST;) {
         int64_t sid = -1;
         int fin = 0;
         nghttp3_vec vec[16];
         nghttp3_ssize nvec = 0;
-        bool h3_room = hc->h && ngtcp2_conn_get_max_data_left(hc->q);
-        if (h3_room) {
+        if (hc->h && ngtcp2_conn_get_max_data_left(hc->q)) {
             nvec = nghttp3_conn_writev_stream(hc->h, &sid, &fin, vec, 16);
             if (nvec < 0) {
                 h3_conn_close_app(hc, nghttp3_err_infer_quic_app_error_code((int)nvec), now);
@@ -472,20 +470,15 @@ void h3_conn_write(h3_conn *hc, uint64_t now) {
                 return;
             }
         }
-        if (n == 0) {
-            flushed = h3_room && sid < 0;
+        if (n == 0)
             break; /* nothing more, or the congestion window is full */
-        }
         h3_send(ep, &ps.path, pi.ecn, ep->tx, (size_t)n);
         sent++;
     }
     /* The pacer's next slot (a burst cut short resumes at the expiry). */
     ngtcp2_conn_update_pkt_tx_time(hc->q, now);
-    /* Draining: a connection whose streams are all done closes itself, once
-     * its GOAWAY has gone out: a client that gets the close without it must
-     * take its requests in flight as maybe processed (RFC 9114 5.2), and
-     * could not send them again. */
-    if (hc->goaway && hc->nstreams == 0 && flushed)
+    /* Draining: a connection whose streams are all done closes itself. */
+    if (hc->goaway && hc->nstreams == 0)
         h3_conn_close_app(hc, NGHTTP3_H3_NO_ERROR, now);
 }
 
