@@ -75,6 +75,7 @@ typedef struct client {
     uint64_t pause_ns; /* --pause: between an answer and the next request */
     uint64_t next_at;  /* no request before this (now_ns) */
     int64_t goaway_id; /* the server's GOAWAY: streams from here were not processed */
+    bool graceful_close; /* the server closed with H3_NO_ERROR */
     uint8_t tx[MAX_DATAGRAM];
 } client;
 
@@ -556,7 +557,12 @@ static int read_in(client *c) {
         ngtcp2_pkt_info pi = {0};
         int rc = ngtcp2_conn_read_pkt(c->q, &path, &pi, buf, (size_t)n, now_ns());
         if (rc == NGTCP2_ERR_DRAINING) {
-            fprintf(stderr, "h3get: the server closed the connection\n");
+            ngtcp2_connection_close_error cc;
+            ngtcp2_conn_get_connection_close_error(c->q, &cc);
+            c->graceful_close = cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION &&
+                                cc.error_code == NGHTTP3_H3_NO_ERROR;
+            fprintf(stderr, "h3get: the server closed the connection%s\n",
+                    c->graceful_close ? " (H3_NO_ERROR)" : "");
             c->closed = true;
             return -1;
         }
@@ -732,20 +738,24 @@ static void conn_free(client *c) {
 
 /* --reconnect: the requests the server's GOAWAY left unsent or rejected
  * (not processed: RFC 9114 5.2) on a new connection, their answers back in
- * c's table. The other requests must all have been answered: one that
- * failed otherwise is no reason to send anything again. 0 when every
- * request of c is answered now, else run()'s. */
+ * c's table; after a graceful close (H3_NO_ERROR) without a GOAWAY, GET and
+ * HEAD ones in flight too, as idempotent requests may be (RFC 9110 9.2.2).
+ * The other requests must all have been answered: one that failed
+ * otherwise is no reason to send anything again. 0 when every request of c
+ * is answered now, else run()'s. */
 static int reconnect(client *c, struct addrinfo *ai, bool insecure, const char *cafile,
                      double timeout) {
     int left = 0;
+    bool idempotent = strcmp(c->method, "GET") == 0 || strcmp(c->method, "HEAD") == 0;
     for (int i = 0; i < c->nreq; i++) {
         const req *r = &c->reqs[i];
-        bool unprocessed = r->rejected || (c->goaway && r->sid >= c->goaway_id);
+        bool unprocessed = r->rejected || (c->goaway && r->sid >= c->goaway_id) ||
+                           (c->graceful_close && idempotent);
         if (r->failed || (r->started && !r->done && !unprocessed))
             return 1;
         left += !r->done;
     }
-    if (!c->goaway || !left)
+    if (!(c->goaway || c->graceful_close) || !left)
         return left ? 1 : 0;
     client n = {.method = c->method,
                 .parallel = c->parallel,
@@ -784,6 +794,7 @@ static int reconnect(client *c, struct addrinfo *ai, bool insecure, const char *
     }
     c->goaway = n.goaway;
     c->goaway_id = n.goaway_id;
+    c->graceful_close = n.graceful_close;
     conn_free(&n);
     return rc;
 }
