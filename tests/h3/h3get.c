@@ -69,12 +69,12 @@ typedef struct client {
     req *reqs;
     int nreq, next, inflight, done, parallel;
     bool show_fields, quiet, handshake, closed;
-    bool goaway;       /* the server takes no new request: the rest are not sent */
-    bool resuming;     /* the session of an earlier connection is offered */
-    bool reconnect;    /* rejected requests are sent again elsewhere: not failures here */
-    uint64_t pause_ns; /* --pause: between an answer and the next request */
-    uint64_t next_at;  /* no request before this (now_ns) */
-    int64_t goaway_id; /* the server's GOAWAY: streams from here were not processed */
+    bool goaway;         /* the server takes no new request: the rest are not sent */
+    bool resuming;       /* the session of an earlier connection is offered */
+    bool reconnect;      /* rejected requests are sent again elsewhere: not failures here */
+    uint64_t pause_ns;   /* --pause: between an answer and the next request */
+    uint64_t next_at;    /* no request before this (now_ns) */
+    int64_t goaway_id;   /* the server's GOAWAY: streams from here were not processed */
     bool graceful_close; /* the server closed with H3_NO_ERROR */
     uint8_t tx[MAX_DATAGRAM];
 } client;
