@@ -29,6 +29,14 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
 mkdir -p "$T/www"
 head -c 8388608 /dev/urandom >"$T/www/huge.bin"
+# Sanitizer builds: a block of 112-128 bytes that Debian's ngtcp2 0.12.1
+# allocates inside ngtcp2_conn_read_pkt is sometimes left at an old
+# process's exit, after the retransmissions a hand-over causes (its stream
+# frames' pool, likely ngtcp2's issue 1244, fixed upstream in 1.6); every
+# ngtcp2 connection is deleted (a connection of ours left would be reported
+# with our own frames). Only leaks inside libngtcp2 are suppressed.
+echo "leak:libngtcp2.so" >"$T/lsan.supp"
+export LSAN_OPTIONS="suppressions=$T/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 metric() { # metric NAME: the sum over loops, of the process on the admin port
     { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" || true; } |

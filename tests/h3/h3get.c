@@ -559,10 +559,17 @@ static int read_in(client *c) {
         if (rc == NGTCP2_ERR_DRAINING) {
             ngtcp2_connection_close_error cc;
             ngtcp2_conn_get_connection_close_error(c->q, &cc);
-            c->graceful_close = cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION &&
-                                cc.error_code == NGHTTP3_H3_NO_ERROR;
-            fprintf(stderr, "h3get: the server closed the connection%s\n",
-                    c->graceful_close ? " (H3_NO_ERROR)" : "");
+            /* H3_NO_ERROR, or an application's close the server sent
+             * before the handshake was confirmed, where it may only say
+             * APPLICATION_ERROR (RFC 9000 10.2.3). */
+            c->graceful_close = (cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION &&
+                                 cc.error_code == NGHTTP3_H3_NO_ERROR) ||
+                                (cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT &&
+                                 cc.error_code == NGTCP2_APPLICATION_ERROR);
+            fprintf(stderr, "h3get: the server closed the connection (%s error 0x%" PRIx64 ")\n",
+                    cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION ? "application"
+                                                                                   : "transport",
+                    cc.error_code);
             c->closed = true;
             return -1;
         }
@@ -738,8 +745,9 @@ static void conn_free(client *c) {
 
 /* --reconnect: the requests the server's GOAWAY left unsent or rejected
  * (not processed: RFC 9114 5.2) on a new connection, their answers back in
- * c's table; after a graceful close (H3_NO_ERROR) without a GOAWAY, GET and
- * HEAD ones in flight too, as idempotent requests may be (RFC 9110 9.2.2).
+ * c's table; after a graceful close (H3_NO_ERROR, or APPLICATION_ERROR
+ * before the handshake was confirmed) without a GOAWAY, GET and HEAD ones
+ * in flight too, as idempotent requests may be (RFC 9110 9.2.2).
  * The other requests must all have been answered: one that failed
  * otherwise is no reason to send anything again. 0 when every request of c
  * is answered now, else run()'s. */
