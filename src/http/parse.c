@@ -562,7 +562,10 @@ static const llhttp_settings_t settings = {
 };
 
 void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits) {
-    memset(p, 0, sizeof(*p));
+    /* A parser is made per request: everything but the request's path and
+     * host buffers (the struct's end), which only their lengths open. */
+    memset(p, 0, offsetof(sws_http_parser, req.path));
+    p->req.path[0] = '\0';
     p->limits = limits;
     p->scan = S_START;
     /* llhttp is set up when the reference path first needs it (ll_ready): a
