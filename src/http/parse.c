@@ -562,7 +562,10 @@ static const llhttp_settings_t settings = {
 };
 
 void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits) {
-    memset(p, 0, sizeof(*p));
+    /* A parser is made per request: everything but the request's path and
+     * host buffers (the struct's end), which only their lengths open. */
+    memset(p, 0, offsetof(sws_http_parser, req.path));
+    p->req.path[0] = '\0';
     p->limits = limits;
     p->scan = S_START;
     /* llhttp is set up when the reference path first needs it (ll_ready): a
@@ -673,6 +676,9 @@ static bool fast_head(sws_http_parser *p, const char *data, size_t len, size_t *
     return true;
 }
 
+static int feed_reference(sws_http_parser *p, const char *data, size_t len, size_t *consumed,
+                          int *status);
+
 int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status) {
     *consumed = 0;
     *status = 0;
@@ -692,6 +698,14 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
     if (p->scan == S_START && p->raw_head == 0 && !p->in_message &&
         fast_head(p, data, len, &head_len))
         return fast_body(p, head_len, len, consumed);
+    return feed_reference(p, data, len, consumed, status);
+}
+
+/* The reference path: scan_head, then llhttp (and the chunk size lines).
+ * Out of line, so that a request head.c reads does not pay for this path's
+ * stack frame. */
+static __attribute__((noinline)) int feed_reference(sws_http_parser *p, const char *data,
+                                                    size_t len, size_t *consumed, int *status) {
     llhttp_ready(p);
     size_t off = 0;
     llhttp_errno_t e;

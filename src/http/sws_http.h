@@ -79,11 +79,7 @@ typedef struct sws_http_request {
     bool upgrade, upgrade_keep;
     bool path_truncated;
     uint16_t path_len;
-    char path[SWS_HTTP_PATH_MAX]; /* NUL-terminated */
-    /* The Host field's value as it came (port included, no OWS), for routing;
-     * 0 when absent. A longer one is cut at SWS_HTTP_HOST_MAX. */
-    uint16_t host_len;
-    char host[SWS_HTTP_HOST_MAX];
+    uint16_t host_len; /* of host[], below */
     /* Bytes kept in log_fields; no NUL. line_len is the raw request line's
      * (CR LF excluded), kept even when the line was refused. All three are
      * the last request's until the next byte after it (0 for blank lines). */
@@ -96,6 +92,13 @@ typedef struct sws_http_request {
     char *sf_fields;
     uint16_t sf_len[SWS_HTTP_SF_N]; /* 0 absent; > SWS_HTTP_SF_VALUE_MAX unusable */
     uint16_t sf_path_len;           /* > SWS_HTTP_SF_PATH_MAX: too long */
+    /* The two buffers last: a fresh parser zeroes only what comes before them
+     * (sws_http_parser_init); their bytes past path_len and host_len are
+     * never read. */
+    char path[SWS_HTTP_PATH_MAX]; /* NUL-terminated */
+    /* The Host field's value as it came (port included, no OWS), for routing;
+     * 0 when absent. A longer one is cut at SWS_HTTP_HOST_MAX. */
+    char host[SWS_HTTP_HOST_MAX];
 } sws_http_request;
 
 /* Room to recognise the field names that frame or route a request

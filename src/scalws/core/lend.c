@@ -18,21 +18,14 @@ void sws_lend_fini(sws_lend *p) {
     p->free = NULL;
 }
 
-void *sws_lend_take(sws_lend *p) {
+/* sws_lend_take with an empty stack (lend.h). */
+void *sws_lend_take_new(sws_lend *p) {
     if (p->used == p->cap)
         return NULL;
-    void *b = p->nfree ? p->free[--p->nfree] : malloc(p->size);
+    void *b = malloc(p->size);
     if (b && ++p->used > p->peak)
         p->peak = p->used;
     return b;
-}
-
-void sws_lend_give(sws_lend *p, void *b) {
-    if (!b)
-        return;
-    /* used + nfree <= cap: there is room. */
-    p->free[p->nfree++] = b;
-    p->used--;
 }
 
 void sws_lend_trim(sws_lend *p, uint32_t keep_min) {

@@ -20,10 +20,26 @@ typedef struct sws_lend {
 /* 0 or -ENOMEM. cap bounds used + nfree: take past it fails. */
 int sws_lend_init(sws_lend *p, size_t size, uint32_t cap);
 void sws_lend_fini(sws_lend *p);
-/* A block (from the stack, else malloc), or NULL when out of memory or at cap. */
-void *sws_lend_take(sws_lend *p);
+/* A block (from the stack, else malloc), or NULL when out of memory or at cap.
+ * Taken and given per request: the stack's case is inline, malloc's is not. */
+void *sws_lend_take_new(sws_lend *p);
+static inline void *sws_lend_take(sws_lend *p) {
+    if (!p->nfree)
+        return sws_lend_take_new(p);
+    /* used + nfree <= cap: a block on the stack is within cap. */
+    void *b = p->free[--p->nfree];
+    if (++p->used > p->peak)
+        p->peak = p->used;
+    return b;
+}
 /* b from sws_lend_take of p, or NULL (nothing to give). */
-void sws_lend_give(sws_lend *p, void *b);
+static inline void sws_lend_give(sws_lend *p, void *b) {
+    if (!b)
+        return;
+    /* used + nfree <= cap: there is room. */
+    p->free[p->nfree++] = b;
+    p->used--;
+}
 /* Frees the free blocks beyond what the last interval's peak needed on top of
  * those lent now, keeping at least keep_min: a steady load reuses blocks
  * without allocating, a burst's blocks are freed within two trims. */

@@ -346,7 +346,9 @@ size_t sws_http1_fixed_cap(const sws_fixed *f) {
            (f->headers ? f->headers->h1_len[1] : 0);
 }
 
-static h1_framed *framed_of(sws_worker *w, sws_fixed *f) {
+/* Made on first use and framed again when the Date changed: out of line, so
+ * that the per-request path (framed_of) is a load and a compare. */
+static __attribute__((noinline)) h1_framed *framed_refresh(sws_worker *w, sws_fixed *f) {
     h1_framed *fr = f->framed[SWS_PROTO_HTTP1];
     uint32_t pl;
     const char *policy = sws_headers_h1(f->headers, f->status, &pl);
@@ -389,6 +391,14 @@ static h1_framed *framed_of(sws_worker *w, sws_fixed *f) {
         if (!fr->v[a][0].len || !fr->v[a][1].len)
             return NULL;
     return fr;
+}
+
+static inline h1_framed *framed_of(sws_worker *w, sws_fixed *f) {
+    h1_framed *fr = f->framed[SWS_PROTO_HTTP1];
+    /* One that did not fit (a length 0) is framed_refresh's to refuse. */
+    if (fr && fr->date_version == w->date.version && fr->ka_len && fr->close_len)
+        return fr;
+    return framed_refresh(w, f);
 }
 
 static int h1_fixed(sws_worker *w, sws_exchange *x, sws_fixed *f) {

@@ -114,15 +114,10 @@ void h1_conn_log(sws_worker *w, sws_conn *c, int status, uint64_t bytes) {
     w->log_route = keep;
 }
 
-/* HTTP-01 (RFC 8555 8.3), before any scenario: a plaintext GET of
- * /.well-known/acme-challenge/TOKEN for a token the ACME thread published.
- * The path test is one atomic load while no challenge is in flight; a token
- * it does not know goes to the scenario as any other path. */
-static bool acme_challenge(sws_worker *w, sws_conn *c) {
+/* The answer to a challenge path (acme_challenge): out of line, so that its
+ * buffer's stack frame is set up only for a challenge, not for every request. */
+static __attribute__((noinline, cold)) bool acme_answer(sws_worker *w, sws_conn *c) {
     const sws_http_request *r = &c->parser->req;
-    if (c->tls || !sws_acme_challenge_path(r->path, r->path_len) ||
-        (r->method != HTTP_GET && r->method != HTTP_HEAD))
-        return false;
     char keyauth[SWS_ACME_KEYAUTH_MAX];
     size_t n = sws_acme_token_answer(r->path, r->path_len, keyauth, sizeof(keyauth));
     if (!n)
@@ -134,6 +129,18 @@ static bool acme_challenge(sws_worker *w, sws_conn *c) {
     if (w->logs)
         h1_conn_log(w, c, 200, r->head ? 0 : n);
     return true;
+}
+
+/* HTTP-01 (RFC 8555 8.3), before any scenario: a plaintext GET of
+ * /.well-known/acme-challenge/TOKEN for a token the ACME thread published.
+ * The path test is one atomic load while no challenge is in flight; a token
+ * it does not know goes to the scenario as any other path. */
+static inline bool acme_challenge(sws_worker *w, sws_conn *c) {
+    const sws_http_request *r = &c->parser->req;
+    if (c->tls || !sws_acme_challenge_path(r->path, r->path_len) ||
+        (r->method != HTTP_GET && r->method != HTTP_HEAD))
+        return false;
+    return acme_answer(w, c);
 }
 
 /* The answer has ended: its route counts it, and the connection is the
