@@ -316,6 +316,7 @@ typedef struct h1_framed {
     char *fields;     /* Alt-Svc then the policy's fields, for the tls copies */
     uint32_t fields_len;
     uint32_t date_version;
+    bool whole; /* every copy in use fits (a length 0 is one that did not) */
     size_t cap;
 } h1_framed;
 
@@ -387,16 +388,16 @@ static __attribute__((noinline)) h1_framed *framed_refresh(sws_worker *w, sws_fi
         }
         fr->date_version = w->date.version;
     }
+    fr->whole = true;
     for (int a = 0; a < alts; a++)
-        if (!fr->v[a][0].len || !fr->v[a][1].len)
-            return NULL;
-    return fr;
+        fr->whole = fr->whole && fr->v[a][0].len && fr->v[a][1].len;
+    return fr->whole ? fr : NULL;
 }
 
 static inline h1_framed *framed_of(sws_worker *w, sws_fixed *f) {
     h1_framed *fr = f->framed[SWS_PROTO_HTTP1];
-    /* One that did not fit (a length 0) is framed_refresh's to refuse. */
-    if (fr && fr->date_version == w->date.version && fr->ka_len && fr->close_len)
+    /* One that did not fit is framed_refresh's to refuse. */
+    if (fr && fr->date_version == w->date.version && fr->whole)
         return fr;
     return framed_refresh(w, f);
 }
