@@ -313,8 +313,12 @@ void sws_quic_turn_done(sws_worker *w) {
         cancel_timer(q);
         return;
     }
-    if (q->timer_armed && q->timer_at <= at)
-        return; /* it fires first; the next turn_done looks again */
+    /* It fires first, or within its millisecond's rounding: the next
+     * turn_done looks again. (Re-arming for an expiry a fraction of a
+     * millisecond earlier made every turn cancel it, and the cancel's
+     * completion made the next turn: the timer never fired.) */
+    if (q->timer_armed && q->timer_at < at + 1000000)
+        return;
     cancel_timer(q);
     uint64_t ms = at <= now ? 0 : (at - now + 999999) / 1000000;
     if (tl_timer(w->loop, ms, sws_token(q->timer_gen, SWS_T_QUIC_TIMER), &q->timer_op) == 0) {
