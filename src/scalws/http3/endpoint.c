@@ -328,12 +328,15 @@ int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *e
     ep->ntable = ep->s.max_streams;
     ep->table = calloc(ep->ntable, sizeof(*ep->table));
     ep->free_idx = calloc(ep->ntable, sizeof(*ep->free_idx));
-    if (!ep->buckets || !ep->table || !ep->free_idx) {
+    ep->free_slots = calloc(ep->s.max_connections, sizeof(*ep->free_slots));
+    if (!ep->buckets || !ep->table || !ep->free_idx || !ep->free_slots) {
         fail(err, errlen, rc, "%s", "http3: out of memory");
         goto bad;
     }
     for (uint32_t i = 0; i < ep->ntable; i++)
         ep->free_idx[ep->nfree++] = ep->ntable - 1 - i;
+    for (uint32_t i = 0; i < ep->s.max_connections; i++)
+        ep->free_slots[ep->nfree_slots++] = ep->s.max_connections - 1 - i;
     if (gnutls_rnd(GNUTLS_RND_KEY, ep->reset_secret, sizeof(ep->reset_secret)) != 0) {
         rc = -EIO;
         fail(err, errlen, rc, "%s", "http3: no random bytes for the stateless reset secret");
@@ -378,7 +381,9 @@ void sws_h3_endpoint_free(sws_h3_endpoint *ep) {
     free(ep->buckets);
     free(ep->table);
     free(ep->sf_store);
+    free(ep->log_store);
     free(ep->free_idx);
+    free(ep->free_slots);
     free(ep->nva);
     free(ep->low);
     h3_cred_unref(ep->cred);
