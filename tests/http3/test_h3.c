@@ -817,6 +817,21 @@ static void drain_lets_streams_finish(void **state) {
     assert_non_null(strstr(g_buf, "goaway "));
     uint64_t served = sws_h3_stats_of(g_main->ep).requests - before;
     assert_true(served >= 10);
+    /* A stream the client opened before the GOAWAY reached it, past the
+     * id the GOAWAY names, is refused (H3_REQUEST_REJECTED: its line says
+     * status 0, nothing came); on a loaded machine one may be. */
+    char *w = g_buf;
+    for (char *l = g_buf; *l;) {
+        char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) + 1 : strlen(l);
+        int idx, st;
+        if (!(sscanf(l, "%d %d", &idx, &st) == 2 && st == 0)) {
+            memmove(w, l, len);
+            w += len;
+        }
+        l += len;
+    }
+    *w = '\0';
     /* Every answer the client has is whole; those past the GOAWAY were never
      * taken (the client reports them unanswered). */
     int whole = 0;
