@@ -26,7 +26,8 @@ head -c 1200000 /dev/urandom >"$T/toobig.bin"
 
 start_test_upstream 200 "$T/rec"
 hold_port "$T/dead.port" 200
-for _ in $(seq 1 100); do [ -s "$T/dead.port" ] && break; sleep 0.1; done
+trap 'kill -KILL $UP_PID $HOLD_PID 2>/dev/null || true; cleanup' EXIT
+wait_ready "$T/dead.port" "$SWS_START_SECS" "$HOLD_PID" || fail "no port held for the dead upstream"
 DEAD=$(cat "$T/dead.port")
 
 SWS_LISTEN_OPTS="tls name=tls"
