@@ -298,6 +298,15 @@ bad:
     return NULL;
 }
 
+/* The client is done with the connection (our CONNECTION_CLOSE, or its):
+ * it counts no more against its address, closing period or not. */
+static void peer_gone(h3_conn *hc) {
+    if (!hc->peer_told)
+        return;
+    hc->peer_told = false;
+    hc->ep->s.peer(hc->ep->s.route_ud, hc->slot, NULL, 0);
+}
+
 void h3_conn_free(h3_conn *hc) {
     sws_h3_endpoint *ep = hc->ep;
     while (hc->streams)
@@ -342,8 +351,7 @@ void h3_conn_free(h3_conn *hc) {
     if (hc->next)
         hc->next->prev = hc->prev;
     ep->st.open_connections--;
-    if (hc->peer_told)
-        ep->s.peer(ep->s.route_ud, hc->slot, NULL, 0);
+    peer_gone(hc);
     ep->free_slots[ep->nfree_slots++] = hc->slot;
     free(hc);
 }
@@ -354,6 +362,7 @@ void h3_conn_free(h3_conn *hc) {
 static void close_now(h3_conn *hc, uint64_t now) {
     if (hc->closing || hc->draining || hc->dead)
         return;
+    peer_gone(hc);
     if (ngtcp2_conn_is_in_closing_period(hc->q) || ngtcp2_conn_is_in_draining_period(hc->q)) {
         hc->dead = true;
         return;
@@ -384,6 +393,7 @@ void h3_conn_close_app(h3_conn *hc, uint64_t code, uint64_t now) {
 static void conn_error(h3_conn *hc, int rc, uint64_t now) {
     switch (rc) {
     case NGTCP2_ERR_DRAINING: /* the peer closed: stay silent, then go */
+        peer_gone(hc);
         hc->draining = true;
         closing_until(hc, now);
         return;
