@@ -16,7 +16,9 @@
  * requests one at a time with MS between an answer and the next request on
  * the connection; --reconnect sends the requests a GOAWAY left unsent (or
  * the server rejected) on a new connection, as a browser does ("reconnect
- * N" before them). Exit 0 when every request was
+ * N" before them). With --reset-after N each request is given up (its
+ * stream reset both ways, H3_REQUEST_CANCELLED) once N bytes of its answer
+ * came, and counts as answered. Exit 0 when every request was
  * answered, 1 when one was not (reset, or the connection ended), 2 for a
  * usage error, 3 on the timeout. */
 #define _GNU_SOURCE
@@ -53,6 +55,7 @@ typedef struct req {
     int64_t sid;
     int status;
     bool started, done, failed;
+    bool reset_due; /* --reset-after: its stream is reset at the next write */
     uint64_t bytes, hash;
     char *body; /* with -o: the body, kept in order */
     size_t body_len, body_cap;
@@ -72,6 +75,10 @@ typedef struct client {
     const char *authority, *method, *sni;
     const char *data; /* POST body */
     size_t data_len;
+    const char *fields[8]; /* -H "name: value" */
+    int nfields;
+    uint64_t reset_after; /* --reset-after: 0 none */
+    bool no_length;       /* --no-length: the body's length is not declared */
     req *reqs;
     int nreq, next, inflight, done, parallel;
     bool show_fields, quiet, handshake, closed;
@@ -147,15 +154,22 @@ static void submit_more(client *c) {
         r->started = true;
         char len[24];
         snprintf(len, sizeof(len), "%zu", c->data_len);
-        nghttp3_nv h[7];
+        nghttp3_nv h[7 + 8];
         size_t n = 0;
         h[n++] = nv(":method", c->method, strlen(c->method));
         h[n++] = nv(":scheme", "https", 5);
         h[n++] = nv(":authority", c->authority, strlen(c->authority));
         h[n++] = nv(":path", r->path, strlen(r->path));
         h[n++] = nv("user-agent", "h3get", 5);
-        if (c->data)
+        if (c->data && !c->no_length)
             h[n++] = nv("content-length", len, strlen(len));
+        for (int i = 0; i < c->nfields; i++) { /* "name: value", name lowercased by the caller */
+            const char *f = c->fields[i], *colon = strchr(f, ':'), *v = colon + 1;
+            while (*v == ' ')
+                v++;
+            h[n++] = (nghttp3_nv){(uint8_t *)f, (uint8_t *)v, (size_t)(colon - f), strlen(v),
+                                  NGHTTP3_NV_FLAG_NONE};
+        }
         nghttp3_data_reader dr = {read_post};
         int rc = nghttp3_conn_submit_request(c->h, sid, h, n, c->data ? &dr : NULL, r);
         if (rc == NGHTTP3_ERR_CONN_CLOSING) { /* a GOAWAY came first */
@@ -196,9 +210,11 @@ static int h_recv_data(nghttp3_conn *h, int64_t sid, const uint8_t *data, size_t
     (void)h;
     client *c = ud;
     req *r = sud;
-    if (r) {
+    if (r && !r->reset_due) {
         r->bytes += len;
         r->hash = fnv(r->hash, data, len);
+        if (c->reset_after && r->bytes >= c->reset_after)
+            r->reset_due = true; /* not inside nghttp3's read of the stream: write_out */
         if (r->body_cap) {
             if (r->body_len + len > r->body_cap) {
                 size_t cap = (r->body_len + len) * 2;
@@ -562,10 +578,25 @@ static void send_dgram(client *c, const uint8_t *data, size_t len) {
     /* A full socket buffer or an ICMP error: QUIC recovers it as a loss. */
 }
 
+/* --reset-after: the requests given up are reset both ways; each counts as
+ * answered (its line is printed when its stream closes). */
+static void reset_due(client *c) {
+    for (int i = 0; i < c->nreq; i++) {
+        req *r = &c->reqs[i];
+        if (!r->reset_due || r->done)
+            continue;
+        r->done = true;
+        if (c->h)
+            nghttp3_conn_shutdown_stream_read(c->h, r->sid);
+        ngtcp2_conn_shutdown_stream(c->q, r->sid, NGHTTP3_H3_REQUEST_CANCELLED);
+    }
+}
+
 static int write_out(client *c) {
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
     uint64_t ts = now_ns();
+    reset_due(c);
     for (;;) {
         int64_t sid = -1;
         int fin = 0;
@@ -680,8 +711,11 @@ static void usage(void) {
             "  -P N            at most N requests at once (all)\n"
             "  -X METHOD       the method (GET; POST with -d)\n"
             "  -d FILE         send FILE as the request body\n"
+            "  --no-length     ... without a content-length\n"
             "  -o FILE         write every answer's body to FILE\n"
             "  -i              print the answers' fields\n"
+            "  -H 'NAME: VALUE' a request field (NAME lowercase; up to 8)\n"
+            "  --reset-after N reset each request once N bytes of its answer came\n"
             "  -k, --insecure  do not verify the server's certificate\n"
             "  --cacert FILE   trust the certificates in FILE (default: the system's)\n"
             "  --sni NAME      the server name (default: HOST; localhost for an address)\n"
@@ -971,12 +1005,14 @@ int main(int argc, char **argv) {
                                           {"resume-after", required_argument, NULL, 'A'},
                                           {"pause", required_argument, NULL, 'W'},
                                           {"reconnect", no_argument, NULL, 'Y'},
+                                          {"reset-after", required_argument, NULL, 'Z'},
+                                          {"no-length", no_argument, NULL, 'L'},
                                           {NULL, 0, NULL, 0}};
     /* A line at a time: a test that takes stdout and stderr in one file
      * gets whole lines, never one cut by the other. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     int opt;
-    while ((opt = getopt_long(argc, argv, "n:P:X:d:o:ikt:q", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "n:P:X:d:o:ikt:qH:", longs, NULL)) != -1) {
         switch (opt) {
         case 'n':
             repeat = atoi(optarg);
@@ -1037,6 +1073,17 @@ int main(int argc, char **argv) {
             break;
         case 'q':
             c.quiet = true;
+            break;
+        case 'H':
+            if (c.nfields == 8 || !strchr(optarg, ':'))
+                usage();
+            c.fields[c.nfields++] = optarg;
+            break;
+        case 'Z':
+            c.reset_after = strtoull(optarg, NULL, 10);
+            break;
+        case 'L':
+            c.no_length = true;
             break;
         default:
             usage();

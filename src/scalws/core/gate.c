@@ -107,6 +107,24 @@ static sws_gate *gate_of(const sws_worker *w) {
 
 /* ---- addresses ------------------------------------------------------------------ */
 
+/* p's address from a socket address (an IPv4-mapped one as IPv4): false
+ * for another family. */
+static bool peer_set(peer *p, const struct sockaddr *sa) {
+    if (sa->sa_family == AF_INET) {
+        memcpy(p->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        p->family = AF_INET;
+    } else if (sa->sa_family == AF_INET6) {
+        const uint8_t *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        bool v4 = memcmp(a, mapped, 12) == 0;
+        memcpy(p->addr, v4 ? a + 12 : a, v4 ? 4 : 16);
+        p->family = v4 ? AF_INET : AF_INET6;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static peer *peer_of(sws_worker *w, uint32_t conn, const sws_exchange *x) {
     peer *p = &gate_of(w)->peers[conn];
     if (p->family)
@@ -115,18 +133,17 @@ static peer *peer_of(sws_worker *w, uint32_t conn, const sws_exchange *x) {
     socklen_t sl = sizeof ss;
     int fd = sws_ex_fd(w, x);
     p->family = PEER_UNREADABLE;
-    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+    if (fd >= 0) {
+        if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+            peer_set(p, (struct sockaddr *)&ss);
         return p;
-    if (ss.ss_family == AF_INET) {
-        memcpy(p->addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-        p->family = AF_INET;
-    } else if (ss.ss_family == AF_INET6) {
-        const uint8_t *a = ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr;
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        bool v4 = memcmp(a, mapped, 12) == 0;
-        memcpy(p->addr, v4 ? a + 12 : a, v4 ? 4 : 16);
-        p->family = v4 ? AF_INET : AF_INET6;
     }
+    /* No socket of its own (a QUIC connection's is shared): the address
+     * its protocol knows, as text. */
+    char text[INET6_ADDRSTRLEN + 8];
+    int fam;
+    if (sws_ex_peer(w, x, text, sizeof text) == 0 && (fam = sws_addr_parse(text, p->addr)))
+        p->family = (uint8_t)fam;
     return p;
 }
 
@@ -457,32 +474,30 @@ sws_scenario *sws_route_pick(sws_worker *w, const sws_exchange *x, uint32_t conn
     return gate_check(w, &w->sc, x, conn, r);
 }
 
+sws_scenario *sws_gate_pick(sws_worker *w, sws_scenario *sc, const sws_exchange *x, uint32_t entry,
+                            const sws_http_request *r) {
+    return w->gate_on ? gate_check(w, sc, x, entry, r) : sc;
+}
+
 /* ---- connections ----------------------------------------------------------------- */
 
-void sws_gate_conn_open(sws_worker *w, uint32_t conn, int fd) {
+void sws_gate_conn_addr(sws_worker *w, uint32_t conn, const struct sockaddr *sa) {
     peer *p = &gate_of(w)->peers[conn];
+    if (!peer_set(p, sa))
+        return;
+    sws_limiter *l = w->srv->limiter;
+    p->conn_key = sws_limit_key(l, p->family, p->addr, UINT32_MAX);
+    p->counted = sws_limit_conn_open(l, p->conn_key, &p->conn_at) > 0;
+}
+
+void sws_gate_conn_open(sws_worker *w, uint32_t conn, int fd) {
     if (fd < 0)
         return;
     /* The exchange is not there yet: read the address from the socket. */
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
-        return;
-    if (ss.ss_family == AF_INET) {
-        memcpy(p->addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-        p->family = AF_INET;
-    } else if (ss.ss_family == AF_INET6) {
-        const uint8_t *a6 = ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr;
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        bool v4 = memcmp(a6, mapped, 12) == 0;
-        memcpy(p->addr, v4 ? a6 + 12 : a6, v4 ? 4 : 16);
-        p->family = v4 ? AF_INET : AF_INET6;
-    } else {
-        return;
-    }
-    sws_limiter *l = w->srv->limiter;
-    p->conn_key = sws_limit_key(l, p->family, p->addr, UINT32_MAX);
-    p->counted = sws_limit_conn_open(l, p->conn_key, &p->conn_at) > 0;
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        sws_gate_conn_addr(w, conn, (struct sockaddr *)&ss);
 }
 
 void sws_gate_conn_close(sws_worker *w, uint32_t conn) {
@@ -551,7 +566,7 @@ static int gate_init(sws_worker *w, sws_scenario *sc) {
     sc->state = g;
     /* calloc: the pages of slots never used are never touched. */
     g->gen = 1;
-    g->peers = calloc(w->nslots, sizeof(*g->peers));
+    g->peers = calloc(w->npeers > w->nslots ? w->npeers : w->nslots, sizeof(*g->peers));
     g->refusals = calloc(w->nexchanges, sizeof(*g->refusals));
     if (!g->peers || !g->refusals)
         return -ENOMEM;

@@ -10,6 +10,8 @@
 
 #include "sws.h"
 
+struct sockaddr;
+
 /* scalwsd_limited_total's kinds. */
 enum { SWS_LIMITED_RATE, SWS_LIMITED_CONN, SWS_LIMITED_DENY, SWS_LIMITED_AUTH, SWS_LIMITED_N };
 extern const char *const sws_limited_names[SWS_LIMITED_N];
@@ -24,6 +26,15 @@ extern const sws_scenario_ops sws_gate_ops;
  * for limit_conn while some route of the configuration has one. */
 void sws_gate_conn_open(sws_worker *w, uint32_t conn, int fd);
 void sws_gate_conn_close(sws_worker *w, uint32_t conn);
+/* The same for a connection without a socket of its own (QUIC's), peer
+ * entry conn (past the TCP slots: w->npeers) opened from sa. */
+void sws_gate_conn_addr(sws_worker *w, uint32_t conn, const struct sockaddr *sa);
+
+/* The gate for a request whose route's instance sc is chosen already (the
+ * quic host's, by its listener's routes), the client being peer entry
+ * entry: sc, or the gate instance that answers the refusal. */
+sws_scenario *sws_gate_pick(sws_worker *w, sws_scenario *sc, const sws_exchange *x, uint32_t entry,
+                            const sws_http_request *r);
 
 /* After the instances of a configuration were made or switched: w->gate_on,
  * w->gate_conn and the fields the parsers keep, from w->cfg's routes. */

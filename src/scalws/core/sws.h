@@ -278,6 +278,9 @@ typedef struct sws_worker {
     /* Exchange ids (sws_ex_id) are below this: the connection slots
      * (HTTP/1.1's exchange is its connection's) then the HTTP/2 streams. */
     uint32_t nexchanges;
+    /* The gate's per-connection entries (gate.c): the connection slots,
+     * then the quic endpoint's connections (0: nslots alone). */
+    uint32_t npeers;
     /* core/compress.c: the loop's compressing exchanges and pooled encoder
      * states; NULL until the first compressed answer. */
     struct sws_compress *compress;

@@ -158,8 +158,9 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
         b.over = true;
     hl = (uint32_t)fl;
     /* RFC 9110 7.6.3: the protocol the request was received with, "2" for
-     * HTTP/2 (its minor version is not sent). */
-    sws_wbuf_puts(&b, m->http_major == 2   ? "Via: 2 scalwsd\r\n"
+     * HTTP/2 and "3" for HTTP/3 (their minor version is not sent). */
+    sws_wbuf_puts(&b, m->http_major == 3   ? "Via: 3 scalwsd\r\n"
+                      : m->http_major == 2 ? "Via: 2 scalwsd\r\n"
                       : m->http_minor == 0 ? "Via: 1.0 scalwsd\r\n"
                                            : "Via: 1.1 scalwsd\r\n");
     *names_up = false;

@@ -148,7 +148,7 @@ nghttp3_ssize h3_read_body(nghttp3_conn *conn, int64_t id, nghttp3_vec *vec, siz
     }
     uint64_t have = st->written - st->given;
     if (have == 0) {
-        if (st->ended) {
+        if (st->ended && !st->abort_due) {
             *pflags |= NGHTTP3_DATA_FLAG_EOF;
             return 0;
         }
@@ -156,7 +156,7 @@ nghttp3_ssize h3_read_body(nghttp3_conn *conn, int64_t id, nghttp3_vec *vec, siz
         return NGHTTP3_ERR_WOULDBLOCK;
     }
     /* At most two pieces: to the ring's end, then from its start. */
-    size_t at = (size_t)(st->given % H3_BODY_RING);
+    size_t at = (size_t)((st->given - st->origin) % H3_BODY_RING);
     size_t first = H3_BODY_RING - at < have ? H3_BODY_RING - at : (size_t)have;
     vec[0] = (nghttp3_vec){(uint8_t *)st->ring + at, first};
     nghttp3_ssize nv = 1;
@@ -175,6 +175,8 @@ void h3_body_acked(h3_stream *st, uint64_t n) {
     st->acked += n;
     if (st->want_more)
         st->more_due = true;
+    if (st->abort_due && st->acked == st->written)
+        st->hc->body_due = true; /* h3_body_pump resets it */
 }
 
 /* Moves the stream on after the scenario added to it: nghttp3 asks the
@@ -197,10 +199,17 @@ static char *h3_room(sws_worker *w, sws_exchange *x, size_t *len) {
     if (!st->ring && !(st->ring = malloc(H3_BODY_RING)))
         return NULL;
     uint64_t held = st->written - st->acked;
-    size_t at = (size_t)(st->written % H3_BODY_RING);
+    /* Empty (every byte acknowledged, none in nghttp3's hands): the room
+     * starts at the ring's start again, whole. */
+    if (held == 0)
+        st->origin = st->written;
+    size_t at = (size_t)((st->written - st->origin) % H3_BODY_RING);
     size_t free_ = H3_BODY_RING - (size_t)held;
     *len = H3_BODY_RING - at < free_ ? H3_BODY_RING - at : free_;
-    if (*len == 0)
+    /* Less than the whole ring: more comes back with the client's ACKs,
+     * and a scenario that wants more than this (the proxy asks for a
+     * buffer's worth) hears of it in `more`. */
+    if (held)
         st->want_more = true;
     return st->ring + at;
 }
@@ -351,9 +360,12 @@ static void h3_end(sws_worker *w, sws_exchange *x) {
     resume(st);
 }
 
+/* The scenario added to its answer, or has room again for request bytes. */
 static void h3_more(sws_worker *w, sws_exchange *x) {
     (void)w;
-    resume(stream_ofx(x));
+    h3_stream *st = stream_ofx(x);
+    h3_request_wake(st);
+    resume(st);
 }
 
 /* The exchange fails: the stream is reset both ways, the connection lives. */
@@ -367,9 +379,21 @@ static void h3_close(sws_worker *w, sws_exchange *x) {
         h3_conn_kick(st->hc);
 }
 
+/* A reset stream is how HTTP/3 tells an answer cut short (RFC 9114 4.1.1),
+ * but a reset lets the peer drop what it has not read: the body given so far
+ * goes first, and the stream is reset once the client has acknowledged it
+ * (with it the head before it: stream bytes are acknowledged in order), in
+ * h3_body_pump. The data reader meanwhile never says the body is done. */
 static void h3_abort(sws_worker *w, sws_exchange *x) {
-    /* A reset stream is how HTTP/3 tells an answer cut short (RFC 9114 4.1.1). */
-    h3_close(w, x);
+    h3_stream *st = stream_ofx(x);
+    if (!st->submitted || st->written == st->acked) {
+        h3_close(w, x);
+        return;
+    }
+    st->abort_due = true;
+    st->pending = false;
+    st->want_more = false;
+    resume(st);
 }
 
 /* ---- the request's side -------------------------------------------------------------- */
@@ -383,11 +407,15 @@ static uint32_t h3_id(const sws_exchange *x) {
     return st->hc->ep->s.xid_base + (uint32_t)(st - st->hc->ep->table);
 }
 
-/* Only scenarios that answer from the head are served (session.c): none
- * asks for every field. */
+/* Every field, for a scenario that takes the request (session.c keeps them
+ * while a route's scenario may). */
 static const sws_head *h3_request_head(const sws_exchange *x) {
-    (void)x;
-    return NULL;
+    const h3_stream *st = cstream_ofx(x);
+    return st->took ? &st->head : NULL;
+}
+
+uint32_t sws_h3_conn_slot(const sws_exchange *x) {
+    return cstream_ofx(x)->hc->slot;
 }
 
 static sws_ex_mark h3_mark(const sws_exchange *x) {
@@ -437,12 +465,17 @@ static void h3_log_line(h3_stream *st, const char *peer, int status, uint64_t by
     char line[SWS_HTTP_PATH_MAX + 64];
     int n = snprintf(line, sizeof(line), "%s %s HTTP/3.0",
                      llhttp_method_name((llhttp_method_t)r->method), r->path);
+    const char *lf = r->log_fields;
     sws_log_line l = {
         .peer = peer,
         .request = line,
         .request_len = n < 0                      ? 0
                        : (size_t)n < sizeof(line) ? (size_t)n
                                                   : sizeof(line) - 1,
+        .referer = lf ? lf + SWS_HTTP_LOG_REFERER : NULL,
+        .referer_len = lf ? r->referer_len : 0,
+        .user_agent = lf ? lf + SWS_HTTP_LOG_UA : NULL,
+        .user_agent_len = lf ? r->user_agent_len : 0,
         .host = r->host,
         .host_len = r->host_len,
         .status = status,
@@ -467,12 +500,16 @@ static bool h3_refused(const sws_exchange *x) {
     return cstream_ofx(x)->refuse != 0;
 }
 
-/* QUIC's idle timeout is the connection's, kept alive by the client's own
- * packets and ACKs: a stream waiting on an upstream ends no sooner for it. */
+/* The stream waits on the scenario's side (an upstream), and the client
+ * may be silent meanwhile: QUIC's idle timeout would end the connection,
+ * so it is kept alive by PINGs (each ACKed) at half of it until its last
+ * stream closes (h3_stream_free). */
 static void h3_wait(struct sws_worker *w, sws_exchange *x, uint64_t until) {
     (void)w;
-    (void)x;
     (void)until;
+    h3_stream *st = stream_ofx(x);
+    ngtcp2_conn_set_keep_alive_timeout(st->hc->q,
+                                       st->hc->idle_timeout_ms * NGTCP2_MILLISECONDS / 2);
 }
 
 const sws_proto sws_h3_proto = {

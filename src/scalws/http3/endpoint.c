@@ -359,12 +359,18 @@ int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *e
     ep->ntable = ep->s.max_streams;
     ep->table = calloc(ep->ntable, sizeof(*ep->table));
     ep->free_idx = calloc(ep->ntable, sizeof(*ep->free_idx));
-    if (!ep->buckets || !ep->table || !ep->free_idx) {
+    ep->free_slots = calloc(ep->p.max_connections, sizeof(*ep->free_slots));
+    if (!ep->buckets || !ep->table || !ep->free_idx || !ep->free_slots) {
         fail(err, errlen, rc, "%s", "http3: out of memory");
         goto bad;
     }
     for (uint32_t i = 0; i < ep->ntable; i++)
         ep->free_idx[ep->nfree++] = ep->ntable - 1 - i;
+    /* The slots are made for [http3] max_connections at start: a SIGHUP may
+     * lower it, and raise it no further (the gate's peer table is sized so). */
+    ep->nslots = ep->p.max_connections;
+    for (uint32_t i = 0; i < ep->nslots; i++)
+        ep->free_slots[ep->nfree_slots++] = ep->nslots - 1 - i;
     _Static_assert(sizeof(ep->reset_secret) == SWS_H3_RESET_SECRET_LEN, "the host's secret fits");
     if (s->reset_secret)
         memcpy(ep->reset_secret, s->reset_secret, sizeof(ep->reset_secret));
@@ -418,7 +424,9 @@ void sws_h3_endpoint_free(sws_h3_endpoint *ep) {
     free(ep->buckets);
     free(ep->table);
     free(ep->sf_store);
+    free(ep->log_store);
     free(ep->free_idx);
+    free(ep->free_slots);
     free(ep->nva);
     free(ep->low);
     h3_cred_unref(ep->cred);

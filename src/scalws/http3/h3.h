@@ -61,12 +61,30 @@ typedef struct h3_stream {
     bool more_due : 1;  /* room came back: the scenario's `more` is owed */
     bool want_more : 1; /* the scenario waits for room */
     bool logged : 1;
-    bool early : 1;  /* its head came in 0-RTT */
-    uint16_t refuse; /* an error status to answer instead of the scenario */
+    bool early : 1; /* its head came in 0-RTT */
+    /* the request as a whole, for a scenario that takes it (the proxy) */
+    bool keep_fields : 1; /* every field is kept: a route's scenario may take the request */
+    bool takes_body : 1;  /* its route's scenario takes the request (request_head ...) */
+    bool took : 1;        /* its request_head was called */
+    bool flush : 1;       /* body bytes went to the scenario: its request_flush is owed */
+    bool feed : 1;        /* the scenario has room again (sws_ex_more): held bytes owed */
+    bool end_due : 1;     /* the body ended behind held bytes: request_end owed */
+    bool stop_due : 1;    /* its body is not wanted: STOP_SENDING owed */
+    bool cancel_due : 1;  /* the client gave the request up (reset, STOP_SENDING) */
+    bool stopped : 1;     /* no more of its body is read */
+    bool expect : 1;      /* Expect: 100-continue */
+    bool abort_due : 1;   /* sws_ex_abort: reset once the body given is acknowledged */
+    bool fin_due : 1;     /* its FIN is ours to write (quic.c's fin_flush) */
+    uint16_t refuse;      /* an error status to answer instead of the scenario */
     uint16_t status;
     uint32_t hbytes, hcount;
     uint64_t content_length; /* declared; UINT64_MAX: none */
     uint64_t body_in;
+    /* Body bytes the scenario has no room for yet: their flow-control
+     * credit is given back only as it takes them, so the client cannot
+     * send past one stream window ([http3] stream_window) of them. */
+    char *held;
+    uint32_t held_off, held_len, held_cap;
     uint64_t sent; /* body bytes given to nghttp3 */
     /* A fixed answer's body (respond's, or our error's note), sent from
      * where it is. */
@@ -76,9 +94,16 @@ typedef struct h3_stream {
      * kept until the client acknowledges them (nghttp3 points into it). */
     char *ring;
     uint64_t written, given, acked;
+    uint64_t origin; /* the body offset at the ring's start (moved while it is empty) */
     char note[48];
     uint64_t start_ns;
     sws_http_request req;
+    /* With keep_fields: every field of the head (names and values in
+     * nghttp3's buffers, referenced), and the head a taking scenario reads. */
+    sws_field *f;
+    nghttp3_rcbuf **rc; /* 2 * fcap: each field's name and value */
+    uint16_t nf, fcap;
+    sws_head head;
 } h3_stream;
 
 /* GnuTLS's anti-replay state (early.c), held by the endpoint and by each
@@ -104,12 +129,17 @@ struct h3_conn {
     ngtcp2_connection_close_error err;
     h3_stream *streams;
     uint32_t nstreams;
-    bool closing : 1;  /* our CONNECTION_CLOSE is out: close_pkt answers */
-    bool draining : 1; /* the peer closed: silence until close_at */
-    bool goaway : 1;   /* the endpoint drains: GOAWAY sent */
-    bool more_due : 1; /* a stream's `more` is owed */
-    bool dead : 1;     /* freed at the end of the current call */
-    bool rx_early : 1; /* the stream data being read came in 0-RTT */
+    bool closing : 1;   /* our CONNECTION_CLOSE is out: close_pkt answers */
+    bool draining : 1;  /* the peer closed: silence until close_at */
+    bool goaway : 1;    /* the endpoint drains: GOAWAY sent */
+    bool more_due : 1;  /* a stream's `more` is owed */
+    bool body_due : 1;  /* a stream's request side has work (h3_stream's flush ... cancel_due) */
+    bool peer_told : 1; /* the host's peer hook knows it (its handshake completed) */
+    bool dead : 1;      /* freed at the end of the current call */
+    bool rx_early : 1;  /* the stream data being read came in 0-RTT */
+    uint32_t slot;      /* its place among the endpoint's connections (sws_h3_conn_slot) */
+    uint64_t stream_window, idle_timeout_ms; /* the [http3] keys it was made with */
+    uint32_t fin_due;                        /* its streams with fin_due */
     uint8_t resends;
     /* ngtcp2's recovery state as last seen, to count what changed in it:
      * its successive PTOs, the start of its recovery period (UINT64_MAX:
@@ -151,6 +181,12 @@ struct sws_h3_endpoint {
      * target, validators, ranges: req.sf_fields), SWS_HTTP_SF_STORAGE per
      * stream of the table; made when the worker first lends them (w->lend_sf). */
     char *sf_store;
+    /* The access log's Referer and User-Agent (req.log_fields),
+     * SWS_HTTP_LOG_STORAGE per stream; made when the worker first logs. */
+    char *log_store;
+    /* Connection slots (h3_conn.slot) not in use: max_connections of them. */
+    uint32_t *free_slots;
+    uint32_t nfree_slots, nslots;
     sws_h3_stats st;
     sws_date_cache date;
     h3_stream *table; /* nstreams entries */
@@ -219,12 +255,37 @@ void h3_conn_kick(h3_conn *hc);
 /* session.c */
 /* nghttp3 on the connection, once 1-RTT keys are there. */
 int h3_session_start(h3_conn *hc);
+/* The request is complete (or refused): its scenario answers it, or we do
+ * with the refusal's status. */
+void h3_answer_request(h3_conn *hc, h3_stream *st);
+/* A hook of the scenario (or a limit) refused the request with status. */
+void h3_request_refuse(h3_conn *hc, h3_stream *st, int status);
 /* Streams whose room came back get their scenario's `more`. */
 void h3_session_more(h3_conn *hc);
 /* The stream's entry back to the table. */
 void h3_stream_free(h3_conn *hc, h3_stream *st);
 /* Draining: GOAWAY (nghttp3_conn_shutdown). */
 void h3_session_goaway(h3_conn *hc);
+
+/* request_body.c */
+/* n bytes of stream id are done with: the client may send as many more. */
+void h3_credit(h3_conn *hc, int64_t id, size_t n);
+/* Whether the stream's scenario takes its body now. */
+bool h3_body_taking(const h3_stream *st);
+/* Body bytes of the stream: to its scenario, held, or dropped. */
+void h3_body_recv(h3_conn *hc, h3_stream *st, const uint8_t *data, size_t len);
+/* The body ended (a scenario takes it): request_end once it has it all. */
+void h3_body_end(h3_conn *hc, h3_stream *st);
+/* The rest of the body is not wanted: STOP_SENDING at the next pump. */
+void h3_body_stop(h3_conn *hc, h3_stream *st);
+/* After each packet read (and at a kick): what the streams' request sides
+ * owe (request_flush, held bytes, request_end, STOP_SENDING, a cancel). */
+void h3_body_pump(h3_conn *hc);
+/* The client reset stream id's request side, or asked us to stop sending:
+ * a request the scenario still reads is given up. */
+void h3_request_cancelled(h3_conn *hc, int64_t id);
+/* sws_ex_more from the scenario: it has room again for held bytes. */
+void h3_request_wake(h3_stream *st);
 
 /* answer.c */
 extern const sws_proto sws_h3_proto;

@@ -43,6 +43,11 @@ typedef int (*sws_h3_send_fn)(void *ud, const struct sockaddr *local, socklen_t 
 typedef void (*sws_h3_cid_fn)(void *ud, uint8_t *cid, size_t len);
 /* The scenario instance that answers the request (its route), never NULL. */
 typedef sws_scenario *(*sws_h3_route_fn)(void *ud, sws_exchange *x, const sws_http_request *req);
+/* A connection from peer in slot (sws_h3_conn_slot) completed its
+ * handshake (its address proven), or ended (peer NULL): for per-client
+ * counts. */
+typedef void (*sws_h3_peer_fn)(void *ud, uint32_t slot, const struct sockaddr *peer,
+                               socklen_t peer_len);
 
 /* What the endpoint makes each new connection with: the [http3] keys
  * (doc/http3.md). sws_h3_params_default gives the defaults. */
@@ -112,6 +117,7 @@ typedef struct sws_h3_settings {
     struct sws_worker *w;
     sws_h3_route_fn route; /* required */
     void *route_ud;
+    sws_h3_peer_fn peer;         /* optional; called with route_ud */
     sws_http_limits limits;      /* [limits]: 414, 431, 413 as over HTTP/2 */
     const sws_h3_params *params; /* NULL: sws_h3_params_default */
     sws_h3_replay *replay;       /* the process's (a reference is taken); NULL: one of its own */
@@ -158,6 +164,9 @@ typedef struct sws_h3_stats {
     uint64_t too_early;         /* requests answered 425 (RFC 8470) */
     uint32_t open_connections;
     uint32_t open_streams; /* entries of the stream table in use */
+    /* Request body bytes held now for scenarios that have no room for
+     * them yet (at most one stream window per stream). */
+    uint64_t body_held;
 } sws_h3_stats;
 
 /* A new endpoint: loads the certificate and key. 0, or a negative errno
@@ -199,6 +208,10 @@ void sws_h3_on_timer(sws_h3_endpoint *ep, uint64_t now);
  * closes. sws_h3_stats' open_connections says when all have. */
 void sws_h3_drain(sws_h3_endpoint *ep);
 sws_h3_stats sws_h3_stats_of(const sws_h3_endpoint *ep);
+
+/* The slot of x's connection among the endpoint's (below its
+ * max_connections), the one the peer hook was told of. */
+uint32_t sws_h3_conn_slot(const sws_exchange *x);
 
 /* A new random session ticket key into key (SWS_H3_TICKET_KEY_LEN bytes): 0
  * or -EIO. */

@@ -83,6 +83,13 @@ static int handshake_completed_cb(ngtcp2_conn *q, void *ud) {
         return NGTCP2_ERR_CALLBACK_FAILURE;
     if (gnutls_session_ticket_send(hc->tls, 1, 0) != 0)
         return NGTCP2_ERR_CALLBACK_FAILURE;
+    /* The client's address is proven now (it read our Initial): it may
+     * count against that address's limits. */
+    sws_h3_endpoint *ep = hc->ep;
+    if (ep->s.peer) {
+        hc->peer_told = true;
+        ep->s.peer(ep->s.route_ud, hc->slot, (const struct sockaddr *)&hc->remote, hc->remote_len);
+    }
     return 0;
 }
 
@@ -170,6 +177,7 @@ static int stream_reset_cb(ngtcp2_conn *q, int64_t id, uint64_t size, uint64_t c
     h3_conn *hc = ud;
     if (hc->h && nghttp3_conn_shutdown_stream_read(hc->h, id) != 0)
         return NGTCP2_ERR_CALLBACK_FAILURE;
+    h3_request_cancelled(hc, id);
     return 0;
 }
 
@@ -257,7 +265,7 @@ static void addr_copy(struct sockaddr_storage *to, socklen_t *to_len, const ngtc
 
 h3_conn *h3_conn_new(sws_h3_endpoint *ep, const ngtcp2_pkt_hd *hd, const ngtcp2_path *path,
                      uint64_t now) {
-    h3_conn *hc = calloc(1, sizeof(*hc));
+    h3_conn *hc = ep->nfree_slots ? calloc(1, sizeof(*hc)) : NULL;
     if (!hc)
         return NULL;
     hc->ep = ep;
@@ -314,6 +322,10 @@ h3_conn *h3_conn_new(sws_h3_endpoint *ep, const ngtcp2_pkt_hd *hd, const ngtcp2_
     ep->conns = hc;
     ep->st.connections++;
     ep->st.open_connections++;
+    hc->slot = ep->free_slots[--ep->nfree_slots];
+    /* What this connection promised, whatever a later SIGHUP tunes. */
+    hc->stream_window = ep->p.stream_window;
+    hc->idle_timeout_ms = ep->p.idle_timeout_ms;
     return hc;
 bad:
     if (hc->tls)
@@ -324,6 +336,15 @@ bad:
     h3_ar_unref(hc->ar);
     free(hc);
     return NULL;
+}
+
+/* The client is done with the connection (our CONNECTION_CLOSE, or its):
+ * it counts no more against its address, closing period or not. */
+static void peer_gone(h3_conn *hc) {
+    if (!hc->peer_told)
+        return;
+    hc->peer_told = false;
+    hc->ep->s.peer(hc->ep->s.route_ud, hc->slot, NULL, 0);
 }
 
 void h3_conn_free(h3_conn *hc) {
@@ -375,6 +396,8 @@ void h3_conn_free(h3_conn *hc) {
     if (hc->next)
         hc->next->prev = hc->prev;
     ep->st.open_connections--;
+    peer_gone(hc);
+    ep->free_slots[ep->nfree_slots++] = hc->slot;
     free(hc);
 }
 
@@ -384,6 +407,7 @@ void h3_conn_free(h3_conn *hc) {
 static void close_now(h3_conn *hc, uint64_t now) {
     if (hc->closing || hc->draining || hc->dead)
         return;
+    peer_gone(hc);
     if (ngtcp2_conn_is_in_closing_period(hc->q) || ngtcp2_conn_is_in_draining_period(hc->q)) {
         hc->dead = true;
         return;
@@ -414,6 +438,7 @@ void h3_conn_close_app(h3_conn *hc, uint64_t code, uint64_t now) {
 static void conn_error(h3_conn *hc, int rc, uint64_t now) {
     switch (rc) {
     case NGTCP2_ERR_DRAINING: /* the peer closed: stay silent, then go */
+        peer_gone(hc);
         hc->draining = true;
         closing_until(hc, now);
         return;
@@ -467,13 +492,58 @@ void h3_conn_read(h3_conn *hc, const ngtcp2_path *path, unsigned ecn, const uint
     h3_conn_write(hc, now);
 }
 
+/* A stream whose FIN nghttp3 offered alone while ngtcp2 could write nothing
+ * (pacing, the congestion window): nghttp3 0.8 unschedules such a stream at
+ * once, expecting the FIN written, and would never offer it again; it is
+ * written here, outside nghttp3, and nghttp3 told of it after. */
+static int fin_flush(h3_conn *hc, ngtcp2_path_storage *ps, uint64_t now) {
+    int sent = 0;
+    for (h3_stream *st = hc->streams; st && hc->fin_due && sent < H3_BURST;) {
+        if (!st->fin_due) {
+            st = st->next;
+            continue;
+        }
+        ngtcp2_pkt_info pi;
+        ngtcp2_ssize ndata = -1;
+        ngtcp2_ssize n =
+            ngtcp2_conn_writev_stream(hc->q, &ps->path, &pi, hc->ep->tx, sizeof(hc->ep->tx), &ndata,
+                                      NGTCP2_WRITE_STREAM_FLAG_FIN, st->id, NULL, 0, now);
+        if (n == 0)
+            return sent; /* still nothing can go: the next write tries again */
+        if (n < 0 || ndata >= 0) {
+            /* Written (nghttp3 is told), or the stream was reset meanwhile. */
+            st->fin_due = false;
+            hc->fin_due--;
+            if (n > 0 && hc->h)
+                nghttp3_conn_add_write_offset(hc->h, st->id, 0);
+        }
+        if (n > 0) {
+            /* A packet of other frames first (retransmissions) keeps the
+             * FIN due: the same stream again. */
+            h3_send(hc->ep, &ps->path, pi.ecn, hc->ep->tx, (size_t)n);
+            sent++;
+        }
+        if (!st->fin_due)
+            st = st->next;
+    }
+    return sent;
+}
+
+static void fin_due(h3_conn *hc, int64_t sid) {
+    for (h3_stream *st = hc->streams; st; st = st->next)
+        if (st->id == sid && !st->fin_due) {
+            st->fin_due = true;
+            hc->fin_due++;
+        }
+}
+
 void h3_conn_write(h3_conn *hc, uint64_t now) {
     if (hc->dead || hc->closing || hc->draining)
         return;
     sws_h3_endpoint *ep = hc->ep;
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
-    for (int sent = 0; sent < H3_BURST;) {
+    for (int sent = hc->fin_due ? fin_flush(hc, &ps, now) : 0; sent < H3_BURST;) {
         int64_t sid = -1;
         int fin = 0;
         nghttp3_vec vec[16];
@@ -518,10 +588,16 @@ void h3_conn_write(h3_conn *hc, uint64_t now) {
                 return;
             }
         }
+        /* A FIN alone that did not go: fin_flush's from here on. */
+        bool lone_fin = sid >= 0 && fin && nvec == 0 && ndata < 0;
+        if (lone_fin)
+            fin_due(hc, sid);
         if (n == 0)
             break; /* nothing more, or the congestion window is full */
         h3_send(ep, &ps.path, pi.ecn, ep->tx, (size_t)n);
         sent++;
+        if (lone_fin)
+            sent += fin_flush(hc, &ps, now);
     }
     /* The pacer's next slot (a burst cut short resumes at the expiry). */
     ngtcp2_conn_update_pkt_tx_time(hc->q, now);

@@ -1,16 +1,20 @@
 /* HTTP/3 on a QUIC connection (nghttp3, server side): the control and
  * QPACK streams, and each request stream into a request a scenario reads
- * (sws_http_request), under the [limits] of HTTP/1.1 with the answers
- * HTTP/2 gives (414, 431, 413, 501). nghttp3 checks RFC 9114 4.3 itself
- * (pseudo-fields missing, repeated or misplaced, upper-case names,
- * connection-specific fields, a content-length the DATA disagrees with):
- * each a stream error H3_MESSAGE_ERROR before a field reaches us. A
- * request body is read and dropped: the scenarios here answer from the
- * head (doc/http3.md). */
+ * (sws_http_request, and every field as sws_head for one that takes the
+ * request), under the [limits] of HTTP/1.1 with the answers HTTP/2 gives
+ * (414, 431, 413, 501). nghttp3 checks RFC 9114 4.3 itself (pseudo-fields
+ * missing, repeated or misplaced, upper-case names, connection-specific
+ * fields, a content-length the DATA disagrees with): each a stream error
+ * H3_MESSAGE_ERROR before a field reaches us. A request body goes to a
+ * scenario that takes it (the proxy) as far as its request_room allows;
+ * the rest is held, and the stream's and connection's flow-control credit
+ * comes back only as the scenario takes the bytes (back-pressure). For the
+ * scenarios that answer from the head the body is read and dropped. */
 #include "h3.h"
 
 #include "compress.h"
 #include "sws.h"
+#include "sws_msg.h"
 
 #include <errno.h>
 #include <llhttp.h>
@@ -42,6 +46,13 @@ static h3_stream *stream_new(h3_conn *hc, int64_t id) {
         ep->sf_store = calloc(ep->ntable, SWS_HTTP_SF_STORAGE);
     if (w && w->lend_sf && ep->sf_store)
         st->req.sf_fields = ep->sf_store + (size_t)i * SWS_HTTP_SF_STORAGE;
+    if (w && w->logs && !ep->log_store)
+        ep->log_store = calloc(ep->ntable, SWS_HTTP_LOG_STORAGE);
+    if (w && w->logs && ep->log_store)
+        st->req.log_fields = ep->log_store + (size_t)i * SWS_HTTP_LOG_STORAGE;
+    /* A route's scenario may take the request whole (the proxy): keep every
+     * field until the route is known. */
+    st->keep_fields = w && (w->stash_heads || (w->sc.ops && w->sc.ops->request_head));
     st->next = hc->streams;
     if (hc->streams)
         hc->streams->prev = st;
@@ -60,6 +71,17 @@ void h3_stream_free(h3_conn *hc, h3_stream *st) {
     /* nghttp3 holds no pointer to it past here: this is its stream_close,
      * or the connection's end (nghttp3_conn_del calls back no one). */
     free(st->ring);
+    for (uint32_t k = 0; k < st->nf; k++) {
+        nghttp3_rcbuf_decref(st->rc[2 * k]);
+        nghttp3_rcbuf_decref(st->rc[2 * k + 1]);
+    }
+    free(st->f);
+    free(st->rc);
+    /* Bytes never taken give the connection its credit back. */
+    if (st->held_len)
+        ngtcp2_conn_extend_max_offset(hc->q, st->held_len);
+    ep->st.body_held -= st->held_len;
+    free(st->held);
     if (st->prev)
         st->prev->next = st->next;
     else
@@ -67,6 +89,10 @@ void h3_stream_free(h3_conn *hc, h3_stream *st) {
     if (st->next)
         st->next->prev = st->prev;
     hc->nstreams--;
+    if (st->fin_due)
+        hc->fin_due--;
+    if (hc->nstreams == 0) /* h3_wait's keep-alive: an idle connection may time out */
+        ngtcp2_conn_set_keep_alive_timeout(hc->q, 0);
     uint32_t gen = st->gen;
     memset(st, 0, sizeof(*st));
     st->gen = gen;
@@ -89,6 +115,12 @@ static void host_put(sws_http_request *r, const uint8_t *v, size_t vl) {
     size_t k = vl < SWS_HTTP_HOST_MAX ? vl : SWS_HTTP_HOST_MAX;
     memcpy(r->host, v, k);
     r->host_len = (uint16_t)k;
+}
+
+static void log_put(char *dst, uint16_t *len, const uint8_t *v, size_t vl) {
+    size_t n = vl < SWS_HTTP_LOG_FIELD_MAX ? vl : SWS_HTTP_LOG_FIELD_MAX;
+    memcpy(dst, v, n);
+    *len = (uint16_t)n;
 }
 
 /* The fields static and redirect read, as HTTP/2 keeps them. */
@@ -163,9 +195,81 @@ static void on_field(h3_stream *st, const sws_http_limits *lim, const uint8_t *n
             refuse(st, 400);
         else if (!st->authority)
             host_put(r, v, vl);
+    } else if (IS("expect")) {
+        if (vl == 12 && strncasecmp((const char *)v, "100-continue", 12) == 0)
+            st->expect = true;
+        else
+            refuse(st, 417); /* RFC 9110 10.1.1: an expectation we cannot meet */
+    } else if (r->log_fields && IS("referer")) {
+        log_put(r->log_fields + SWS_HTTP_LOG_REFERER, &r->referer_len, v, vl);
+    } else if (r->log_fields && IS("user-agent")) {
+        log_put(r->log_fields + SWS_HTTP_LOG_UA, &r->user_agent_len, v, vl);
     } else if (r->sf_fields) {
         sf_field(r, n, nl, v, vl);
     }
+}
+
+/* A field of the head kept whole (keep_fields), its buffers referenced:
+ * false past SWS_MSG_FIELDS_MAX or out of memory (431). */
+static bool keep_field(h3_stream *st, nghttp3_rcbuf *name, nghttp3_rcbuf *value) {
+    if (st->nf == st->fcap) {
+        uint32_t cap = st->fcap ? st->fcap * 2u : 16u;
+        if (cap > SWS_MSG_FIELDS_MAX)
+            cap = SWS_MSG_FIELDS_MAX;
+        if (st->nf == cap)
+            return false;
+        sws_field *f = realloc(st->f, cap * sizeof(*f));
+        if (f)
+            st->f = f;
+        nghttp3_rcbuf **rc = realloc(st->rc, 2 * cap * sizeof(*rc));
+        if (rc)
+            st->rc = rc;
+        if (!f || !rc)
+            return false;
+        st->fcap = (uint16_t)cap;
+    }
+    nghttp3_vec n = nghttp3_rcbuf_get_buf(name), v = nghttp3_rcbuf_get_buf(value);
+    nghttp3_rcbuf_incref(name);
+    nghttp3_rcbuf_incref(value);
+    st->rc[2 * st->nf] = name;
+    st->rc[2 * st->nf + 1] = value;
+    st->f[st->nf++] =
+        sws_field_str((const char *)n.base, (uint32_t)n.len, (const char *)v.base, (uint32_t)v.len);
+    return true;
+}
+
+/* sws_head for a scenario that takes the request: the regular fields, and
+ * :authority as Host when no Host came (a proxy to HTTP/1.1 makes one of
+ * it, RFC 9114 4.3.1). */
+static void head_build(h3_stream *st) {
+    uint32_t o = 0;
+    sws_field host = {0};
+    bool has_host = false;
+    for (uint32_t i = 0; i < st->nf; i++) {
+        sws_field fl = st->f[i];
+        if (fl.name_len == 10 && memcmp(fl.name, ":authority", 10) == 0) {
+            host = sws_field_str("host", 4, fl.value, fl.value_len);
+            continue;
+        }
+        if (fl.name_len == 5 && memcmp(fl.name, ":path", 5) == 0) {
+            st->head.target = fl.value;
+            st->head.target_len = fl.value_len;
+            continue;
+        }
+        if (fl.name_len && fl.name[0] == ':')
+            continue;
+        if (fl.name_len == 4 && memcmp(fl.name, "host", 4) == 0)
+            has_host = true;
+        st->f[o++] = fl;
+    }
+    if (!has_host && host.name && o < st->fcap)
+        st->f[o++] = host;
+    st->head.f = st->f;
+    st->head.nf = o;
+    st->head.method = st->req.method;
+    st->head.http_major = 3;
+    st->head.http_minor = 0;
+    st->head.streams = !st->req_end && st->content_length == UINT64_MAX;
 }
 
 static int begin_headers_cb(nghttp3_conn *h, int64_t id, void *ud, void *sud) {
@@ -200,30 +304,44 @@ static int recv_header_cb(nghttp3_conn *h, int64_t id, int32_t token, nghttp3_rc
         refuse(st, 431);
         return 0;
     }
-    if (nv.len && nv.base[0] == ':')
-        on_pseudo(st, lim, nv.base, nv.len, vv.base, vv.len);
+    const uint8_t *n = nv.base;
+    size_t nl = nv.len;
+    bool pseudo = nl && n[0] == ':';
+    if (pseudo)
+        on_pseudo(st, lim, n, nl, vv.base, vv.len);
     else
-        on_field(st, lim, nv.base, nv.len, vv.base, vv.len);
+        on_field(st, lim, n, nl, vv.base, vv.len);
+    if (st->keep_fields && (!pseudo || IS(":authority") || IS(":path")) &&
+        !keep_field(st, name, value))
+        refuse(st, 431);
     return 0;
 }
 
-/* The request's route: its scenario answers it, or we do with the
- * refusal's status. */
-static void answer(h3_conn *hc, h3_stream *st) {
+/* Its route's instance takes the stream from its complete head on (by
+ * :authority and path; a refusal of the gate's is the gate's instance). */
+static void route(h3_conn *hc, h3_stream *st) {
+    if (st->routed)
+        return;
+    sws_h3_endpoint *ep = hc->ep;
+    st->routed = true;
+    st->sc = ep->s.route(ep->s.route_ud, &st->ex, &st->req);
+    st->sc->pending++;
+    st->takes_body = st->sc->ops->request_head != NULL;
+}
+
+void h3_answer_request(h3_conn *hc, h3_stream *st) {
     sws_h3_endpoint *ep = hc->ep;
     if (st->answering)
         return;
     st->answering = true;
     ep->st.requests++;
-    if (!st->routed) {
-        st->routed = true;
-        st->sc = ep->s.route(ep->s.route_ud, &st->ex, &st->req);
-        st->sc->pending++;
-    }
-    if (!st->refuse && st->sc->ops->request_head)
-        refuse(st, 501); /* a scenario that takes the request body (proxy): doc/http3.md */
+    route(hc, st);
     if (st->refuse) {
         h3_answer_error(st, st->refuse);
+        /* RFC 9114 4.1: the answer is complete without the rest of the
+         * body, which the client is asked not to send. */
+        if (!st->req_end)
+            h3_body_stop(hc, st);
         return;
     }
     st->in_answer = true;
@@ -255,6 +373,11 @@ static bool replay_safe(const sws_http_request *r) {
     return r->method == HTTP_GET || r->method == HTTP_HEAD || r->method == HTTP_OPTIONS;
 }
 
+void h3_request_refuse(h3_conn *hc, h3_stream *st, int status) {
+    refuse(st, status);
+    h3_answer_request(hc, st);
+}
+
 static int end_headers_cb(nghttp3_conn *h, int64_t id, int fin, void *ud, void *sud) {
     (void)h;
     (void)id;
@@ -271,30 +394,49 @@ static int end_headers_cb(nghttp3_conn *h, int64_t id, int fin, void *ud, void *
     }
     st->head_done = true;
     st->req_end = fin != 0;
-    answer(ud, st);
+    route(hc, st);
+    if (!st->takes_body || st->refuse) {
+        h3_answer_request(hc, st); /* from the head: a body is dropped */
+        return 0;
+    }
+    /* A scenario that takes the request: its head, its body as it comes
+     * (request_body.c), and the answer once the request is whole. */
+    head_build(st);
+    st->took = st->asked = true;
+    sws_worker *w = hc->ep->s.w;
+    int r = st->sc->ops->request_head(w, st->sc, &st->ex);
+    if (r <= 0 && fin)
+        r = st->sc->ops->request_end(w, st->sc, &st->ex);
+    if (r > 0) {
+        h3_request_refuse(hc, st, r);
+    } else if (fin) {
+        h3_answer_request(hc, st);
+    } else if (st->expect && hc->h) {
+        /* RFC 9110 10.1.1: the interim answer, so that the client sends
+         * the body now. */
+        nghttp3_nv cont = {(uint8_t *)":status", (uint8_t *)"100", 7, 3, NGHTTP3_NV_FLAG_NONE};
+        nghttp3_conn_submit_info(hc->h, st->id, &cont, 1);
+    }
     return 0;
 }
 
-/* Body bytes: read and dropped; the windows open again at once. */
 static int recv_data_cb(nghttp3_conn *h, int64_t id, const uint8_t *data, size_t len, void *ud,
                         void *sud) {
     (void)h;
-    (void)data;
     h3_conn *hc = ud;
     h3_stream *st = sud;
-    if (st)
-        st->body_in += len;
-    ngtcp2_conn_extend_max_stream_offset(hc->q, id, len);
-    ngtcp2_conn_extend_max_offset(hc->q, len);
+    if (!st) {
+        h3_credit(hc, id, len);
+        return 0;
+    }
+    h3_body_recv(hc, st, data, len);
     return 0;
 }
 
 static int deferred_consume_cb(nghttp3_conn *h, int64_t id, size_t n, void *ud, void *sud) {
     (void)h;
     (void)sud;
-    h3_conn *hc = ud;
-    ngtcp2_conn_extend_max_stream_offset(hc->q, id, n);
-    ngtcp2_conn_extend_max_offset(hc->q, n);
+    h3_credit(ud, id, n);
     return 0;
 }
 
@@ -302,10 +444,13 @@ static int end_stream_cb(nghttp3_conn *h, int64_t id, void *ud, void *sud) {
     (void)h;
     (void)id;
     h3_stream *st = sud;
-    if (st)
-        st->req_end = true;
-    if (st && !st->answering)
-        answer(ud, st);
+    if (!st)
+        return 0;
+    st->req_end = true;
+    if (h3_body_taking(st))
+        h3_body_end(ud, st);
+    else
+        h3_answer_request(ud, st);
     return 0;
 }
 
@@ -394,6 +539,8 @@ int h3_session_start(h3_conn *hc) {
 }
 
 void h3_session_more(h3_conn *hc) {
+    if (hc->body_due)
+        h3_body_pump(hc);
     if (!hc->more_due)
         return;
     hc->more_due = false;

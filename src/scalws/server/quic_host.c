@@ -6,6 +6,7 @@
  * timer follows the endpoint's next expiry. */
 #include "quic_host.h"
 
+#include "gate.h"
 #include "http3.h"
 #include "quic_handover.h"
 #include "route.h"
@@ -45,10 +46,9 @@ struct sws_quic {
     uint64_t timer_at;
     uint32_t timer_gen;
     tl_op timer_op;
-    /* A gated route's request: the gate counts TCP connections and peers, so
-     * over HTTP/3 it is answered 421, which a client retries on a new
-     * connection (RFC 9110 15.5.20): over TCP, where the gate applies. */
-    sws_scenario misdirected;
+    /* The gate's entries of the endpoint's connections start here
+     * (w->npeers): a QUIC connection is a client connection as a TCP one. */
+    uint32_t peer_base;
     uint64_t forwarded;
     uint64_t relayed; /* to the predecessor of a SIGUSR2 (quic_handover.c) */
     sws_quic_counters ctr;
@@ -79,26 +79,28 @@ static int send_dgram(void *ud, const struct sockaddr *local, socklen_t local_le
     return rc;
 }
 
-static int misdirected_answer(sws_worker *w, sws_scenario *sc, sws_exchange *x) {
-    (void)sc;
-    int rc = sws_ex_error(w, x, 421);
-    return rc < 0 ? rc : SWS_ANSWER_DONE;
-}
-
-static const sws_scenario_ops misdirected_ops = {.name = "quic-gated",
-                                                 .answer = misdirected_answer};
-
 /* The route's instance as HTTP/2's streams get it (by :authority and path,
- * among the routes that serve this listener), but never a gated route's. */
+ * among the routes that serve this listener), through the gate as any
+ * request: the client is its QUIC connection's peer. */
 static sws_scenario *route(void *ud, sws_exchange *x, const sws_http_request *req) {
-    (void)x;
     struct sws_quic *q = ud;
     sws_scenario *sc = sws_route_of(q->w, (unsigned)q->li, req);
-    if (sc->route && sc->route->gated) {
-        q->misdirected.route = sc->route;
-        return &q->misdirected;
-    }
-    return sc;
+    return sws_gate_pick(q->w, sc, x, q->peer_base + sws_h3_conn_slot(x), req);
+}
+
+/* A QUIC connection counts for limit_conn as a TCP one, from its handshake
+ * to its end, for the address it opened from; its entry is cleared at its
+ * end whatever the gate learnt of it. */
+static void peer(void *ud, uint32_t slot, const struct sockaddr *addr, socklen_t len) {
+    (void)len;
+    struct sws_quic *q = ud;
+    sws_worker *w = q->w;
+    if (!w->gate_sc)
+        return;
+    if (!addr)
+        sws_gate_conn_close(w, q->peer_base + slot);
+    else if (w->gate_conn)
+        sws_gate_conn_addr(w, q->peer_base + slot, addr);
 }
 
 /* ---- start ----------------------------------------------------------------------- */
@@ -112,12 +114,13 @@ int sws_quic_reserve(sws_worker *w) {
     q->w = w;
     for (uint32_t i = 0; i < QUIC_SENDS; i++)
         q->free_slots[q->nfree++] = (uint16_t)(QUIC_SENDS - 1 - i);
-    q->misdirected.ops = &misdirected_ops;
-    q->misdirected.route = w->sc.route;
     /* Exchange ids past the TCP connections' and HTTP/2's, so that the
-     * scenarios' per-exchange tables (static's, the gate's) cover them. */
+     * scenarios' per-exchange tables (static's, the proxy's, the gate's)
+     * cover them; the gate's peer entries likewise. */
     q->xid_base = w->nexchanges;
     w->nexchanges += w->cfg->h3.streams_per_loop;
+    q->peer_base = w->nslots;
+    w->npeers = w->nslots + w->cfg->h3.max_connections;
     w->quic = q;
     return 0;
 }
@@ -316,6 +319,7 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
                               .w = w,
                               .route = route,
                               .route_ud = q,
+                              .peer = peer,
                               .limits = w->limits,
                               .xid_base = q->xid_base,
                               .ticket_key = sws_quic_handover_ticket_key(s)};
@@ -438,8 +442,12 @@ void sws_quic_turn_done(sws_worker *w) {
         cancel_timer(q);
         return;
     }
-    if (q->timer_armed && q->timer_at <= at)
-        return; /* it fires first; the next turn_done looks again */
+    /* It fires first, or within its millisecond's rounding: the next
+     * turn_done looks again. (Re-arming for an expiry a fraction of a
+     * millisecond earlier made every turn cancel it, and the cancel's
+     * completion made the next turn: the timer never fired.) */
+    if (q->timer_armed && q->timer_at < at + 1000000)
+        return;
     cancel_timer(q);
     uint64_t ms = at <= now ? 0 : (at - now + 999999) / 1000000;
     if (tl_timer(w->loop, ms, sws_token(q->timer_gen, SWS_T_QUIC_TIMER), &q->timer_op) == 0) {

@@ -12,6 +12,7 @@
 #include "proxy.h"
 
 #include "access_log.h"
+#include "http3.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -393,9 +394,11 @@ static uint32_t pool_handles(const sws_proxy_config *pc) {
 /* One upstream connection per client, whichever proxy route serves it, one
  * more closing during a retry, and each proxy route's idle pool. */
 /* Upstream connections: two per client exchange under way (one being
- * connected, one being retired), an HTTP/2 stream being one too. */
+ * connected, one being retired), an HTTP/2 or HTTP/3 stream being one too. */
 static uint32_t proxy_exchange_handles(const sws_config *cfg) {
-    return (cfg->max_connections + (cfg->http2 ? cfg->h2.streams_per_loop : 0)) * 2;
+    return (cfg->max_connections + (cfg->http2 ? cfg->h2.streams_per_loop : 0) +
+            (sws_listener_quic(cfg) >= 0 ? SWS_H3_DEFAULT_STREAMS : 0)) *
+           2;
 }
 
 static uint32_t proxy_extra_handles(const sws_config *cfg) {
