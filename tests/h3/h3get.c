@@ -8,7 +8,12 @@
  * the server sends one; -o writes every body, in the
  * order the requests were made, to a file. Exit 0 when every request was
  * answered, 1 when one was not (reset, or the connection ended), 2 for a
- * usage error, 3 on the timeout. */
+ * usage error, 3 on the timeout.
+ * --load SECONDS makes it a load generator (scripts/bench-h3-vs-h2): the
+ * requests, -P at a time, until -n per path are made or SECONDS have
+ * passed, then those in flight are finished; request slots are reused, no
+ * body is hashed or kept, and one line sums it up:
+ *     load <answered 2xx> <failed> <body bytes> <seconds> */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,6 +67,14 @@ typedef struct client {
     size_t data_len;
     req *reqs;
     int nreq, next, inflight, done, parallel;
+    int nslots; /* entries of reqs: nreq, or -P with --load */
+    /* --load: slots come back as their streams close; the paths in turn. */
+    bool load;
+    uint64_t load_end;
+    int *free_slots, nfree;
+    char **paths;
+    int npaths;
+    uint64_t load_ok, load_failed, load_bytes;
     bool show_fields, quiet, handshake, closed;
     bool goaway;   /* the server takes no new request: the rest are not sent */
     bool resuming; /* the session of an earlier connection is offered */
@@ -109,13 +122,32 @@ static nghttp3_ssize read_post(nghttp3_conn *h, int64_t sid, nghttp3_vec *vec, s
     return 1;
 }
 
+/* --load: a free slot for the next request, on the next path. */
+static req *load_slot(client *c) {
+    req *r = &c->reqs[c->free_slots[--c->nfree]];
+    *r = (req){.path = c->paths[c->next % c->npaths]};
+    return r;
+}
+
+/* --load: a closed stream's slot, counted and given back. */
+static void load_done(client *c, req *r) {
+    if (r->done && !r->failed && r->status >= 200 && r->status < 300) {
+        c->load_ok++;
+        c->load_bytes += r->bytes;
+    } else {
+        c->load_failed++;
+    }
+    c->free_slots[c->nfree++] = (int)(r - c->reqs);
+}
+
 /* Opens streams for the next requests while the server's limit and -P allow. */
 static void submit_more(client *c) {
     while (c->h && !c->goaway && c->next < c->nreq && c->inflight < c->parallel) {
         int64_t sid;
         if (ngtcp2_conn_open_bidi_stream(c->q, &sid, NULL) != 0)
             return; /* the server's stream limit: extend_max_local_streams_bidi resumes */
-        req *r = &c->reqs[c->next++];
+        req *r = c->load ? load_slot(c) : &c->reqs[c->next];
+        c->next++;
         r->sid = sid;
         r->started = true;
         char len[24];
@@ -135,6 +167,8 @@ static void submit_more(client *c) {
             c->goaway = true;
             c->next--;
             r->started = false;
+            if (c->load)
+                c->free_slots[c->nfree++] = (int)(r - c->reqs);
             ngtcp2_conn_shutdown_stream(c->q, sid, NGHTTP3_H3_REQUEST_CANCELLED);
             return;
         }
@@ -171,7 +205,8 @@ static int h_recv_data(nghttp3_conn *h, int64_t sid, const uint8_t *data, size_t
     req *r = sud;
     if (r) {
         r->bytes += len;
-        r->hash = fnv(r->hash, data, len);
+        if (!c->load)
+            r->hash = fnv(r->hash, data, len);
         if (r->body_cap) {
             if (r->body_len + len > r->body_cap) {
                 size_t cap = (r->body_len + len) * 2;
@@ -221,7 +256,9 @@ static int h_stream_close(nghttp3_conn *h, int64_t sid, uint64_t code, void *ud,
         fprintf(stderr, "h3get: request %d (%s) closed without an answer: error 0x%" PRIx64 "\n",
                 (int)(r - c->reqs), r->path, code);
     }
-    if (!c->quiet)
+    if (c->load)
+        load_done(c, r);
+    else if (!c->quiet)
         printf("%d %d %" PRIu64 " %016" PRIx64 "\n", (int)(r - c->reqs), r->status, r->bytes,
                r->hash);
     c->done++;
@@ -581,7 +618,9 @@ static void usage(void) {
                     "  --resume H:P    then the same requests on a second connection to H:P,\n"
                     "                  offering the first one's TLS session (\"resumed 0|1\")\n"
                     "  -t SECONDS      give up after SECONDS (10)\n"
-                    "  -q              no line per answer\n");
+                    "  -q              no line per answer\n"
+                    "  --load SECONDS  a load: -P at a time until -n each or SECONDS, then\n"
+                    "                  \"load <2xx> <failed> <body bytes> <seconds>\"\n");
     exit(2);
 }
 
@@ -636,10 +675,21 @@ static void connect_to(client *c, struct addrinfo *ai) {
 
 static void requests_init(client *c, char **paths, int npaths, int repeat, bool keep) {
     c->nreq = npaths * repeat;
-    c->reqs = calloc((size_t)c->nreq, sizeof(*c->reqs));
+    c->nslots = c->nreq;
+    if (c->load) { /* -P slots, reused */
+        c->nslots = c->parallel < c->nreq ? c->parallel : c->nreq;
+        c->paths = paths;
+        c->npaths = npaths;
+        c->free_slots = calloc((size_t)c->nslots, sizeof(*c->free_slots));
+        if (!c->free_slots)
+            die("out of memory");
+        for (int i = c->nslots; i-- > 0;)
+            c->free_slots[c->nfree++] = i;
+    }
+    c->reqs = calloc((size_t)c->nslots, sizeof(*c->reqs));
     if (!c->reqs)
         die("out of memory");
-    for (int i = 0; i < c->nreq; i++) {
+    for (int i = 0; i < c->nslots; i++) {
         c->reqs[i].path = paths[i % npaths];
         c->reqs[i].hash = 14695981039346656037ull;
         c->reqs[i].body_cap = keep ? 4096 : 0;
@@ -656,6 +706,12 @@ static int run(client *c, double timeout) {
     int rc = 0;
     bool failed = false;
     while (c->done < c->nreq && !(c->goaway && c->inflight == 0)) {
+        if (c->load && now_ns() >= c->load_end)
+            c->nreq = c->next; /* time is up: those in flight, no more */
+        if (c->load)
+            submit_more(c); /* the slots closed streams gave back */
+        if (c->load && c->done >= c->nreq)
+            break;
         if (write_out(c) < 0) {
             failed = true;
             break;
@@ -686,8 +742,10 @@ static int run(client *c, double timeout) {
     }
     close_conn(c);
     int answered = 0;
-    for (int i = 0; i < c->nreq; i++)
+    for (int i = 0; i < c->nslots && !c->load; i++)
         answered += c->reqs[i].done && !c->reqs[i].failed;
+    if (c->load)
+        answered = (int)c->load_ok;
     if (!c->quiet || answered < c->nreq)
         fprintf(stderr, "h3get: %d of %d answered\n", answered, c->nreq);
     if (rc == 0 && (failed || answered < c->nreq))
@@ -701,9 +759,10 @@ static void conn_free(client *c) {
     ngtcp2_conn_del(c->q);
     gnutls_deinit(c->tls);
     gnutls_certificate_free_credentials(c->cred);
-    for (int i = 0; i < c->nreq; i++)
+    for (int i = 0; i < c->nslots; i++)
         free(c->reqs[i].body);
     free(c->reqs);
+    free(c->free_slots);
     close(c->fd);
 }
 
@@ -713,12 +772,11 @@ int main(int argc, char **argv) {
     bool insecure = false;
     const char *cafile = NULL, *out = NULL, *datafile = NULL, *sni = NULL;
     char *resume = NULL;
-    double timeout = 10;
-    static const struct option longs[] = {{"insecure", no_argument, NULL, 'k'},
-                                          {"cacert", required_argument, NULL, 'C'},
-                                          {"sni", required_argument, NULL, 'S'},
-                                          {"resume", required_argument, NULL, 'R'},
-                                          {NULL, 0, NULL, 0}};
+    double timeout = 10, load_s = 0;
+    static const struct option longs[] = {
+        {"insecure", no_argument, NULL, 'k'},   {"cacert", required_argument, NULL, 'C'},
+        {"sni", required_argument, NULL, 'S'},  {"resume", required_argument, NULL, 'R'},
+        {"load", required_argument, NULL, 'L'}, {NULL, 0, NULL, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "n:P:X:d:o:ikt:q", longs, NULL)) != -1) {
         switch (opt) {
@@ -758,12 +816,18 @@ int main(int argc, char **argv) {
         case 'q':
             c.quiet = true;
             break;
+        case 'L':
+            load_s = atof(optarg);
+            c.load = c.quiet = true;
+            break;
         default:
             usage();
         }
     }
     if (argc - optind < 2 || repeat < 1 || c.parallel < 1 || timeout <= 0)
         usage();
+    if (c.load && (load_s <= 0 || out || resume || c.show_fields))
+        die("--load takes a duration above 0, and none of -o, -i, --resume");
     char *hostport = argv[optind++], *host;
     c.authority = strdup(hostport);
     struct addrinfo *ai = resolve(hostport, &host);
@@ -783,7 +847,12 @@ int main(int argc, char **argv) {
     ngtcp2_connection_close_error_default(&c.err);
     tls_init(&c, insecure, cafile, NULL);
     quic_init(&c);
+    uint64_t t0 = now_ns();
+    c.load_end = t0 + (uint64_t)(load_s * 1e9);
     int rc = run(&c, timeout);
+    if (c.load)
+        printf("load %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f\n", c.load_ok, c.load_failed,
+               c.load_bytes, (double)(now_ns() - t0) / 1e9);
     if (out) {
         FILE *f = fopen(out, "wb");
         if (!f)
