@@ -83,13 +83,16 @@ static void setup(void) {
     sc.ops = &sws_respond_ops;
     sc.cfg = &cfg;
     check(sws_respond_ops.init(w, &sc) == 0, "respond init");
+    sws_h3_params p;
+    sws_h3_params_default(&p);
+    p.max_connections = 8;
     sws_h3_settings s = {.cert_file = cert,
                          .key_file = key,
                          .send = sink,
                          .w = w,
                          .route = route,
                          .limits = SWS_HTTP_DEFAULT_LIMITS,
-                         .max_connections = 8,
+                         .params = &p,
                          .max_streams = 64};
     char err[256];
     check(sws_h3_endpoint_new(&ep, &s, err, sizeof(err)) == 0, err);

@@ -168,8 +168,11 @@ typedef struct tl_loop_stats {
     /* io_uring: idle receives parked on a poll (kernel memory of an idle
      * connection: the request alone, not its async-poll record too) */
     uint64_t recv_parked;
-    uint64_t min_waits;   /* io_uring: waits made with a min-wait (6.12) batch */
-    uint64_t reserved[2]; /* zero today; counters of later versions */
+    uint64_t min_waits; /* io_uring: waits made with a min-wait (6.12) batch */
+    /* io_uring: direct descriptors installed in the process's table on demand
+     * (tl_handle_fd and its kin: sendfile, getpeername, a detach) */
+    uint64_t fd_installs;
+    uint64_t reserved[1]; /* zero today; counters of later versions */
 } tl_loop_stats;
 
 /* ---- loops ------------------------------------------------------------- */
@@ -271,7 +274,12 @@ int tl_handle_sockname(tl_loop *loop, tl_handle h, struct sockaddr_storage *out,
 int tl_handle_peername(tl_loop *loop, tl_handle h, struct sockaddr_storage *out, socklen_t *len);
 
 /* The descriptor, for setsockopt and the like. Owned by the loop: never close it.
- * Errors: an id's errors. */
+ * On io_uring with direct descriptors (TURNLOOP_URING_ENABLE=direct) a
+ * connection's socket lives in the ring's own file table; the first call
+ * installs it in the process's (one kernel entry), and the handle uses that
+ * descriptor from then on. tl_detach, tl_handle_peername and
+ * tl_handle_sockname do the same.
+ * Errors: an id's errors; for an installed descriptor -EMFILE, -ENFILE. */
 int tl_handle_fd(tl_loop *loop, tl_handle h);
 
 /* Closes a handle: every pending operation completes as -ECANCELED, then one
@@ -373,7 +381,9 @@ typedef struct tl_detached {
  * loop and call again. On 0 the handle is gone from this loop and *out owns the
  * descriptor.
  * Errors: -EAGAIN (not quiescent yet); an id's errors; -EBADF (the handle is
- * closing); -EINVAL (a loop's duplicate of a shared listener: close it). */
+ * closing); -EINVAL (a loop's duplicate of a shared listener: close it);
+ * -EMFILE, -ENFILE (a direct descriptor found no room in the process's table:
+ * the handle stays, detaching; close it or call again). */
 int tl_detach(tl_loop *loop, tl_handle h, tl_detached *out);
 
 /* Adopts a detached transport. On any error the transport is closed, never
@@ -434,7 +444,8 @@ void tl_handoff_free(tl_handoff *ho);
  * picks; that worker reports TL_OP_ADOPT with token. Returns the worker index
  * (>= 0) or a negative errno (the connection is then closed).
  * Errors: tl_detach()'s (-EAGAIN when the host left an operation on it, a
- * broken contract: the handle is closed), tl_loop_post_transport()'s. */
+ * broken contract, and -EMFILE or -ENFILE: the handle is closed),
+ * tl_loop_post_transport()'s. */
 int tl_handoff_dispatch(tl_handoff *ho, tl_loop *acceptor, tl_handle accepted, uint64_t token);
 
 /* Per-worker count of transports handed out so far (0 for an index out of range). */

@@ -47,6 +47,8 @@ const char *sws_http_reason(int status) {
         return "URI Too Long";
     case 416:
         return "Range Not Satisfiable";
+    case 425:
+        return "Too Early";
     case 429:
         return "Too Many Requests";
     case 431:

@@ -107,8 +107,9 @@ int tl_handoff_dispatch(tl_handoff *ho, tl_loop *acceptor, tl_handle accepted, u
     int err = tl_detach(acceptor, accepted, &d);
     if (err < 0) {
         /* A fresh connection has nothing outstanding; if it does, the host broke
-         * the contract. Close it rather than leak it. */
-        if (err == -EAGAIN)
+         * the contract. Close it rather than leak it; and one that could not be
+         * given a real descriptor (direct, out of descriptors) too. */
+        if (err == -EAGAIN || err == -EMFILE || err == -ENFILE)
             tl_close(acceptor, accepted, 0);
         return err;
     }

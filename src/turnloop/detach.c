@@ -22,6 +22,12 @@ int tl_detach(tl_loop *loop, tl_handle handle, tl_detached *out) {
     }
     if (h->nops > 0 || h->undelivered > 0 || h->bufs_held > 0)
         return -EAGAIN;
+    /* A direct descriptor is the ring's, not the process's: the transport
+     * crosses as a real one. */
+    err = tl__handle_real_fd(loop, hi);
+    if (err < 0)
+        return err;
+    h = &loop->h[hi];
     loop->be->handle_remove(loop, hi);
     out->fd = h->fd;
     out->kind = h->type;

@@ -4,6 +4,7 @@
  * an -EMFILE, never as a silent orphan. */
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,7 @@ void tl__handle_finish_close(tl_loop *loop, uint32_t hi) {
          * it: a close reported is a descriptor closed, on every backend. */
         if (h->type == TL_H_STREAM && loop->be->close_fd && loop->be->close_fd(loop, hi) == 0)
             return;
+        assert(!h->direct); /* the backend closes its own table's entries */
         close(h->fd);
         h->fd = -1;
     }
@@ -129,10 +131,17 @@ int tl_close(tl_loop *loop, tl_handle handle, uint64_t token) {
     return 0;
 }
 
+int tl__handle_real_fd(tl_loop *loop, uint32_t hi) {
+    tl_hslot *h = &loop->h[hi];
+    if (!h->direct || h->fd < 0)
+        return h->fd;
+    return loop->be->install_fd(loop, hi);
+}
+
 int tl_handle_fd(tl_loop *loop, tl_handle handle) {
     uint32_t hi;
     int err = tl__handle_lookup(loop, handle, &hi);
-    return err < 0 ? err : loop->h[hi].fd;
+    return err < 0 ? err : tl__handle_real_fd(loop, hi);
 }
 
 static int name_of(tl_loop *loop, tl_handle handle, struct sockaddr_storage *out, socklen_t *len,
@@ -141,9 +150,12 @@ static int name_of(tl_loop *loop, tl_handle handle, struct sockaddr_storage *out
     int err = tl__handle_lookup(loop, handle, &hi);
     if (err < 0)
         return err;
+    int fd = tl__handle_real_fd(loop, hi);
+    if (fd < 0)
+        return fd;
     socklen_t l = sizeof *out;
-    int r = peer ? getpeername(loop->h[hi].fd, (struct sockaddr *)out, &l)
-                 : getsockname(loop->h[hi].fd, (struct sockaddr *)out, &l);
+    int r = peer ? getpeername(fd, (struct sockaddr *)out, &l)
+                 : getsockname(fd, (struct sockaddr *)out, &l);
     if (r < 0)
         return -errno;
     if (len)

@@ -52,6 +52,12 @@ typedef struct tl_hslot {
     uint8_t paused : 1;     /* multishot accept paused at the ceiling */
     uint8_t connecting : 1; /* a connect op is outstanding: writability is not readiness yet */
     uint8_t woken : 1;      /* an OS event (not cached readiness) brought this handle up */
+    /* io_uring: fd is an index in the ring's registered file table (a direct
+     * descriptor), not a descriptor of the process: only the backend may use it
+     * (tl__handle_real_fd makes a real one when something else needs it). */
+    uint8_t direct : 1;
+    /* io_uring: accepted, and its first receive not armed yet (a single recv) */
+    uint8_t fresh : 1;
     uint64_t close_token;
     union {
         uint64_t backoff_until;     /* listeners: accept backoff after EMFILE/ENFILE (ms) */
@@ -230,6 +236,10 @@ typedef struct tl_backend_ops {
      * tl__handle_closed once the descriptor is closed. Returns < 0 to have the
      * core close it now. */
     int (*close_fd)(tl_loop *loop, uint32_t hi);
+    /* Optional: a direct descriptor (tl_hslot.direct) becomes a real one in
+     * the process's table, which the handle uses from then on; returns it or a
+     * negative errno (io_uring: IORING_OP_FIXED_FD_INSTALL, 6.8). */
+    int (*install_fd)(tl_loop *loop, uint32_t hi);
 } tl_backend_ops;
 
 extern const tl_backend_ops tl__backend_epoll;
@@ -305,6 +315,9 @@ void tl__handle_release_slot(tl_loop *loop, uint32_t hi);
 void tl__handle_finish_close(tl_loop *loop, uint32_t hi);
 /* The descriptor of a closing handle is closed: queues the one TL_OP_CLOSE record. */
 void tl__handle_closed(tl_loop *loop, uint32_t hi);
+/* The handle's descriptor as the process knows it: a direct one is installed
+ * in the process's table first (the backend's install_fd). */
+int tl__handle_real_fd(tl_loop *loop, uint32_t hi);
 
 /* Grows the op table and its argument table together to ncap slots. */
 int tl__ops_grow(tl_loop *loop, uint32_t ncap);

@@ -138,8 +138,8 @@ void tl_loop_free(tl_loop *loop) {
     if (!loop)
         return;
     for (uint32_t i = 0; i < loop->h_cap; i++)
-        if (loop->h[i].state == TL_SLOT_LIVE && loop->h[i].fd >= 0)
-            close(loop->h[i].fd);
+        if (loop->h[i].state == TL_SLOT_LIVE && loop->h[i].fd >= 0 && !loop->h[i].direct)
+            close(loop->h[i].fd); /* direct ones go with the ring's table (fini) */
     for (uint32_t i = 0; i < loop->adopt_len; i++)
         close(loop->adopt_wait[i].transport.fd);
     tl__inbox_discard(loop); /* closes transports still queued: the loop is going */

@@ -40,6 +40,7 @@ int main(int argc, char **argv) {
                                       accept_route_test_count, NULL, NULL);
     failed +=
         _cmocka_run_group_tests("contracts", contract_tests_p, contract_test_count, NULL, NULL);
+    failed += _cmocka_run_group_tests("direct", direct_tests_p, direct_test_count, NULL, NULL);
     failed += _cmocka_run_group_tests("udp", udp_tests_p, udp_test_count, NULL, NULL);
     failed +=
         _cmocka_run_group_tests("udp_steer", udp_steer_tests_p, udp_steer_test_count, NULL, NULL);

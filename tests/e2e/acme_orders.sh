@@ -50,27 +50,10 @@ grep -q '^\[tls c\]' "$T/printed.ini" && fail "--print-config shows the order's 
 "$SWS" --check-config --config "$T/printed.ini" >/dev/null 2>"$T/err" ||
     fail "--print-config does not read back: $(cat "$T/err")"
 
-command -v pebble >/dev/null && command -v pebble-challtestsrv >/dev/null ||
-    { echo "SKIP: pebble not installed (scripts/bootstrap --test)"; exit 77; }
-command -v openssl >/dev/null && command -v jq >/dev/null || { echo "SKIP: no openssl/jq"; exit 77; }
+. "$(dirname "$0")/lib_pebble.sh"
 
 Z=orders.test
 STATE=$T/acme-state
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; cleanup' EXIT
-
-# Pebble and challtestsrv cannot bind port 0 and say which (acme_pebble.sh).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() { # SECONDS WHAT COMMAND...: polls every 0.2 s, bounded
-    local secs=$1 what=$2
-    shift 2
-    local end=$((SECONDS + secs))
-    until "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $end ] || fail "$what not within $secs s"
-        sleep 0.2
-    done
-}
-admin_get() { curl -sf -m 10 --retry 3 --retry-all-errors "http://127.0.0.1:$ADMIN_PORT$1"; }
 order() { admin_get /status | jq -r --arg o "$1" ".acme_orders[] | select(.order == \$o) | $2"; }
 order_is() { [ "$(order "$1" "$2")" = "$3" ]; }
 order_ge() { [ "$(order "$1" "$2")" -ge "$3" ] 2>/dev/null; }
@@ -81,17 +64,6 @@ served() {
 }
 fp() { served "$1" | grep -i fingerprint; }
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -keyout "$T/pebble.key" -out "$T/pebble.pem" -subj /CN=localhost \
-    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" 2>/dev/null
-CT_DNS=$(free_port)
-CT_MGMT=$(free_port)
-pebble-challtestsrv -dns01 "127.0.0.1:$CT_DNS" -management "127.0.0.1:$CT_MGMT" \
-    -http01 "" -https01 "" -tlsalpn01 "" -defaultIPv4 127.0.0.1 -defaultIPv6 "" \
-    >"$T/challtestsrv.log" 2>&1 &
-PIDS+=($!)
-PB=$(free_port)
-PBM=$(free_port)
 HTTP_PORT=$(free_port)
 
 SWS_LISTEN_OPTS="tls name=secure" start_sws "listen = 127.0.0.1:$HTTP_PORT name=plain
@@ -136,16 +108,7 @@ done
 # Pebble: 120 s certificates; HTTP-01 on the plain listener, TLS-ALPN-01 on the TLS one.
 curl -sf -X POST "http://127.0.0.1:$CT_MGMT/add-a" \
     -d "{\"host\":\"bad.$Z.\",\"addresses\":[\"127.0.0.2\"]}" >/dev/null || fail "challtestsrv add-a"
-cat >"$T/pebble.json" <<JSON
-{"pebble": {"listenAddress": "127.0.0.1:$PB", "managementListenAddress": "127.0.0.1:$PBM",
-  "certificate": "$T/pebble.pem", "privateKey": "$T/pebble.key",
-  "httpPort": $HTTP_PORT, "tlsPort": $PORT, "ocspResponderURL": "",
-  "externalAccountBindingRequired": false, "certificateValidityPeriod": 120}}
-JSON
-PEBBLE_VA_NOSLEEP=1 PEBBLE_AUTHZREUSE=0 pebble -config "$T/pebble.json" \
-    -dnsserver "127.0.0.1:$CT_DNS" >"$T/pebble.log" 2>&1 &
-PIDS+=($!)
-wait_for 90 "pebble listening" grep -q "Listening on" "$T/pebble.log"
+pebble_start "$HTTP_PORT" "$PORT" 120
 for o in a b c; do
     wait_for 90 "order $o issued" order_ge "$o" .installed 1
 done

@@ -33,50 +33,15 @@ printf '[server]\nlisten = 127.0.0.1:1 tls\n[acme]\ndirectory = https://ca/dir\n
 "$SWS" --check-config --config "$T/ok.ini" >/dev/null || fail "--check-config on a good [acme]"
 [ ! -e "$T/never" ] || fail "--check-config created state_dir"
 
-command -v pebble >/dev/null && command -v pebble-challtestsrv >/dev/null ||
-    { echo "SKIP: pebble not installed (scripts/bootstrap --test)"; exit 77; }
-command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
+. "$(dirname "$0")/lib_pebble.sh"
 
 D=acme-e2e.test
 W=www.acme-e2e.test
 STATE=$T/acme-state
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; cleanup' EXIT
-
-# Pebble and challtestsrv cannot bind port 0 and say which; the kernel picks a
-# free port here and it is handed over at once.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# wait_for SECONDS WHAT COMMAND...: polls COMMAND every 0.2 s, bounded.
-wait_for() {
-    local secs=$1 what=$2
-    shift 2
-    local end=$((SECONDS + secs))
-    until "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $end ] || fail "$what not within $secs s"
-        sleep 0.2
-    done
-}
-# The admin listener is served one request at a time by the control thread: on
-# a loaded machine (a sanitizer build) a request may wait; ask again, bounded.
-admin_get() { curl -sf -m 10 --retry 3 --retry-all-errors "http://127.0.0.1:$ADMIN_PORT$1"; }
+# /metrics through admin_get (asked again on a loaded machine), not lib.sh's metric.
 metric() { admin_get /metrics | awk -v k="$1" '$1 == k {print $2}'; }
 metric_ge() { [ "$(metric "$1")" -ge "$2" ] 2>/dev/null; }
 acme_status() { admin_get /status | jq -r "$1"; }
-
-# Pebble's own HTTPS certificate (its ACME API and management endpoint).
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -keyout "$T/pebble.key" -out "$T/pebble.pem" -subj /CN=localhost \
-    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" 2>/dev/null
-
-CT_DNS=$(free_port)
-CT_MGMT=$(free_port)
-pebble-challtestsrv -dns01 "127.0.0.1:$CT_DNS" -management "127.0.0.1:$CT_MGMT" \
-    -http01 "" -https01 "" -tlsalpn01 "" -defaultIPv4 127.0.0.1 -defaultIPv6 "" \
-    >"$T/challtestsrv.log" 2>&1 &
-PIDS+=($!)
-PB=$(free_port)
-PBM=$(free_port)
 
 acme_ini() {
     cat <<INI
@@ -102,16 +67,7 @@ grep -q "acme: $D failed (network)" "$T/log" || fail "the CA-down failure was no
 [ "$(stat -c %a "$STATE")" = 700 ] || fail "state_dir is not 0700"
 
 # Pebble: certificates valid 90 s, the HTTP-01 port is scalwsd's listener.
-cat >"$T/pebble.json" <<JSON
-{"pebble": {"listenAddress": "127.0.0.1:$PB", "managementListenAddress": "127.0.0.1:$PBM",
-  "certificate": "$T/pebble.pem", "privateKey": "$T/pebble.key",
-  "httpPort": $PORT, "tlsPort": $(free_port), "ocspResponderURL": "",
-  "externalAccountBindingRequired": false, "certificateValidityPeriod": 90}}
-JSON
-PEBBLE_VA_NOSLEEP=1 PEBBLE_AUTHZREUSE=0 pebble -config "$T/pebble.json" \
-    -dnsserver "127.0.0.1:$CT_DNS" >"$T/pebble.log" 2>&1 &
-PIDS+=($!)
-wait_for 90 "pebble listening" grep -q "Listening on" "$T/pebble.log"
+pebble_start "$PORT" "$(free_port)" 90
 wait_for 60 "a certificate issued" metric_ge scalwsd_acme_issued_total 1
 grep -q "Attempting to validate w/ HTTP: http://$D:$PORT/.well-known/acme-challenge/" \
     "$T/pebble.log" || fail "pebble did not fetch the challenge from scalwsd"

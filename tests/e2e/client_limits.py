@@ -8,12 +8,15 @@ that the shell script judges; every wait is bounded.
       Each of NADDR addresses (127.1.x.y) sends SENDS requests one after the
       other. Prints, per status, how many addresses got each count of it:
       {"200": {"3": 1000}, "429": {"1": 1000}}, and the errors.
-  rate PORT PATH NADDR SECONDS INTERVAL [FLOOD]
+  rate PORT PATH NADDR SECONDS INTERVAL FLOOD RATE BURST
       Each of NADDR addresses (127.2.x.y) sends a request every INTERVAL
-      seconds for SECONDS; with FLOOD, 127.3.0.1 meanwhile sends as fast as
-      FLOOD connections can. Prints per address the 200s and the span between
-      its first and last request (seconds), the flood's 200s and total, and
-      the errors."""
+      seconds for SECONDS; with FLOOD > 0, 127.3.0.1 meanwhile sends as fast
+      as FLOOD connections can. Prints per address the 200s, the requests
+      sent and what a GCRA of RATE per second and BURST (doc/limits.md)
+      admits at the instants the client sent them ("gcra"), the same for the
+      flood, and the errors. A loaded machine delays and bunches a client's
+      requests; the GCRA over its own send times says what the server should
+      have admitted of what it was actually sent."""
 import asyncio
 import json
 import socket
@@ -53,16 +56,13 @@ class Client:
     def __init__(self, src):
         self.src = src
         self.counts = {}
-        self.first = self.last = None
+        self.sent_at = []
         self.error = None
 
     async def one(self, port, path, conn):
         if conn[0] is None:
             conn[0] = await connect(port, self.src)
-        now = time.monotonic()
-        if self.first is None:
-            self.first = now
-        self.last = now
+        self.sent_at.append(time.monotonic())
         st = await get(conn[0][0], conn[0][1], path)
         self.counts[st] = self.counts.get(st, 0) + 1
 
@@ -91,7 +91,18 @@ async def burst(port, path, naddr, sends):
     print(json.dumps(out))
 
 
-async def rate(port, path, naddr, seconds, interval, flood):
+def gcra(times, rate, burst):
+    """How many requests sent at these instants the GCRA admits: through
+    when TAT - now <= burst * I, then TAT = max(TAT, now) + I."""
+    step, tat, ok = 1.0 / rate, float("-inf"), 0
+    for t in sorted(times):
+        if tat - t <= burst * step + 1e-9:
+            ok += 1
+            tat = max(tat, t) + step
+    return ok
+
+
+async def rate(port, path, naddr, seconds, interval, flood, per_s, burst):
     end = time.monotonic() + seconds
 
     async def paced(c, start):
@@ -123,12 +134,13 @@ async def rate(port, path, naddr, seconds, interval, flood):
     # The clients start spread over one interval, so that the load is even.
     await asyncio.gather(*(paced(c, interval * i / naddr) for i, c in enumerate(clients)),
                          *(flooding(f) for f in floods))
+    flood_at = [t for f in floods for t in f.sent_at]
     print(json.dumps({
-        "clients": [{"ok": c.counts.get(200, 0), "span": (c.last or 0) - (c.first or 0),
-                     "sent": sum(c.counts.values())} for c in clients],
+        "clients": [{"ok": c.counts.get(200, 0), "sent": sum(c.counts.values()),
+                     "gcra": gcra(c.sent_at, per_s, burst)} for c in clients],
         "flood_ok": sum(f.counts.get(200, 0) for f in floods),
         "flood_sent": sum(sum(f.counts.values()) for f in floods),
-        "flood_span": max([(f.last or 0) - (f.first or 0) for f in floods] or [0]),
+        "flood_gcra": gcra(flood_at, per_s, burst),
         "errors": [c.src + ": " + c.error for c in clients + floods if c.error][:5]}))
 
 
@@ -137,9 +149,8 @@ def main():
     if mode == "burst":
         asyncio.run(burst(port, path, int(sys.argv[4]), int(sys.argv[5])))
     elif mode == "rate":
-        flood = int(sys.argv[7]) if len(sys.argv) > 7 else 0
         asyncio.run(rate(port, path, int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]),
-                         flood))
+                         int(sys.argv[7]), float(sys.argv[8]), int(sys.argv[9])))
     else:
         sys.exit("usage: client_limits.py burst|rate PORT PATH ...")
 

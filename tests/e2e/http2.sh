@@ -23,9 +23,6 @@ done
 case $(curl -V) in *HTTP2*) ;; *) echo "SKIP: curl without HTTP/2"; exit 77 ;; esac
 
 expect() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
-metric() { # metric NAME: the sum over loops
-    curl -s -m 10 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v m="$1" '$1 ~ "^"m"[{]" {s += $2} END {print s + 0}'
-}
 # wait_lines FILE PATTERN N: until FILE has N lines matching PATTERN (the
 # access log is written as the streams end); 1 after 30 s.
 wait_lines() {
@@ -72,8 +69,8 @@ body() { cat "$T/body"; }
 # Upgrade: h2c; the access log and the counters.
 start_sws "access_log = $T/access.log"
 U="http://127.0.0.1:$PORT"
-expect "h2 connections before any" "$(metric scalwsd_http2_connections_total)" 0
-expect "h2 streams before any" "$(metric scalwsd_http2_streams_total)" 0
+expect "h2 connections before any" "$(metric_sum scalwsd_http2_connections_total)" 0
+expect "h2 streams before any" "$(metric_sum scalwsd_http2_streams_total)" 0
 
 out=$(curl -sS -m 30 --http2-prior-knowledge -w '|%{http_version} %{http_code}' "$U/pk-get") || fail "curl: $out"
 expect "curl --http2-prior-knowledge" "$out" "Hello from scalwsd
@@ -88,8 +85,8 @@ expect "nghttp bodies" "$(grep -c '^Hello from scalwsd$' <<<"$out")" 3
 out=$(nghttp -v -t 30 "$U/ng-v") || fail "nghttp -v: $out"
 grep -q 'recv SETTINGS frame' <<<"$out" || fail "nghttp: no SETTINGS from the server: $out"
 grep -q '(stream_id=[0-9]*) :status: 200' <<<"$out" || fail "nghttp: no :status 200: $out"
-expect "h2 connections after 4 clients" "$(metric scalwsd_http2_connections_total)" 4
-expect "h2 streams after 6 streams" "$(metric scalwsd_http2_streams_total)" 6
+expect "h2 connections after 4 clients" "$(metric_sum scalwsd_http2_connections_total)" 4
+expect "h2 streams after 6 streams" "$(metric_sum scalwsd_http2_streams_total)" 6
 
 # HTTP/1.1 on the same port, and an Upgrade: h2c request, both HTTP/1.1.
 out=$(curl -sS -m 30 --http1.1 -w '|%{http_version} %{http_code}' "$U/h1") || fail "curl --http1.1: $out"
@@ -107,8 +104,8 @@ out=$(raw 'GET /upgrade-raw HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Se
 expect "raw Upgrade: h2c status line" "$(head -1 <<<"$out" | tr -d '\r')" "HTTP/1.1 200 OK"
 grep -qi '^upgrade:' <<<"$out" && fail "Upgrade: h2c answered with an Upgrade field: $out"
 grep -q '^Hello from scalwsd' <<<"$out" || fail "Upgrade: h2c not answered: $out"
-expect "h2 connections after HTTP/1.1 requests" "$(metric scalwsd_http2_connections_total)" 4
-expect "h2 streams after HTTP/1.1 requests" "$(metric scalwsd_http2_streams_total)" 6
+expect "h2 connections after HTTP/1.1 requests" "$(metric_sum scalwsd_http2_connections_total)" 4
+expect "h2 streams after HTTP/1.1 requests" "$(metric_sum scalwsd_http2_streams_total)" 6
 
 # The access log: each stream one line that says HTTP/2.0; HTTP/1.1 stays so.
 L=$T/access.log
@@ -134,15 +131,15 @@ h2load_ok() {
 }
 h2load_ok "h2load h2c respond" "$U/h2load"
 grep -q 'Application protocol: h2c' <<<"$(timeout 30 h2load -n 1 "$U/" 2>&1)" || fail "h2load did not speak h2c"
-expect "h2 connections after h2load" "$(metric scalwsd_http2_connections_total)" 9
-expect "h2 streams after h2load" "$(metric scalwsd_http2_streams_total)" 2007
+expect "h2 connections after h2load" "$(metric_sum scalwsd_http2_connections_total)" 9
+expect "h2 streams after h2load" "$(metric_sum scalwsd_http2_streams_total)" 2007
 wait_lines "$L" '"GET /h2load HTTP/2.0" 200 19 .*"h2load' 2000 ||
     fail "access log: $(count '/h2load HTTP/2.0' <"$L") lines of 2000 h2load streams"
 expect "access log lines of h2load" "$(count '"GET /h2load HTTP/2.0"' <"$L")" 2000
 # Every connection ends: the gauge of open ones returns to 0.
 end=$((SECONDS + 30))
-until [ "$(metric scalwsd_http2_connections_active)" = 0 ]; do
-    [ "$SECONDS" -le "$end" ] || fail "h2 connections still open: $(metric scalwsd_http2_connections_active)"
+until [ "$(metric_sum scalwsd_http2_connections_active)" = 0 ]; do
+    [ "$SECONDS" -le "$end" ] || fail "h2 connections still open: $(metric_sum scalwsd_http2_connections_active)"
     sleep 0.05
 done
 # The preface in two writes, as TCP may deliver it (RFC 9113 3.4 defines it
@@ -300,8 +297,8 @@ SCHEME=http
 NREQ=0
 scenarios h2c
 scenario_log h2c "$T/access-h2c.log"
-expect "h2c: h2 connections, one per request" "$(metric scalwsd_http2_connections_total)" "$NREQ"
-expect "h2c: h2 streams" "$(metric scalwsd_http2_streams_total)" "$NREQ"
+expect "h2c: h2 connections, one per request" "$(metric_sum scalwsd_http2_connections_total)" "$NREQ"
+expect "h2c: h2 streams" "$(metric_sum scalwsd_http2_streams_total)" "$NREQ"
 h2load_ok "h2load h2c static" "http://127.0.0.1:$PORT/a.txt"
 multiplexed "h2c: every scenario on one connection" "http://127.0.0.1:$PORT"
 stop_sws
@@ -331,14 +328,14 @@ grep -q 'ALPN protocol: http/1.1' <<<"$out" || fail "openssl s_client -alpn http
 wait_lines "$T/access-tls.log" '"GET / HTTP/' 1 || fail "tls: the probe's line"
 wait_lines "$T/access-tls.log" '"GET /resp/alpn HTTP/2.0" 200 11 ' 1 || fail "tls: the ALPN request's line"
 lines0=$(count 'HTTP/2.0"' <"$T/access-tls.log")
-c0=$(metric scalwsd_http2_connections_total)
-s0=$(metric scalwsd_http2_streams_total)
+c0=$(metric_sum scalwsd_http2_connections_total)
+s0=$(metric_sum scalwsd_http2_streams_total)
 H2=(--http2 --cacert "$T/cert.pem")
 SCHEME=https
 NREQ=0
 scenarios tls
-expect "tls: h2 connections" "$(metric scalwsd_http2_connections_total)" $((c0 + NREQ))
-expect "tls: h2 streams" "$(metric scalwsd_http2_streams_total)" $((s0 + NREQ))
+expect "tls: h2 connections" "$(metric_sum scalwsd_http2_connections_total)" $((c0 + NREQ))
+expect "tls: h2 streams" "$(metric_sum scalwsd_http2_streams_total)" $((s0 + NREQ))
 # The scenarios' lines: after the probe's, the ALPN one and the HTTP/1.1 one.
 wait_lines "$T/access-tls.log" 'HTTP/2.0"' $((lines0 + NREQ)) || fail "tls: access log lines"
 sed -n '/"GET \/resp\/h1 HTTP\/1.1"/,$p' "$T/access-tls.log" | tail -n +2 >"$T/access-tls-sc.log"
@@ -365,7 +362,7 @@ out=$(curl -sS -m 10 --http2-prior-knowledge -o /dev/null -w '%{http_version}' "
 out=$(curl -sS -m 30 -w '|%{http_version} %{http_code}' "http://127.0.0.1:$PORT/") || fail "curl: $out"
 expect "http2 = off: HTTP/1.1" "$out" "Hello from scalwsd
 |1.1 200"
-expect "http2 = off: h2 connections" "$(metric scalwsd_http2_connections_total)" 0
+expect "http2 = off: h2 connections" "$(metric_sum scalwsd_http2_connections_total)" 0
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 
@@ -375,7 +372,7 @@ grep -q 'ALPN: server accepted http/1.1' <<<"$v" || fail "http2 = off: ALPN: $v"
 expect "http2 = off: curl --http2 over TLS" "$(tail -1 <<<"$v")" "1.1 200"
 out=$(timeout 10 openssl s_client -connect "127.0.0.1:$PORT" -alpn h2 </dev/null 2>&1 || true)
 grep -q 'ALPN protocol: h2' <<<"$out" && fail "http2 = off: ALPN h2 chosen: $out"
-expect "http2 = off over TLS: h2 connections" "$(metric scalwsd_http2_connections_total)" 0
+expect "http2 = off over TLS: h2 connections" "$(metric_sum scalwsd_http2_connections_total)" 0
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "exit status $SWS_STATUS"
 echo ok

@@ -55,7 +55,6 @@ grep -q '^ok1' <<<"$r" || fail "HTTP/1.0 without Host: $r"
 out=$(curl -s -m 5 "$URL/healthz" "$URL/a.txt" "$URL/assets/app.js" "$URL/healthz")
 [ "$out" = "$(printf 'ok1hello\nasset\nok1')" ] || fail "one connection, several routes: $out"
 
-metric() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
 [ "$(metric 'scalwsd_route_requests_total{route="health"}')" = 6 ] || fail "health requests: $(metric 'scalwsd_route_requests_total{route="health"}')"
 [ "$(metric 'scalwsd_route_errors_total{route="assets",class="4xx"}')" = 1 ] || fail "assets 4xx"
 [ "$(metric 'scalwsd_route_request_duration_seconds_count{route="vhost"}')" = 1 ] || fail "vhost latency count"

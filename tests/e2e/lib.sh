@@ -133,6 +133,22 @@ stop_sws() {
 
 count() { grep -c "$1" || true; }
 
+# metric NAME: the value of the /metrics line named exactly NAME, labels and
+# all (nothing if there is none). metric_sum NAME: the sum of NAME over every
+# label set (per loop, per route...; 0 if none). Both ask $ADMIN_PORT.
+metric() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+metric_sum() {
+    curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
+        awk -v n="$1" 'index($1, n "{") == 1 { s += $2 } END { print s + 0 }'
+}
+
+# stop_ok WHAT: stop_sws, then fail unless it exited 0 with no sanitizer report.
+stop_ok() {
+    stop_sws
+    [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS ($1)"
+    ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report ($1)"
+}
+
 # codes [curl options] URL...: each answer's status and a space, the bodies dropped.
 codes() {
     local a=() x

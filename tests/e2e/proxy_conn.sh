@@ -12,9 +12,6 @@ command -v openssl >/dev/null || { echo "SKIP: openssl"; exit 77; }
 
 start_test_upstream 110
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$SWS_PID/status"; }
-metric() { # the sum over loops
-    curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep "^$1{" | awk '{s += $2} END {print s + 0}'
-}
 # peak_rss_during CMD...: runs CMD, sampling scalwsd's RSS; prints the peak (KiB).
 peak_rss_during() {
     "$@" &
@@ -35,22 +32,22 @@ SWS_LISTEN_OPTS=tls
 start_sws "scenario = proxy\nevent_loops = 1\n[proxy]\nupstream = 127.0.0.1:$UP\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem"
 URL="https://127.0.0.1:$PORT"
 C=(curl -sk --http1.1 -m 10) # HTTP/1.1 framing is what this checks (ALPN would choose h2)
-h0=$(metric scalwsd_tls_handshakes_total)
+h0=$(metric_sum scalwsd_tls_handshakes_total)
 n=$("${C[@]}" "$URL/a/[1-3]" | grep -c '^ok')
 [ "$n" = 3 ] || fail "tls: $n of 3 keep-alive answers"
-[ $(($(metric scalwsd_tls_handshakes_total) - h0)) = 1 ] || fail "tls: keep-alive took several handshakes"
+[ $(($(metric_sum scalwsd_tls_handshakes_total) - h0)) = 1 ] || fail "tls: keep-alive took several handshakes"
 head -c 300000 /dev/urandom >"$T/in"
 # A chunked request body, twice on one connection, echoed back.
-h0=$(metric scalwsd_tls_handshakes_total)
+h0=$(metric_sum scalwsd_tls_handshakes_total)
 "${C[@]}" -H 'Transfer-Encoding: chunked' --data-binary @"$T/in" "$URL/echo" -o "$T/o1" \
     "$URL/echo" -o "$T/o2" || fail "tls: chunked echo"
 cmp -s "$T/in" "$T/o1" && cmp -s "$T/in" "$T/o2" || fail "tls: chunked request body differs"
-[ $(($(metric scalwsd_tls_handshakes_total) - h0)) = 1 ] || fail "tls: two bodies took two handshakes"
+[ $(($(metric_sum scalwsd_tls_handshakes_total) - h0)) = 1 ] || fail "tls: two bodies took two handshakes"
 # A chunked answer, re-chunked to the client.
 "${C[@]}" -D "$T/h" -o "$T/out" "$URL/chunked" || fail "tls: chunked answer"
 grep -qi '^Transfer-Encoding: chunked' "$T/h" || fail "tls: answer not chunked"
 [ "$(stat -c %s "$T/out")" = 35000 ] || fail "tls: chunked answer size $(stat -c %s "$T/out")"
-[ "$(metric scalwsd_upstream_reuses_total)" -ge 4 ] || fail "tls: upstream connections not reused"
+[ "$(metric_sum scalwsd_upstream_reuses_total)" -ge 4 ] || fail "tls: upstream connections not reused"
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "tls: exit $SWS_STATUS"
 SWS_LISTEN_OPTS=

@@ -56,7 +56,6 @@ case $out in *part00*) fail "HEAD answered with a body: $out" ;; esac
 
 # Upstream faults. A generated 504 counts in requests_total and in
 # errors_total{status="504"}, one each.
-metric() { curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
 req0=$(metric 'scalwsd_requests_total{loop="0"}')
 e504=$(metric 'scalwsd_errors_total{loop="0",status="504"}')
 code=$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/slow")

@@ -31,7 +31,6 @@ PIDS+=("$HOLD_PID")
 wait_ready "$T/up3.held" "$SWS_START_SECS" "$HOLD_PID" || fail "no port held for up3"
 P3=$(cat "$T/up3.held")
 
-metric() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
 UP3_UP="scalwsd_upstream_up{route=\"default\",upstream=\"127.0.0.1:$P3\",address=\"127.0.0.1:$P3\"}"
 # load N: N requests in batches of 25 on keep-alive connections; bodies in
 # $T/bodies, status codes in $T/codes.

@@ -37,7 +37,6 @@ PIDS+=($!)
 wait_ready "$T/up.port" "$SWS_START_SECS" "${PIDS[-1]}" || fail "the TLS upstream did not start"
 UP=$(cat "$T/up.port")
 
-metric() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
 sum_metric() { # the sum of a metric's lines whose labels contain $2
     curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
         awk -v n="$1" -v l="$2" 'index($1, n "{") == 1 && index($1, l) { s += $2 } END { print s + 0 }'

@@ -11,40 +11,9 @@
 # upgrade = off; tunnel_idle_timeout; a TLS listener with a TLS upstream; a
 # drain that keeps a tunnel until its timeout, then closes and counts it.
 . "$(dirname "$0")/lib.sh"
-PY=""
-for p in /usr/bin/python3 python3; do
-    if "$p" -c 'import websockets' 2>/dev/null; then
-        PY=$p
-        break
-    fi
-done
-[ -n "$PY" ] || { echo "SKIP: python3-websockets"; exit 77; }
-command -v openssl >/dev/null || { echo "SKIP: openssl"; exit 77; }
-WS=$(dirname "$0")/ws_tunnel.py
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; cleanup' EXIT
-
-# up NAME [args...]: a peer of ws_tunnel.py on a free port; sets its port in $NAME.
-up() {
-    local name=$1 mode=$2
-    shift 2
-    rm -f "$T/$name.port"
-    "$PY" "$WS" "$mode" "$T/$name.port" "$@" 2>"$T/$name.log" &
-    PIDS+=($!)
-    wait_ready "$T/$name.port" "$SWS_START_SECS" "${PIDS[-1]}" || fail "$name did not start"
-    printf -v "$name" '%s' "$(ready_port "$T/$name.port")"
-}
-# stop_ok WHAT: SIGTERM, a clean exit and no sanitizer report.
-stop_ok() {
-    stop_sws
-    [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS ($1)"
-    ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report ($1)"
-}
+. "$(dirname "$0")/lib_ws.sh"
+ws_need websockets
 client() { timeout 150 "$PY" "$WS" client "$@" || fail "client $*"; }
-metric() {
-    curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
-        awk -v n="$1" '$1 ~ "^" n "[{]" { s += $2 } END { print s + 0 }'
-}
 
 # A certificate for 127.0.0.1, its own CA: the listener's and the TLS upstream's.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
@@ -86,17 +55,17 @@ timeout 240 "$PY" "$WS" client "$URL" many "$MANY_N" "$T/hold" &
 MANY=$!
 for _ in $(seq 1 1800); do [ -s "$T/hold" ] && break; sleep 0.1; done
 [ -s "$T/hold" ] || fail "$MANY_N tunnels did not open"
-n=$(metric scalwsd_tunnels_active)
+n=$(metric_sum scalwsd_tunnels_active)
 [ "$n" = "$MANY_N" ] || fail "tunnels_active $n with $MANY_N open"
 curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/status" |
     jq -e "[.loops[].tunnels.active] | add == $MANY_N" >/dev/null || fail "/status tunnels"
 rm -f "$T/hold"
 wait "$MANY" || fail "$MANY_N tunnels: $(cat "$T/log")"
-for _ in $(seq 1 300); do [ "$(metric scalwsd_tunnels_active)" = 0 ] && break; sleep 0.1; done
-[ "$(metric scalwsd_tunnels_active)" = 0 ] || fail "tunnels left open: $(metric scalwsd_tunnels_active)"
-[ "$(metric scalwsd_tunnels_total)" -ge $((MANY_N + 6)) ] || fail "tunnels_total $(metric scalwsd_tunnels_total)"
-[ "$(metric scalwsd_tunnel_sent_bytes_total)" -gt 4194304 ] || fail "bytes up"
-[ "$(metric scalwsd_tunnel_received_bytes_total)" -gt 20971520 ] || fail "bytes down"
+for _ in $(seq 1 300); do [ "$(metric_sum scalwsd_tunnels_active)" = 0 ] && break; sleep 0.1; done
+[ "$(metric_sum scalwsd_tunnels_active)" = 0 ] || fail "tunnels left open: $(metric_sum scalwsd_tunnels_active)"
+[ "$(metric_sum scalwsd_tunnels_total)" -ge $((MANY_N + 6)) ] || fail "tunnels_total $(metric_sum scalwsd_tunnels_total)"
+[ "$(metric_sum scalwsd_tunnel_sent_bytes_total)" -gt 4194304 ] || fail "bytes up"
+[ "$(metric_sum scalwsd_tunnel_received_bytes_total)" -gt 20971520 ] || fail "bytes down"
 # HTTP/2 on the same listener still proxies plain requests.
 [ "$(curl -s --http2-prior-knowledge "http://127.0.0.1:$PORT/plain")" = "plain ok" ] || fail "HTTP/2"
 stop_ok plain
@@ -142,13 +111,13 @@ stop_ok liar
 # upgrade = off: the Upgrade is not forwarded (the upstream sees a plain GET).
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP\nupgrade = off"
 client "ws://127.0.0.1:$PORT" status /echo 403
-[ "$(metric scalwsd_tunnels_total)" = 0 ] || fail "a tunnel with upgrade = off"
+[ "$(metric_sum scalwsd_tunnels_total)" = 0 ] || fail "a tunnel with upgrade = off"
 stop_ok off
 
 # tunnel_idle_timeout closes a tunnel that carries nothing.
 start_sws "scenario = proxy\n[proxy]\nupstream = 127.0.0.1:$WSUP\ntunnel_idle_timeout = 1s"
 client "ws://127.0.0.1:$PORT" idle
-[ "$(metric scalwsd_tunnels_idle_closed_total)" = 1 ] || fail "idle closes"
+[ "$(metric_sum scalwsd_tunnels_idle_closed_total)" = 1 ] || fail "idle closes"
 stop_ok idle
 
 # A TLS listener, and TLS to the upstream.

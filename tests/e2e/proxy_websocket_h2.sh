@@ -13,41 +13,11 @@
 # (RST_STREAM CONNECT_ERROR); a drain that keeps a tunnel until its timeout,
 # then closes and counts it; the tunnels in /metrics; over TLS too.
 . "$(dirname "$0")/lib.sh"
-PY=""
-for p in /usr/bin/python3 python3; do
-    if "$p" -c 'import websockets, h2' 2>/dev/null; then
-        PY=$p
-        break
-    fi
-done
-[ -n "$PY" ] || { echo "SKIP: python3-websockets and python3-h2"; exit 77; }
-command -v openssl >/dev/null || { echo "SKIP: openssl"; exit 77; }
-WS=$(dirname "$0")/ws_tunnel.py
+. "$(dirname "$0")/lib_ws.sh"
+ws_need websockets h2
 H2=$(dirname "$0")/ws_h2.py
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; cleanup' EXIT
-
-# up NAME [args...]: a peer of ws_tunnel.py on a free port; sets its port in $NAME.
-up() {
-    local name=$1 mode=$2
-    shift 2
-    rm -f "$T/$name.port"
-    "$PY" "$WS" "$mode" "$T/$name.port" "$@" 2>"$T/$name.log" &
-    PIDS+=($!)
-    wait_ready "$T/$name.port" "$SWS_START_SECS" "${PIDS[-1]}" || fail "$name did not start"
-    printf -v "$name" '%s' "$(ready_port "$T/$name.port")"
-}
-stop_ok() {
-    stop_sws
-    [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS ($1)"
-    ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report ($1)"
-}
 # h2 CASE [tls] [ARGS]: one client case against $PORT.
 h2() { timeout 150 "$PY" "$H2" "$1" "$PORT" "${@:2}" || fail "h2 client $*"; }
-metric() {
-    curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
-        awk -v n="$1" '$1 ~ "^" n "[{]" { s += $2 } END { print s + 0 }'
-}
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
     -addext subjectAltName=IP:127.0.0.1 -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
@@ -67,10 +37,10 @@ h2 vanish
 h2 refused
 h2 mixed
 h2 malformed
-[ "$(metric scalwsd_tunnels_total)" -ge 6 ] || fail "tunnels_total $(metric scalwsd_tunnels_total)"
-[ "$(metric scalwsd_tunnels_active)" = 0 ] || fail "tunnels_active $(metric scalwsd_tunnels_active)"
-[ "$(metric scalwsd_tunnel_sent_bytes_total)" -gt 1048576 ] || fail "bytes up"
-[ "$(metric scalwsd_tunnel_received_bytes_total)" -gt 2097152 ] || fail "bytes down"
+[ "$(metric_sum scalwsd_tunnels_total)" -ge 6 ] || fail "tunnels_total $(metric_sum scalwsd_tunnels_total)"
+[ "$(metric_sum scalwsd_tunnels_active)" = 0 ] || fail "tunnels_active $(metric_sum scalwsd_tunnels_active)"
+[ "$(metric_sum scalwsd_tunnel_sent_bytes_total)" -gt 1048576 ] || fail "bytes up"
+[ "$(metric_sum scalwsd_tunnel_received_bytes_total)" -gt 2097152 ] || fail "bytes down"
 # The HTTP/1.1 upgrade on the same listener still tunnels.
 timeout 60 "$PY" "$WS" client "ws://127.0.0.1:$PORT" echo || fail "an HTTP/1.1 upgrade beside"
 stop_ok h2c
@@ -94,7 +64,7 @@ stop_ok routed
 # tunnel_idle_timeout resets a tunnel that carries nothing.
 start_sws "$PROXY\ntunnel_idle_timeout = 1s"
 h2 idle
-[ "$(metric scalwsd_tunnels_idle_closed_total)" = 1 ] || fail "idle closes"
+[ "$(metric_sum scalwsd_tunnels_idle_closed_total)" = 1 ] || fail "idle closes"
 stop_ok idle
 
 # Drain: an open tunnel keeps the process until drain_timeout closes it,

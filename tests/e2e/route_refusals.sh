@@ -14,7 +14,6 @@
 start_sws_upstream
 LOG=$T/access.log
 
-metric() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
 # counts ROUTE REQUESTS 4XX
 counts() {
     local req err

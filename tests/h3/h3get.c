@@ -5,8 +5,14 @@
  * on stdout:
  *     <index> <status> <body bytes> <fnv1a-64 of the body, hex>
  * with -i its fields too ("< name: value"), and "goaway <stream id>" when
- * the server sends one; -o writes every body, in the
- * order the requests were made, to a file. Exit 0 when every request was
+ * the server sends one ("early 0|1" too with --early: whether the server
+ * took the second connection's 0-RTT); -o writes every body, in the
+ * order the requests were made, to a file. With --migrate N or
+ * --nat-rebind N the client moves to a new UDP socket (a new local port)
+ * after every N answers and goes on on the same connection: a migration
+ * tells ngtcp2 (a new path and connection ID, validated: "path PORT
+ * validated"), a NAT rebinding does not (the server alone sees the port
+ * change); each prints "rebind K OLDPORT NEWPORT". Exit 0 when every request was
  * answered, 1 when one was not (reset, or the connection ended), 2 for a
  * usage error, 3 on the timeout.
  * --load SECONDS makes it a load generator (scripts/bench-h3-vs-h2): the
@@ -78,6 +84,14 @@ typedef struct client {
     bool show_fields, quiet, handshake, closed;
     bool goaway;   /* the server takes no new request: the rest are not sent */
     bool resuming; /* the session of an earlier connection is offered */
+    /* --migrate / --nat-rebind: every rebind_every answers a new socket;
+     * the next at rebind_at answers. ngtcp2 is told (the path's local
+     * address is the new socket's) unless rebind_nat: then c->local stays
+     * what it first was, as behind a NAT that changed the port. */
+    int rebind_every, rebind_at, rebinds;
+    bool rebind_nat;
+    unsigned fd_port; /* fd's local port */
+    bool early;       /* --early: its requests go in 0-RTT, before the handshake ends */
     uint8_t tx[MAX_DATAGRAM];
 } client;
 
@@ -334,12 +348,22 @@ static int new_cid_cb(ngtcp2_conn *q, ngtcp2_cid *cid, uint8_t *token, size_t le
     return 0;
 }
 
+static int early_rejected(client *c);
+
 static int handshake_completed_cb(ngtcp2_conn *q, void *ud) {
     (void)q;
     client *c = ud;
     c->handshake = true;
     if (c->resuming)
         printf("resumed %d\n", gnutls_session_is_resumed(c->tls) ? 1 : 0);
+    if (c->early) {
+        bool taken = gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA;
+        printf("early %d\n", taken ? 1 : 0);
+        if (taken)
+            return 0; /* the requests go on where they are */
+        if (early_rejected(c) != 0)
+            return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
     if (setup_h3(c) != 0)
         return NGTCP2_ERR_CALLBACK_FAILURE;
     submit_more(c);
@@ -412,6 +436,52 @@ static int extend_stream_data_cb(ngtcp2_conn *q, int64_t sid, uint64_t max, void
     return c->h && nghttp3_conn_unblock_stream(c->h, sid) ? NGTCP2_ERR_CALLBACK_FAILURE : 0;
 }
 
+static int path_validation_cb(ngtcp2_conn *q, uint32_t flags, const ngtcp2_path *path,
+                              ngtcp2_path_validation_result res, void *ud) {
+    (void)q;
+    (void)flags;
+    client *c = ud;
+    const struct sockaddr *a = path->local.addr;
+    unsigned port = ntohs(a->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)a)->sin6_port
+                                                   : ((const struct sockaddr_in *)a)->sin_port);
+    if (!c->quiet)
+        printf("path %u %s\n", port,
+               res == NGTCP2_PATH_VALIDATION_RESULT_SUCCESS   ? "validated"
+               : res == NGTCP2_PATH_VALIDATION_RESULT_FAILURE ? "failed"
+                                                              : "aborted");
+    return 0;
+}
+
+/* ---- 0-RTT (--early) ------------------------------------------------------------ */
+
+/* Before the handshake: HTTP/3 and the requests on the transport
+ * parameters the first connection's server gave, written as 0-RTT when the
+ * ticket allows it (else they wait for 1-RTT and are sent again). */
+static int early_start(client *c, const ngtcp2_transport_params *tp) {
+    ngtcp2_conn_set_early_remote_transport_params(c->q, tp);
+    if (setup_h3(c) != 0)
+        return -1;
+    submit_more(c);
+    return 0;
+}
+
+/* The server did not take them: ngtcp2 forgets the streams, and the
+ * requests start again on a new HTTP/3 session after the handshake. */
+static int early_rejected(client *c) {
+    nghttp3_conn_del(c->h);
+    c->h = NULL; /* the streams' closes below reach no request */
+    if (ngtcp2_conn_early_data_rejected(c->q) != 0)
+        return -1;
+    for (int i = 0; i < c->next; i++) {
+        req *r = &c->reqs[i];
+        r->started = false;
+        r->sid = -1;
+        r->posted = 0;
+    }
+    c->next = c->inflight = 0;
+    return 0;
+}
+
 static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref) {
     return ((client *)ref->user_data)->q;
 }
@@ -430,7 +500,10 @@ static void tls_init(client *c, bool insecure, const char *cafile, const gnutls_
                     : gnutls_certificate_set_x509_system_trust(c->cred);
     if (rc < 0 || (cafile && rc == 0))
         die("no trusted certificate from %s", cafile ? cafile : "the system store");
-    if (gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NO_END_OF_EARLY_DATA) != 0 ||
+    unsigned flags = GNUTLS_CLIENT | GNUTLS_NO_END_OF_EARLY_DATA;
+    if (c->early)
+        flags |= GNUTLS_ENABLE_EARLY_DATA;
+    if (gnutls_init(&c->tls, flags) != 0 ||
         ngtcp2_crypto_gnutls_configure_client_session(c->tls) != 0 ||
         gnutls_priority_set_direct(c->tls, PRIORITY, NULL) != 0 ||
         gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, c->cred) != 0)
@@ -470,6 +543,7 @@ static void quic_init(client *c) {
         .delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
         .get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
         .version_negotiation = ngtcp2_crypto_version_negotiation_cb,
+        .path_validation = path_validation_cb,
     };
     ngtcp2_cid dcid, scid;
     dcid.datalen = NGTCP2_MIN_INITIAL_DCIDLEN;
@@ -487,6 +561,8 @@ static void quic_init(client *c) {
     p.initial_max_stream_data_uni = 256 * 1024;
     p.initial_max_data = 16 * 1024 * 1024;
     p.max_idle_timeout = 30 * NGTCP2_SECONDS;
+    /* Room for the server's spare connection IDs: a migration takes one. */
+    p.active_connection_id_limit = 4;
     ngtcp2_path path = {{(struct sockaddr *)&c->local, c->local_len},
                         {(struct sockaddr *)&c->remote, c->remote_len},
                         NULL};
@@ -605,23 +681,44 @@ static void close_conn(client *c) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: h3get [options] HOST:PORT PATH...\n"
-                    "  -n N            each path N times (1)\n"
-                    "  -P N            at most N requests at once (all)\n"
-                    "  -X METHOD       the method (GET; POST with -d)\n"
-                    "  -d FILE         send FILE as the request body\n"
-                    "  -o FILE         write every answer's body to FILE\n"
-                    "  -i              print the answers' fields\n"
-                    "  -k, --insecure  do not verify the server's certificate\n"
-                    "  --cacert FILE   trust the certificates in FILE (default: the system's)\n"
-                    "  --sni NAME      the server name (default: HOST; localhost for an address)\n"
-                    "  --resume H:P    then the same requests on a second connection to H:P,\n"
-                    "                  offering the first one's TLS session (\"resumed 0|1\")\n"
-                    "  -t SECONDS      give up after SECONDS (10)\n"
-                    "  -q              no line per answer\n"
-                    "  --load SECONDS  a load: -P at a time until -n each or SECONDS, then\n"
-                    "                  \"load <2xx> <failed> <body bytes> <seconds>\"\n");
+    fprintf(stderr,
+            "usage: h3get [options] HOST:PORT PATH...\n"
+            "  -n N            each path N times (1)\n"
+            "  -P N            at most N requests at once (all)\n"
+            "  -X METHOD       the method (GET; POST with -d)\n"
+            "  -d FILE         send FILE as the request body\n"
+            "  -o FILE         write every answer's body to FILE\n"
+            "  -i              print the answers' fields\n"
+            "  -k, --insecure  do not verify the server's certificate\n"
+            "  --cacert FILE   trust the certificates in FILE (default: the system's)\n"
+            "  --sni NAME      the server name (default: HOST; localhost for an address)\n"
+            "  --resume H:P    then the same requests on a second connection to H:P,\n"
+            "                  offering the first one's TLS session (\"resumed 0|1\")\n"
+            "  --resume-sni N  with --resume: the second connection's server name (--sni's)\n"
+            "  --resume-after F  with --resume: the second connection once file F exists\n"
+            "                  (within -t), the first one's answers printed first\n"
+            "  --early         with --resume: the second connection's requests in 0-RTT\n"
+            "                  (\"early 0|1\": whether the server took them; if not, they\n"
+            "                  are sent again after the handshake)\n"
+            "  -t SECONDS      give up after SECONDS (10)\n"
+            "  --migrate N     after every N answers a new local port, migrated to\n"
+            "  --nat-rebind N  after every N answers a new local port, ngtcp2 not told\n"
+            "  -q              no line per answer\n"
+            "  --load SECONDS  a load: -P at a time until -n each or SECONDS, then\n"
+            "                  \"load <2xx> <failed> <body bytes> <seconds>\"\n");
     exit(2);
+}
+
+/* --resume-after: a test changes the server between the two connections. */
+static void wait_for(const char *path, double timeout) {
+    fflush(stdout);
+    uint64_t until = now_ns() + (uint64_t)(timeout * 1e9);
+    struct stat sb;
+    while (stat(path, &sb) != 0) {
+        if (now_ns() >= until)
+            die("%s: not there within %g s", path, timeout);
+        poll(NULL, 0, 20);
+    }
 }
 
 static char *read_file(const char *path, size_t *len) {
@@ -663,6 +760,11 @@ static struct addrinfo *resolve(char *hostport, char **host) {
     return ai;
 }
 
+static unsigned port_of(const struct sockaddr_storage *a) {
+    return ntohs(a->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)a)->sin6_port
+                                          : ((const struct sockaddr_in *)a)->sin_port);
+}
+
 static void connect_to(client *c, struct addrinfo *ai) {
     c->fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0 || connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0)
@@ -671,6 +773,42 @@ static void connect_to(client *c, struct addrinfo *ai) {
     c->remote_len = ai->ai_addrlen;
     c->local_len = sizeof(c->local);
     getsockname(c->fd, (struct sockaddr *)&c->local, &c->local_len);
+    c->fd_port = port_of(&c->local);
+}
+
+/* A new socket to the server in place of the old one (closed: what the
+ * server still sends there is lost, and QUIC recovers it). A migration
+ * waits while ngtcp2 cannot start one yet (the handshake not confirmed, no
+ * spare connection ID of the server's): the next turn tries again. */
+static void rebind(client *c) {
+    int fd = socket(c->remote.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&c->remote, c->remote_len) != 0)
+        die("rebind: %s", strerror(errno));
+    struct sockaddr_storage local;
+    socklen_t local_len = sizeof(local);
+    if (getsockname(fd, (struct sockaddr *)&local, &local_len) != 0)
+        die("rebind: getsockname: %s", strerror(errno));
+    if (!c->rebind_nat) {
+        ngtcp2_path path = {{(struct sockaddr *)&local, local_len},
+                            {(struct sockaddr *)&c->remote, c->remote_len},
+                            NULL};
+        int rc = ngtcp2_conn_initiate_immediate_migration(c->q, &path, now_ns());
+        if (rc == NGTCP2_ERR_INVALID_STATE || rc == NGTCP2_ERR_CONN_ID_BLOCKED) {
+            close(fd);
+            return;
+        }
+        if (rc != 0)
+            die("ngtcp2_conn_initiate_immediate_migration: %s", ngtcp2_strerror(rc));
+        memcpy(&c->local, &local, local_len);
+        c->local_len = local_len;
+    }
+    close(c->fd);
+    c->fd = fd;
+    c->rebinds++;
+    c->rebind_at += c->rebind_every;
+    if (!c->quiet)
+        printf("rebind %d %u %u\n", c->rebinds, c->fd_port, port_of(&local));
+    c->fd_port = port_of(&local);
 }
 
 static void requests_init(client *c, char **paths, int npaths, int repeat, bool keep) {
@@ -708,8 +846,10 @@ static int run(client *c, double timeout) {
     while (c->done < c->nreq && !(c->goaway && c->inflight == 0)) {
         if (c->load && now_ns() >= c->load_end)
             c->nreq = c->next; /* time is up: those in flight, no more */
-        if (c->load)
-            submit_more(c); /* the slots closed streams gave back */
+        /* Room under -P that answers made (the server's MAX_STREAMS is not
+         * the only thing that frees it: a lossy path can bring that first,
+         * then the answers, and nothing would ask again). */
+        submit_more(c);
         if (c->load && c->done >= c->nreq)
             break;
         if (write_out(c) < 0) {
@@ -739,6 +879,8 @@ static int run(client *c, double timeout) {
                 break;
             }
         }
+        if (c->rebind_every && c->done >= c->rebind_at && c->done < c->nreq)
+            rebind(c);
     }
     close_conn(c);
     int answered = 0;
@@ -772,11 +914,20 @@ int main(int argc, char **argv) {
     bool insecure = false;
     const char *cafile = NULL, *out = NULL, *datafile = NULL, *sni = NULL;
     char *resume = NULL;
+    const char *resume_sni = NULL, *resume_after = NULL;
+    bool early = false;
     double timeout = 10, load_s = 0;
-    static const struct option longs[] = {
-        {"insecure", no_argument, NULL, 'k'},   {"cacert", required_argument, NULL, 'C'},
-        {"sni", required_argument, NULL, 'S'},  {"resume", required_argument, NULL, 'R'},
-        {"load", required_argument, NULL, 'L'}, {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"insecure", no_argument, NULL, 'k'},
+                                          {"cacert", required_argument, NULL, 'C'},
+                                          {"sni", required_argument, NULL, 'S'},
+                                          {"resume", required_argument, NULL, 'R'},
+                                          {"migrate", required_argument, NULL, 'M'},
+                                          {"nat-rebind", required_argument, NULL, 'B'},
+                                          {"early", no_argument, NULL, 'E'},
+                                          {"resume-sni", required_argument, NULL, 'N'},
+                                          {"resume-after", required_argument, NULL, 'A'},
+                                          {"load", required_argument, NULL, 'L'},
+                                          {NULL, 0, NULL, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "n:P:X:d:o:ikt:q", longs, NULL)) != -1) {
         switch (opt) {
@@ -810,6 +961,23 @@ int main(int argc, char **argv) {
         case 'R':
             resume = optarg;
             break;
+        case 'M':
+        case 'B':
+            c.rebind_every = atoi(optarg);
+            c.rebind_at = c.rebind_every;
+            c.rebind_nat = opt == 'B';
+            if (c.rebind_every < 1)
+                usage();
+            break;
+        case 'E':
+            early = true;
+            break;
+        case 'N':
+            resume_sni = optarg;
+            break;
+        case 'A':
+            resume_after = optarg;
+            break;
         case 't':
             timeout = atof(optarg);
             break;
@@ -824,7 +992,8 @@ int main(int argc, char **argv) {
             usage();
         }
     }
-    if (argc - optind < 2 || repeat < 1 || c.parallel < 1 || timeout <= 0)
+    if (argc - optind < 2 || repeat < 1 || c.parallel < 1 || timeout <= 0 ||
+        ((early || resume_sni || resume_after) && !resume))
         usage();
     if (c.load && (load_s <= 0 || out || resume || c.show_fields))
         die("--load takes a duration above 0, and none of -o, -i, --resume");
@@ -874,14 +1043,19 @@ int main(int argc, char **argv) {
         gnutls_datum_t session = {NULL, 0};
         if (gnutls_session_get_data2(c.tls, &session) != 0)
             die("no session to resume");
+        /* What 0-RTT may count on: the first server's transport parameters. */
+        ngtcp2_transport_params tp = *ngtcp2_conn_get_remote_transport_params(c.q);
+        if (resume_after)
+            wait_for(resume_after, timeout);
         client c2 = {.method = c.method,
                      .parallel = c.parallel,
                      .authority = c.authority,
-                     .sni = c.sni,
+                     .sni = resume_sni ? resume_sni : c.sni,
                      .data = c.data,
                      .data_len = c.data_len,
                      .show_fields = c.show_fields,
-                     .quiet = c.quiet};
+                     .quiet = c.quiet,
+                     .early = early};
         conn_free(&c);
         struct addrinfo *ai2 = resolve(resume, &host);
         requests_init(&c2, argv + optind, argc - optind, repeat, false);
@@ -891,6 +1065,8 @@ int main(int argc, char **argv) {
         tls_init(&c2, insecure, cafile, &session);
         gnutls_free(session.data);
         quic_init(&c2);
+        if (early && early_start(&c2, &tp) != 0)
+            die("cannot make the 0-RTT requests");
         rc = run(&c2, timeout);
         conn_free(&c2);
     } else {

@@ -80,8 +80,12 @@ int sws_config_set_key(sws_config *c, const sws_key *k, const char *v, char *why
         store_uint(c, k, n);
         return 0;
     case SWS_KEY_MS:
-        if (sws_parse_ms(v, &n) < 0 || n > k->hi) {
+        if (sws_parse_ms(v, &n) < 0 || (n > k->hi && k->hi == UINT32_MAX)) {
             snprintf(why, len, "bad duration '%s' (e.g. 10s, 500ms)", v);
+            return -EINVAL;
+        }
+        if (n > k->hi) {
+            snprintf(why, len, "'%s' is too long: at most %" PRIu64 "s", v, k->hi / 1000);
             return -EINVAL;
         }
         if (n < k->lo) {

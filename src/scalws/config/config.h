@@ -211,6 +211,21 @@ typedef struct sws_h2_config {
     uint64_t loop_buffer;            /* answer bytes buffered on one loop, every stream together */
 } sws_h2_config;
 
+/* [http3] (http3/, doc/http3.md): the bounds of a QUIC connection and its
+ * HTTP/3, each given to the loops' endpoints for their new connections. */
+typedef struct sws_h3_config {
+    uint32_t max_concurrent_streams; /* MAX_STREAMS: requests a client may have under way */
+    uint64_t stream_window;          /* a request body's flow-control window */
+    uint64_t connection_window;      /* a connection's, every stream together */
+    uint64_t qpack_table;            /* the QPACK dynamic table a client may use */
+    uint32_t qpack_blocked;          /* streams that may wait on it */
+    uint32_t idle_timeout_ms;        /* max_idle_timeout */
+    uint32_t max_connections;        /* per loop; a client's Initial past it is dropped */
+    uint32_t streams_per_loop;       /* the stream table of a loop (Restart) */
+    bool early_data;                 /* 0-RTT taken, for safe methods (RFC 8470) */
+    uint32_t early_data_window_ms;   /* how old a ticket may be for it; the replay memory */
+} sws_h3_config;
+
 /* An [acme NAME] section as read (acme_sections.c): its keys, which of them
  * it set (bits in the order of its keys) and their lines. */
 typedef struct sws_acme_order {
@@ -253,6 +268,8 @@ typedef struct sws_config {
     bool quic_gso;
     /* [http2] */
     sws_h2_config h2;
+    /* [http3] */
+    sws_h3_config h3;
     /* [proxy] */
     sws_proxy_config proxy;
     /* [static] */

@@ -194,6 +194,8 @@ static void format_admin(const sws_config *c, char *out, size_t len) {
     { s, k, SWS_KEY_SIZE, F(fld), lo, hi, NULL, NULL, NULL, def, restart, help }
 #define MS(s, k, fld, lo, def, restart, help)                                                      \
     { s, k, SWS_KEY_MS, F(fld), lo, UINT32_MAX, NULL, NULL, NULL, def, restart, help }
+#define MS_IN(s, k, fld, lo, hi, def, restart, help)                                               \
+    { s, k, SWS_KEY_MS, F(fld), lo, hi, NULL, NULL, NULL, def, restart, help }
 #define BOOL(s, k, fld, def, restart, help)                                                        \
     { s, k, SWS_KEY_BOOL, F(fld), 0, 0, NULL, NULL, NULL, def, restart, help }
 #define ENUM(s, k, fld, names, def, restart, help)                                                 \
@@ -299,6 +301,29 @@ const sws_key sws_config_keys[] = {
          "output buffers' worth of answers one connection may hold at once (others wait)"),
     SIZE("http2", "loop_buffer", h2.loop_buffer, 1u << 20, UINT64_MAX, "64m", RESTART,
          "answer bytes waiting for clients on one event loop, every stream together"),
+
+    /* [http3]: read by each loop's endpoint at start and on SIGHUP, for the
+     * connections (and streams) it makes from then on (doc/http3.md). */
+    UINT("http3", "max_concurrent_streams", h3.max_concurrent_streams, 1, 10000, "100", RELOAD,
+         "requests a client may have under way on one connection (MAX_STREAMS; more wait)"),
+    SIZE("http3", "stream_window", h3.stream_window, 1024, 1u << 30, "256k", RELOAD,
+         "request body bytes a stream may send before the scenario has taken them"),
+    SIZE("http3", "connection_window", h3.connection_window, 1024, 1u << 30, "1m", RELOAD,
+         "request body bytes a connection may send, every stream together"),
+    SIZE("http3", "qpack_table_size", h3.qpack_table, 0, 1u << 20, "4k", RELOAD,
+         "the QPACK dynamic table a client may use for its requests (0: none)"),
+    UINT("http3", "qpack_blocked_streams", h3.qpack_blocked, 0, 10000, "100", RELOAD,
+         "streams that may wait for the QPACK table (0: none may)"),
+    MS_IN("http3", "idle_timeout", h3.idle_timeout_ms, 1000, 3600000, "30s", RELOAD,
+          "idle time before a QUIC connection is closed (max_idle_timeout)"),
+    UINT("http3", "max_connections", h3.max_connections, 1, 1000000, "1024", RELOAD,
+         "QUIC connections per event loop; a client's Initial past it is dropped"),
+    UINT("http3", "streams_per_loop", h3.streams_per_loop, 16, 1000000, "4096", RESTART,
+         "requests under way on one event loop, every connection together (more are refused)"),
+    BOOL("http3", "early_data", h3.early_data, "off", RELOAD,
+         "0-RTT: requests in a resumed connection's first flight; unsafe methods get 425"),
+    MS_IN("http3", "early_data_window", h3.early_data_window_ms, 1000, 3600000, "10s", RELOAD,
+          "with early_data: the age of a ticket 0-RTT takes, and how long replays are remembered"),
 
     STRING("static", "root", stat.root, NULL, RELOAD,
            "the directory served (scenario static needs it; --root sets it)"),

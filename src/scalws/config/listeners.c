@@ -55,7 +55,8 @@ static bool same_addr(const sws_listener_cfg *la, const sws_listener_cfg *lb) {
            memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
 }
 
-/* A quic listener is TLS 1.3 through GnuTLS on [tls]'s files; one for now
+/* A quic listener is TLS 1.3 through GnuTLS on [tls]'s files and the [tls
+ * NAME] sections' (chosen by SNI as over TCP); one for now
  * (each loop has one endpoint and one UDP socket), beside a TCP listener
  * (which advertises it with Alt-Svc, and which the server's start needs). */
 static int quic_check(const sws_config *c, const sws_listener_cfg *l, int i, char *err,
@@ -65,8 +66,11 @@ static int quic_check(const sws_config *c, const sws_listener_cfg *l, int i, cha
                  l->origin);
         return -EINVAL;
     }
-    if (!c->tls.cert[0] || !c->tls.key[0]) {
-        snprintf(err, errlen, "%s: a quic listener needs [tls] cert and key", l->origin);
+    /* [tls NAME] sections are read by now; [tls]'s pair joins them later. */
+    if ((!c->tls.cert[0] || !c->tls.key[0]) && !(c->tls_certs && c->tls_certs->n)) {
+        snprintf(err, errlen,
+                 "%s: a quic listener needs [tls] cert and key (or [tls NAME] sections)",
+                 l->origin);
         return -EINVAL;
     }
     if (sws_listener_quic(c) != i) {

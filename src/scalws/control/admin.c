@@ -316,6 +316,19 @@ static char *status_json(sws_server *s, size_t *len) {
             json_pack("{s:I, s:I, s:I, s:I}", "active", (json_int_t)CTR(w, tunnels_active), "total",
                       (json_int_t)CTR(w, tunnels), "bytes_up", (json_int_t)CTR(w, tunnel_bytes_up),
                       "bytes_down", (json_int_t)CTR(w, tunnel_bytes_down)));
+        const sws_quic_counters *qc = sws_quic_counters_of(w);
+        if (qc) {
+#define QC(f) (json_int_t) atomic_load_explicit(&qc->f, memory_order_relaxed)
+            json_object_set_new(
+                lp, "http3",
+                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "connections",
+                          QC(connections), "active", QC(open_connections), "requests", QC(requests),
+                          "forwarded", QC(forwarded), "stream_packets_lost",
+                          QC(stream_packets_lost), "probe_timeouts", QC(probe_timeouts),
+                          "congestion_events", QC(congestion_events), "bytes_in_flight",
+                          QC(bytes_in_flight), "smoothed_rtt_ms", QC(smoothed_rtt_us) / 1000.0));
+#undef QC
+        }
     }
     /* Who accepts and whom each feeds: the loops with a listener, and the
      * loops served from each one's accepts. */

@@ -303,32 +303,41 @@ static int h1_sendfile(sws_worker *w, sws_exchange *x, int fd, uint64_t *off, si
 }
 
 /* A fixed answer, framed for keep-alive and for close and refreshed with the
- * Date: answering is one memcpy. */
+ * Date: answering is one memcpy. The tls listeners' copies carry Alt-Svc
+ * when a quic listener is advertised (w->alt_svc), as every other answer
+ * of theirs does. */
+typedef struct h1_frame {
+    char *buf;
+    uint32_t len, head;
+} h1_frame;
+
 typedef struct h1_framed {
-    char *ka, *close;
-    uint32_t ka_len, ka_head, close_len, close_head;
+    h1_frame v[2][2]; /* [with Alt-Svc][keep-alive] */
+    char *fields;     /* Alt-Svc then the policy's fields, for the tls copies */
+    uint32_t fields_len;
     uint32_t date_version;
     size_t cap;
 } h1_framed;
 
 static void framed_free(void *p) {
     h1_framed *f = p;
-    free(f->ka);
-    free(f->close);
+    for (int a = 0; a < 2; a++)
+        for (int k = 0; k < 2; k++)
+            free(f->v[a][k].buf);
+    free(f->fields);
     free(f);
 }
 
-static uint32_t frame(char *out, size_t cap, const sws_fixed *f, const char *date, bool ka,
-                      uint32_t *head_len) {
-    uint32_t pl;
-    const char *policy = sws_headers_h1(f->headers, f->status, &pl);
-    size_t h = sws_http_head_fields(out, cap, f->status, date, f->content_type, f->body_len, ka,
-                                    policy, pl);
+static void frame(h1_frame *fr, size_t cap, const sws_fixed *f, const char *date, bool ka,
+                  const char *fields, uint32_t fields_len) {
+    size_t h = sws_http_head_fields(fr->buf, cap, f->status, date, f->content_type, f->body_len, ka,
+                                    fields, fields_len);
+    fr->len = 0;
     if (h == 0 || h + f->body_len > cap)
-        return 0;
-    memcpy(out + h, f->body, f->body_len);
-    *head_len = (uint32_t)h;
-    return (uint32_t)(h + f->body_len);
+        return;
+    memcpy(fr->buf + h, f->body, f->body_len);
+    fr->head = (uint32_t)h;
+    fr->len = (uint32_t)(h + f->body_len);
 }
 
 /* The room a fixed answer takes in the output (sws_http1_fixed_cap). */
@@ -339,14 +348,28 @@ size_t sws_http1_fixed_cap(const sws_fixed *f) {
 
 static h1_framed *framed_of(sws_worker *w, sws_fixed *f) {
     h1_framed *fr = f->framed[SWS_PROTO_HTTP1];
+    uint32_t pl;
+    const char *policy = sws_headers_h1(f->headers, f->status, &pl);
+    int alts = w->alt_svc_len ? 2 : 1;
     if (!fr) {
         fr = calloc(1, sizeof(*fr));
         if (!fr)
             return NULL;
         fr->cap = sws_http1_fixed_cap(f);
-        fr->ka = malloc(fr->cap);
-        fr->close = malloc(fr->cap);
-        if (!fr->ka || !fr->close) {
+        bool ok = true;
+        for (int a = 0; a < alts; a++)
+            for (int k = 0; k < 2; k++)
+                ok = ok && (fr->v[a][k].buf = malloc(fr->cap));
+        if (ok && alts == 2 && (fr->fields = malloc(pl + w->alt_svc_len + 11))) {
+            char *p = fr->fields;
+            H1_PUT(p, "Alt-Svc: ", 9);
+            H1_PUT(p, w->alt_svc, w->alt_svc_len);
+            H1_PUT(p, "\r\n", 2);
+            if (pl)
+                H1_PUT(p, policy, pl);
+            fr->fields_len = (uint32_t)(p - fr->fields);
+        }
+        if (!ok || (alts == 2 && !fr->fields)) {
             framed_free(fr);
             return NULL;
         }
@@ -355,11 +378,17 @@ static h1_framed *framed_of(sws_worker *w, sws_fixed *f) {
         f->framed_free[SWS_PROTO_HTTP1] = framed_free;
     }
     if (fr->date_version != w->date.version) {
-        fr->ka_len = frame(fr->ka, fr->cap, f, w->date.str, true, &fr->ka_head);
-        fr->close_len = frame(fr->close, fr->cap, f, w->date.str, false, &fr->close_head);
+        for (int k = 0; k < 2; k++) {
+            frame(&fr->v[0][k], fr->cap, f, w->date.str, k, policy, pl);
+            if (alts == 2)
+                frame(&fr->v[1][k], fr->cap, f, w->date.str, k, fr->fields, fr->fields_len);
+        }
         fr->date_version = w->date.version;
     }
-    return fr->ka_len && fr->close_len ? fr : NULL;
+    for (int a = 0; a < alts; a++)
+        if (!fr->v[a][0].len || !fr->v[a][1].len)
+            return NULL;
+    return fr;
 }
 
 static int h1_fixed(sws_worker *w, sws_exchange *x, sws_fixed *f) {
@@ -368,12 +397,12 @@ static int h1_fixed(sws_worker *w, sws_exchange *x, sws_fixed *f) {
     if (!fr)
         return -ENOMEM;
     bool ka = c->phase == SWS_PH_OPEN, head = c->parser->req.head;
-    const char *src = ka ? fr->ka : fr->close;
-    uint32_t hl = ka ? fr->ka_head : fr->close_head;
-    uint32_t n = head ? hl : ka ? fr->ka_len : fr->close_len;
+    /* The quic listener, for https origins only. */
+    const h1_frame *v = &fr->v[w->alt_svc_len && c->tls][ka];
+    uint32_t n = head ? v->head : v->len;
     if (c->olen + n > w->out_cap)
         return -ENOSPC;
-    memcpy(c->out + c->olen, src, n);
+    memcpy(c->out + c->olen, v->buf, n);
     c->olen += n;
     c->status = (uint16_t)f->status;
     c->h1_head = true;

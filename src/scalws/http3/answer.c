@@ -414,8 +414,11 @@ static int h3_fd(struct sws_worker *w, const sws_exchange *x) {
 static int h3_peer(struct sws_worker *w, const sws_exchange *x, char *buf, size_t len) {
     (void)w;
     const h3_stream *st = cstream_ofx(x);
-    int rc = getnameinfo((const struct sockaddr *)&st->hc->remote, st->hc->remote_len, buf,
-                         (socklen_t)len, NULL, 0, NI_NUMERICHOST);
+    /* The path now: a client that migrated, or whose NAT rebound it, is
+     * at another address than the one it came from. */
+    const ngtcp2_addr *a = &ngtcp2_conn_get_path(st->hc->q)->remote;
+    int rc =
+        getnameinfo(a->addr, (socklen_t)a->addrlen, buf, (socklen_t)len, NULL, 0, NI_NUMERICHOST);
     return rc == 0 ? 0 : -EINVAL;
 }
 

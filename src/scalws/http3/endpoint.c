@@ -202,7 +202,7 @@ void sws_h3_input(sws_h3_endpoint *ep, const uint8_t *data, size_t len,
          * DCID under 8 bytes is only ever a Retry's SCID (RFC 9000 7.2),
          * and we send no Retry: ngtcp2_accept lets it through with a token. */
         if (ngtcp2_accept(&hd, data, len) == 0 && hd.dcid.datalen >= NGTCP2_MIN_INITIAL_DCIDLEN &&
-            !ep->draining && ep->st.open_connections < ep->s.max_connections &&
+            !ep->draining && ep->st.open_connections < ep->p.max_connections &&
             (hc = h3_conn_new(ep, &hd, &path, now)) != NULL)
             h3_conn_read(hc, &path, ecn, data, len, now);
         else
@@ -248,6 +248,20 @@ void sws_h3_drain(sws_h3_endpoint *ep) {
 sws_h3_stats sws_h3_stats_of(const sws_h3_endpoint *ep) {
     sws_h3_stats st = ep->st;
     st.open_streams = ep->ntable - ep->nfree;
+    /* The gauges, from each open connection's recovery state. */
+    uint64_t rtt_sum = 0, rtt_n = 0;
+    for (h3_conn *hc = ep->conns; hc; hc = hc->next) {
+        if (hc->dead || hc->closing || hc->draining)
+            continue;
+        ngtcp2_conn_stat cs;
+        ngtcp2_conn_get_conn_stat(hc->q, &cs);
+        st.bytes_in_flight += cs.bytes_in_flight;
+        if (cs.first_rtt_sample_ts != UINT64_MAX) {
+            rtt_sum += cs.smoothed_rtt;
+            rtt_n++;
+        }
+    }
+    st.smoothed_rtt_ns = rtt_n ? rtt_sum / rtt_n : 0;
     return st;
 }
 
@@ -257,45 +271,59 @@ int sws_h3_ticket_key(uint8_t *key) {
     return gnutls_rnd(GNUTLS_RND_KEY, key, SWS_H3_TICKET_KEY_LEN) == 0 ? 0 : -EIO;
 }
 
-void h3_cred_unref(h3_cred *c) {
-    if (!c || --c->refs)
-        return;
-    gnutls_certificate_free_credentials(c->cred);
-    free(c);
-}
-
-static int cred_load(h3_cred **out, const char *cert, const char *key, char *err, size_t errlen) {
-    h3_cred *c = calloc(1, sizeof(*c));
-    if (!c) {
-        snprintf(err, errlen, "http3: out of memory");
-        return -ENOMEM;
-    }
-    int g = gnutls_certificate_allocate_credentials(&c->cred);
-    if (g < 0) {
-        free(c);
-        snprintf(err, errlen, "http3: %s", gnutls_strerror(g));
-        return -ENOMEM;
-    }
-    c->refs = 1;
-    g = gnutls_certificate_set_x509_key_file(c->cred, cert, key, GNUTLS_X509_FMT_PEM);
-    if (g < 0) {
-        h3_cred_unref(c);
-        snprintf(err, errlen, "http3: cert %s, key %s: %s", cert, key, gnutls_strerror(g));
-        return -EINVAL;
-    }
-    *out = c;
-    return 0;
-}
-
-int sws_h3_endpoint_reload(sws_h3_endpoint *ep, const char *cert_file, const char *key_file,
-                           char *err, size_t errlen) {
+int sws_h3_endpoint_reload_certs(sws_h3_endpoint *ep, const sws_h3_cert *certs, uint32_t ncerts,
+                                 bool refuse_unknown, char *err, size_t errlen) {
     h3_cred *c;
-    int rc = cred_load(&c, cert_file, key_file, err, errlen);
+    int rc = h3_cred_load(&c, certs, ncerts, refuse_unknown, err, errlen);
     if (rc < 0)
         return rc;
     h3_cred_unref(ep->cred);
     ep->cred = c;
     return 0;
+}
+
+int sws_h3_endpoint_reload(sws_h3_endpoint *ep, const char *cert_file, const char *key_file,
+                           char *err, size_t errlen) {
+    sws_h3_cert one = {.cert_file = cert_file, .key_file = key_file};
+    return sws_h3_endpoint_reload_certs(ep, &one, 1, false, err, errlen);
+}
+
+void sws_h3_params_default(sws_h3_params *p) {
+    *p = (sws_h3_params){.max_streams_bidi = SWS_H3_DEFAULT_STREAMS_BIDI,
+                         .stream_window = SWS_H3_DEFAULT_STREAM_WINDOW,
+                         .conn_window = SWS_H3_DEFAULT_CONN_WINDOW,
+                         .qpack_table = SWS_H3_DEFAULT_QPACK_TABLE,
+                         .qpack_blocked = SWS_H3_DEFAULT_QPACK_BLOCKED,
+                         .idle_timeout_ms = SWS_H3_DEFAULT_IDLE_MS,
+                         .max_connections = SWS_H3_DEFAULT_CONNECTIONS,
+                         .early_window_ms = SWS_H3_DEFAULT_EARLY_WINDOW_MS};
+}
+
+/* What a client's 0-RTT relies on from the connection its ticket came
+ * from: the transport parameters it may not exceed (RFC 9000 7.4.1) and
+ * the SETTINGS (RFC 9114 7.2.4.2). FNV-1a over them. */
+static uint64_t promised(const sws_h3_params *p, const sws_http_limits *lim) {
+    uint64_t v[] = {p->max_streams_bidi, p->stream_window, p->conn_window,
+                    p->qpack_table,      p->qpack_blocked, lim->header_bytes};
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        for (int b = 0; b < 8; b++)
+            h = (h ^ ((v[i] >> (8 * b)) & 0xff)) * 1099511628211ull;
+    return h;
+}
+
+void sws_h3_endpoint_tune(sws_h3_endpoint *ep, const sws_h3_params *p,
+                          const sws_http_limits *limits) {
+    uint64_t now = promised(p, limits);
+    bool window = p->early_window_ms != ep->p.early_window_ms;
+    ep->p = *p;
+    ep->s.limits = *limits;
+    /* A ticket issued under other promises takes no early data: a new
+     * recording refuses every ticket older than itself. */
+    if (p->early_data && (!ep->ar || now != ep->promised || window) && h3_early_start(ep) < 0)
+        fprintf(stderr, "scalwsd: http3: no memory for 0-RTT's anti-replay: 0-RTT stays as it "
+                        "was\n");
+    ep->promised = now;
 }
 
 static int fail(char *err, size_t len, int rc, const char *fmt, const char *what) {
@@ -305,7 +333,7 @@ static int fail(char *err, size_t len, int rc, const char *fmt, const char *what
 
 int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *err, size_t errlen) {
     *out = NULL;
-    if (!s->send || !s->route || !s->cert_file || !s->key_file)
+    if (!s->send || !s->route || (!s->ncerts && (!s->cert_file || !s->key_file)))
         return fail(err, errlen, -EINVAL, "%s", "http3: send, route, cert and key are required");
     sws_h3_endpoint *ep = calloc(1, sizeof(*ep));
     if (!ep)
@@ -315,10 +343,13 @@ int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *e
         ep->s.make_cid = default_cid;
         ep->s.cid_ud = ep;
     }
-    if (!ep->s.max_connections)
-        ep->s.max_connections = SWS_H3_DEFAULT_CONNECTIONS;
-    if (!ep->s.idle_timeout_ms)
-        ep->s.idle_timeout_ms = SWS_H3_DEFAULT_IDLE_MS;
+    if (s->params)
+        ep->p = *s->params;
+    else
+        sws_h3_params_default(&ep->p);
+    ep->s.params = &ep->p;
+    ep->promised = promised(&ep->p, &ep->s.limits);
+    h3_early_init(ep);
     sws_date_init(&ep->date);
     int rc = -ENOMEM;
     ep->nbuckets = 64;
@@ -339,9 +370,15 @@ int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *e
         fail(err, errlen, rc, "%s", "http3: no random bytes for the stateless reset secret");
         goto bad;
     }
-    rc = cred_load(&ep->cred, s->cert_file, s->key_file, err, errlen);
+    sws_h3_cert one = {.cert_file = s->cert_file, .key_file = s->key_file};
+    rc = s->ncerts ? h3_cred_load(&ep->cred, s->certs, s->ncerts, s->refuse_unknown, err, errlen)
+                   : h3_cred_load(&ep->cred, &one, 1, s->refuse_unknown, err, errlen);
     if (rc < 0)
         goto bad;
+    if (ep->p.early_data && (rc = h3_early_start(ep)) < 0) {
+        fail(err, errlen, rc, "%s", "http3: out of memory");
+        goto bad;
+    }
     /* The host's key, shared by its loops; else one of this endpoint's own:
      * then only this endpoint resumes its sessions (doc/http3.md). */
     ep->ticket_key.data = gnutls_malloc(SWS_H3_TICKET_KEY_LEN);
@@ -382,6 +419,8 @@ void sws_h3_endpoint_free(sws_h3_endpoint *ep) {
     free(ep->nva);
     free(ep->low);
     h3_cred_unref(ep->cred);
+    h3_ar_unref(ep->ar);
+    sws_h3_replay_unref(ep->replay);
     if (ep->ticket_key.data) {
         gnutls_memset(ep->ticket_key.data, 0, ep->ticket_key.size);
         gnutls_free(ep->ticket_key.data);

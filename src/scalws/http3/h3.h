@@ -15,24 +15,24 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <sys/socket.h>
 
-/* The engine's constants, in one place (doc/http3.md): until [http3] keys
- * exist they bound every connection alike. */
-#define H3_MAX_STREAMS_BIDI 100       /* concurrent requests per connection */
-#define H3_STREAM_WINDOW (256 * 1024) /* a request body's flow-control window */
-#define H3_CONN_WINDOW (1024 * 1024)  /* a connection's */
-#define H3_QPACK_TABLE 4096           /* the QPACK dynamic table we let a client use */
-#define H3_QPACK_BLOCKED 100          /* streams that may wait on it */
-#define H3_BODY_RING (64 * 1024)      /* a streamed answer's bytes not yet acknowledged */
-#define H3_BURST 64                   /* datagrams one connection writes per turn */
-#define H3_CLOSE_RESENDS 8            /* CONNECTION_CLOSE answers to a closed peer */
+/* The engine's own constants (the rest are [http3] keys: sws_h3_params). */
+#define H3_BODY_RING (64 * 1024) /* a streamed answer's bytes not yet acknowledged */
+#define H3_BURST 64              /* datagrams one connection writes per turn */
+#define H3_CLOSE_RESENDS 8       /* CONNECTION_CLOSE answers to a closed peer */
 
 typedef struct h3_conn h3_conn;
 
-/* A certificate and key as GnuTLS loaded them, shared by the endpoint (for
- * new connections) and by every connection made with it: a reload gives the
- * endpoint another, and this one is freed with its last connection. */
+/* The certificates as GnuTLS loaded them (certs.c): one credentials per
+ * set of names, the name table to find a ClientHello's set, shared by the
+ * endpoint (for new connections) and by every connection made with it: a
+ * reload gives the endpoint another, and this one is freed with its last
+ * connection. */
+struct sws_tls_names;
 typedef struct h3_cred {
-    gnutls_certificate_credentials_t cred;
+    gnutls_certificate_credentials_t *sets; /* nsets; sets[def] for an unknown name */
+    uint32_t nsets, def;
+    struct sws_tls_names *names; /* name -> set */
+    bool refuse_unknown;
     uint32_t refs;
 } h3_cred;
 
@@ -61,6 +61,7 @@ typedef struct h3_stream {
     bool more_due : 1;  /* room came back: the scenario's `more` is owed */
     bool want_more : 1; /* the scenario waits for room */
     bool logged : 1;
+    bool early : 1;  /* its head came in 0-RTT */
     uint16_t refuse; /* an error status to answer instead of the scenario */
     uint16_t status;
     uint32_t hbytes, hcount;
@@ -80,6 +81,13 @@ typedef struct h3_stream {
     sws_http_request req;
 } h3_stream;
 
+/* GnuTLS's anti-replay state (early.c), held by the endpoint and by each
+ * connection whose session points at it. */
+typedef struct h3_ar {
+    gnutls_anti_replay_t ar;
+    uint32_t refs;
+} h3_ar;
+
 struct h3_conn {
     sws_h3_endpoint *ep;
     h3_conn *prev, *next;
@@ -87,6 +95,7 @@ struct h3_conn {
     ngtcp2_crypto_conn_ref ref;
     gnutls_session_t tls;
     h3_cred *cred; /* what tls was made with (a reference) */
+    h3_ar *ar;     /* its session's anti-replay state (a reference), NULL without 0-RTT */
     nghttp3_conn *h;
     uint64_t id; /* the exchange mark's connection number */
     struct sockaddr_storage local, remote;
@@ -100,7 +109,13 @@ struct h3_conn {
     bool goaway : 1;   /* the endpoint drains: GOAWAY sent */
     bool more_due : 1; /* a stream's `more` is owed */
     bool dead : 1;     /* freed at the end of the current call */
+    bool rx_early : 1; /* the stream data being read came in 0-RTT */
     uint8_t resends;
+    /* ngtcp2's recovery state as last seen, to count what changed in it:
+     * its successive PTOs, the start of its recovery period (UINT64_MAX:
+     * none yet). */
+    size_t pto_seen;
+    uint64_t recovery_seen;
     uint32_t close_count; /* packets seen while closing */
     uint64_t close_at;
     uint8_t *close_pkt;
@@ -117,7 +132,13 @@ typedef struct h3_cid_entry {
 
 struct sws_h3_endpoint {
     sws_h3_settings s;
-    h3_cred *cred; /* for new connections (a reference) */
+    sws_h3_params p; /* s.params points here */
+    h3_cred *cred;   /* for new connections (a reference) */
+    /* 0-RTT: GnuTLS's anti-replay (its window and recording start), made
+     * again when what tickets promised changes; its memory is shared. */
+    h3_ar *ar;             /* NULL while 0-RTT has never been on */
+    sws_h3_replay *replay; /* a reference */
+    uint64_t promised;     /* a hash of what 0-RTT relies on (sws_h3_endpoint_tune) */
     gnutls_datum_t ticket_key;
     uint8_t reset_secret[32]; /* stateless reset tokens of our CIDs */
     h3_cid_entry **buckets;
@@ -150,8 +171,28 @@ static inline const h3_stream *cstream_ofx(const sws_exchange *x) {
     return (const h3_stream *)x;
 }
 
-/* endpoint.c */
+/* certs.c */
+/* The certificates loaded; 0, or a negative errno with why in err. */
+int h3_cred_load(h3_cred **out, const sws_h3_cert *certs, uint32_t ncerts, bool refuse_unknown,
+                 char *err, size_t errlen);
 void h3_cred_unref(h3_cred *c);
+/* The session's certificate chosen by its ClientHello's server name
+ * (the session's pointer is its connection's ref). 0 or -EINVAL. */
+int h3_cred_attach(h3_cred *c, gnutls_session_t tls);
+
+/* early.c */
+/* 0-RTT on a new connection's session when the endpoint takes it (the
+ * connection holds the anti-replay state). 0 or -EINVAL. */
+int h3_early_session(h3_conn *hc);
+/* The process's replay memory held (settings.replay), at the endpoint's start. */
+void h3_early_init(sws_h3_endpoint *ep);
+/* A new anti-replay state for the endpoint's window, its recording from
+ * now (again after a change of what tickets promised). 0 or -ENOMEM: the
+ * endpoint keeps the one it had. */
+int h3_early_start(sws_h3_endpoint *ep);
+void h3_ar_unref(h3_ar *a);
+
+/* endpoint.c */
 int h3_cid_add(sws_h3_endpoint *ep, const uint8_t *cid, size_t len, h3_conn *hc);
 void h3_cid_del(sws_h3_endpoint *ep, const uint8_t *cid, size_t len);
 void h3_make_cid(sws_h3_endpoint *ep, uint8_t *cid);

@@ -1,5 +1,6 @@
 /* One QUIC connection: ngtcp2's server side with TLS 1.3 from GnuTLS
- * (ngtcp2_crypto_gnutls), ALPN h3 only, no 0-RTT. Its packets are read and
+ * (ngtcp2_crypto_gnutls), ALPN h3 only, 0-RTT when the endpoint takes it
+ * (early.c). Its packets are read and
  * written here, its end is here: a CONNECTION_CLOSE of ours kept and sent
  * again to a peer that keeps talking (closing period), silence when the
  * peer closed (draining period), both for three PTOs (RFC 9000 10.2). */
@@ -26,6 +27,21 @@ static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref) {
 
 static void closing_until(h3_conn *hc, uint64_t now) {
     hc->close_at = now + 3 * ngtcp2_conn_get_pto(hc->q);
+}
+
+/* ngtcp2 0.12 counts no losses for us: after each of its calls, what moved
+ * in its recovery state is counted (a PTO more; a recovery period that
+ * began: a congestion event). Cheap: a copy of its stats struct. */
+static void count_recovery(h3_conn *hc) {
+    ngtcp2_conn_stat cs;
+    ngtcp2_conn_get_conn_stat(hc->q, &cs);
+    if (cs.pto_count > hc->pto_seen)
+        hc->ep->st.probe_timeouts += cs.pto_count - hc->pto_seen;
+    hc->pto_seen = cs.pto_count;
+    if (cs.congestion_recovery_start_ts != hc->recovery_seen &&
+        cs.congestion_recovery_start_ts != UINT64_MAX)
+        hc->ep->st.congestion_events++;
+    hc->recovery_seen = cs.congestion_recovery_start_ts;
 }
 
 /* ---- callbacks from ngtcp2 --------------------------------------------------- */
@@ -70,6 +86,16 @@ static int handshake_completed_cb(ngtcp2_conn *q, void *ud) {
     return 0;
 }
 
+/* GnuTLS gave the 0-RTT keys: it took the ClientHello's early data
+ * (counted now: a client may close before its Finished reaches us). */
+static int recv_rx_key_cb(ngtcp2_conn *q, ngtcp2_crypto_level level, void *ud) {
+    (void)q;
+    h3_conn *hc = ud;
+    if (level == NGTCP2_CRYPTO_LEVEL_EARLY)
+        hc->ep->st.early_connections++;
+    return 0;
+}
+
 static int recv_tx_key_cb(ngtcp2_conn *q, ngtcp2_crypto_level level, void *ud) {
     (void)q;
     if (level != NGTCP2_CRYPTO_LEVEL_APPLICATION)
@@ -84,8 +110,11 @@ static int recv_stream_data_cb(ngtcp2_conn *q, uint32_t flags, int64_t id, uint6
     h3_conn *hc = ud;
     if (!hc->h)
         return 0;
+    /* A request whose head ends in 0-RTT data may be a replay (session.c). */
+    hc->rx_early = (flags & NGTCP2_STREAM_DATA_FLAG_EARLY) != 0;
     nghttp3_ssize n =
         nghttp3_conn_read_stream(hc->h, id, data, len, flags & NGTCP2_STREAM_DATA_FLAG_FIN);
+    hc->rx_early = false;
     if (n < 0) {
         ngtcp2_connection_close_error_set_application_error(
             &hc->err, nghttp3_err_infer_quic_app_error_code((int)n), NULL, 0);
@@ -112,6 +141,8 @@ static int stream_close_cb(ngtcp2_conn *q, uint32_t flags, int64_t id, uint64_t 
                            void *sud) {
     (void)sud;
     h3_conn *hc = ud;
+    /* The stream's packets declared lost, while ngtcp2 still has it. */
+    hc->ep->st.stream_packets_lost += ngtcp2_conn_get_stream_loss_count(q, id);
     if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET))
         code = NGHTTP3_H3_NO_ERROR;
     if (!hc->h)
@@ -186,6 +217,7 @@ static const ngtcp2_callbacks CALLBACKS = {
     .get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
     .stream_stop_sending = stop_sending_cb,
     .version_negotiation = ngtcp2_crypto_version_negotiation_cb,
+    .recv_rx_key = recv_rx_key_cb,
     .recv_tx_key = recv_tx_key_cb,
 };
 
@@ -193,24 +225,27 @@ static const ngtcp2_callbacks CALLBACKS = {
 
 static int tls_new(h3_conn *hc) {
     sws_h3_endpoint *ep = hc->ep;
-    /* No GNUTLS_ENABLE_EARLY_DATA: 0-RTT is never accepted (a replayed
-     * request would be answered twice); the ticket goes at handshake end. */
-    if (gnutls_init(&hc->tls, GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET |
-                                  GNUTLS_NO_END_OF_EARLY_DATA) != 0) {
+    /* Without early_data no ticket offers 0-RTT and none is accepted (a
+     * replayed request would be answered twice); the ticket goes at
+     * handshake end. */
+    unsigned flags = GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA;
+    if (ep->p.early_data && ep->ar)
+        flags |= GNUTLS_ENABLE_EARLY_DATA;
+    if (gnutls_init(&hc->tls, flags) != 0) {
         hc->tls = NULL;
         return -ENOMEM;
     }
+    hc->ref.get_conn = get_conn;
+    hc->ref.user_data = hc;
+    gnutls_session_set_ptr(hc->tls, &hc->ref);
     gnutls_datum_t alpn = {(unsigned char *)ALPN_H3, sizeof(ALPN_H3) - 1};
     if (gnutls_priority_set_direct(hc->tls, TLS_PRIORITY, NULL) != 0 ||
         gnutls_session_ticket_enable_server(hc->tls, &ep->ticket_key) != 0 ||
         ngtcp2_crypto_gnutls_configure_server_session(hc->tls) != 0 ||
-        gnutls_credentials_set(hc->tls, GNUTLS_CRD_CERTIFICATE, hc->cred->cred) != 0 ||
+        h3_cred_attach(hc->cred, hc->tls) < 0 || h3_early_session(hc) < 0 ||
         gnutls_alpn_set_protocols(hc->tls, &alpn, 1,
                                   GNUTLS_ALPN_MANDATORY | GNUTLS_ALPN_SERVER_PRECEDENCE) != 0)
         return -EINVAL;
-    hc->ref.get_conn = get_conn;
-    hc->ref.user_data = hc;
-    gnutls_session_set_ptr(hc->tls, &hc->ref);
     return 0;
 }
 
@@ -229,6 +264,7 @@ h3_conn *h3_conn_new(sws_h3_endpoint *ep, const ngtcp2_pkt_hd *hd, const ngtcp2_
     hc->cred = ep->cred;
     hc->cred->refs++;
     hc->id = ++ep->next_conn_id;
+    hc->recovery_seen = UINT64_MAX;
     addr_copy(&hc->local, &hc->local_len, &path->local);
     addr_copy(&hc->remote, &hc->remote_len, &path->remote);
     ngtcp2_connection_close_error_default(&hc->err);
@@ -241,12 +277,12 @@ h3_conn *h3_conn_new(sws_h3_endpoint *ep, const ngtcp2_pkt_hd *hd, const ngtcp2_
     settings.initial_ts = now;
     ngtcp2_transport_params params;
     ngtcp2_transport_params_default(&params);
-    params.initial_max_stream_data_bidi_remote = H3_STREAM_WINDOW;
-    params.initial_max_stream_data_uni = H3_STREAM_WINDOW;
-    params.initial_max_data = H3_CONN_WINDOW;
-    params.initial_max_streams_bidi = H3_MAX_STREAMS_BIDI;
+    params.initial_max_stream_data_bidi_remote = ep->p.stream_window;
+    params.initial_max_stream_data_uni = ep->p.stream_window;
+    params.initial_max_data = ep->p.conn_window;
+    params.initial_max_streams_bidi = ep->p.max_streams_bidi;
     params.initial_max_streams_uni = 3; /* control and the two QPACK streams */
-    params.max_idle_timeout = ep->s.idle_timeout_ms * NGTCP2_MILLISECONDS;
+    params.max_idle_timeout = ep->p.idle_timeout_ms * NGTCP2_MILLISECONDS;
     params.active_connection_id_limit = 7;
     params.original_dcid = hd->dcid;
     params.stateless_reset_token_present = 1;
@@ -285,12 +321,17 @@ bad:
     if (hc->q)
         ngtcp2_conn_del(hc->q);
     h3_cred_unref(hc->cred);
+    h3_ar_unref(hc->ar);
     free(hc);
     return NULL;
 }
 
 void h3_conn_free(h3_conn *hc) {
     sws_h3_endpoint *ep = hc->ep;
+    /* Streams the connection ended under (a client that closed before our
+     * last packets were acknowledged): their losses are counted now. */
+    for (h3_stream *st = hc->streams; st && hc->q; st = st->next)
+        ep->st.stream_packets_lost += ngtcp2_conn_get_stream_loss_count(hc->q, st->id);
     while (hc->streams)
         h3_stream_free(hc, hc->streams);
     if (hc->q) {
@@ -325,6 +366,7 @@ void h3_conn_free(h3_conn *hc) {
     if (hc->tls)
         gnutls_deinit(hc->tls);
     h3_cred_unref(hc->cred);
+    h3_ar_unref(hc->ar);
     free(hc->close_pkt);
     if (hc->prev)
         hc->prev->next = hc->next;
@@ -413,8 +455,14 @@ void h3_conn_read(h3_conn *hc, const ngtcp2_path *path, unsigned ecn, const uint
     int rc = ngtcp2_conn_read_pkt(hc->q, path, &pi, data, len, now);
     if (rc != 0) {
         conn_error(hc, rc, now);
+        /* The peer closed: its streams are over, and their entries go back
+         * to the endpoint's table now (streams_per_loop), not after the
+         * draining period. No scenario is on the stack here. */
+        while (hc->draining && hc->streams)
+            h3_stream_free(hc, hc->streams);
         return;
     }
+    count_recovery(hc);
     h3_session_more(hc);
     h3_conn_write(hc, now);
 }
@@ -501,6 +549,7 @@ void h3_conn_timer(h3_conn *hc, uint64_t now) {
         conn_error(hc, rc, now);
         return;
     }
+    count_recovery(hc);
     h3_conn_write(hc, now);
 }
 

@@ -151,6 +151,11 @@ static void on_field(h3_stream *st, const sws_http_limits *lim, const uint8_t *n
         st->content_length = cl;
         if (cl > lim->body_size)
             refuse(st, 413);
+    } else if (IS("early-data")) {
+        /* RFC 8470 5.1: an intermediary took it in early data on its hop:
+         * as replayable as our own 0-RTT. */
+        if (vl == 1 && v[0] == '1')
+            st->early = true;
     } else if (IS("host")) {
         /* RFC 9114 4.3.1: a Host naming another origin than :authority
          * makes the request malformed. */
@@ -244,12 +249,26 @@ static void answer(h3_conn *hc, h3_stream *st) {
         nghttp3_conn_resume_stream(hc->h, st->id);
 }
 
+/* RFC 8470 5.2 and RFC 9110 9.2.1: GET, HEAD and OPTIONS only, in 0-RTT
+ * (TRACE is safe too, but not served). */
+static bool replay_safe(const sws_http_request *r) {
+    return r->method == HTTP_GET || r->method == HTTP_HEAD || r->method == HTTP_OPTIONS;
+}
+
 static int end_headers_cb(nghttp3_conn *h, int64_t id, int fin, void *ud, void *sud) {
     (void)h;
     (void)id;
+    h3_conn *hc = ud;
     h3_stream *st = sud;
     if (!st)
         return 0;
+    /* A head that ends in 0-RTT data may be a replay: one that completes in
+     * 1-RTT cannot be (an attacker cannot make the rest). */
+    st->early = st->early || hc->rx_early;
+    if (st->early && !replay_safe(&st->req) && !st->refuse) {
+        refuse(st, 425); /* the client sends it again after the handshake */
+        hc->ep->st.too_early++;
+    }
     st->head_done = true;
     st->req_end = fin != 0;
     answer(ud, st);
@@ -351,8 +370,8 @@ int h3_session_start(h3_conn *hc) {
         return -EPROTO; /* RFC 9114 6.2: the client must allow our three */
     nghttp3_settings settings;
     nghttp3_settings_default(&settings);
-    settings.qpack_max_dtable_capacity = H3_QPACK_TABLE;
-    settings.qpack_blocked_streams = H3_QPACK_BLOCKED;
+    settings.qpack_max_dtable_capacity = hc->ep->p.qpack_table;
+    settings.qpack_blocked_streams = hc->ep->p.qpack_blocked;
     /* The largest field section we take: beyond it nghttp3 ends the
      * stream; below it our own count answers 431. */
     settings.max_field_section_size = (uint64_t)hc->ep->s.limits.header_bytes * 2;

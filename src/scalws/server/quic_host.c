@@ -95,7 +95,7 @@ int sws_quic_reserve(sws_worker *w) {
     /* Exchange ids past the TCP connections' and HTTP/2's, so that the
      * scenarios' per-exchange tables (static's, the gate's) cover them. */
     q->xid_base = w->nexchanges;
-    w->nexchanges += SWS_H3_DEFAULT_STREAMS;
+    w->nexchanges += w->cfg->h3.streams_per_loop;
     w->quic = q;
     return 0;
 }
@@ -122,6 +122,46 @@ static void advertise(sws_server *s) {
         int n = snprintf(w->alt_svc, sizeof(w->alt_svc), "h3=\":%u\"; ma=86400", port);
         w->alt_svc_len = (uint8_t)n;
     }
+}
+
+/* ---- [http3] and the certificates, at start and on SIGHUP -------------------------- */
+
+static void params_of(const sws_config *cfg, sws_h3_params *p) {
+    const sws_h3_config *h = &cfg->h3;
+    *p = (sws_h3_params){.max_streams_bidi = h->max_concurrent_streams,
+                         .stream_window = h->stream_window,
+                         .conn_window = h->connection_window,
+                         .qpack_table = h->qpack_table,
+                         .qpack_blocked = h->qpack_blocked,
+                         .idle_timeout_ms = h->idle_timeout_ms,
+                         .max_connections = h->max_connections,
+                         .early_data = h->early_data,
+                         .early_window_ms = h->early_data_window_ms};
+}
+
+/* [tls]'s pair and the [tls NAME] sections, as the TCP side serves them
+ * by SNI; the caller frees *out. Their count, or -ENOMEM. */
+static int certs_of(const sws_config *cfg, sws_h3_cert **out) {
+    const sws_tls_certs *l = cfg->tls_certs;
+    int n = l ? l->n : 0;
+    *out = calloc(n ? (size_t)n : 1, sizeof(**out));
+    if (!*out)
+        return -ENOMEM;
+    if (n == 0) { /* not settled into tls_certs: [tls]'s own pair */
+        (*out)[0] = (sws_h3_cert){
+            .cert_file = cfg->tls.cert, .key_file = cfg->tls.key, .optional = cfg->tls_from_acme};
+        return 1;
+    }
+    /* ACME's pairs may not be there yet: served once they are (a reload). */
+    for (int i = 0; i < n; i++) {
+        const sws_tls_cert_config *cc = &l->c[i];
+        (*out)[i] = (sws_h3_cert){.cert_file = cc->cert,
+                                  .key_file = cc->key,
+                                  .is_default = cc->is_default,
+                                  .optional = cc->name[0] ? sws_acme_is_order_cert(cfg, cc->name)
+                                                          : cfg->tls_from_acme};
+    }
+    return n;
 }
 
 /* SO_REUSEPORT would let a second scalwsd of the same user join a UDP port
@@ -174,6 +214,19 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: cannot draw a QUIC ticket key", lc->origin);
         return -EIO;
     }
+    sws_h3_params params;
+    params_of(cfg, &params);
+    sws_h3_cert *certs;
+    int ncerts = certs_of(cfg, &certs);
+    /* One replay memory for every loop: a replayed 0-RTT may reach any. */
+    sws_h3_replay *replay = sws_h3_replay_new();
+    if (ncerts < 0 || !replay) {
+        if (ncerts >= 0)
+            free(certs);
+        sws_h3_replay_unref(replay);
+        snprintf(err, errlen, "%s: quic: out of memory", lc->origin);
+        return -ENOMEM;
+    }
     for (int i = 0; i < s->nloops; i++) {
         sws_worker *w = &s->workers[i];
         struct sws_quic *q = w->quic;
@@ -186,8 +239,12 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
         q->bound_len = sizeof(q->bound);
         if (getsockname(tl_handle_fd(w->loop, q->udp), &q->bound.sa, &q->bound_len) < 0)
             q->bound_len = 0;
-        sws_h3_settings st = {.cert_file = cfg->tls.cert,
-                              .key_file = cfg->tls.key,
+        sws_h3_settings st = {.certs = certs,
+                              .ncerts = (uint32_t)ncerts,
+                              .refuse_unknown = cfg->tls.refuse_unknown,
+                              .params = &params,
+                              .replay = replay,
+                              .max_streams = cfg->h3.streams_per_loop,
                               .loop_index = (uint8_t)i,
                               .send = send_dgram,
                               .send_ud = q,
@@ -201,11 +258,15 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
         rc = sws_h3_endpoint_new(&q->ep, &st, why, sizeof(why));
         if (rc < 0) {
             snprintf(err, errlen, "%s: quic: %s", lc->origin, why);
-            return rc;
+            break;
         }
         arm_recv(q);
     }
     explicit_bzero(ticket_key, sizeof(ticket_key));
+    free(certs);
+    sws_h3_replay_unref(replay);
+    if (rc < 0)
+        return rc;
     if (sws_sockname_text(tl_handle_fd(s->loops[0], hs[0]), s->listeners[li].text,
                           sizeof(s->listeners[li].text)) < 0)
         snprintf(s->listeners[li].text, sizeof(s->listeners[li].text), "%s", lc->addr.text);
@@ -335,7 +396,18 @@ void sws_quic_publish(sws_worker *w) {
     atomic_store_explicit(&c->connections, st.connections, memory_order_relaxed);
     atomic_store_explicit(&c->streams, st.streams, memory_order_relaxed);
     atomic_store_explicit(&c->requests, st.requests, memory_order_relaxed);
+    atomic_store_explicit(&c->early_connections, st.early_connections, memory_order_relaxed);
+    atomic_store_explicit(&c->too_early, st.too_early, memory_order_relaxed);
     atomic_store_explicit(&c->open_connections, st.open_connections, memory_order_relaxed);
+    atomic_store_explicit(&c->stream_packets_lost, st.stream_packets_lost, memory_order_relaxed);
+    atomic_store_explicit(&c->probe_timeouts, st.probe_timeouts, memory_order_relaxed);
+    atomic_store_explicit(&c->congestion_events, st.congestion_events, memory_order_relaxed);
+    atomic_store_explicit(&c->bytes_in_flight, st.bytes_in_flight, memory_order_relaxed);
+    atomic_store_explicit(&c->smoothed_rtt_us, st.smoothed_rtt_ns / 1000, memory_order_relaxed);
+}
+
+const sws_quic_counters *sws_quic_counters_of(const sws_worker *w) {
+    return w->quic ? &w->quic->ctr : NULL;
 }
 
 void sws_quic_metrics(const sws_server *s, FILE *f) {
@@ -344,8 +416,9 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
     static const struct {
         const char *name, *type, *help;
         size_t off;
+        bool us; /* kept in microseconds, shown in seconds */
     } m[] = {
-#define Q(n, t, h, fld) {n, t, h, offsetof(sws_quic_counters, fld)}
+#define Q(n, t, h, fld) {n, t, h, offsetof(sws_quic_counters, fld), false}
         Q("scalwsd_quic_datagrams_received_total", "counter",
           "QUIC datagrams the loop's endpoint took (its own and those forwarded to it).",
           datagrams_in),
@@ -366,6 +439,26 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
         Q("scalwsd_http3_streams_total", "counter", "HTTP/3 request streams begun by clients.",
           streams),
         Q("scalwsd_http3_requests_total", "counter", "HTTP/3 requests answered.", requests),
+        Q("scalwsd_quic_stream_packets_lost_total", "counter",
+          "QUIC packets carrying a stream's data that ngtcp2 declared lost (their frames sent "
+          "again), counted per stream as it closes: a lower bound (doc/http3.md).",
+          stream_packets_lost),
+        Q("scalwsd_quic_probe_timeouts_total", "counter",
+          "QUIC probe timeouts that fired (no acknowledgement in time: a tail loss).",
+          probe_timeouts),
+        Q("scalwsd_quic_congestion_events_total", "counter",
+          "QUIC congestion events: a loss or ECN-CE mark that began a recovery period.",
+          congestion_events),
+        Q("scalwsd_quic_in_flight_bytes", "gauge",
+          "Bytes the loop's QUIC connections sent and were not yet acknowledged.", bytes_in_flight),
+        {"scalwsd_quic_smoothed_rtt_seconds", "gauge",
+         "The mean smoothed RTT of the loop's QUIC connections with an RTT sample (0: none).",
+         offsetof(sws_quic_counters, smoothed_rtt_us), true},
+        Q("scalwsd_http3_early_data_total", "counter",
+          "QUIC connections whose 0-RTT early data was taken ([http3] early_data).",
+          early_connections),
+        Q("scalwsd_http3_too_early_total", "counter",
+          "HTTP/3 requests in 0-RTT answered 425 Too Early (an unsafe method).", too_early),
 #undef Q
     };
     for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
@@ -373,8 +466,12 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
                 m[k].name, m[k].type);
         for (int i = 0; i < s->nloops; i++) {
             const sws_ctr *c = (const sws_ctr *)((const char *)&s->workers[i].quic->ctr + m[k].off);
-            fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", m[k].name, i,
-                    atomic_load_explicit(c, memory_order_relaxed));
+            uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
+            if (m[k].us)
+                fprintf(f, "%s{loop=\"%d\"} %" PRIu64 ".%06" PRIu64 "\n", m[k].name, i, v / 1000000,
+                        v % 1000000);
+            else
+                fprintf(f, "%s{loop=\"%d\"} %" PRIu64 "\n", m[k].name, i, v);
         }
     }
 }
@@ -405,10 +502,20 @@ void sws_quic_reload(sws_worker *w, const sws_config *next) {
     struct sws_quic *q = w->quic;
     if (!q || !q->ep)
         return;
+    sws_h3_params params;
+    params_of(next, &params);
+    sws_h3_endpoint_tune(q->ep, &params, &next->limits);
     char why[256];
-    if (sws_h3_endpoint_reload(q->ep, next->tls.cert, next->tls.key, why, sizeof(why)) < 0)
-        fprintf(stderr, "scalwsd: loop %d: reload: quic keeps its certificate: %s\n", w->index,
+    sws_h3_cert *certs;
+    int ncerts = certs_of(next, &certs);
+    if (ncerts < 0)
+        snprintf(why, sizeof(why), "out of memory");
+    if (ncerts < 0 || sws_h3_endpoint_reload_certs(q->ep, certs, (uint32_t)ncerts,
+                                                   next->tls.refuse_unknown, why, sizeof(why)) < 0)
+        fprintf(stderr, "scalwsd: loop %d: reload: quic keeps its certificates: %s\n", w->index,
                 why);
+    if (ncerts >= 0)
+        free(certs);
 }
 
 void sws_quic_free(sws_worker *w) {

@@ -15,7 +15,11 @@ typedef struct sws_quic_counters {
     sws_ctr datagrams_in, datagrams_out, send_errors, forwarded;
     sws_ctr sends, gso_batches; /* server/quic_send.c */
     sws_ctr connections, streams, requests;
+    sws_ctr early_connections, too_early;
     sws_ctr open_connections;
+    /* Loss recovery (sws_h3_stats says what each one is). */
+    sws_ctr stream_packets_lost, probe_timeouts, congestion_events;
+    sws_ctr bytes_in_flight, smoothed_rtt_us;
 } sws_quic_counters;
 
 #ifdef SWS_HAVE_QUIC
@@ -35,6 +39,9 @@ void sws_quic_publish(sws_worker *w);
 /* Control thread: the quic lines of /metrics, per loop (none without a
  * quic listener). */
 void sws_quic_metrics(const sws_server *s, FILE *f);
+/* Control thread: the loop's published counters, for /status; NULL without
+ * a quic listener. */
+const sws_quic_counters *sws_quic_counters_of(const sws_worker *w);
 /* Loop thread: draining (GOAWAY on every connection). */
 void sws_quic_drain(sws_worker *w);
 /* Loop thread: whether its connections have all closed (and then its socket). */
@@ -66,6 +73,10 @@ static inline void sws_quic_publish(sws_worker *w) {
 static inline void sws_quic_metrics(const sws_server *s, FILE *f) {
     (void)s;
     (void)f;
+}
+static inline const sws_quic_counters *sws_quic_counters_of(const sws_worker *w) {
+    (void)w;
+    return NULL;
 }
 static inline void sws_quic_drain(sws_worker *w) {
     (void)w;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -125,6 +126,42 @@ static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun,
     return 0;
 }
 
+/* Direct descriptors need a sparse file table (5.19, for IORING_FILE_INDEX_ALLOC)
+ * and IORING_OP_FIXED_FD_INSTALL (6.8) for whatever needs a real descriptor;
+ * a provided-buffer ring too, since the fallback receive is a read(2). And a
+ * kernel whose table entries are released one by one (6.13): before it, an
+ * entry closed while any older fixed-file request was still armed (an idle
+ * connection's receive) kept its socket open, FIN unsent, until that request
+ * ended. No feature bit says so; 6.14's IORING_FEAT_RW_ATTR stands for it. */
+static bool direct_setup(tl_loop *loop, uring_state *s) {
+    if (!(s->ring.features & IORING_FEAT_RW_ATTR) || !loop->h_fixed)
+        return false;
+    struct io_uring_probe *pr = io_uring_get_probe_ring(&s->ring);
+    bool ok = pr && io_uring_opcode_supported(pr, IORING_OP_FIXED_FD_INSTALL);
+    if (pr)
+        io_uring_free_probe(pr);
+    if (!ok || !s->br)
+        return false;
+    s->direct_queue = SOMAXCONN;
+    FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
+    if (f) {
+        unsigned q;
+        if (fscanf(f, "%u", &q) == 1 && q > 0)
+            s->direct_queue = q;
+        fclose(f);
+    }
+    uint64_t want = (uint64_t)loop->h_max + (uint64_t)DIRECT_LISTENERS * s->direct_queue;
+    struct rlimit rl;
+    uint64_t room = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+    if (room > DIRECT_SLOTS_MAX)
+        room = DIRECT_SLOTS_MAX;
+    s->direct_slots = (uint32_t)(want < room ? want : room);
+    /* room for at least one listener's queue beside every handle */
+    if ((uint64_t)loop->h_max + s->direct_queue > s->direct_slots)
+        return false;
+    return io_uring_register_files_sparse(&s->ring, s->direct_slots) == 0;
+}
+
 int tl__uring_probe(void) {
     struct io_uring ring;
     bool submit_all, single = false;
@@ -157,7 +194,9 @@ static int ur_init(tl_loop *loop) {
     s->stable_submit = submit_all && (s->ring.features & IORING_FEAT_SUBMIT_STABLE) != 0;
     s->ms_accept = s->ms_recv = true; /* tried; -EINVAL turns each off */
     s->min_wait = (s->ring.features & IORING_FEAT_MIN_TIMEOUT) && on && strstr(on, "min_wait");
+    s->direct = on && strstr(on, "direct");
     s->park_ms = PARK_MS;
+    s->first_recv = true;
     s->ring_close = true; /* IORING_OP_CLOSE is 5.6, older than anything this backend runs on */
     const char *pm = getenv("TURNLOOP_URING_PARK_MS"); /* tests park at once, and often */
     if (pm && *pm)
@@ -170,9 +209,11 @@ static int ur_init(tl_loop *loop) {
         s->ms_recv = s->ms_recv && !all && !strstr(off, "multishot_recv");
         s->stable_submit = s->stable_submit && !all && !strstr(off, "sendmsg");
         s->min_wait = s->min_wait && !all && !strstr(off, "min_wait");
+        s->direct = s->direct && !all && !strstr(off, "direct");
         if (all || strstr(off, "park"))
             s->park_ms = 0;
         s->ring_close = !all && !strstr(off, "ring_close");
+        s->first_recv = !all && !strstr(off, "first_recv");
         no_buf_ring = all || strstr(off, "buf_ring");
     }
     s->msg_cap = s->ring.sq.ring_entries;
@@ -185,6 +226,7 @@ static int ur_init(tl_loop *loop) {
         return -errno;
     if (!no_buf_ring)
         tl__ur_buf_ring_setup(loop, s);
+    s->direct = s->direct && direct_setup(loop, s);
     tl__ur_udp_init(loop, s);
     return 0;
 }
@@ -197,7 +239,8 @@ static void ur_fini(tl_loop *loop) {
     if (!s)
         return;
     for (uint32_t i = 0; i < s->parked_len; i++)
-        close(s->parked[i].fd);
+        if (!s->parked[i].direct) /* direct ones go with the ring's table */
+            close(s->parked[i].fd);
     if (s->ring_ok) {
         /* Freed on another thread than the one that registered the ring fd: that
          * thread's slot is dropped when it exits; this thread's same index may
@@ -218,6 +261,7 @@ static void ur_fini(tl_loop *loop) {
     }
     free(s->reserve);
     free(s->closes);
+    free(s->dir_closes);
     free(s->pend);
     free(s->pend_spare);
     free(s->paused);
@@ -299,7 +343,7 @@ struct io_uring_sqe *tl__ur_op_sqe(tl_loop *loop, uint32_t oi) {
         return NULL;
     }
     tl_oslot *o = &loop->o[oi];
-    set_bits(o, (bits(o) & ~(uintptr_t)OP_MS_SQE) | OP_ARMED);
+    set_bits(o, (bits(o) & ~(uintptr_t)(OP_MS_SQE | OP_DIRECT_SQE)) | OP_ARMED);
     io_uring_sqe_set_data64(sqe, op_id(loop, oi));
     return sqe;
 }
@@ -374,9 +418,11 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
     }
     case TL_OP_READ: {
         struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
-        if (sqe)
+        if (sqe) {
             io_uring_prep_recv(sqe, h->fd, tl__op_io(loop, o)->iov[0].iov_base,
                                tl__op_io(loop, o)->iov[0].iov_len, 0);
+            fixed_if_direct(sqe, h);
+        }
         return;
     }
     case TL_OP_RECV:
@@ -422,7 +468,7 @@ static void rearm_starved(tl_loop *loop) {
  * means "closed". A loop freed before that turn closes the descriptor itself. */
 static int ur_close_fd(tl_loop *loop, uint32_t hi) {
     uring_state *s = state(loop);
-    if (!s->ring_close)
+    if (!s->ring_close && !loop->h[hi].direct) /* only the ring can close a direct one */
         return -EOPNOTSUPP;
     tl__ur_push_id(&s->closes, &s->closes_len, &s->closes_cap, handle_id(loop, hi));
     return 0;
@@ -441,11 +487,84 @@ static void arm_closes(tl_loop *loop) {
             s->closes[keep++] = s->closes[i]; /* next turn */
             continue;
         }
-        io_uring_prep_close(sqe, loop->h[hi].fd);
+        /* A direct close goes without IOSQE_FIXED_FILE (with it: -EBADF). Every
+         * op on the handle has ended, so no request holds the file: the socket
+         * is closed (its FIN sent) with the table entry. */
+        if (loop->h[hi].direct)
+            io_uring_prep_close_direct(sqe, (unsigned)loop->h[hi].fd);
+        else
+            io_uring_prep_close(sqe, loop->h[hi].fd);
         io_uring_sqe_set_data64(sqe, UD_CLOSE | ((uint64_t)(loop->h[hi].gen & 0xffff) << 24) | hi);
         loop->h[hi].fd = -1; /* the kernel's from here */
+        loop->h[hi].direct = 0;
     }
     s->closes_len = keep;
+    keep = 0;
+    for (uint32_t i = 0; i < s->dir_closes_len; i++) {
+        struct io_uring_sqe *sqe = s->sq_starved ? NULL : get_sqe(loop);
+        if (!sqe) {
+            s->dir_closes[keep++] = s->dir_closes[i];
+            continue;
+        }
+        io_uring_prep_close_direct(sqe, (unsigned)s->dir_closes[i]);
+        io_uring_sqe_set_data64(sqe, UD_IGNORE);
+    }
+    s->dir_closes_len = keep;
+}
+
+void tl__ur_close_direct(tl_loop *loop, int index) {
+    uring_state *s = state(loop);
+    tl__ur_push_id(&s->dir_closes, &s->dir_closes_len, &s->dir_closes_cap, (uint64_t)index);
+}
+
+/* ---- direct descriptors made real on demand -------------------------------- */
+
+/* The CQE with user_data ud, if the kernel has posted it: read where it lies
+ * (the turn skips it), since others may be queued ahead of it. */
+static bool find_cqe(struct io_uring *ring, uint64_t ud, int32_t *res) {
+    unsigned head = *ring->cq.khead, tail = io_uring_smp_load_acquire(ring->cq.ktail);
+    for (; head != tail; head++) {
+        const struct io_uring_cqe *c = &ring->cq.cqes[head & *ring->cq.kring_mask];
+        if (c->user_data == ud) {
+            *res = c->res;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* IORING_OP_FIXED_FD_INSTALL (6.8) gives the socket of a direct descriptor a
+ * real one (O_CLOEXEC), for sendfile, getpeername, a detach, TLS peers of the
+ * host: whatever is not the ring's. The handle keeps the real one and the
+ * table entry is closed in the next batch (requests still in flight hold the
+ * file, not the entry). Called between turns, when nothing else is queued;
+ * the op runs inline in the submit, so its CQE is there when it returns. */
+static int ur_install_fd(tl_loop *loop, uint32_t hi) {
+    uring_state *s = state(loop);
+    tl_hslot *h = &loop->h[hi];
+    struct io_uring_sqe *sqe = get_sqe(loop);
+    if (!sqe)
+        return -EBUSY;
+    io_uring_prep_rw(IORING_OP_FIXED_FD_INSTALL, sqe, h->fd, NULL, 0, 0);
+    sqe->flags = IOSQE_FIXED_FILE; /* install_fd_flags (rw_flags) 0: O_CLOEXEC */
+    uint64_t ud = UD_INSTALL | (++s->install_seq & 0xffffffu);
+    io_uring_sqe_set_data64(sqe, ud);
+    int r = io_uring_submit(&s->ring);
+    s->msg_used = 0;
+    if (r < 0)
+        return r;
+    int32_t res = -EAGAIN;
+    for (int tries = 0; tries < 100 && !find_cqe(&s->ring, ud, &res); tries++)
+        io_uring_get_events(&s->ring); /* posts deferred completions, flushes overflow */
+    if (res == -EAGAIN)
+        s->install_lost = ud; /* cannot happen (inline); if it comes later, on_cqe closes it */
+    if (res < 0)
+        return res;
+    tl__ur_close_direct(loop, h->fd);
+    h->fd = res;
+    h->direct = 0;
+    loop->stats.fd_installs++;
+    return res;
 }
 
 static void on_close_cqe(tl_loop *loop, uint64_t ud) {
@@ -469,7 +588,7 @@ static void arm_phase(tl_loop *loop) {
             s->wake_armed = true;
         }
     }
-    if (s->closes_len > 0)
+    if (s->closes_len > 0 || s->dir_closes_len > 0)
         arm_closes(loop);
     while (s->pend_len > 0 && !s->sq_starved) {
         uint64_t *list = s->pend;
@@ -502,6 +621,11 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
     }
     if (ud == UD_IGNORE || ud == LIBURING_UDATA_TIMEOUT)
         return;
+    if ((ud >> 48) == 0 && (ud & UD_INSTALL)) {
+        if (ud == s->install_lost && res >= 0)
+            close(res); /* its caller was told -EAGAIN: nobody owns it */
+        return;         /* read by ur_install_fd where it lay */
+    }
     if ((ud >> 48) == 0 && (ud & UD_CLOSE)) {
         on_close_cqe(loop, ud);
         return;
@@ -632,7 +756,7 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
             timeout_ms = (int)s->park_ms;
     }
     arm_phase(loop);
-    if (loop->cq.len != queued || s->pend_len > 0 || s->closes_len > 0)
+    if (loop->cq.len != queued || s->pend_len > 0 || s->closes_len > 0 || s->dir_closes_len > 0)
         timeout_ms = 0; /* work done before the wait: report it instead of sleeping */
 
     int r;
@@ -686,4 +810,5 @@ const tl_backend_ops tl__backend_uring = {
     .buffer_released = tl__ur_buffer_released,
     .fit = ur_fit,
     .close_fd = ur_close_fd,
+    .install_fd = ur_install_fd,
 };

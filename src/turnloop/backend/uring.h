@@ -38,17 +38,36 @@
  * bit 24) and its slot (24 bits); the top 16 bits are 0, which no op id has
  * (its loop tag is never 0). */
 #define UD_CLOSE (1ull << 47)
+/* IORING_OP_FIXED_FD_INSTALL of a direct descriptor (install_fd): this bit and
+ * a sequence number; its CQE is read where it lies and skipped by the turn. */
+#define UD_INSTALL (1ull << 46)
+#ifndef IORING_FEAT_RW_ATTR
+#define IORING_FEAT_RW_ATTR (1U << 16) /* 6.14 */
+#endif
+#ifndef IORING_OP_FIXED_FD_INSTALL
+#define IORING_OP_FIXED_FD_INSTALL 54 /* 6.8; liburing 2.3's header predates it */
+#endif
+/* Direct descriptors: a full table does not leave a connection in the queue as
+ * EMFILE does: the kernel has accepted it, cannot place it, and closes it (a
+ * reset). So the table holds every handle the loop may have (max_handles)
+ * plus, per listener accepting into it, a whole accept queue (what a multishot
+ * accept may take before its cancel lands: connections parked past the
+ * ceiling); a loop without a ceiling gets none. At most RLIMIT_NOFILE entries
+ * (the kernel's limit) and DIRECT_SLOTS_MAX (its own). */
+#define DIRECT_SLOTS_MAX (1u << 20)
+#define DIRECT_LISTENERS 4 /* listeners per loop the table is sized for */
 
 /* Per-op backend state, kept in tl_oslot.backend_data as bits. */
 #define OP_ARMED 0x1u   /* an SQE of this op is in the kernel: it ends on its own CQE */
 #define OP_PENDING 0x2u /* listed for the arm phase */
 #define OP_STOP 0x4u    /* wants an async cancel (the host's, or a pause at the ceiling) */
 #define OP_CANCEL_SENT 0x8u
-#define OP_MS_SQE 0x10u     /* the SQE in flight is a multishot one (for the -EINVAL fallback) */
-#define OP_AT_CEILING 0x20u /* accept: stopped at max_handles (counted once per pause) */
-#define OP_ACTIVE 0x40u     /* recv: armed or fed since the last park sweep */
-#define OP_PARK 0x80u       /* recv: its cancel is the park sweep's (a poll follows) */
-#define OP_PARKED 0x100u    /* recv: parked: the SQE (to be) in flight is a POLL_ADD */
+#define OP_MS_SQE 0x10u      /* the SQE in flight is a multishot one (for the -EINVAL fallback) */
+#define OP_AT_CEILING 0x20u  /* accept: stopped at max_handles (counted once per pause) */
+#define OP_ACTIVE 0x40u      /* recv: armed or fed since the last park sweep */
+#define OP_PARK 0x80u        /* recv: its cancel is the park sweep's (a poll follows) */
+#define OP_PARKED 0x100u     /* recv: parked: the SQE (to be) in flight is a POLL_ADD */
+#define OP_DIRECT_SQE 0x200u /* accept: the SQE in flight accepts into the file table */
 /* An idle receive is parked after PARK_MS to 2 * PARK_MS without bytes: its
  * armed recv (an io_kiocb and an async-poll record, ~750 B of kernel memory)
  * becomes a POLL_ADD (the io_kiocb alone); readable, it is a recv again. */
@@ -62,6 +81,7 @@
 typedef struct parked_fd {
     tl_handle listener; /* accepted by the kernel while the loop was at its ceiling */
     int fd;
+    bool direct; /* fd is an index in the ring's file table */
 } parked_fd;
 
 typedef struct uring_state {
@@ -109,6 +129,23 @@ typedef struct uring_state {
     bool ring_close;
     uint64_t *closes;
     uint32_t closes_len, closes_cap;
+    /* Direct descriptors (TURNLOOP_URING_ENABLE=direct): multishot accepts
+     * into a sparse registered file table, streams used with IOSQE_FIXED_FILE.
+     * dir_closes: table entries no handle owns any more (installed in the
+     * process's table, or parked past the ceiling and dropped), closed in the
+     * arm phase. */
+    bool direct;
+    uint32_t direct_slots;   /* the table's entries */
+    uint32_t direct_queue;   /* an accept queue's length (net.core.somaxconn) */
+    uint32_t direct_accepts; /* multishot accepts in flight into the table */
+    /* The first receive of an accepted connection is a single recv: its
+     * request is usually there (TCP_DEFER_ACCEPT), and a connection closed
+     * after one answer then never arms a poll to be cancelled. */
+    bool first_recv;
+    uint64_t *dir_closes;
+    uint32_t dir_closes_len, dir_closes_cap;
+    uint32_t install_seq;
+    uint64_t install_lost; /* an install whose CQE did not come in time: close its fd */
     /* datagrams (uring_udp.c): multishot recvmsg into the buffer ring, with
      * this header read by the kernel for every datagram, so it never moves */
     bool ms_recvmsg;
@@ -142,8 +179,17 @@ static inline uint64_t handle_id(const tl_loop *loop, uint32_t hi) {
     return tl__make_id(loop, loop->h[hi].gen, hi);
 }
 
+/* A stream's descriptor in an SQE prepared with h->fd: a direct one is an
+ * index in the registered file table. */
+static inline void fixed_if_direct(struct io_uring_sqe *sqe, const tl_hslot *h) {
+    if (h->direct)
+        sqe->flags |= IOSQE_FIXED_FILE;
+}
+
 /* uring.c */
 void tl__ur_push_id(uint64_t **arr, uint32_t *len, uint32_t *cap, uint64_t id);
+/* A direct descriptor no handle owns: closed in this turn's batch. */
+void tl__ur_close_direct(tl_loop *loop, int index);
 /* Lists op oi for this turn's arm phase (arm it, or send its cancel). */
 void tl__ur_want_arm(tl_loop *loop, uint32_t oi);
 /* The final completion of a queued op; the next op of that queue goes in. */

@@ -22,30 +22,41 @@ void tl__ur_list_paused(tl_loop *loop, uint32_t hi) {
     tl__ur_push_id(&s->paused, &s->paused_len, &s->paused_cap, handle_id(loop, hi));
 }
 
-static void park_fd(tl_loop *loop, uint32_t hi, int fd) {
+/* A connection no handle took: a real descriptor is closed now, a direct one
+ * in the turn's batch. */
+static void drop_conn(tl_loop *loop, int fd, bool direct) {
+    if (direct)
+        tl__ur_close_direct(loop, fd);
+    else
+        close(fd);
+}
+
+static void park_fd(tl_loop *loop, uint32_t hi, int fd, bool direct) {
     uring_state *s = state(loop);
     if (s->parked_len == s->parked_cap) {
         uint32_t ncap = s->parked_cap ? s->parked_cap * 2 : 16;
         parked_fd *n = realloc(s->parked, (size_t)ncap * sizeof *n);
         if (!n) {
-            close(fd); /* cannot even remember it: the one way a connection is lost */
+            drop_conn(loop, fd, direct); /* cannot even remember it: the one way one is lost */
             loop->stats.accept_errors++;
             return;
         }
         s->parked = n;
         s->parked_cap = ncap;
     }
-    s->parked[s->parked_len++] = (parked_fd){.listener = handle_id(loop, hi), .fd = fd};
+    s->parked[s->parked_len++] =
+        (parked_fd){.listener = handle_id(loop, hi), .fd = fd, .direct = direct};
 }
 
 /* The oldest parked connection of a listener, or -1. */
-static int parked_take(tl_loop *loop, uint32_t hi) {
+static int parked_take(tl_loop *loop, uint32_t hi, bool *direct) {
     uring_state *s = state(loop);
     tl_handle id = handle_id(loop, hi);
     for (uint32_t i = 0; i < s->parked_len; i++) {
         if (s->parked[i].listener != id)
             continue;
         int fd = s->parked[i].fd;
+        *direct = s->parked[i].direct;
         memmove(&s->parked[i], &s->parked[i + 1], (s->parked_len - i - 1) * sizeof *s->parked);
         s->parked_len--;
         return fd;
@@ -61,7 +72,7 @@ void tl__ur_sweep_parked(tl_loop *loop) {
     for (uint32_t i = 0; i < s->parked_len; i++) {
         uint32_t hi;
         if (tl__handle_lookup(loop, s->parked[i].listener, &hi) < 0 || loop->h[hi].closing) {
-            close(s->parked[i].fd);
+            drop_conn(loop, s->parked[i].fd, s->parked[i].direct);
             continue;
         }
         s->parked[keep++] = s->parked[i];
@@ -69,12 +80,21 @@ void tl__ur_sweep_parked(tl_loop *loop) {
     s->parked_len = keep;
 }
 
-/* Makes fd a handle and reports it on the accept op oi. */
-static void accept_fd(tl_loop *loop, uint32_t oi, int fd) {
+/* Makes fd (a direct descriptor: an index in the ring's table) a handle and
+ * reports it on the accept op oi. */
+static void accept_fd(tl_loop *loop, uint32_t oi, int fd, bool direct) {
     uint32_t ci; /* TCP_NODELAY is inherited from the listener */
-    int err = tl__handle_new(loop, fd, TL_H_STREAM, 0, &ci); /* may move loop->h */
+    /* The core closes the descriptor it is given on error: not a table index. */
+    int err = tl__handle_new(loop, direct ? -1 : fd, TL_H_STREAM, 0, &ci); /* may move loop->h */
     bool multishot = loop->o[oi].multishot;
+    if (err == 0) {
+        loop->h[ci].fd = fd;
+        loop->h[ci].direct = direct;
+        loop->h[ci].fresh = state(loop)->first_recv;
+    }
     if (err < 0) { /* room was checked: only -ENOMEM; say so rather than drop silently */
+        if (direct)
+            tl__ur_close_direct(loop, fd);
         loop->stats.accept_errors++;
         if (multishot)
             tl__op_complete(loop, oi, err, true, NULL);
@@ -125,9 +145,10 @@ bool tl__ur_accept_step(tl_loop *loop, uint32_t hi) {
             }
             return true;
         }
-        int fd = parked_take(loop, hi);
+        bool parked_direct = false;
+        int fd = parked_take(loop, hi, &parked_direct);
         if (fd >= 0) {
-            accept_fd(loop, oi, fd);
+            accept_fd(loop, oi, fd, parked_direct);
             continue;
         }
         if (bits(o) & OP_ARMED)
@@ -135,7 +156,16 @@ bool tl__ur_accept_step(tl_loop *loop, uint32_t hi) {
         struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
         if (!sqe)
             return false;
-        if (o->multishot && s->ms_accept) {
+        /* Into the table while it has room for this listener's whole queue
+         * beside every handle and the other listeners' queues (uring.h). */
+        uint64_t need = loop->h_max + (uint64_t)(s->direct_accepts + 1) * s->direct_queue;
+        if (o->multishot && s->ms_accept && s->direct && need <= s->direct_slots) {
+            /* Into a free slot of the table; no SOCK_CLOEXEC there (-EINVAL):
+             * an installed descriptor gets O_CLOEXEC from the install. */
+            io_uring_prep_multishot_accept_direct(sqe, h->fd, NULL, NULL, SOCK_NONBLOCK);
+            set_bits(o, bits(o) | OP_MS_SQE | OP_DIRECT_SQE);
+            s->direct_accepts++;
+        } else if (o->multishot && s->ms_accept) {
             io_uring_prep_multishot_accept(sqe, h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
             set_bits(o, bits(o) | OP_MS_SQE);
         } else {
@@ -176,18 +206,21 @@ void tl__ur_on_accept(tl_loop *loop, uint32_t oi, int32_t res, bool more) {
     tl_oslot *o = &loop->o[oi];
     uint32_t hi = o->handle;
     uintptr_t was = bits(o);
+    bool direct = (was & OP_DIRECT_SQE) != 0;
     if (!more)
         disarm(o);
+    if (!more && direct)
+        s->direct_accepts--;
     if (res >= 0) {
         bool queued_first = false;
         for (uint32_t i = 0; i < s->parked_len && !queued_first; i++)
             queued_first = s->parked[i].listener == handle_id(loop, hi);
         if (tl__handle_room(loop) && !queued_first) {
-            accept_fd(loop, oi, res);
+            accept_fd(loop, oi, res, direct);
         } else {
             /* turnloop#77: the kernel accepted past the ceiling. Keep the
              * connection, stop the multishot, and adopt it when room comes. */
-            park_fd(loop, hi, res);
+            park_fd(loop, hi, res, direct);
             if (o->multishot && !(bits(o) & OP_AT_CEILING)) {
                 loop->stats.accept_pauses++;
                 set_bits(o, bits(o) | OP_AT_CEILING);
@@ -214,6 +247,11 @@ void tl__ur_on_accept(tl_loop *loop, uint32_t oi, int32_t res, bool more) {
         return; /* an error that did not end the request */
     if (o->cancelling) {
         tl__ur_finish(loop, oi, res == -ECANCELED ? -ECANCELED : res, NULL);
+        return;
+    }
+    if (res == -EINVAL && (was & OP_DIRECT_SQE)) {
+        s->direct = false; /* refused after all: accept real descriptors */
+        tl__ur_want_arm(loop, oi);
         return;
     }
     if (res == -EINVAL && (was & OP_MS_SQE)) {

@@ -65,21 +65,25 @@ void tl__ur_buffer_released(tl_loop *loop, uint32_t id) {
 void tl__ur_arm_recv(tl_loop *loop, uint32_t oi) {
     uring_state *s = state(loop);
     tl_oslot *o = &loop->o[oi];
-    int fd = loop->h[o->handle].fd;
+    tl_hslot *h = &loop->h[o->handle];
     struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
     if (!sqe)
         return;
+    bool first = h->fresh;
+    h->fresh = 0;
     if (!s->br || (bits(o) & OP_PARKED)) {
-        io_uring_prep_poll_add(sqe, fd, POLLIN); /* no buffer ring, or parked: poll first */
+        io_uring_prep_poll_add(sqe, h->fd, POLLIN); /* no buffer ring, or parked: poll first */
+        fixed_if_direct(sqe, h);
         return;
     }
     set_bits(o, bits(o) | OP_ACTIVE); /* a fresh receive is not idle yet */
-    if (s->ms_recv) {
-        io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
+    if (s->ms_recv && !first) {
+        io_uring_prep_recv_multishot(sqe, h->fd, NULL, 0, 0);
         set_bits(o, bits(o) | OP_MS_SQE);
     } else {
-        io_uring_prep_recv(sqe, fd, NULL, 0, 0); /* one buffer per SQE, re-armed */
+        io_uring_prep_recv(sqe, h->fd, NULL, 0, 0); /* one buffer per SQE, re-armed */
     }
+    fixed_if_direct(sqe, h);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = BUF_GROUP;
 }
@@ -87,7 +91,7 @@ void tl__ur_arm_recv(tl_loop *loop, uint32_t oi) {
 void tl__ur_arm_write(tl_loop *loop, uint32_t oi) {
     uring_state *s = state(loop);
     tl_oslot *o = &loop->o[oi];
-    int fd = loop->h[o->handle].fd;
+    const tl_hslot *h = &loop->h[o->handle];
     /* Without stable submission the kernel may read the msghdr after the submit
      * returns: send one segment at a time then (all by value). */
     tl_oio *io = tl__op_io(loop, o);
@@ -100,12 +104,14 @@ void tl__ur_arm_write(tl_loop *loop, uint32_t oi) {
     if (!sqe)
         return;
     if (!vec) {
-        io_uring_prep_send(sqe, fd, io->iov[0].iov_base, io->iov[0].iov_len, MSG_NOSIGNAL);
+        io_uring_prep_send(sqe, h->fd, io->iov[0].iov_base, io->iov[0].iov_len, MSG_NOSIGNAL);
+        fixed_if_direct(sqe, h);
         return;
     }
     struct msghdr *m = &s->msgs[s->msg_used++];
     *m = (struct msghdr){.msg_iov = io->iov, .msg_iovlen = (size_t)io->iovcnt};
-    io_uring_prep_sendmsg(sqe, fd, m, MSG_NOSIGNAL); /* a vanished peer is EPIPE, not SIGPIPE */
+    io_uring_prep_sendmsg(sqe, h->fd, m, MSG_NOSIGNAL); /* a vanished peer is EPIPE, not SIGPIPE */
+    fixed_if_direct(sqe, h);
 }
 
 /* Drops n written bytes from the front of the op's iovec (its own copy). */
