@@ -554,6 +554,16 @@ typedef struct tl_udp_options {
 int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
                 const tl_udp_options *opts, tl_handle *out);
 
+/* Adopts a bound datagram socket that another process made (the parent of
+ * a restart, which passed it by exec) as tl_udp_open would have made it:
+ * non-blocking, close-on-exec, pktinfo and ECN reported. Its address, port,
+ * IPV6_V6ONLY, reuse-port group and GRO stay as they were set, so opts may
+ * only say send_queue. The loop takes fd, even on error (it is closed then).
+ * Errors: -ENOTSOCK (not an AF_INET/AF_INET6 datagram socket, or not bound),
+ * -EINVAL (reuse_port, flags, a send_queue above 65535), -EMFILE (the handle
+ * ceiling), -ENOMEM; fcntl(), setsockopt() and the backend's registration errors. */
+int tl_udp_adopt(tl_loop *loop, int fd, const tl_udp_options *opts, tl_handle *out);
+
 /* Multishot receive: one TL_OP_UDP_RECV completion per datagram, with
  * TL_CQE_BUFFER, res the payload's length (0 is an empty datagram, not an
  * end). Ends (final) on cancel, close, an error, or -ENOBUFS when no loop
@@ -665,6 +675,19 @@ typedef struct tl_cid_steer {
  * 1..TL_CID_STEER_MAX_LOOPS, a cfg out of range), tl_udp_open()'s. */
 int tl_route_udp_cid(tl_loop **loops, int n, const struct sockaddr *addr, socklen_t addrlen,
                      const tl_cid_steer *cfg, tl_handle *out, int *steer_err);
+
+/* tl_route_udp_cid on sockets a parent process made with it (a restart that
+ * inherits them, so that the group, its indices and its program stay as they
+ * are: closing and binding again would reorder the group). loops[i] adopts
+ * fds[i] (tl_udp_adopt) for i < nfds; loops past nfds get new sockets on the
+ * same address, which join the group after the inherited ones, and the
+ * program is attached again for n loops (*steer_err as tl_route_udp_cid's);
+ * with n == nfds the group's program is left alone and *steer_err is 0.
+ * Every fd is the loops' from the call on, even on error (all closed then).
+ * Errors: -EINVAL (nfds outside 1..n, n outside 1..TL_CID_STEER_MAX_LOOPS, a
+ * cfg out of range), tl_udp_adopt()'s and tl_udp_open()'s. */
+int tl_route_udp_cid_adopt(tl_loop **loops, int n, const int *fds, int nfds,
+                           const tl_cid_steer *cfg, tl_handle *out, int *steer_err);
 
 /* The loop the steering program picks for a datagram by its connection ID
  * (0..n-1), or -1 when it would use the flow hash (not one of ours, or too

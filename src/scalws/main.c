@@ -250,6 +250,7 @@ int main(int argc, char **argv) {
 
     static sws_server srv;
     srv.ninherited = sws_inherited_http(&srv.inherited_fds, &srv.inherited_of);
+    srv.ninherited_named = sws_inherited_named(&srv.inherited_named);
     srv.reload_apply = sws_reload_apply;
     int rc = sws_server_start(&srv, &cfg, err, sizeof(err));
     if (rc < 0) {

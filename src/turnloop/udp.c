@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <string.h>
@@ -76,6 +77,52 @@ int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
         err = -errno;
     if (err == 0 && bind(fd, addr, addrlen) < 0)
+        err = -errno;
+    if (err < 0) {
+        close(fd);
+        return err;
+    }
+    uint32_t hi;
+    err = tl__handle_new(loop, fd, TL_H_DGRAM, 0, &hi);
+    if (err < 0)
+        return err;
+    tl__udp_handle_init(loop, hi, o.send_queue);
+    *out = tl__make_id(loop, loop->h[hi].gen, hi);
+    return 0;
+}
+
+int tl_udp_adopt(tl_loop *loop, int fd, const tl_udp_options *opts, tl_handle *out) {
+    tl_udp_options o = {0};
+    if (opts)
+        o = *opts;
+    tl_sockaddr a;
+    socklen_t al = sizeof a;
+    int type = 0;
+    socklen_t tl = sizeof type;
+    int err = 0;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_DGRAM ||
+        getsockname(fd, &a.sa, &al) < 0 ||
+        (a.sa.sa_family == AF_INET    ? a.in.sin_port
+         : a.sa.sa_family == AF_INET6 ? a.in6.sin6_port
+                                      : 0) == 0)
+        err = -ENOTSOCK; /* not an IP datagram socket, or not bound */
+    else if (o.reuse_port != TL_REUSE_PORT_NO || o.send_queue > UINT16_MAX || o.flags)
+        err = -EINVAL; /* bound already: its reuse-port group and GRO are the parent's */
+    else if (!tl__handle_room(loop))
+        err = -EMFILE;
+    int fl = err == 0 ? fcntl(fd, F_GETFL) : 0;
+    if (err == 0 &&
+        (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0))
+        err = -errno;
+    /* IPV6_V6ONLY cannot change once bound: the parent set it (tl_udp_open). */
+    int one = 1;
+    if (err == 0 && a.sa.sa_family == AF_INET6 &&
+        (setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one) < 0 ||
+         setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one) < 0))
+        err = -errno;
+    if (err == 0 && a.sa.sa_family == AF_INET &&
+        (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) < 0 ||
+         setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one) < 0))
         err = -errno;
     if (err < 0) {
         close(fd);

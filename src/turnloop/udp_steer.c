@@ -132,6 +132,46 @@ int tl_route_udp_cid(tl_loop **loops, int n, const struct sockaddr *addr, sockle
     return 0;
 }
 
+int tl_route_udp_cid_adopt(tl_loop **loops, int n, const int *fds, int nfds,
+                           const tl_cid_steer *cfg, tl_handle *out, int *steer_err) {
+    tl_cid_steer c;
+    if (n <= 0 || n > TL_CID_STEER_MAX_LOOPS || nfds < 1 || nfds > n || resolve_cfg(cfg, &c) < 0) {
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        return -EINVAL;
+    }
+    *steer_err = 0;
+    int err = 0, made = 0;
+    for (; made < nfds && err == 0; made++)
+        err = tl_udp_adopt(loops[made], fds[made], NULL, &out[made]);
+    if (err < 0) {
+        made--; /* the failed adoption closed its own */
+        for (int i = made + 1; i < nfds; i++)
+            close(fds[i]);
+        tl__undo_handles(loops, made, out);
+        return err;
+    }
+    if (n == nfds)
+        return 0; /* the group and its program are the parent's, unchanged */
+    /* More loops than the parent had: new members after its own, in loop
+     * order, and the program again for the group's new size. */
+    struct sockaddr_storage a;
+    socklen_t al = sizeof a;
+    err = tl_handle_sockname(loops[0], out[0], &a, &al);
+    tl_udp_options o = {.reuse_port = TL_REUSE_PORT_DISTRIBUTE};
+    while (made < n && err == 0)
+        if ((err = tl_udp_open(loops[made], (struct sockaddr *)&a, al, &o, &out[made])) == 0)
+            made++;
+    if (err < 0) {
+        tl__undo_handles(loops, made, out);
+        return err;
+    }
+    uint32_t hi;
+    err = tl__handle_lookup(loops[0], out[0], &hi);
+    *steer_err = err < 0 ? err : attach_cid_steer(loops, n, &c, loops[0]->h[hi].fd);
+    return 0;
+}
+
 /* ---- the loop-to-loop handoff ------------------------------------------------ */
 
 int tl_udp_forward(tl_loop *from, const tl_completion *c, tl_loop *to, uint64_t token) {

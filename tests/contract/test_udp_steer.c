@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -244,9 +245,85 @@ static void udp_cid_steering_refused_then_forwarded(void **state) {
     steer_teardown(&r);
 }
 
+/* A restart: another set of loops adopts the group's sockets as they are
+ * (descriptors passed by exec; dup() here), every index and the program
+ * unchanged, and the old handles closed after: datagrams still reach the
+ * loop their index names. Then a group of 2 taken by 4 loops: the two new
+ * sockets join after the inherited ones and the program covers all 4. */
+static void udp_cid_steering_inherited(void **state) {
+    (void)state;
+    steer_run old, r;
+    int serr = -1;
+    assert_true(steer_setup(&old, 0, NULL, AF_INET, &serr));
+    assert_int_equal(serr, 0);
+    int fds[NLOOPS];
+    for (int l = 0; l < NLOOPS; l++)
+        fds[l] = dup(tl_handle_fd(old.loops[l], old.h[l]));
+    memset(&r, 0, sizeof r);
+    r.family = AF_INET;
+    for (int l = 0; l < NLOOPS; l++)
+        r.loops[l] = udp_loop(0, 64);
+    serr = -1;
+    assert_int_equal(tl_route_udp_cid_adopt(r.loops, NLOOPS, fds, NLOOPS, NULL, r.h, &serr), 0);
+    assert_int_equal(serr, 0);
+    steer_teardown(&old); /* the parent's copies go: the sockets stay, in their places */
+    for (int l = 0; l < NLOOPS; l++)
+        assert_int_equal(tl_udp_recv(r.loops[l], r.h[l], 1, NULL), 0);
+    tl_sockaddr peer;
+    int fd = peer_on(AF_INET, "127.0.0.1", &peer);
+    steer_send(&r, fd, 10, 0);
+    steer_turn_all(&r, false, NLOOPS * 10);
+    for (int l = 0; l < NLOOPS; l++)
+        assert_int_equal(r.per_loop_own[l], 10);
+    assert_int_equal(r.misrouted, 0);
+    steer_teardown(&r);
+
+    /* Two inherited, four loops. */
+    tl_loop *two[2] = {udp_loop(0, 64), udp_loop(0, 64)};
+    tl_handle h2[2];
+    tl_sockaddr a = addr_of(AF_INET, "127.0.0.1", 0);
+    assert_int_equal(tl_route_udp_cid(two, 2, &a.sa, sizeof a.in, NULL, h2, &serr), 0);
+    for (int l = 0; l < 2; l++)
+        fds[l] = dup(tl_handle_fd(two[l], h2[l]));
+    memset(&r, 0, sizeof r);
+    r.family = AF_INET;
+    for (int l = 0; l < NLOOPS; l++)
+        r.loops[l] = udp_loop(0, 64);
+    serr = -1;
+    assert_int_equal(tl_route_udp_cid_adopt(r.loops, NLOOPS, fds, 2, NULL, r.h, &serr), 0);
+    assert_int_equal(serr, 0);
+    for (int l = 0; l < 2; l++) {
+        assert_int_equal(tl_close(two[l], h2[l], 0), 0);
+        assert_int_equal(drain_loop(two[l]), 0);
+        tl_loop_free(two[l]);
+    }
+    for (int l = 0; l < NLOOPS; l++)
+        assert_int_equal(tl_udp_recv(r.loops[l], r.h[l], 1, NULL), 0);
+    steer_send(&r, fd, 10, 0);
+    steer_turn_all(&r, false, NLOOPS * 10);
+    for (int l = 0; l < NLOOPS; l++)
+        assert_int_equal(r.per_loop_own[l], 10);
+    assert_int_equal(r.misrouted, 0);
+    steer_teardown(&r);
+    close(fd);
+
+    /* What is not a bound datagram socket is refused, and closed. */
+    tl_loop *one = udp_loop(0, 64);
+    tl_handle h;
+    int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(tl_udp_adopt(one, tcp, NULL, &h), -ENOTSOCK);
+    assert_int_equal(fcntl(tcp, F_GETFD), -1); /* closed */
+    int unbound = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(tl_udp_adopt(one, unbound, NULL, &h), -ENOTSOCK);
+    assert_int_equal(tl_route_udp_cid_adopt(&one, 1, &unbound, 0, NULL, &h, &serr), -EINVAL);
+    assert_int_equal(tl_loop_handles(one), 0);
+    tl_loop_free(one);
+}
+
 static const struct CMUnitTest udp_steer_tests[] = {
     cmocka_unit_test(udp_cid_steering_by_connection_id),
     cmocka_unit_test(udp_cid_steering_refused_then_forwarded),
+    cmocka_unit_test(udp_cid_steering_inherited),
 };
 const size_t udp_steer_test_count = sizeof udp_steer_tests / sizeof udp_steer_tests[0];
 const struct CMUnitTest *const udp_steer_tests_p = udp_steer_tests;

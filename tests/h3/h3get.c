@@ -12,7 +12,11 @@
  * after every N answers and goes on on the same connection: a migration
  * tells ngtcp2 (a new path and connection ID, validated: "path PORT
  * validated"), a NAT rebinding does not (the server alone sees the port
- * change); each prints "rebind K OLDPORT NEWPORT". Exit 0 when every request was
+ * change); each prints "rebind K OLDPORT NEWPORT". --pause MS makes the
+ * requests one at a time with MS between an answer and the next request on
+ * the connection; --reconnect sends the requests a GOAWAY left unsent (or
+ * the server rejected) on a new connection, as a browser does ("reconnect
+ * N" before them). Exit 0 when every request was
  * answered, 1 when one was not (reset, or the connection ended), 2 for a
  * usage error, 3 on the timeout.
  * --load SECONDS makes it a load generator (scripts/bench-h3-vs-h2): the
@@ -49,6 +53,8 @@
 
 typedef struct req {
     const char *path;
+    int index;     /* its place among all requests (a reconnection takes a subset) */
+    bool rejected; /* H3_REQUEST_REJECTED: not processed, safe to send again */
     int64_t sid;
     int status;
     bool started, done, failed;
@@ -90,8 +96,13 @@ typedef struct client {
      * what it first was, as behind a NAT that changed the port. */
     int rebind_every, rebind_at, rebinds;
     bool rebind_nat;
-    unsigned fd_port; /* fd's local port */
-    bool early;       /* --early: its requests go in 0-RTT, before the handshake ends */
+    unsigned fd_port;    /* fd's local port */
+    bool early;          /* --early: its requests go in 0-RTT, before the handshake ends */
+    bool reconnect;      /* rejected requests are sent again elsewhere: not failures here */
+    uint64_t pause_ns;   /* --pause: between an answer and the next request */
+    uint64_t next_at;    /* no request before this (now_ns) */
+    int64_t goaway_id;   /* the server's GOAWAY: streams from here were not processed */
+    bool graceful_close; /* the server closed with H3_NO_ERROR */
     uint8_t tx[MAX_DATAGRAM];
 } client;
 
@@ -157,6 +168,8 @@ static void load_done(client *c, req *r) {
 /* Opens streams for the next requests while the server's limit and -P allow. */
 static void submit_more(client *c) {
     while (c->h && !c->goaway && c->next < c->nreq && c->inflight < c->parallel) {
+        if (c->pause_ns && now_ns() < c->next_at)
+            return; /* run() calls again when it is time */
         int64_t sid;
         if (ngtcp2_conn_open_bidi_stream(c->q, &sid, NULL) != 0)
             return; /* the server's stream limit: extend_max_local_streams_bidi resumes */
@@ -208,7 +221,7 @@ static int h_recv_header(nghttp3_conn *h, int64_t sid, int32_t token, nghttp3_rc
     if (n.len == 7 && memcmp(n.base, ":status", 7) == 0)
         r->status = atoi((const char *)v.base);
     if (c->show_fields)
-        printf("%d < %.*s: %.*s\n", (int)(r - c->reqs), (int)n.len, n.base, (int)v.len, v.base);
+        printf("%d < %.*s: %.*s\n", r->index, (int)n.len, n.base, (int)v.len, v.base);
     return 0;
 }
 
@@ -260,23 +273,27 @@ static int h_end_stream(nghttp3_conn *h, int64_t sid, void *ud, void *sud) {
 
 static int h_stream_close(nghttp3_conn *h, int64_t sid, uint64_t code, void *ud, void *sud) {
     (void)h;
-    (void)sid;
     client *c = ud;
     req *r = sud;
     if (!r)
         return 0;
+    c->next_at = now_ns() + c->pause_ns;
+    c->done++;
+    c->inflight--;
+    if (!r->done && c->reconnect &&
+        (code == NGHTTP3_H3_REQUEST_REJECTED || (c->goaway && sid >= c->goaway_id))) {
+        r->rejected = true; /* not processed (RFC 9114 5.2): sent again on the next connection */
+        return 0;
+    }
     if (!r->done) {
         r->failed = true;
         fprintf(stderr, "h3get: request %d (%s) closed without an answer: error 0x%" PRIx64 "\n",
-                (int)(r - c->reqs), r->path, code);
+                r->index, r->path, code);
     }
     if (c->load)
         load_done(c, r);
     else if (!c->quiet)
-        printf("%d %d %" PRIu64 " %016" PRIx64 "\n", (int)(r - c->reqs), r->status, r->bytes,
-               r->hash);
-    c->done++;
-    c->inflight--;
+        printf("%d %d %" PRIu64 " %016" PRIx64 "\n", r->index, r->status, r->bytes, r->hash);
     return 0;
 }
 
@@ -298,6 +315,7 @@ static int h_shutdown(nghttp3_conn *h, int64_t id, void *ud) {
     (void)h;
     client *c = ud;
     c->goaway = true;
+    c->goaway_id = id;
     if (!c->quiet)
         printf("goaway %" PRId64 "\n", id);
     return 0;
@@ -652,7 +670,19 @@ static int read_in(client *c) {
         ngtcp2_pkt_info pi = {0};
         int rc = ngtcp2_conn_read_pkt(c->q, &path, &pi, buf, (size_t)n, now_ns());
         if (rc == NGTCP2_ERR_DRAINING) {
-            fprintf(stderr, "h3get: the server closed the connection\n");
+            ngtcp2_connection_close_error cc;
+            ngtcp2_conn_get_connection_close_error(c->q, &cc);
+            /* H3_NO_ERROR, or an application's close the server sent
+             * before the handshake was confirmed, where it may only say
+             * APPLICATION_ERROR (RFC 9000 10.2.3). */
+            c->graceful_close = (cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION &&
+                                 cc.error_code == NGHTTP3_H3_NO_ERROR) ||
+                                (cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT &&
+                                 cc.error_code == NGTCP2_APPLICATION_ERROR);
+            fprintf(stderr, "h3get: the server closed the connection (%s error 0x%" PRIx64 ")\n",
+                    cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION ? "application"
+                                                                                   : "transport",
+                    cc.error_code);
             c->closed = true;
             return -1;
         }
@@ -703,6 +733,8 @@ static void usage(void) {
             "  -t SECONDS      give up after SECONDS (10)\n"
             "  --migrate N     after every N answers a new local port, migrated to\n"
             "  --nat-rebind N  after every N answers a new local port, ngtcp2 not told\n"
+            "  --pause MS      one request at a time, MS after each answer\n"
+            "  --reconnect     what a GOAWAY left unsent goes on a new connection\n"
             "  -q              no line per answer\n"
             "  --load SECONDS  a load: -P at a time until -n each or SECONDS, then\n"
             "                  \"load <2xx> <failed> <body bytes> <seconds>\"\n");
@@ -829,6 +861,7 @@ static void requests_init(client *c, char **paths, int npaths, int repeat, bool 
         die("out of memory");
     for (int i = 0; i < c->nslots; i++) {
         c->reqs[i].path = paths[i % npaths];
+        c->reqs[i].index = i;
         c->reqs[i].hash = 14695981039346656037ull;
         c->reqs[i].body_cap = keep ? 4096 : 0;
         if (keep && !(c->reqs[i].body = malloc(4096)))
@@ -863,6 +896,8 @@ static int run(client *c, double timeout) {
             break;
         }
         uint64_t until = exp < deadline ? exp : deadline;
+        if (c->pause_ns && c->next < c->nreq && !c->goaway && c->next_at < until)
+            until = c->next_at > now ? c->next_at : now;
         int ms = until > now ? (int)((until - now + 999999) / 1000000) : 0;
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
         if (poll(&p, 1, ms) > 0 && read_in(c) < 0) {
@@ -870,6 +905,7 @@ static int run(client *c, double timeout) {
             break;
         }
         now = now_ns();
+        submit_more(c); /* a --pause that has passed */
         if (ngtcp2_conn_get_expiry(c->q) <= now) {
             int e = ngtcp2_conn_handle_expiry(c->q, now);
             if (e != 0) {
@@ -908,6 +944,70 @@ static void conn_free(client *c) {
     close(c->fd);
 }
 
+/* --reconnect: the requests the server's GOAWAY left unsent or rejected
+ * (not processed: RFC 9114 5.2) on a new connection, their answers back in
+ * c's table; after a graceful close (H3_NO_ERROR, or APPLICATION_ERROR
+ * before the handshake was confirmed) without a GOAWAY, GET and HEAD ones
+ * in flight too, as idempotent requests may be (RFC 9110 9.2.2).
+ * The other requests must all have been answered: one that failed
+ * otherwise is no reason to send anything again. 0 when every request of c
+ * is answered now, else run()'s. */
+static int reconnect(client *c, struct addrinfo *ai, bool insecure, const char *cafile,
+                     double timeout) {
+    int left = 0;
+    bool idempotent = strcmp(c->method, "GET") == 0 || strcmp(c->method, "HEAD") == 0;
+    for (int i = 0; i < c->nreq; i++) {
+        const req *r = &c->reqs[i];
+        bool unprocessed = r->rejected || (c->goaway && r->sid >= c->goaway_id) ||
+                           (c->graceful_close && idempotent);
+        if (r->failed || (r->started && !r->done && !unprocessed))
+            return 1;
+        left += !r->done;
+    }
+    if (!(c->goaway || c->graceful_close) || !left)
+        return left ? 1 : 0;
+    client n = {.method = c->method,
+                .parallel = c->parallel,
+                .authority = c->authority,
+                .sni = c->sni,
+                .data = c->data,
+                .data_len = c->data_len,
+                .show_fields = c->show_fields,
+                .quiet = c->quiet,
+                .reconnect = true,
+                .pause_ns = c->pause_ns,
+                .nreq = left};
+    if (!(n.reqs = calloc((size_t)left, sizeof(*n.reqs))))
+        die("out of memory");
+    for (int i = 0, j = 0; i < c->nreq; i++)
+        if (!c->reqs[i].done)
+            n.reqs[j++] = (req){.path = c->reqs[i].path,
+                                .index = c->reqs[i].index,
+                                .hash = 14695981039346656037ull,
+                                .body_cap = c->reqs[i].body_cap};
+    for (int j = 0; j < left; j++)
+        if (n.reqs[j].body_cap && !(n.reqs[j].body = malloc(n.reqs[j].body_cap)))
+            die("out of memory");
+    if (!c->quiet)
+        printf("reconnect %d\n", left);
+    connect_to(&n, ai);
+    ngtcp2_connection_close_error_default(&n.err);
+    tls_init(&n, insecure, cafile, NULL);
+    quic_init(&n);
+    int rc = run(&n, timeout);
+    for (int j = 0; j < left; j++) {
+        req *to = &c->reqs[n.reqs[j].index], *from = &n.reqs[j];
+        free(to->body);
+        *to = *from;
+        from->body = NULL;
+    }
+    c->goaway = n.goaway;
+    c->goaway_id = n.goaway_id;
+    c->graceful_close = n.graceful_close;
+    conn_free(&n);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     client c = {.method = NULL, .parallel = 1 << 30};
     int repeat = 1;
@@ -926,8 +1026,13 @@ int main(int argc, char **argv) {
                                           {"early", no_argument, NULL, 'E'},
                                           {"resume-sni", required_argument, NULL, 'N'},
                                           {"resume-after", required_argument, NULL, 'A'},
+                                          {"pause", required_argument, NULL, 'W'},
+                                          {"reconnect", no_argument, NULL, 'Y'},
                                           {"load", required_argument, NULL, 'L'},
                                           {NULL, 0, NULL, 0}};
+    /* A line at a time: a test that takes stdout and stderr in one file
+     * gets whole lines, never one cut by the other. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     int opt;
     while ((opt = getopt_long(argc, argv, "n:P:X:d:o:ikt:q", longs, NULL)) != -1) {
         switch (opt) {
@@ -981,6 +1086,13 @@ int main(int argc, char **argv) {
         case 't':
             timeout = atof(optarg);
             break;
+        case 'W':
+            c.pause_ns = (uint64_t)atoi(optarg) * 1000000u;
+            c.parallel = 1;
+            break;
+        case 'Y':
+            c.reconnect = true;
+            break;
         case 'q':
             c.quiet = true;
             break;
@@ -995,8 +1107,8 @@ int main(int argc, char **argv) {
     if (argc - optind < 2 || repeat < 1 || c.parallel < 1 || timeout <= 0 ||
         ((early || resume_sni || resume_after) && !resume))
         usage();
-    if (c.load && (load_s <= 0 || out || resume || c.show_fields))
-        die("--load takes a duration above 0, and none of -o, -i, --resume");
+    if (c.load && (load_s <= 0 || out || resume || c.show_fields || c.reconnect))
+        die("--load takes a duration above 0, and none of -o, -i, --resume, --reconnect");
     char *hostport = argv[optind++], *host;
     c.authority = strdup(hostport);
     struct addrinfo *ai = resolve(hostport, &host);
@@ -1012,7 +1124,6 @@ int main(int argc, char **argv) {
         c.method = "GET";
     requests_init(&c, argv + optind, argc - optind, repeat, out != NULL);
     connect_to(&c, ai);
-    freeaddrinfo(ai);
     ngtcp2_connection_close_error_default(&c.err);
     tls_init(&c, insecure, cafile, NULL);
     if (c.load) {
@@ -1026,6 +1137,9 @@ int main(int argc, char **argv) {
     uint64_t t0 = now_ns();
     c.load_end = t0 + (uint64_t)(load_s * 1e9);
     int rc = run(&c, timeout);
+    for (int round = 0; rc == 1 && c.reconnect && round < 8; round++)
+        rc = reconnect(&c, ai, insecure, cafile, timeout);
+    freeaddrinfo(ai);
     if (c.load)
         printf("load %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f\n", c.load_ok, c.load_failed,
                c.load_bytes, (double)(now_ns() - t0) / 1e9);

@@ -33,6 +33,9 @@
 #include "sws.h"
 #include "tls_test_util.h"
 
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+
 extern char **environ;
 
 #define WAIT_S 30
@@ -54,6 +57,9 @@ typedef struct host {
 static host g_hosts[NHOSTS];
 static host *const g_main = &g_hosts[0];
 static uint8_t g_ticket_key[SWS_H3_TICKET_KEY_LEN];
+/* The main endpoint's stateless reset secret, the host's (as a restarted
+ * scalwsd passes it on): its resets' tokens are checked against it. */
+static uint8_t g_reset_secret[SWS_H3_RESET_SECRET_LEN];
 static sws_worker *g_w;
 static sws_scenario_cfg g_hello_cfg, g_big_cfg;
 static sws_scenario g_hello, g_big, g_stream;
@@ -358,6 +364,8 @@ static int setup(void **state) {
 
     if (sws_h3_ticket_key(g_ticket_key) != 0)
         return -1;
+    for (size_t i = 0; i < sizeof(g_reset_secret); i++)
+        g_reset_secret[i] = (uint8_t)(i * 29 + 1);
     for (int i = 0; i < NHOSTS; i++) {
         host *h = &g_hosts[i];
         h->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -380,6 +388,7 @@ static int setup(void **state) {
                              .route = route,
                              .limits = SWS_HTTP_DEFAULT_LIMITS,
                              .ticket_key = i < 2 ? g_ticket_key : NULL,
+                             .reset_secret = i == 0 ? g_reset_secret : NULL,
                              .params = &p};
         char err[256];
         if (sws_h3_endpoint_new(&h->ep, &s, err, sizeof(err)) != 0) {
@@ -603,6 +612,14 @@ static void unknown_connection_gets_a_stateless_reset(void **state) {
     assert_true(n < (ssize_t)sizeof(pkt)); /* smaller: two endpoints cannot loop */
     assert_int_equal(ans[0] & 0xc0, 0x40);
     assert_int_equal(sws_h3_stats_of(g_main->ep).stateless_resets - before, 1);
+    /* Its token (the last 16 bytes) is the host's secret's for that CID. */
+    ngtcp2_cid cid;
+    ngtcp2_cid_init(&cid, pkt + 1, SWS_H3_CID_LEN);
+    uint8_t token[NGTCP2_STATELESS_RESET_TOKENLEN];
+    assert_int_equal(ngtcp2_crypto_generate_stateless_reset_token(token, g_reset_secret,
+                                                                  sizeof(g_reset_secret), &cid),
+                     0);
+    assert_memory_equal(ans + n - NGTCP2_STATELESS_RESET_TOKENLEN, token, sizeof(token));
     /* A tiny one gets none (it could be a reset itself). */
     assert_int_equal(raw(pkt, 21, ans, sizeof(ans)), 0);
 }

@@ -112,8 +112,12 @@ int sws_control_run(sws_server *s, int sigfd, int admin_fd) {
         if (n > 0 && ready_fd >= 0 && (p[3].revents & (POLLIN | POLLHUP | POLLERR))) {
             /* The new process of a SIGUSR2 serves on every loop: this one
              * drains by itself (nginx needs a QUIT to the old master). */
-            if (sws_reexec_ready_read() && !d.draining)
-                begin(s, &d, "SIGUSR2");
+            if (sws_reexec_ready_read()) {
+                /* Its loops receive on the quic sockets once ours stop. */
+                sws_quic_handover_hand(s);
+                if (!d.draining)
+                    begin(s, &d, "SIGUSR2");
+            }
         }
         if (n > 0 && (p[1].revents & POLLIN)) {
             uint64_t k;

@@ -28,6 +28,8 @@ static int http_fds[SWS_INHERIT_MAX];
 static int http_listener[SWS_INHERIT_MAX]; /* "http-N": listener N; -1 unnamed */
 static int nhttp_fds;
 static int admin_fd = -1;
+static sws_named_fd named_fds[SWS_NAMED_MAX];
+static int nnamed_fds;
 
 static char exe_path[PATH_MAX];
 static char **saved_argv;
@@ -73,6 +75,15 @@ void sws_inherit_parse(void) {
             if (p)
                 p = p[len] == ':' ? p + len + 1 : NULL;
             fcntl(fd, F_SETFD, FD_CLOEXEC);
+            /* The quic listener's UDP sockets, relay links and state
+             * (server/quic_handover.c), passed by a SIGUSR2. */
+            if (name && len > 4 && len < sizeof(named_fds[0].name) &&
+                strncmp(name, "quic", 4) == 0 && nnamed_fds < SWS_NAMED_MAX) {
+                named_fds[nnamed_fds].fd = fd;
+                memcpy(named_fds[nnamed_fds].name, name, len);
+                named_fds[nnamed_fds++].name[len] = '\0';
+                continue;
+            }
             if (!listening_stream(fd)) {
                 fprintf(stderr,
                         "scalwsd: inherited fd %d is not a listening stream socket; "
@@ -153,6 +164,11 @@ int sws_inherited_admin(void) {
     return admin_fd;
 }
 
+int sws_inherited_named(const sws_named_fd **out) {
+    *out = named_fds;
+    return nnamed_fds;
+}
+
 void sws_reexec_init(char **argv) {
     saved_argv = argv;
     /* The path, not /proc/self/exe: a binary replaced at the same path (an
@@ -168,8 +184,10 @@ static bool is_listen_var(const char *e) {
            strncmp(e, "LISTEN_FDNAMES=", 15) == 0 || strncmp(e, "SWS_READY_FD=", 13) == 0;
 }
 
-pid_t sws_reexec(const int *http, const int *http_of, int nhttp, int admin) {
-    int n = nhttp + (admin >= 0 ? 1 : 0);
+pid_t sws_reexec(const int *http, const int *http_of, int nhttp, int admin,
+                 const sws_named_fd *named, int nnamed) {
+    int nadmin = admin >= 0 ? 1 : 0;
+    int n = nhttp + nadmin + nnamed;
     if (!exe_path[0] || !saved_argv)
         return -ENOENT;
     if (nhttp <= 0 || n > SWS_INHERIT_MAX)
@@ -180,7 +198,7 @@ pid_t sws_reexec(const int *http, const int *http_of, int nhttp, int admin) {
     while (environ[nenv])
         nenv++;
     char **envp = calloc(nenv + 5, sizeof(*envp));
-    char *names_var = malloc(16 + (size_t)n * 12);
+    char *names_var = malloc(16 + (size_t)n * (sizeof(named->name) + 1));
     int src[SWS_INHERIT_MAX];
     if (!envp || !names_var) {
         free(envp);
@@ -196,11 +214,17 @@ pid_t sws_reexec(const int *http, const int *http_of, int nhttp, int admin) {
     memcpy(pid_var, "LISTEN_PID=", 12); /* the child writes its pid after the '=' */
     size_t nl = (size_t)sprintf(names_var, "LISTEN_FDNAMES=");
     for (int i = 0; i < n; i++) {
-        src[i] = i < nhttp ? http[i] : admin;
-        if (i < nhttp)
-            nl += (size_t)sprintf(names_var + nl, "%shttp-%d", i ? ":" : "", http_of[i]);
-        else
-            nl += (size_t)sprintf(names_var + nl, "%sadmin", i ? ":" : "");
+        const char *sep = i ? ":" : "";
+        if (i < nhttp) {
+            src[i] = http[i];
+            nl += (size_t)sprintf(names_var + nl, "%shttp-%d", sep, http_of[i]);
+        } else if (i < nhttp + nadmin) {
+            src[i] = admin;
+            nl += (size_t)sprintf(names_var + nl, "%sadmin", sep);
+        } else {
+            src[i] = named[i - nhttp - nadmin].fd;
+            nl += (size_t)sprintf(names_var + nl, "%s%s", sep, named[i - nhttp - nadmin].name);
+        }
     }
     envp[k++] = fds_var;
     envp[k++] = names_var;
@@ -286,7 +310,16 @@ void sws_reexec_on_signal(sws_server *s, int signo, bool draining, int admin) {
         fprintf(stderr, "scalwsd: SIGUSR2 while draining: ignored\n");
         return;
     }
-    pid_t pid = sws_reexec(s->listen_fds, s->listen_fd_of, s->nlisten_fds, admin);
+    /* The quic listener's sockets, a relay link per loop and its secrets. */
+    static sws_named_fd named[SWS_NAMED_MAX];
+    int nnamed = sws_quic_handover_prepare(s, named, SWS_NAMED_MAX);
+    if (nnamed < 0) {
+        fprintf(stderr, "scalwsd: SIGUSR2: cannot pass the quic sockets on: %s\n",
+                strerror(-nnamed));
+        return;
+    }
+    pid_t pid = sws_reexec(s->listen_fds, s->listen_fd_of, s->nlisten_fds, admin, named, nnamed);
+    sws_quic_handover_forked(s, pid > 0);
     if (pid < 0) {
         fprintf(stderr, "scalwsd: SIGUSR2: cannot start a new process: %s\n", strerror(-pid));
     } else {

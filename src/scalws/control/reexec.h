@@ -8,10 +8,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "quic_handover.h"
+
 struct sws_server;
 
-/* One per loop (1024) of each listener (SWS_LISTENERS_MAX, 16), and the admin socket. */
-#define SWS_INHERIT_MAX (1024 * 16 + 1)
+/* One per loop (1024) of each listener (SWS_LISTENERS_MAX, 16), the admin
+ * socket, and the quic listener's named descriptors (SWS_NAMED_MAX). */
+#define SWS_INHERIT_MAX (1024 * 16 + 1 + SWS_NAMED_MAX)
 
 /* Reads LISTEN_PID/LISTEN_FDS/LISTEN_FDNAMES once, before any thread starts,
  * and unsets them (a child must not take them for its own). Descriptors named
@@ -23,14 +26,18 @@ void sws_inherit_parse(void);
 int sws_inherited_http(const int **fds, const int **listener);
 /* The inherited admin listener, or -1. */
 int sws_inherited_admin(void);
+/* The inherited descriptors named "quic..." (any type: quic_handover.c
+ * judges them), in order. */
+int sws_inherited_named(const sws_named_fd **out);
 
 /* Remembers the path of the running binary and argv for sws_reexec. */
 void sws_reexec_init(char **argv);
 /* Forks and execs the same binary with the same argv, passing http[0..n)
- * (named "http-N" for listener http_of[i]) and admin_fd (when >= 0) as fds
- * 3.. with LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES.
+ * (named "http-N" for listener http_of[i]), admin_fd (when >= 0) and
+ * named[0..nnamed) as fds 3.. with LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES.
  * Returns the child's pid or a negative errno. The caller keeps serving. */
-pid_t sws_reexec(const int *http, const int *http_of, int nhttp, int admin_fd);
+pid_t sws_reexec(const int *http, const int *http_of, int nhttp, int admin_fd,
+                 const sws_named_fd *named, int nnamed);
 
 /* The control thread's SIGUSR2 (start a new process on our sockets, unless
  * draining) and SIGCHLD (report how that process ended, if it did). */

@@ -367,6 +367,12 @@ typedef struct sws_server {
     const int *inherited_of;
     int ninherited;
     void (*reload_apply)(sws_worker *w, uint64_t value);
+    /* The quic listener's descriptors a SIGUSR2 passed by name (its
+     * sockets, relay links and state: server/quic_handover.h), and the
+     * hand-over's state, made at start (NULL without HTTP/3). */
+    const struct sws_named_fd *inherited_named;
+    int ninherited_named;
+    struct sws_quic_handover *quic_handover;
 } sws_server;
 
 /* server.c: main thread */

@@ -37,6 +37,8 @@ enum sws_tag {
     SWS_T_UDP_FWD,
     SWS_T_UDP_CLOSE,
     SWS_T_QUIC_TIMER,
+    /* Posts of the SIGUSR2 hand-over (server/quic_handover.c; index: what). */
+    SWS_T_QUIC_RELAY,
     SWS_T_WORKER_LAST = 15,
 
     /* Everything from here up goes to the scenario's dispatch. */

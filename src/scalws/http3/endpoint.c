@@ -365,7 +365,10 @@ int sws_h3_endpoint_new(sws_h3_endpoint **out, const sws_h3_settings *s, char *e
     }
     for (uint32_t i = 0; i < ep->ntable; i++)
         ep->free_idx[ep->nfree++] = ep->ntable - 1 - i;
-    if (gnutls_rnd(GNUTLS_RND_KEY, ep->reset_secret, sizeof(ep->reset_secret)) != 0) {
+    _Static_assert(sizeof(ep->reset_secret) == SWS_H3_RESET_SECRET_LEN, "the host's secret fits");
+    if (s->reset_secret)
+        memcpy(ep->reset_secret, s->reset_secret, sizeof(ep->reset_secret));
+    else if (gnutls_rnd(GNUTLS_RND_KEY, ep->reset_secret, sizeof(ep->reset_secret)) != 0) {
         rc = -EIO;
         fail(err, errlen, rc, "%s", "http3: no random bytes for the stateless reset secret");
         goto bad;

@@ -126,8 +126,14 @@ typedef struct sws_h3_settings {
      * same for every loop's endpoint so that a session resumes on any of
      * them (sws_h3_ticket_key makes one); NULL: one of its own. */
     const uint8_t *ticket_key;
+    /* The secret stateless reset tokens are derived from
+     * (SWS_H3_RESET_SECRET_LEN bytes, copied); NULL: drawn here. A host
+     * that restarts gives the new process's endpoint the old one's, so that
+     * the old process's connections can be reset once it is gone. */
+    const uint8_t *reset_secret;
 } sws_h3_settings;
 
+#define SWS_H3_RESET_SECRET_LEN 32
 #define SWS_H3_TICKET_KEY_LEN                                                                      \
     64 /* GnuTLS's master key, from which it derives its rotating keys                             \
         */

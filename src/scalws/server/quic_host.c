@@ -8,6 +8,7 @@
 #include "quic_host.h"
 
 #include "http3.h"
+#include "quic_handover.h"
 #include "quic_send.h"
 #include "route.h"
 
@@ -26,7 +27,9 @@ struct sws_quic {
     sws_h3_endpoint *ep;
     tl_handle udp;
     int li;
-    bool closing;        /* the socket's close was asked: no more sends or receives */
+    bool closing;    /* the socket's close was asked: no more sends or receives */
+    bool recv_armed; /* the multishot receive is under way (recv_op) */
+    tl_op recv_op;
     tl_sockaddr bound;   /* the socket's address: the source when pktinfo says none */
     socklen_t bound_len; /* 0: unknown (no source given) */
     uint32_t xid_base;   /* the endpoint's exchange ids start here (sws_quic_reserve) */
@@ -42,6 +45,7 @@ struct sws_quic {
      * connection (RFC 9110 15.5.20): over TCP, where the gate applies. */
     sws_scenario misdirected;
     uint64_t forwarded;
+    uint64_t relayed; /* to the predecessor of a SIGUSR2 (quic_handover.c) */
     sws_quic_counters ctr;
 };
 
@@ -101,9 +105,10 @@ int sws_quic_reserve(sws_worker *w) {
 }
 
 static void arm_recv(struct sws_quic *q) {
-    if (q->closing)
+    if (q->closing || q->recv_armed)
         return;
-    int rc = tl_udp_recv(q->w->loop, q->udp, sws_token(0, SWS_T_UDP_RECV), NULL);
+    int rc = tl_udp_recv(q->w->loop, q->udp, sws_token(0, SWS_T_UDP_RECV), &q->recv_op);
+    q->recv_armed = rc == 0;
     if (rc < 0)
         fprintf(stderr, "scalwsd: loop %d: cannot receive on the quic socket: %s\n", q->w->index,
                 tl_strerror(rc));
@@ -183,18 +188,60 @@ static int probe_busy(const sws_server *s, const sws_addr *addr) {
     return rc;
 }
 
+/* Whether an inherited socket is on the listener's address (its port, or
+ * any where the listener asks for port 0). */
+static bool inherited_fits(const sws_addr *want, int fd) {
+    tl_sockaddr got;
+    socklen_t gl = sizeof(got);
+    if (getsockname(fd, &got.sa, &gl) < 0 || got.sa.sa_family != want->ss.ss_family)
+        return false;
+    const tl_sockaddr *w = (const tl_sockaddr *)&want->ss;
+    if (got.sa.sa_family == AF_INET)
+        return got.in.sin_addr.s_addr == w->in.sin_addr.s_addr &&
+               (w->in.sin_port == 0 || w->in.sin_port == got.in.sin_port);
+    return memcmp(&got.in6.sin6_addr, &w->in6.sin6_addr, sizeof(got.in6.sin6_addr)) == 0 &&
+           (w->in6.sin6_port == 0 || w->in6.sin6_port == got.in6.sin6_port);
+}
+
+/* The loops' sockets: a SIGUSR2's predecessor's, as they are (quic_handover.h),
+ * or new ones. */
+static int open_sockets(sws_server *s, const sws_listener_cfg *lc, tl_handle *hs, int *steer_err) {
+    const int *fds;
+    int n = sws_quic_handover_sockets(s, &fds);
+    if (n > s->nloops) /* the shared model: one loop */
+        return -EXDEV;
+    if (n > 0 && inherited_fits(&lc->addr, fds[0])) {
+        bool steered = sws_quic_handover_steered(s);
+        int rc = tl_route_udp_cid_adopt(s->loops, s->nloops, fds, n, NULL, hs, steer_err);
+        sws_quic_handover_sockets_taken(s);
+        if (rc == 0 && n == s->nloops)
+            *steer_err = steered ? 0 : -EOPNOTSUPP; /* the group's program is as it was */
+        return rc;
+    }
+    if (n > 0) {
+        fprintf(stderr, "scalwsd: quic: the old process's sockets are not on %s: bound anew\n",
+                lc->addr.text);
+        sws_quic_handover_drop_sockets(s);
+    }
+    int rc = probe_busy(s, &lc->addr);
+    if (rc == 0)
+        rc = tl_route_udp_cid(s->loops, s->nloops, (const struct sockaddr *)&lc->addr.ss,
+                              lc->addr.len, NULL, hs, steer_err);
+    return rc;
+}
+
 int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
     const sws_config *cfg = s->cfg;
     const sws_listener_cfg *lc = &cfg->listeners[li];
     tl_handle hs[s->nloops];
     int steer_err = 0;
-    int rc = probe_busy(s, &lc->addr);
-    if (rc == 0)
-        rc = tl_route_udp_cid(s->loops, s->nloops, (const struct sockaddr *)&lc->addr.ss,
-                              lc->addr.len, NULL, hs, &steer_err);
+    int rc = open_sockets(s, lc, hs, &steer_err);
     if (rc < 0) {
         snprintf(err, errlen, "%s: cannot listen on %s (quic): %s", lc->origin, lc->addr.text,
-                 rc == -EADDRINUSE ? "address already in use" : tl_strerror(rc));
+                 rc == -EADDRINUSE ? "address already in use"
+                 : rc == -EXDEV    ? "the old process's sockets are one per loop, and this one "
+                                     "has fewer loops (event_loops = 0?)"
+                                   : tl_strerror(rc));
         return rc;
     }
     if (steer_err)
@@ -207,13 +254,6 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
     if (cfg->quic_gso && !gso)
         fprintf(stderr, "scalwsd: quic on %s: the kernel has no UDP GSO: one send per datagram\n",
                 lc->addr.text);
-    /* One ticket key for every loop: a session resumes on whichever loop the
-     * client's next Initial reaches. */
-    uint8_t ticket_key[SWS_H3_TICKET_KEY_LEN];
-    if (sws_h3_ticket_key(ticket_key) != 0) {
-        snprintf(err, errlen, "%s: cannot draw a QUIC ticket key", lc->origin);
-        return -EIO;
-    }
     sws_h3_params params;
     params_of(cfg, &params);
     sws_h3_cert *certs;
@@ -227,6 +267,14 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: quic: out of memory", lc->origin);
         return -ENOMEM;
     }
+    int fds[s->nloops];
+    for (int i = 0; i < s->nloops; i++)
+        fds[i] = tl_handle_fd(s->loops[i], hs[i]);
+    if ((rc = sws_quic_handover_start(s, fds, err, errlen)) < 0) {
+        free(certs);
+        sws_h3_replay_unref(replay);
+        return rc;
+    }
     for (int i = 0; i < s->nloops; i++) {
         sws_worker *w = &s->workers[i];
         struct sws_quic *q = w->quic;
@@ -239,6 +287,10 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
         q->bound_len = sizeof(q->bound);
         if (getsockname(tl_handle_fd(w->loop, q->udp), &q->bound.sa, &q->bound_len) < 0)
             q->bound_len = 0;
+        /* One ticket key for every loop, so that a session resumes on
+         * whichever loop the client's next Initial reaches; it and each
+         * loop's reset secret pass to the next process on a SIGUSR2, and
+         * every CID names this process's generation (quic_handover.h). */
         sws_h3_settings st = {.certs = certs,
                               .ncerts = (uint32_t)ncerts,
                               .refuse_unknown = cfg->tls.refuse_unknown,
@@ -246,6 +298,9 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
                               .replay = replay,
                               .max_streams = cfg->h3.streams_per_loop,
                               .loop_index = (uint8_t)i,
+                              .make_cid = sws_quic_handover_make_cid,
+                              .cid_ud = w,
+                              .reset_secret = sws_quic_handover_reset_secret(s, i),
                               .send = send_dgram,
                               .send_ud = q,
                               .w = w,
@@ -253,16 +308,16 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
                               .route_ud = q,
                               .limits = w->limits,
                               .xid_base = q->xid_base,
-                              .ticket_key = ticket_key};
+                              .ticket_key = sws_quic_handover_ticket_key(s)};
         char why[256];
         rc = sws_h3_endpoint_new(&q->ep, &st, why, sizeof(why));
         if (rc < 0) {
             snprintf(err, errlen, "%s: quic: %s", lc->origin, why);
             break;
         }
-        arm_recv(q);
+        if (!sws_quic_handover_hold(w))
+            arm_recv(q); /* else once the old process stops receiving */
     }
-    explicit_bzero(ticket_key, sizeof(ticket_key));
     free(certs);
     sws_h3_replay_unref(replay);
     if (rc < 0)
@@ -301,12 +356,17 @@ static void on_recv(struct sws_quic *q, const tl_completion *e) {
         if (to >= 0 && to != w->index) {
             if (tl_udp_forward(w->loop, e, w->srv->loops[to], sws_token(0, SWS_T_UDP_FWD)) == 0)
                 q->forwarded++;
-        } else if (tl_udp_meta_get(w->loop, e, &m) == 0 && !(m.flags & TL_UDP_META_TRUNCATED)) {
+        } else if (tl_udp_meta_get(w->loop, e, &m) == 0 && !(m.flags & TL_UDP_META_TRUNCATED) &&
+                   !sws_quic_handover_relay_up(w, data, len, &m)) {
             input(q, data, len, &m);
         }
         tl_buffer_release(w->loop, e->u.buf.id);
     }
-    if ((e->flags & TL_CQE_FINAL) && !q->closing) {
+    if (e->flags & TL_CQE_FINAL)
+        q->recv_armed = false;
+    if ((e->flags & TL_CQE_FINAL) && sws_quic_handover_handing(w)) {
+        sws_quic_handover_stopped(w); /* the successor reads the socket from now on */
+    } else if ((e->flags & TL_CQE_FINAL) && !q->closing) {
         if (e->res >= 0 || e->res == -ENOBUFS)
             arm_recv(q);
         else if (e->res != -ECANCELED)
@@ -329,11 +389,15 @@ void sws_quic_dispatch(sws_worker *w, const tl_completion *e) {
         break;
     case SWS_T_UDP_FWD: {
         tl_udp_datagram *d = e->u.msg.ptr;
-        if (q && q->ep && !q->closing)
+        if (q && q->ep && !q->closing && !sws_quic_handover_relay_up(w, d->data, d->len, &d->meta))
             input(q, d->data, d->len, &d->meta);
         tl_udp_datagram_free(d);
         break;
     }
+    case SWS_T_QUIC_RELAY:
+        if (q && q->ep)
+            sws_quic_handover_dispatch(w, e);
+        break;
     case SWS_T_QUIC_TIMER:
         if (q && sws_token_index(e->token) == q->timer_gen)
             q->timer_armed = false; /* sws_quic_turn_done runs the endpoint's timers */
@@ -393,6 +457,7 @@ void sws_quic_publish(sws_worker *w) {
     atomic_store_explicit(&c->sends, tx.sends, memory_order_relaxed);
     atomic_store_explicit(&c->gso_batches, tx.batches, memory_order_relaxed);
     atomic_store_explicit(&c->forwarded, q->forwarded, memory_order_relaxed);
+    atomic_store_explicit(&c->relayed, q->relayed, memory_order_relaxed);
     atomic_store_explicit(&c->connections, st.connections, memory_order_relaxed);
     atomic_store_explicit(&c->streams, st.streams, memory_order_relaxed);
     atomic_store_explicit(&c->requests, st.requests, memory_order_relaxed);
@@ -433,6 +498,9 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
         Q("scalwsd_quic_forwarded_total", "counter",
           "QUIC datagrams this loop received for another loop's connection and forwarded.",
           forwarded),
+        Q("scalwsd_quic_relayed_total", "counter",
+          "QUIC datagrams of an older process's connections relayed to it after a SIGUSR2.",
+          relayed),
         Q("scalwsd_http3_connections_total", "counter", "QUIC connections opened.", connections),
         Q("scalwsd_http3_connections_active", "gauge", "QUIC connections open now.",
           open_connections),
@@ -487,7 +555,7 @@ bool sws_quic_finished(sws_worker *w) {
         return true;
     if (q->closing)
         return true;
-    if (!w->forced && sws_h3_stats_of(q->ep).open_connections)
+    if (!w->forced && (sws_h3_stats_of(q->ep).open_connections || sws_quic_handover_relaying(w)))
         return false;
     sws_quic_tx_flush(q->tx);
     sws_quic_publish(w);
@@ -527,4 +595,32 @@ void sws_quic_free(sws_worker *w) {
     sws_quic_tx_free(q->tx);
     free(q);
     w->quic = NULL;
+}
+
+/* ---- for the SIGUSR2 hand-over (quic_handover.c) ------------------------------------- */
+
+void sws_quic_take(sws_worker *w, const uint8_t *data, size_t len, const tl_udp_meta *m) {
+    struct sws_quic *q = w->quic;
+    if (q && q->ep && !q->closing)
+        input(q, data, len, m);
+}
+
+void sws_quic_receive(sws_worker *w) {
+    if (w->quic && w->quic->ep)
+        arm_recv(w->quic);
+}
+
+bool sws_quic_stop_receiving(sws_worker *w) {
+    struct sws_quic *q = w->quic;
+    if (!q || !q->recv_armed)
+        return false;
+    /* Armed: its final completion is still to come, whatever the cancel
+     * answers (-ENOENT: it is on its way already). */
+    (void)tl_cancel(w->loop, q->recv_op);
+    return true;
+}
+
+void sws_quic_count_relayed(sws_worker *w, bool sent) {
+    if (sent && w->quic)
+        w->quic->relayed++;
 }

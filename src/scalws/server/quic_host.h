@@ -12,7 +12,7 @@
 /* What a loop's endpoint counted, published by its loop once a second (the
  * sweep) for the control thread's /metrics. */
 typedef struct sws_quic_counters {
-    sws_ctr datagrams_in, datagrams_out, send_errors, forwarded;
+    sws_ctr datagrams_in, datagrams_out, send_errors, forwarded, relayed;
     sws_ctr sends, gso_batches; /* server/quic_send.c */
     sws_ctr connections, streams, requests;
     sws_ctr early_connections, too_early;
@@ -50,6 +50,14 @@ bool sws_quic_finished(sws_worker *w);
 void sws_quic_reload(sws_worker *w, const sws_config *next);
 /* After the loop's thread has ended, before the loop is freed. */
 void sws_quic_free(sws_worker *w);
+/* For quic_handover.c, loop thread: a datagram taken in as if received on
+ * the loop's socket; the receive armed (unless closing); the receive
+ * stopped (false: none was armed, so it has stopped already); a datagram
+ * relayed to the predecessor (sent: not dropped on a full link). */
+void sws_quic_take(sws_worker *w, const uint8_t *data, size_t len, const tl_udp_meta *m);
+void sws_quic_receive(sws_worker *w);
+bool sws_quic_stop_receiving(sws_worker *w);
+void sws_quic_count_relayed(sws_worker *w, bool sent);
 #else
 static inline int sws_quic_reserve(sws_worker *w) {
     (void)w;

@@ -4,6 +4,7 @@
  * before any worker turns; sws_server_start is its steps in order. */
 #include "limiter.h"
 #include "log_files.h"
+#include "quic_handover.h"
 #include "quic_host.h"
 #include "route.h"
 #include "sws.h"
@@ -64,11 +65,15 @@ static int init_server(sws_server *s, const sws_config *cfg, char *err, size_t e
     /* What main set for the server stays: the inherited sockets, the reload hook. */
     const int *inherited_fds = s->inherited_fds, *inherited_of = s->inherited_of;
     int ninherited = s->ninherited;
+    const struct sws_named_fd *inherited_named = s->inherited_named;
+    int ninherited_named = s->ninherited_named;
     void (*reload_apply)(sws_worker *, uint64_t) = s->reload_apply;
     memset(s, 0, sizeof(*s));
     s->inherited_fds = inherited_fds;
     s->inherited_of = inherited_of;
     s->ninherited = ninherited;
+    s->inherited_named = inherited_named;
+    s->ninherited_named = ninherited_named;
     s->reload_apply = reload_apply;
     s->cfg = cfg;
     s->sc_ops = sws_scenario_ops_of(cfg->routes->r[0].cfg.scenario);
@@ -208,6 +213,12 @@ static void plan_route(sws_server *s, const sws_config *cfg) {
         }
         many = L->ninherited > many ? L->ninherited : many;
     }
+    /* The quic listener's sockets, one per loop of the old process: each is
+     * an index of the kernel's group that its connection IDs name. */
+    const int *quic_fds;
+    int nquic = sws_quic_handover_sockets(s, &quic_fds);
+    if (!s->shared && nquic > many)
+        many = nquic;
     if (many > 1 && s->nloops < many)
         s->nloops = s->nthreads = many;
     for (int li = 0; li < s->nlisteners; li++) {
@@ -405,8 +416,8 @@ static void record_listen_fds(sws_server *s) {
         sws_listener *L = &s->listeners[li];
         int first = s->nlisten_fds;
         if (s->cfg->listeners[li].quic) {
-            /* Its text is the socket's (quic_host.c); a SIGUSR2 does not
-             * hand UDP sockets over yet: the new process binds its own. */
+            /* Its text is the socket's (quic_host.c); a SIGUSR2 passes its
+             * sockets by name (quic_handover.c), not as HTTP listeners. */
             free(L->inherited);
             L->inherited = NULL;
             continue;
@@ -511,6 +522,10 @@ int sws_server_start(sws_server *s, const sws_config *cfg, char *err, size_t err
     if (rc < 0)
         return rc;
     plan_loops(s, cfg);
+    if ((rc = sws_quic_handover_init(s, err, errlen)) < 0)
+        return rc;
+    if (sws_listener_quic(cfg) < 0)
+        sws_quic_handover_drop_sockets(s); /* no quic listener takes them */
     if ((rc = assign_inherited(s, cfg, err, errlen)) < 0)
         return rc;
     plan_route(s, cfg);
@@ -540,6 +555,7 @@ void sws_server_free(sws_server *s) {
     for (int li = 0; li < s->nlisteners; li++)
         if (s->listeners[li].acceptor)
             tl_acceptor_stop(s->listeners[li].acceptor);
+    sws_quic_handover_free(s); /* its thread posts to the loops: before they go */
     sws_balance_free(s);
     for (int i = 0; i < s->nloops && s->workers; i++)
         sws_worker_free(&s->workers[i]);

@@ -121,6 +121,7 @@ static void dispatch(sws_worker *w, const tl_completion *e) {
     case SWS_T_UDP_FWD:
     case SWS_T_UDP_CLOSE:
     case SWS_T_QUIC_TIMER:
+    case SWS_T_QUIC_RELAY:
         sws_quic_dispatch(w, e);
         break;
     default:
