@@ -20,7 +20,12 @@
  * stream reset both ways, H3_REQUEST_CANCELLED) once N bytes of its answer
  * came, and counts as answered. Exit 0 when every request was
  * answered, 1 when one was not (reset, or the connection ended), 2 for a
- * usage error, 3 on the timeout. */
+ * usage error, 3 on the timeout.
+ * --load SECONDS makes it a load generator (scripts/bench-h3-vs-h2): the
+ * requests, -P at a time, until -n per path are made or SECONDS have
+ * passed, then those in flight are finished; request slots are reused, no
+ * body is hashed or kept, and one line sums it up:
+ *     load <answered 2xx> <failed> <body bytes> <seconds> */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -81,6 +86,14 @@ typedef struct client {
     bool no_length;       /* --no-length: the body's length is not declared */
     req *reqs;
     int nreq, next, inflight, done, parallel;
+    int nslots; /* entries of reqs: nreq, or -P with --load */
+    /* --load: slots come back as their streams close; the paths in turn. */
+    bool load;
+    uint64_t load_end;
+    int *free_slots, nfree;
+    char **paths;
+    int npaths;
+    uint64_t load_ok, load_failed, load_bytes;
     bool show_fields, quiet, handshake, closed;
     bool goaway;   /* the server takes no new request: the rest are not sent */
     bool resuming; /* the session of an earlier connection is offered */
@@ -141,6 +154,24 @@ static nghttp3_ssize read_post(nghttp3_conn *h, int64_t sid, nghttp3_vec *vec, s
     return 1;
 }
 
+/* --load: a free slot for the next request, on the next path. */
+static req *load_slot(client *c) {
+    req *r = &c->reqs[c->free_slots[--c->nfree]];
+    *r = (req){.path = c->paths[c->next % c->npaths]};
+    return r;
+}
+
+/* --load: a closed stream's slot, counted and given back. */
+static void load_done(client *c, req *r) {
+    if (r->done && !r->failed && r->status >= 200 && r->status < 300) {
+        c->load_ok++;
+        c->load_bytes += r->bytes;
+    } else {
+        c->load_failed++;
+    }
+    c->free_slots[c->nfree++] = (int)(r - c->reqs);
+}
+
 /* Opens streams for the next requests while the server's limit and -P allow. */
 static void submit_more(client *c) {
     while (c->h && !c->goaway && c->next < c->nreq && c->inflight < c->parallel) {
@@ -149,7 +180,8 @@ static void submit_more(client *c) {
         int64_t sid;
         if (ngtcp2_conn_open_bidi_stream(c->q, &sid, NULL) != 0)
             return; /* the server's stream limit: extend_max_local_streams_bidi resumes */
-        req *r = &c->reqs[c->next++];
+        req *r = c->load ? load_slot(c) : &c->reqs[c->next];
+        c->next++;
         r->sid = sid;
         r->started = true;
         char len[24];
@@ -176,6 +208,8 @@ static void submit_more(client *c) {
             c->goaway = true;
             c->next--;
             r->started = false;
+            if (c->load)
+                c->free_slots[c->nfree++] = (int)(r - c->reqs);
             ngtcp2_conn_shutdown_stream(c->q, sid, NGHTTP3_H3_REQUEST_CANCELLED);
             return;
         }
@@ -212,7 +246,8 @@ static int h_recv_data(nghttp3_conn *h, int64_t sid, const uint8_t *data, size_t
     req *r = sud;
     if (r && !r->reset_due) {
         r->bytes += len;
-        r->hash = fnv(r->hash, data, len);
+        if (!c->load)
+            r->hash = fnv(r->hash, data, len);
         if (c->reset_after && r->bytes >= c->reset_after)
             r->reset_due = true; /* not inside nghttp3's read of the stream: write_out */
         if (r->body_cap) {
@@ -271,7 +306,9 @@ static int h_stream_close(nghttp3_conn *h, int64_t sid, uint64_t code, void *ud,
         fprintf(stderr, "h3get: request %d (%s) closed without an answer: error 0x%" PRIx64 "\n",
                 r->index, r->path, code);
     }
-    if (!c->quiet)
+    if (c->load)
+        load_done(c, r);
+    else if (!c->quiet)
         printf("%d %d %" PRIu64 " %016" PRIx64 "\n", r->index, r->status, r->bytes, r->hash);
     return 0;
 }
@@ -732,7 +769,9 @@ static void usage(void) {
             "  --nat-rebind N  after every N answers a new local port, ngtcp2 not told\n"
             "  --pause MS      one request at a time, MS after each answer\n"
             "  --reconnect     what a GOAWAY left unsent goes on a new connection\n"
-            "  -q              no line per answer\n");
+            "  -q              no line per answer\n"
+            "  --load SECONDS  a load: -P at a time until -n each or SECONDS, then\n"
+            "                  \"load <2xx> <failed> <body bytes> <seconds>\"\n");
     exit(2);
 }
 
@@ -840,10 +879,21 @@ static void rebind(client *c) {
 
 static void requests_init(client *c, char **paths, int npaths, int repeat, bool keep) {
     c->nreq = npaths * repeat;
-    c->reqs = calloc((size_t)c->nreq, sizeof(*c->reqs));
+    c->nslots = c->nreq;
+    if (c->load) { /* -P slots, reused */
+        c->nslots = c->parallel < c->nreq ? c->parallel : c->nreq;
+        c->paths = paths;
+        c->npaths = npaths;
+        c->free_slots = calloc((size_t)c->nslots, sizeof(*c->free_slots));
+        if (!c->free_slots)
+            die("out of memory");
+        for (int i = c->nslots; i-- > 0;)
+            c->free_slots[c->nfree++] = i;
+    }
+    c->reqs = calloc((size_t)c->nslots, sizeof(*c->reqs));
     if (!c->reqs)
         die("out of memory");
-    for (int i = 0; i < c->nreq; i++) {
+    for (int i = 0; i < c->nslots; i++) {
         c->reqs[i].path = paths[i % npaths];
         c->reqs[i].index = i;
         c->reqs[i].hash = 14695981039346656037ull;
@@ -861,10 +911,14 @@ static int run(client *c, double timeout) {
     int rc = 0;
     bool failed = false;
     while (c->done < c->nreq && !(c->goaway && c->inflight == 0)) {
+        if (c->load && now_ns() >= c->load_end)
+            c->nreq = c->next; /* time is up: those in flight, no more */
         /* Room under -P that answers made (the server's MAX_STREAMS is not
          * the only thing that frees it: a lossy path can bring that first,
          * then the answers, and nothing would ask again). */
         submit_more(c);
+        if (c->load && c->done >= c->nreq)
+            break;
         if (write_out(c) < 0) {
             failed = true;
             break;
@@ -900,8 +954,10 @@ static int run(client *c, double timeout) {
     }
     close_conn(c);
     int answered = 0;
-    for (int i = 0; i < c->nreq; i++)
+    for (int i = 0; i < c->nslots && !c->load; i++)
         answered += c->reqs[i].done && !c->reqs[i].failed;
+    if (c->load)
+        answered = (int)c->load_ok;
     if (!c->quiet || answered < c->nreq)
         fprintf(stderr, "h3get: %d of %d answered\n", answered, c->nreq);
     if (rc == 0 && (failed || answered < c->nreq))
@@ -915,9 +971,10 @@ static void conn_free(client *c) {
     ngtcp2_conn_del(c->q);
     gnutls_deinit(c->tls);
     gnutls_certificate_free_credentials(c->cred);
-    for (int i = 0; i < c->nreq; i++)
+    for (int i = 0; i < c->nslots; i++)
         free(c->reqs[i].body);
     free(c->reqs);
+    free(c->free_slots);
     close(c->fd);
 }
 
@@ -993,7 +1050,7 @@ int main(int argc, char **argv) {
     char *resume = NULL;
     const char *resume_sni = NULL, *resume_after = NULL;
     bool early = false;
-    double timeout = 10;
+    double timeout = 10, load_s = 0;
     static const struct option longs[] = {{"insecure", no_argument, NULL, 'k'},
                                           {"cacert", required_argument, NULL, 'C'},
                                           {"sni", required_argument, NULL, 'S'},
@@ -1007,6 +1064,7 @@ int main(int argc, char **argv) {
                                           {"reconnect", no_argument, NULL, 'Y'},
                                           {"reset-after", required_argument, NULL, 'Z'},
                                           {"no-length", no_argument, NULL, 'L'},
+                                          {"load", required_argument, NULL, 'G'},
                                           {NULL, 0, NULL, 0}};
     /* A line at a time: a test that takes stdout and stderr in one file
      * gets whole lines, never one cut by the other. */
@@ -1085,6 +1143,10 @@ int main(int argc, char **argv) {
         case 'L':
             c.no_length = true;
             break;
+        case 'G':
+            load_s = atof(optarg);
+            c.load = c.quiet = true;
+            break;
         default:
             usage();
         }
@@ -1092,6 +1154,8 @@ int main(int argc, char **argv) {
     if (argc - optind < 2 || repeat < 1 || c.parallel < 1 || timeout <= 0 ||
         ((early || resume_sni || resume_after) && !resume))
         usage();
+    if (c.load && (load_s <= 0 || out || resume || c.show_fields || c.reconnect))
+        die("--load takes a duration above 0, and none of -o, -i, --resume, --reconnect");
     char *hostport = argv[optind++], *host;
     c.authority = strdup(hostport);
     struct addrinfo *ai = resolve(hostport, &host);
@@ -1109,11 +1173,23 @@ int main(int argc, char **argv) {
     connect_to(&c, ai);
     ngtcp2_connection_close_error_default(&c.err);
     tls_init(&c, insecure, cafile, NULL);
+    if (c.load) {
+        /* A load takes the server's bursts whole: the default queue (208 KiB
+         * here) holds some 70 full datagrams, and each overflow is a loss
+         * that shrinks the server's congestion window. Up to rmem_max. */
+        int rcvbuf = 4 << 20;
+        setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    }
     quic_init(&c);
+    uint64_t t0 = now_ns();
+    c.load_end = t0 + (uint64_t)(load_s * 1e9);
     int rc = run(&c, timeout);
     for (int round = 0; rc == 1 && c.reconnect && round < 8; round++)
         rc = reconnect(&c, ai, insecure, cafile, timeout);
     freeaddrinfo(ai);
+    if (c.load)
+        printf("load %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f\n", c.load_ok, c.load_failed,
+               c.load_bytes, (double)(now_ns() - t0) / 1e9);
     if (out) {
         FILE *f = fopen(out, "wb");
         if (!f)

@@ -263,6 +263,9 @@ typedef struct sws_config {
     sws_scenario_kind scenario;
     bool http2;   /* the listener speaks HTTP/2 too (ALPN h2, or the preface on plaintext) */
     bool alt_svc; /* a quic listener is advertised on the tls listeners (Alt-Svc) */
+    /* the quic listener's bursts to one peer go out as UDP GSO sends
+     * (server/quic_send.c), where the kernel has UDP_SEGMENT */
+    bool quic_gso;
     /* [http2] */
     sws_h2_config h2;
     /* [http3] */

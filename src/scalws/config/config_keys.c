@@ -248,6 +248,8 @@ const sws_key sws_config_keys[] = {
          "HTTP/2 beside HTTP/1.1: ALPN h2 on a tls listener, the preface on a plaintext one"),
     BOOL("server", "alt_svc", alt_svc, "on", RESTART,
          "with a quic listener: Alt-Svc: h3=\":PORT\"; ma=86400 on the tls listeners' answers"),
+    BOOL("server", "quic_gso", quic_gso, "on", RESTART,
+         "with a quic listener: a burst of datagrams to one peer as one UDP GSO send"),
     CUSTOM("server", "add_header", sws_key_parse_add_header, sws_key_format_add_header, NULL,
            RELOAD, "\"Name: value\" added to 2xx and 3xx answers; one a line, lines add up"),
     CUSTOM("server", "add_header_always", sws_key_parse_add_header_always,

@@ -1,14 +1,16 @@
 /* The quic listener's host on each loop (quic_host.h): turnloop's UDP
  * socket of the loop on one side, the loop's HTTP/3 endpoint (http3.h) on
  * the other. Datagrams go in as they come (a misrouted one forwarded to
- * the loop its connection ID names), out through a pool of send buffers
- * (tl_udp_send keeps the caller's bytes until it completes), and one loop
- * timer follows the endpoint's next expiry. */
+ * the loop its connection ID names), out through the loop's send arena
+ * (quic_send.c: tl_udp_send keeps the caller's bytes until it completes;
+ * bursts coalesced for GSO), and one loop timer follows the endpoint's next
+ * expiry. */
 #include "quic_host.h"
 
 #include "gate.h"
 #include "http3.h"
 #include "quic_handover.h"
+#include "quic_send.h"
 #include "route.h"
 
 #include <arpa/inet.h>
@@ -18,11 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Sends in flight per loop: turnloop's send_queue for a socket of
- * tl_route_udp_cid (its default). Past it a datagram is dropped, which
- * QUIC's loss recovery sends again, as a full socket buffer would. */
-#define QUIC_SENDS 256
 
 typedef struct sws_quic sws_quic;
 
@@ -37,9 +34,7 @@ struct sws_quic {
     tl_sockaddr bound;   /* the socket's address: the source when pktinfo says none */
     socklen_t bound_len; /* 0: unknown (no source given) */
     uint32_t xid_base;   /* the endpoint's exchange ids start here (sws_quic_reserve) */
-    uint8_t (*bufs)[SWS_H3_MAX_DATAGRAM];
-    uint16_t free_slots[QUIC_SENDS];
-    uint32_t nfree;
+    sws_quic_tx *tx;     /* datagrams out */
     /* The one timer: armed for timer_at (ns); a completion whose token's
      * index is not timer_gen is a cancelled one's. */
     bool timer_armed;
@@ -60,23 +55,12 @@ static int send_dgram(void *ud, const struct sockaddr *local, socklen_t local_le
                       const struct sockaddr *remote, socklen_t remote_len, unsigned ecn,
                       const uint8_t *data, size_t len) {
     struct sws_quic *q = ud;
-    if (q->closing || !q->nfree)
+    if (q->closing)
         return -EAGAIN;
     if (len > SWS_H3_MAX_DATAGRAM)
         return -EMSGSIZE;
-    uint16_t slot = q->free_slots[--q->nfree];
-    memcpy(q->bufs[slot], data, len);
-    tl_udp_send_args a = {.data = q->bufs[slot],
-                          .len = (uint32_t)len,
-                          .ecn = (uint8_t)ecn,
-                          .dest = remote,
-                          .dest_len = remote_len,
-                          .source = local_len ? local : NULL,
-                          .source_len = local_len};
-    int rc = tl_udp_send(q->w->loop, q->udp, &a, sws_token(slot, SWS_T_UDP_SEND), NULL);
-    if (rc < 0)
-        q->free_slots[q->nfree++] = slot;
-    return rc;
+    return sws_quic_tx_send(q->tx, local_len ? local : NULL, local_len, remote, remote_len, ecn,
+                            data, len);
 }
 
 /* The route's instance as HTTP/2's streams get it (by :authority and path,
@@ -107,13 +91,11 @@ static void peer(void *ud, uint32_t slot, const struct sockaddr *addr, socklen_t
 
 int sws_quic_reserve(sws_worker *w) {
     struct sws_quic *q = calloc(1, sizeof(*q));
-    if (!q || !(q->bufs = malloc(QUIC_SENDS * sizeof(*q->bufs)))) {
+    if (!q || !(q->tx = sws_quic_tx_new())) {
         free(q);
         return -ENOMEM;
     }
     q->w = w;
-    for (uint32_t i = 0; i < QUIC_SENDS; i++)
-        q->free_slots[q->nfree++] = (uint16_t)(QUIC_SENDS - 1 - i);
     /* Exchange ids past the TCP connections' and HTTP/2's, so that the
      * scenarios' per-exchange tables (static's, the proxy's, the gate's)
      * cover them; the gate's peer entries likewise. */
@@ -271,6 +253,10 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
                 "(%s): datagrams that reach another loop are forwarded to theirs\n",
                 lc->addr.text, tl_strerror(steer_err));
     s->quic_steered = steer_err == 0;
+    bool gso = cfg->quic_gso && (tl_loop_features(s->loops[0]) & TL_FEATURE_UDP_GSO);
+    if (cfg->quic_gso && !gso)
+        fprintf(stderr, "scalwsd: quic on %s: the kernel has no UDP GSO: one send per datagram\n",
+                lc->addr.text);
     sws_h3_params params;
     params_of(cfg, &params);
     sws_h3_cert *certs;
@@ -297,6 +283,10 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
         struct sws_quic *q = w->quic;
         q->udp = hs[i];
         q->li = li;
+        /* GSO where asked and the kernel has it (else one send per
+         * datagram, which is what turnloop would make of a GSO send). */
+        sws_quic_tx_bind(q->tx, w->loop, q->udp,
+                         gso && (tl_loop_features(w->loop) & TL_FEATURE_UDP_GSO));
         q->bound_len = sizeof(q->bound);
         if (getsockname(tl_handle_fd(w->loop, q->udp), &q->bound.sa, &q->bound_len) < 0)
             q->bound_len = 0;
@@ -398,8 +388,8 @@ void sws_quic_dispatch(sws_worker *w, const tl_completion *e) {
             tl_buffer_release(w->loop, e->u.buf.id);
         break;
     case SWS_T_UDP_SEND:
-        if (q && q->nfree < QUIC_SENDS)
-            q->free_slots[q->nfree++] = (uint16_t)sws_token_index(e->token);
+        if (q)
+            sws_quic_tx_done(q->tx, sws_token_index(e->token));
         break;
     case SWS_T_UDP_FWD: {
         tl_udp_datagram *d = e->u.msg.ptr;
@@ -438,6 +428,8 @@ void sws_quic_turn_done(sws_worker *w) {
         sws_h3_on_timer(q->ep, now);
         at = sws_h3_next_expiry(q->ep);
     }
+    /* What the turn wrote goes out before the loop waits again. */
+    sws_quic_tx_flush(q->tx);
     if (at == UINT64_MAX) {
         cancel_timer(q);
         return;
@@ -463,10 +455,15 @@ void sws_quic_publish(sws_worker *w) {
     if (!q || !q->ep)
         return;
     sws_h3_stats st = sws_h3_stats_of(q->ep);
+    sws_quic_tx_stats tx = sws_quic_tx_stats_of(q->tx);
     sws_quic_counters *c = &q->ctr;
     atomic_store_explicit(&c->datagrams_in, st.datagrams_in, memory_order_relaxed);
     atomic_store_explicit(&c->datagrams_out, st.datagrams_out, memory_order_relaxed);
-    atomic_store_explicit(&c->send_errors, st.send_errors, memory_order_relaxed);
+    /* The engine counts what the hook refused; a batch refused later by
+     * tl_udp_send is the arena's. */
+    atomic_store_explicit(&c->send_errors, st.send_errors + tx.dropped, memory_order_relaxed);
+    atomic_store_explicit(&c->sends, tx.sends, memory_order_relaxed);
+    atomic_store_explicit(&c->gso_batches, tx.batches, memory_order_relaxed);
     atomic_store_explicit(&c->forwarded, q->forwarded, memory_order_relaxed);
     atomic_store_explicit(&c->relayed, q->relayed, memory_order_relaxed);
     atomic_store_explicit(&c->connections, st.connections, memory_order_relaxed);
@@ -502,6 +499,10 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
           datagrams_out),
         Q("scalwsd_quic_send_errors_total", "counter",
           "QUIC datagrams dropped at sending (recovered by QUIC as losses).", send_errors),
+        Q("scalwsd_quic_sends_total", "counter",
+          "UDP sends the loop made for QUIC (a GSO send carries several datagrams).", sends),
+        Q("scalwsd_quic_gso_batches_total", "counter",
+          "UDP GSO sends of more than one datagram (quic_gso).", gso_batches),
         Q("scalwsd_quic_forwarded_total", "counter",
           "QUIC datagrams this loop received for another loop's connection and forwarded.",
           forwarded),
@@ -564,6 +565,7 @@ bool sws_quic_finished(sws_worker *w) {
         return true;
     if (!w->forced && (sws_h3_stats_of(q->ep).open_connections || sws_quic_handover_relaying(w)))
         return false;
+    sws_quic_tx_flush(q->tx);
     sws_quic_publish(w);
     cancel_timer(q);
     q->closing = true;
@@ -598,7 +600,7 @@ void sws_quic_free(sws_worker *w) {
         return;
     if (q->ep)
         sws_h3_endpoint_free(q->ep);
-    free(q->bufs);
+    sws_quic_tx_free(q->tx);
     free(q);
     w->quic = NULL;
 }

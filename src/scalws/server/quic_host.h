@@ -13,6 +13,7 @@
  * sweep) for the control thread's /metrics. */
 typedef struct sws_quic_counters {
     sws_ctr datagrams_in, datagrams_out, send_errors, forwarded, relayed;
+    sws_ctr sends, gso_batches; /* server/quic_send.c */
     sws_ctr connections, streams, requests;
     sws_ctr early_connections, too_early;
     sws_ctr open_connections;
