@@ -86,17 +86,27 @@ sum() { # sum METRIC: over the loops
     curl -s --max-time 10 "http://127.0.0.1:$ADMIN_PORT/metrics" |
         awk -v m="$1" '$1 ~ "^"m"[{]" { s += $2 } END { print s + 0 }'
 }
+# stream_packets_lost is a lower bound (read per stream as it closes; what a
+# probe had resent already is not counted) and reads 0 in some runs whose
+# losses ngtcp2 did recover (seen on epoll; doc/http3.md, "Left for after"):
+# a loss that began a recovery period (a congestion event) must be counted,
+# in /metrics and /status, and the other counts be there.
 for _ in $(seq 1 100); do
-    lost=$(sum scalwsd_quic_stream_packets_lost_total)
-    [ "$lost" -gt 0 ] && break
+    events=$(sum scalwsd_quic_congestion_events_total)
+    [ "$events" -gt 0 ] && break
     sleep 0.1
 done
-[ "$lost" -gt 0 ] || fail "no lost packet counted in /metrics"
-events=$(sum scalwsd_quic_congestion_events_total)
 [ "$events" -gt 0 ] || fail "no congestion event counted in /metrics"
-status_lost=$(curl -s --max-time 10 "http://127.0.0.1:$ADMIN_PORT/status" |
-    jq '[.loops[].http3.stream_packets_lost] | add')
-[ "$status_lost" -gt 0 ] || fail "/status counts no lost packet: $status_lost"
+m=$(curl -s --max-time 10 "http://127.0.0.1:$ADMIN_PORT/metrics")
+for n in stream_packets_lost_total probe_timeouts_total in_flight_bytes smoothed_rtt_seconds; do
+    grep -q "^scalwsd_quic_${n}{loop=\"1\"} " <<<"$m" || fail "/metrics has no scalwsd_quic_$n per loop"
+done
+lost=$(sum scalwsd_quic_stream_packets_lost_total)
+pto=$(sum scalwsd_quic_probe_timeouts_total)
+status=$(curl -s --max-time 10 "http://127.0.0.1:$ADMIN_PORT/status")
+status_events=$(jq '[.loops[].http3.congestion_events] | add' <<<"$status")
+[ "$status_events" -gt 0 ] || fail "/status counts no congestion event: $status_events"
+jq -e '[.loops[].http3.stream_packets_lost | numbers] | length == 2' <<<"$status" >/dev/null ||
+    fail "/status has no stream_packets_lost per loop"
 tc qdisc del dev lo root 2>/dev/null || true
-echo "PASS http3_netem (stream packets lost $lost, congestion events $events," \
-    "probe timeouts $(sum scalwsd_quic_probe_timeouts_total))"
+echo "PASS http3_netem (stream packets lost $lost, congestion events $events, probe timeouts $pto)"
