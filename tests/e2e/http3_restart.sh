@@ -21,12 +21,7 @@
 # e2e_http3_restart_unsteered runs it without the kernel's steering program
 # (the loops forward, and relay, what the kernel's hash misplaces).
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
+. "$(dirname "$0")/lib_h3.sh"
 mkdir -p "$T/www"
 head -c 8388608 /dev/urandom >"$T/www/huge.bin"
 head -c 33554432 /dev/urandom >"$T/www/giant.bin"
@@ -79,21 +74,7 @@ answers() {
 }
 h3() { timeout 120 "$H3GET" -k -t 100 "$@"; }
 
-SWS_LISTEN_OPTS="tls name=tls"
-start_sws "listen = 127.0.0.1:0 quic name=h3
-event_loops = 2
-scenario = respond
-drain_timeout = 120s
-[tls]
-cert = $T/cert.pem
-key = $T/key.pem
-[route files]
-path_prefix = /files/
-scenario = static
-root = $T/www
-strip_prefix = on"
-QP=$(ready_listen_port "$T/ready" h3)
-[ -n "$QP" ] || fail "the ready file names no quic listener: $(cat "$T/ready")"
+start_h3 "$(h3_ini "drain_timeout = 120s")"
 FIRST=$SWS_PID
 
 # ---------------------------------------------------------------------------

@@ -33,6 +33,15 @@ fail() {
 # map its shadow memory; a server that exits is seen at once, not after this.
 SWS_START_SECS=${SWS_START_SECS:-60}
 
+# config_refused INI-TEXT WANT: scalwsd -t refuses INI-TEXT (printf %b
+# escapes) as $T/bad.ini, saying WANT (its file:line: [section] key: why).
+config_refused() {
+    printf '%b' "$1" >"$T/bad.ini"
+    local out
+    out=$("$SWS" -t -c "$T/bad.ini" 2>&1) && fail "-t accepted: $1"
+    case $out in *"$2"*) ;; *) fail "-t said '$out', want '$2'" ;; esac
+}
+
 # start_sws [ini text] [extra args...]: writes the ini with listen (and admin)
 # on port 0, starts scalwsd with --ready-file and sets PORT, ADMIN_PORT and
 # SWS_PID from what it bound; then makes one request (GET /) that it answers.
