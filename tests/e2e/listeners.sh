@@ -152,20 +152,22 @@ lt=$!
 python3 "$(dirname "$0")/mixed_load.py" ::1 "$V6_PORT" --stop "$T/stop" --seconds 120 --ka 2 \
     --close 2 --pipe 1 --depth 8 --expect-body "the site" >"$T/mixed" 2>"$T/mixed.err" &
 lm=$!
+# The restarts begin once that load is under way (python3 takes a moment to
+# start; three restarts can be over before it): the v6 listener has accepted
+# its connections (published once a second).
+v6_conns() {
+    curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
+        awk '/^scalwsd_listener_connections_total[{]listener="v6"/ { print $2 }'
+}
+base=$(v6_conns)
+end=$((SECONDS + 30))
+until [ "$(v6_conns)" -gt $((base + 5)) ]; do
+    [ "$SECONDS" -le "$end" ] || fail "no load on ::1 within 30 s: $(cat "$T/mixed.err")"
+    sleep 0.1
+done
 for i in 1 2 3; do
-    old=$SWS_PID
-    kill -USR2 "$old"
-    end=$((SECONDS + SWS_START_SECS))
-    until new=$(ready_pid "$T/ready") && [ -n "$new" ] && [ "$new" != "$old" ]; do
-        [ "$SECONDS" -le "$end" ] || fail "restart $i: no new process"
-        sleep 0.05
-    done
-    SWS_PID=$new
-    end=$((SECONDS + 30))
-    while kill -0 "$old" 2>/dev/null; do
-        [ "$SECONDS" -le "$end" ] || fail "restart $i: old process $old did not drain"
-        sleep 0.05
-    done
+    restart_new "restart $i"
+    wait_exit "$OLD" 30 "restart $i: old process $OLD (drained)"
 done
 touch "$T/stop"
 wait "$lp" "$lt"
