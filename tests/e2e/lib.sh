@@ -34,11 +34,13 @@ fail() {
 SWS_START_SECS=${SWS_START_SECS:-60}
 
 # config_refused INI-TEXT WANT: scalwsd -t refuses INI-TEXT (printf %b
-# escapes) as $T/bad.ini, saying WANT (its file:line: [section] key: why).
+# escapes) as $T/bad.ini with exit 2, saying WANT (its file:line: [section]
+# key: why).
 config_refused() {
     printf '%b' "$1" >"$T/bad.ini"
-    local out
-    out=$("$SWS" -t -c "$T/bad.ini" 2>&1) && fail "-t accepted: $1"
+    local out st=0
+    out=$("$SWS" -t -c "$T/bad.ini" 2>&1) || st=$?
+    [ "$st" = 2 ] || fail "-t exited $st, not 2 (refused), for: $1: $out"
     case $out in *"$2"*) ;; *) fail "-t said '$out', want '$2'" ;; esac
 }
 
