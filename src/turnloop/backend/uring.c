@@ -638,7 +638,7 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
     }
     if (s->reg_fd)
         ur_ring_fd(s);
-    uint32_t queued = loop->cq.len;
+    uint32_t queued = tl__cq_count(loop);
     if (s->parked_len > 0)
         tl__ur_sweep_parked(loop);
     if (s->resume || loop->backoff_listeners > 0) {
@@ -655,7 +655,8 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
             timeout_ms = (int)s->park_ms;
     }
     arm_phase(loop);
-    if (loop->cq.len != queued || s->pend_len > 0 || s->closes_len > 0 || s->dir_closes_len > 0)
+    if (tl__cq_count(loop) != queued || s->pend_len > 0 || s->closes_len > 0 ||
+        s->dir_closes_len > 0)
         timeout_ms = 0; /* work done before the wait: report it instead of sleeping */
 
     int r;
