@@ -1,7 +1,8 @@
 /* The io_uring backend: completions from the kernel, one submit-and-wait per turn.
  * Only the head of each handle queue is in flight, and every SQE is prepared in
  * the arm phase right before that one submit, so nothing the kernel reads can
- * move (loop->o grows by realloc) between prep and submit. user_data is the
+ * move (loop->o grows by realloc) between prep and submit; the exception is a
+ * one-segment write, whose SQE reads nothing of ours (tl__ur_write_now). user_data is the
  * generational op id; an op ends only on its own terminating CQE. A stream's
  * receives, writes and the buffer ring live in uring_stream.c, accepting
  * under the handle ceiling in uring_accept.c, datagrams in uring_udp.c, the
@@ -322,12 +323,37 @@ static void ur_submit(tl_loop *loop, uint32_t oi) {
         return;
     }
     uint32_t head = tl__op_on_read_queue(o->kind) ? h->rq_head : h->wq_head;
-    if (head == oi)
-        tl__ur_want_arm(loop, oi); /* the others go in as the ones ahead of them tl__ur_finish */
+    if (head != oi)
+        return; /* it goes in as the ones ahead of it tl__ur_finish */
+    if (o->kind == TL_OP_WRITE && tl__ur_write_now(loop, oi))
+        return;
+    tl__ur_want_arm(loop, oi);
+}
+
+/* A write prepared by tl__ur_write_now whose SQE the kernel has not been
+ * given yet is taken back (a NOP in its place): a write cancelled before the
+ * turn's submit is never written, as when every write waited for the arm
+ * phase. */
+static bool write_unsubmit(tl_loop *loop, uint32_t oi) {
+    struct io_uring *r = &state(loop)->ring;
+    uint64_t ud = op_id(loop, oi);
+    for (unsigned i = r->sq.sqe_head; i != r->sq.sqe_tail; i++) {
+        struct io_uring_sqe *sqe = &r->sq.sqes[i & *r->sq.kring_mask];
+        if (sqe->user_data == ud) {
+            io_uring_prep_nop(sqe);
+            io_uring_sqe_set_data64(sqe, UD_IGNORE);
+            return true;
+        }
+    }
+    return false;
 }
 
 static void ur_cancel(tl_loop *loop, uint32_t oi) {
     tl_oslot *o = &loop->o[oi];
+    if ((bits(o) & OP_ARMED) && o->kind == TL_OP_WRITE && write_unsubmit(loop, oi)) {
+        tl__ur_finish(loop, oi, -ECANCELED, NULL);
+        return;
+    }
     if (bits(o) & OP_ARMED) { /* in the kernel: it ends on its own CQE */
         if (!(bits(o) & OP_STOP)) {
             set_bits(o, bits(o) | OP_STOP);

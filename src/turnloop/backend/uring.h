@@ -205,6 +205,7 @@ void tl__ur_buf_give(uring_state *s, tl_loop *loop, uint32_t id);
 void tl__ur_buffer_released(tl_loop *loop, uint32_t id);
 void tl__ur_arm_recv(tl_loop *loop, uint32_t oi);
 void tl__ur_arm_write(tl_loop *loop, uint32_t oi);
+bool tl__ur_write_now(tl_loop *loop, uint32_t oi);
 void tl__ur_on_recv(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags);
 void tl__ur_on_write(tl_loop *loop, uint32_t oi, int32_t res);
 void tl__ur_on_read(tl_loop *loop, uint32_t oi, int32_t res);
