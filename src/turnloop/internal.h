@@ -164,6 +164,12 @@ struct tl_loop {
     uint32_t *ready, *ready_spare;
     uint32_t ready_len, ready_cap, ready_spare_cap;
     tl_cqueue cq;
+    /* Inside a turn that began with cq empty: the host's array, which
+     * completions are written into directly (once, not queued and copied)
+     * until it is full; the rest queue in cq behind them. out_cap is 0
+     * outside that window. */
+    tl_completion *out;
+    uint32_t out_len, out_cap;
     /* Completions from the inbox (posts, adoptions) queued and not delivered:
      * the only ones the table sizes do not bound (see tl__loop_fit). */
     uint32_t cq_extra;
@@ -340,7 +346,20 @@ void tl__handle_cancel_all(tl_loop *loop, uint32_t hi);
 void tl__op_complete(tl_loop *loop, uint32_t oi, int32_t res, bool more,
                      const tl_completion *extra);
 
+/* A record to fill, every field of it: the host's array inside a turn while
+ * it has room (loop->out), else the queue. */
+tl_completion *tl__cq_queue_slot(tl_loop *loop);
+static inline tl_completion *tl__cq_slot(tl_loop *loop) {
+    if (loop->out_len < loop->out_cap)
+        return &loop->out[loop->out_len++];
+    return tl__cq_queue_slot(loop);
+}
+/* A zeroed record (tl__cq_slot for completions that set few fields). */
 tl_completion *tl__cq_push(tl_loop *loop);
+/* Completions made and not yet handed to the host. */
+static inline uint32_t tl__cq_count(const tl_loop *loop) {
+    return loop->cq.len + loop->out_len;
+}
 void tl__ready_push(tl_loop *loop, uint32_t hi);
 /* Takes the ready list for running; pushes during the run go to a fresh one. */
 uint32_t *tl__ready_take(tl_loop *loop, uint32_t *len);

@@ -184,25 +184,49 @@ static void delivered(tl_loop *loop, const tl_completion *c) {
         loop->cq_extra--;
 }
 
+/* A turn that fails after completions were written into the host's array
+ * queues them again, ahead of any queued behind them: the host gets them next
+ * turn, as if they had been queued all along. */
+static void out_requeue(tl_loop *loop) {
+    tl_cqueue *q = &loop->cq;
+    for (uint32_t i = loop->out_len; i-- > 0;) {
+        q->head = (q->head - 1) & (q->cap - 1);
+        q->rec[q->head] = loop->out[i];
+        q->len++;
+    }
+    loop->out_len = 0;
+}
+
 int tl_loop_turn(tl_loop *loop, int timeout_ms, tl_completion *out, int cap) {
     if (cap <= 0 || !out)
         return -EINVAL;
     loop->stats.turns++;
     loop->now_ms = tl__clock_ms();
+    int n = 0;
     if (loop->cq.len < (uint32_t)cap) {
         bool busy = loop->cq.len > 0 || loop->ready_len > 0 ||
                     atomic_load_explicit(&loop->inbox.count, memory_order_acquire) > 0;
         int t = busy ? 0 : tl__timers_timeout(loop, timeout_ms);
         loop->stats.waits++;
+        if (loop->cq.len == 0) {
+            loop->out = out;
+            loop->out_cap = (uint32_t)cap;
+        }
         int err = loop->be->wait(loop, t);
-        if (err < 0 && err != -EINTR)
+        if (err < 0 && err != -EINTR) {
+            out_requeue(loop);
+            loop->out_cap = 0;
             return err;
+        }
         loop->now_ms = tl__clock_ms();
         tl__timers_expire(loop);
         if (atomic_load_explicit(&loop->inbox.count, memory_order_acquire) > 0)
             tl__inbox_drain(loop);
+        n = (int)loop->out_len;
+        loop->out_len = loop->out_cap = 0;
+        for (int i = 0; i < n; i++)
+            delivered(loop, &out[i]);
     }
-    int n = 0;
     while (n < cap && loop->cq.len > 0) {
         tl_cqueue *q = &loop->cq;
         out[n] = q->rec[q->head];
@@ -341,7 +365,7 @@ int tl__cq_reserve_extra(tl_loop *loop, uint32_t n) {
     return cq_grow(loop, (uint64_t)cq_bound(loop) + loop->cq_extra + n);
 }
 
-tl_completion *tl__cq_push(tl_loop *loop) {
+tl_completion *tl__cq_queue_slot(tl_loop *loop) {
     tl_cqueue *q = &loop->cq;
     /* Never grows here, inside a turn: tl__loop_fit and tl__cq_reserve_extra
      * made the room before the op, handle or inbox item that completes. */
@@ -350,6 +374,11 @@ tl_completion *tl__cq_push(tl_loop *loop) {
         abort(); /* a broken bound; losing a completion would break exactly-once */
     tl_completion *c = &q->rec[(q->head + q->len) & (q->cap - 1)];
     q->len++;
+    return c;
+}
+
+tl_completion *tl__cq_push(tl_loop *loop) {
+    tl_completion *c = tl__cq_slot(loop);
     memset(c, 0, sizeof *c);
     return c;
 }

@@ -102,14 +102,19 @@ void tl__op_unlink(tl_loop *loop, uint32_t oi) {
 void tl__op_complete(tl_loop *loop, uint32_t oi, int32_t res, bool more,
                      const tl_completion *extra) {
     tl_oslot *o = &loop->o[oi];
-    tl_completion *c = tl__cq_push(loop);
-    if (extra)
-        *c = *extra;
+    /* Every field written once, straight into the host's array when it has
+     * room (no zeroing, no copy of extra's whole record, no copy out). */
+    tl_completion *c = tl__cq_slot(loop);
     c->token = o->token;
     c->op = tl__make_id(loop, o->gen, oi);
     c->res = res;
     c->kind = o->kind;
-    c->flags = (uint16_t)((c->flags & TL_CQE_BUFFER) | (more ? 0 : TL_CQE_FINAL));
+    c->flags = (uint16_t)((extra ? extra->flags & TL_CQE_BUFFER : 0) | (more ? 0 : TL_CQE_FINAL));
+    if (extra)
+        c->u = extra->u;
+    else
+        memset(&c->u, 0, sizeof c->u);
+    c->handle = 0;
     if (o->handle != TL_NIL) {
         tl_hslot *h = &loop->h[o->handle];
         c->handle = tl__make_id(loop, h->gen, o->handle);

@@ -446,6 +446,67 @@ static void write_continues_partial_writes(void **state) {
     tl_loop_free(loop);
 }
 
+/* Bytes the peer has now, without blocking (the loop has turned since). */
+static size_t peer_pending(int peer, char *buf, size_t cap) {
+    ssize_t n = recv(peer, buf, cap, MSG_DONTWAIT);
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* A write cancelled (or its handle closed) before any turn ends exactly once:
+ * written whole (epoll may write it when it is made) or -ECANCELED, and then
+ * not one of its bytes reaches the peer (io_uring puts a one-segment write in
+ * the ring when it is made: it must take it back). The next write goes out. */
+static void write_cancelled_before_the_turn(void **state) {
+    (void)state;
+    tl_loop *loop = test_loop(0, 0, 0);
+    int peer;
+    tl_handle h = stream_pair(loop, &peer);
+    tl_op op;
+    assert_int_equal(tl_write(loop, h, "gone", 4, 1, &op), 0);
+    int cr = tl_cancel(loop, op);
+    tl_completion c[4];
+    assert_int_equal(turn_until(loop, c, 4, 1), 1);
+    assert_int_equal(c[0].token, 1);
+    assert_true(c[0].flags & TL_CQE_FINAL);
+    char buf[16];
+    if (c[0].res == -ECANCELED) {
+        assert_int_equal(cr, 0);
+    } else {
+        assert_int_equal(c[0].res, 4); /* finished before the cancel: -ENOENT */
+        assert_int_equal(cr, -ENOENT);
+        assert_int_equal(recv(peer, buf, 4, MSG_WAITALL), 4);
+    }
+    assert_int_equal(tl_write(loop, h, "next", 4, 2, NULL), 0);
+    assert_int_equal(turn_until(loop, c, 4, 1), 1);
+    assert_int_equal(c[0].res, 4);
+    assert_int_equal(recv(peer, buf, 4, MSG_WAITALL), 4);
+    assert_memory_equal(buf, "next", 4);
+    assert_int_equal(tl_loop_turn(loop, 0, c, 4), 0); /* nothing else: exactly once */
+    assert_int_equal(peer_pending(peer, buf, sizeof buf), 0);
+
+    /* Closed before the turn: the write ends first, then the close; the peer
+     * sees its bytes only if it reported them written, then the end. */
+    assert_int_equal(tl_write(loop, h, "last", 4, 3, NULL), 0);
+    assert_int_equal(tl_close(loop, h, 4), 0);
+    assert_int_equal(turn_until(loop, c, 4, 2), 2);
+    assert_int_equal(c[0].token, 3);
+    assert_int_equal(c[1].kind, TL_OP_CLOSE);
+    size_t want = c[0].res == 4 ? 4 : 0;
+    if (want == 0)
+        assert_int_equal(c[0].res, -ECANCELED);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t got = 0;
+    ssize_t r;
+    while ((r = recv(peer, buf + got, sizeof buf - got, 0)) > 0)
+        got += (size_t)r;
+    assert_int_equal(r, 0); /* the end, within SO_RCVTIMEO */
+    assert_int_equal(got, want);
+    close(peer);
+    assert_int_equal(drain_loop(loop), 0);
+    tl_loop_free(loop);
+}
+
 /* A peer that vanishes: writes fail with -EPIPE (no SIGPIPE), reads see the end. */
 static void vanished_peer_is_an_error_not_a_signal(void **state) {
     tl_loop *loop = test_loop(0, 0, 0);
@@ -726,6 +787,7 @@ static void idle_receive_parks_and_wakes(void **state) {
 
 static const struct CMUnitTest contract_tests[] = {
     cmocka_unit_test(exactly_once_completions_under_cancel),
+    cmocka_unit_test(write_cancelled_before_the_turn),
     cmocka_unit_test(exactly_once_completions_under_close),
     cmocka_unit_test(detach_refuses_while_busy_then_succeeds),
     cmocka_unit_test(detach_waits_for_received_buffers),

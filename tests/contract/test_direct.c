@@ -156,8 +156,70 @@ static void accepted_stream_gives_a_real_descriptor(void **state) {
     tl_loop_free(b);
 }
 
+/* The table has room for DIRECT_LISTENERS (4) listeners' accept queues beside
+ * every handle (backend/uring.h): a fifth listener accepts plain descriptors.
+ * Once one of the four is closed there is room, and the fifth moves into the
+ * table by its next connection; a multishot accept never ends by itself, so
+ * without the switch it would stay plain. Its connections are served either
+ * way; only whether tl_handle_fd had to install one tells them apart. */
+static void plain_listener_moves_into_the_table(void **state) {
+    (void)state;
+    tl_loop *a = test_loop(64, 0, 0);
+    enum { N = 5 };
+    tl_handle lh[N];
+    uint16_t port[N];
+    for (int i = 0; i < N; i++) {
+        struct sockaddr_in addr = loopback_any_port();
+        assert_int_equal(tl_listen(a, (struct sockaddr *)&addr, sizeof addr, NULL, &lh[i]), 0);
+        port[i] = handle_port(a, lh[i]);
+        assert_int_equal(tl_accept(a, lh[i], TL_ACCEPT_MULTISHOT, 1, NULL), 0);
+    }
+    tl_completion c[8];
+    assert_int_equal(tl_loop_turn(a, 0, c, 8), 0); /* every accept armed, in order */
+    bool direct = direct_expected(a);
+    tl_loop_stats st;
+
+    int cli = client_to(port[N - 1]);
+    tl_handle h = next_accepted(a);
+    serve_once(a, h, cli, "ping", "pong");
+    assert_true(tl_handle_fd(a, h) >= 0);
+    tl_loop_get_stats(a, &st);
+    assert_int_equal(st.fd_installs, 0); /* plain: the table had no room for its queue */
+    assert_int_equal(tl_close(a, h, 0), 0);
+    assert_int_equal(turn_until(a, c, 8, 1), 1);
+    close(cli);
+
+    assert_int_equal(tl_close(a, lh[0], 0), 0);  /* room in the table now */
+    assert_int_equal(turn_until(a, c, 8, 2), 2); /* its accept's -ECANCELED, its close */
+
+    /* The first connection after that still comes plain (it is what moves the
+     * listener); the next ones come from the table. */
+    int cli2 = client_to(port[N - 1]);
+    tl_handle h2 = next_accepted(a);
+    /* The switch's cancel and the accept re-armed into the table: a few turns
+     * that report nothing (the cancel's completion is the backend's own). */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(tl_loop_turn(a, 10, c, 8), 0);
+    int cli3 = client_to(port[N - 1]);
+    tl_handle h3 = next_accepted(a);
+    serve_once(a, h3, cli3, "ping", "pong");
+    serve_once(a, h2, cli2, "ping", "pong");
+    assert_true(tl_handle_fd(a, h3) >= 0);
+    tl_loop_get_stats(a, &st);
+    assert_int_equal(st.fd_installs, direct ? 1 : 0);
+    close(cli2);
+    close(cli3);
+    assert_int_equal(tl_close(a, h2, 0), 0);
+    assert_int_equal(tl_close(a, h3, 0), 0);
+    for (int i = 1; i < N; i++)
+        assert_int_equal(tl_close(a, lh[i], 0), 0);
+    assert_int_equal(drain_loop(a), 0);
+    tl_loop_free(a);
+}
+
 static const struct CMUnitTest direct_tests[] = {
     cmocka_unit_test(accepted_stream_gives_a_real_descriptor),
+    cmocka_unit_test(plain_listener_moves_into_the_table),
 };
 const size_t direct_test_count = sizeof direct_tests / sizeof direct_tests[0];
 const struct CMUnitTest *const direct_tests_p = direct_tests;

@@ -1,10 +1,12 @@
 /* The io_uring backend: completions from the kernel, one submit-and-wait per turn.
  * Only the head of each handle queue is in flight, and every SQE is prepared in
  * the arm phase right before that one submit, so nothing the kernel reads can
- * move (loop->o grows by realloc) between prep and submit. user_data is the
+ * move (loop->o grows by realloc) between prep and submit; the exception is a
+ * one-segment write, whose SQE reads nothing of ours (tl__ur_write_now). user_data is the
  * generational op id; an op ends only on its own terminating CQE. A stream's
  * receives, writes and the buffer ring live in uring_stream.c, accepting
- * under the handle ceiling in uring_accept.c, datagrams in uring_udp.c. */
+ * under the handle ceiling in uring_accept.c, datagrams in uring_udp.c, the
+ * direct-descriptor table in uring_direct.c. */
 #include "uring.h"
 
 #include <errno.h>
@@ -19,7 +21,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -126,42 +127,6 @@ static int ring_open(struct io_uring *ring, bool *submit_all, bool coop_taskrun,
     return 0;
 }
 
-/* Direct descriptors need a sparse file table (5.19, for IORING_FILE_INDEX_ALLOC)
- * and IORING_OP_FIXED_FD_INSTALL (6.8) for whatever needs a real descriptor;
- * a provided-buffer ring too, since the fallback receive is a read(2). And a
- * kernel whose table entries are released one by one (6.13): before it, an
- * entry closed while any older fixed-file request was still armed (an idle
- * connection's receive) kept its socket open, FIN unsent, until that request
- * ended. No feature bit says so; 6.14's IORING_FEAT_RW_ATTR stands for it. */
-static bool direct_setup(tl_loop *loop, uring_state *s) {
-    if (!(s->ring.features & IORING_FEAT_RW_ATTR) || !loop->h_fixed)
-        return false;
-    struct io_uring_probe *pr = io_uring_get_probe_ring(&s->ring);
-    bool ok = pr && io_uring_opcode_supported(pr, IORING_OP_FIXED_FD_INSTALL);
-    if (pr)
-        io_uring_free_probe(pr);
-    if (!ok || !s->br)
-        return false;
-    s->direct_queue = SOMAXCONN;
-    FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
-    if (f) {
-        unsigned q;
-        if (fscanf(f, "%u", &q) == 1 && q > 0)
-            s->direct_queue = q;
-        fclose(f);
-    }
-    uint64_t want = (uint64_t)loop->h_max + (uint64_t)DIRECT_LISTENERS * s->direct_queue;
-    struct rlimit rl;
-    uint64_t room = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-    if (room > DIRECT_SLOTS_MAX)
-        room = DIRECT_SLOTS_MAX;
-    s->direct_slots = (uint32_t)(want < room ? want : room);
-    /* room for at least one listener's queue beside every handle */
-    if ((uint64_t)loop->h_max + s->direct_queue > s->direct_slots)
-        return false;
-    return io_uring_register_files_sparse(&s->ring, s->direct_slots) == 0;
-}
-
 int tl__uring_probe(void) {
     struct io_uring ring;
     bool submit_all, single = false;
@@ -226,7 +191,7 @@ static int ur_init(tl_loop *loop) {
         return -errno;
     if (!no_buf_ring)
         tl__ur_buf_ring_setup(loop, s);
-    s->direct = s->direct && direct_setup(loop, s);
+    s->direct = s->direct && tl__ur_direct_setup(loop, s);
     tl__ur_udp_init(loop, s);
     return 0;
 }
@@ -322,7 +287,7 @@ void tl__ur_finish(tl_loop *loop, uint32_t oi, int32_t res, const tl_completion 
         tl__ur_want_arm(loop, next);
 }
 
-static struct io_uring_sqe *get_sqe(tl_loop *loop) {
+struct io_uring_sqe *tl__ur_get_sqe(tl_loop *loop) {
     uring_state *s = state(loop);
     struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
     if (!sqe) { /* the SQ is full: hand it over now, part of this turn's batch */
@@ -337,7 +302,7 @@ static struct io_uring_sqe *get_sqe(tl_loop *loop) {
 
 /* An SQE for op oi, marked in flight; NULL (and oi listed again) when none is free. */
 struct io_uring_sqe *tl__ur_op_sqe(tl_loop *loop, uint32_t oi) {
-    struct io_uring_sqe *sqe = get_sqe(loop);
+    struct io_uring_sqe *sqe = tl__ur_get_sqe(loop);
     if (!sqe) {
         tl__ur_want_arm(loop, oi);
         return NULL;
@@ -358,12 +323,37 @@ static void ur_submit(tl_loop *loop, uint32_t oi) {
         return;
     }
     uint32_t head = tl__op_on_read_queue(o->kind) ? h->rq_head : h->wq_head;
-    if (head == oi)
-        tl__ur_want_arm(loop, oi); /* the others go in as the ones ahead of them tl__ur_finish */
+    if (head != oi)
+        return; /* it goes in as the ones ahead of it tl__ur_finish */
+    if (o->kind == TL_OP_WRITE && tl__ur_write_now(loop, oi))
+        return;
+    tl__ur_want_arm(loop, oi);
+}
+
+/* A write prepared by tl__ur_write_now whose SQE the kernel has not been
+ * given yet is taken back (a NOP in its place): a write cancelled before the
+ * turn's submit is never written, as when every write waited for the arm
+ * phase. */
+static bool write_unsubmit(tl_loop *loop, uint32_t oi) {
+    struct io_uring *r = &state(loop)->ring;
+    uint64_t ud = op_id(loop, oi);
+    for (unsigned i = r->sq.sqe_head; i != r->sq.sqe_tail; i++) {
+        struct io_uring_sqe *sqe = &r->sq.sqes[i & *r->sq.kring_mask];
+        if (sqe->user_data == ud) {
+            io_uring_prep_nop(sqe);
+            io_uring_sqe_set_data64(sqe, UD_IGNORE);
+            return true;
+        }
+    }
+    return false;
 }
 
 static void ur_cancel(tl_loop *loop, uint32_t oi) {
     tl_oslot *o = &loop->o[oi];
+    if ((bits(o) & OP_ARMED) && o->kind == TL_OP_WRITE && write_unsubmit(loop, oi)) {
+        tl__ur_finish(loop, oi, -ECANCELED, NULL);
+        return;
+    }
     if (bits(o) & OP_ARMED) { /* in the kernel: it ends on its own CQE */
         if (!(bits(o) & OP_STOP)) {
             set_bits(o, bits(o) | OP_STOP);
@@ -387,7 +377,7 @@ static void arm_one(tl_loop *loop, uint32_t oi) {
     uintptr_t b = bits(o);
     if (b & OP_ARMED) {
         if ((b & OP_STOP) && !(b & OP_CANCEL_SENT)) {
-            struct io_uring_sqe *sqe = get_sqe(loop);
+            struct io_uring_sqe *sqe = tl__ur_get_sqe(loop);
             if (!sqe) {
                 tl__ur_want_arm(loop, oi);
                 return;
@@ -482,7 +472,7 @@ static void arm_closes(tl_loop *loop) {
         uint32_t hi;
         if (tl__handle_lookup(loop, s->closes[i], &hi) < 0 || loop->h[hi].fd < 0)
             continue;
-        struct io_uring_sqe *sqe = s->sq_starved ? NULL : get_sqe(loop);
+        struct io_uring_sqe *sqe = s->sq_starved ? NULL : tl__ur_get_sqe(loop);
         if (!sqe) {
             s->closes[keep++] = s->closes[i]; /* next turn */
             continue;
@@ -499,72 +489,8 @@ static void arm_closes(tl_loop *loop) {
         loop->h[hi].direct = 0;
     }
     s->closes_len = keep;
-    keep = 0;
-    for (uint32_t i = 0; i < s->dir_closes_len; i++) {
-        struct io_uring_sqe *sqe = s->sq_starved ? NULL : get_sqe(loop);
-        if (!sqe) {
-            s->dir_closes[keep++] = s->dir_closes[i];
-            continue;
-        }
-        io_uring_prep_close_direct(sqe, (unsigned)s->dir_closes[i]);
-        io_uring_sqe_set_data64(sqe, UD_IGNORE);
-    }
-    s->dir_closes_len = keep;
-}
-
-void tl__ur_close_direct(tl_loop *loop, int index) {
-    uring_state *s = state(loop);
-    tl__ur_push_id(&s->dir_closes, &s->dir_closes_len, &s->dir_closes_cap, (uint64_t)index);
-}
-
-/* ---- direct descriptors made real on demand -------------------------------- */
-
-/* The CQE with user_data ud, if the kernel has posted it: read where it lies
- * (the turn skips it), since others may be queued ahead of it. */
-static bool find_cqe(struct io_uring *ring, uint64_t ud, int32_t *res) {
-    unsigned head = *ring->cq.khead, tail = io_uring_smp_load_acquire(ring->cq.ktail);
-    for (; head != tail; head++) {
-        const struct io_uring_cqe *c = &ring->cq.cqes[head & *ring->cq.kring_mask];
-        if (c->user_data == ud) {
-            *res = c->res;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* IORING_OP_FIXED_FD_INSTALL (6.8) gives the socket of a direct descriptor a
- * real one (O_CLOEXEC), for sendfile, getpeername, a detach, TLS peers of the
- * host: whatever is not the ring's. The handle keeps the real one and the
- * table entry is closed in the next batch (requests still in flight hold the
- * file, not the entry). Called between turns, when nothing else is queued;
- * the op runs inline in the submit, so its CQE is there when it returns. */
-static int ur_install_fd(tl_loop *loop, uint32_t hi) {
-    uring_state *s = state(loop);
-    tl_hslot *h = &loop->h[hi];
-    struct io_uring_sqe *sqe = get_sqe(loop);
-    if (!sqe)
-        return -EBUSY;
-    io_uring_prep_rw(IORING_OP_FIXED_FD_INSTALL, sqe, h->fd, NULL, 0, 0);
-    sqe->flags = IOSQE_FIXED_FILE; /* install_fd_flags (rw_flags) 0: O_CLOEXEC */
-    uint64_t ud = UD_INSTALL | (++s->install_seq & 0xffffffu);
-    io_uring_sqe_set_data64(sqe, ud);
-    int r = io_uring_submit(&s->ring);
-    s->msg_used = 0;
-    if (r < 0)
-        return r;
-    int32_t res = -EAGAIN;
-    for (int tries = 0; tries < 100 && !find_cqe(&s->ring, ud, &res); tries++)
-        io_uring_get_events(&s->ring); /* posts deferred completions, flushes overflow */
-    if (res == -EAGAIN)
-        s->install_lost = ud; /* cannot happen (inline); if it comes later, on_cqe closes it */
-    if (res < 0)
-        return res;
-    tl__ur_close_direct(loop, h->fd);
-    h->fd = res;
-    h->direct = 0;
-    loop->stats.fd_installs++;
-    return res;
+    if (s->dir_closes_len > 0)
+        tl__ur_arm_dir_closes(loop);
 }
 
 static void on_close_cqe(tl_loop *loop, uint64_t ud) {
@@ -581,7 +507,7 @@ static void arm_phase(tl_loop *loop) {
     s->sq_starved = false;
     rearm_starved(loop);
     if (!s->wake_armed) {
-        struct io_uring_sqe *sqe = get_sqe(loop);
+        struct io_uring_sqe *sqe = tl__ur_get_sqe(loop);
         if (sqe) {
             io_uring_prep_poll_add(sqe, loop->wake_fd, POLLIN);
             io_uring_sqe_set_data64(sqe, UD_WAKE);
@@ -622,9 +548,8 @@ static void on_cqe(tl_loop *loop, uint64_t ud, int32_t res, uint32_t flags) {
     if (ud == UD_IGNORE || ud == LIBURING_UDATA_TIMEOUT)
         return;
     if ((ud >> 48) == 0 && (ud & UD_INSTALL)) {
-        if (ud == s->install_lost && res >= 0)
-            close(res); /* its caller was told -EAGAIN: nobody owns it */
-        return;         /* read by ur_install_fd where it lay */
+        tl__ur_on_install_cqe(loop, ud, res);
+        return;
     }
     if ((ud >> 48) == 0 && (ud & UD_CLOSE)) {
         on_close_cqe(loop, ud);
@@ -739,7 +664,7 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
     }
     if (s->reg_fd)
         ur_ring_fd(s);
-    uint32_t queued = loop->cq.len;
+    uint32_t queued = tl__cq_count(loop);
     if (s->parked_len > 0)
         tl__ur_sweep_parked(loop);
     if (s->resume || loop->backoff_listeners > 0) {
@@ -756,7 +681,8 @@ static int ur_wait(tl_loop *loop, int timeout_ms) {
             timeout_ms = (int)s->park_ms;
     }
     arm_phase(loop);
-    if (loop->cq.len != queued || s->pend_len > 0 || s->closes_len > 0 || s->dir_closes_len > 0)
+    if (tl__cq_count(loop) != queued || s->pend_len > 0 || s->closes_len > 0 ||
+        s->dir_closes_len > 0)
         timeout_ms = 0; /* work done before the wait: report it instead of sleeping */
 
     int r;
@@ -810,5 +736,5 @@ const tl_backend_ops tl__backend_uring = {
     .buffer_released = tl__ur_buffer_released,
     .fit = ur_fit,
     .close_fd = ur_close_fd,
-    .install_fd = ur_install_fd,
+    .install_fd = tl__ur_install_fd,
 };

@@ -188,8 +188,8 @@ static inline void fixed_if_direct(struct io_uring_sqe *sqe, const tl_hslot *h) 
 
 /* uring.c */
 void tl__ur_push_id(uint64_t **arr, uint32_t *len, uint32_t *cap, uint64_t id);
-/* A direct descriptor no handle owns: closed in this turn's batch. */
-void tl__ur_close_direct(tl_loop *loop, int index);
+/* A free SQE (the SQ handed over first if full); NULL, and sq_starved set, if none. */
+struct io_uring_sqe *tl__ur_get_sqe(tl_loop *loop);
 /* Lists op oi for this turn's arm phase (arm it, or send its cancel). */
 void tl__ur_want_arm(tl_loop *loop, uint32_t oi);
 /* The final completion of a queued op; the next op of that queue goes in. */
@@ -205,6 +205,7 @@ void tl__ur_buf_give(uring_state *s, tl_loop *loop, uint32_t id);
 void tl__ur_buffer_released(tl_loop *loop, uint32_t id);
 void tl__ur_arm_recv(tl_loop *loop, uint32_t oi);
 void tl__ur_arm_write(tl_loop *loop, uint32_t oi);
+bool tl__ur_write_now(tl_loop *loop, uint32_t oi);
 void tl__ur_on_recv(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags);
 void tl__ur_on_write(tl_loop *loop, uint32_t oi, int32_t res);
 void tl__ur_on_read(tl_loop *loop, uint32_t oi, int32_t res);
@@ -215,6 +216,16 @@ void tl__ur_park_sweep(tl_loop *loop);
 void tl__ur_udp_init(tl_loop *loop, uring_state *s);
 void tl__ur_udp_arm(tl_loop *loop, uint32_t oi);
 void tl__ur_udp_on_cqe(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags);
+
+/* uring_direct.c: the registered file table (set up at init when the kernel
+ * has what it needs), its unowned entries closed in the arm phase, and real
+ * descriptors made on demand (the seam's install_fd). */
+bool tl__ur_direct_setup(tl_loop *loop, uring_state *s);
+/* A direct descriptor no handle owns: closed in this turn's batch. */
+void tl__ur_close_direct(tl_loop *loop, int index);
+void tl__ur_arm_dir_closes(tl_loop *loop);
+int tl__ur_install_fd(tl_loop *loop, uint32_t hi);
+void tl__ur_on_install_cqe(tl_loop *loop, uint64_t ud, int32_t res);
 
 /* uring_accept.c */
 void tl__ur_list_paused(tl_loop *loop, uint32_t hi);

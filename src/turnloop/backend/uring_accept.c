@@ -111,6 +111,29 @@ static void accept_fd(tl_loop *loop, uint32_t oi, int fd, bool direct) {
         tl__ur_finish(loop, oi, 0, &extra);
 }
 
+/* Whether listener accepts may go into the file table: room there for one more
+ * listener's whole queue beside every handle and the other listeners' queues
+ * (uring.h). */
+static bool direct_room(const tl_loop *loop, const uring_state *s) {
+    uint64_t need = loop->h_max + (uint64_t)(s->direct_accepts + 1) * s->direct_queue;
+    return s->direct && s->ms_accept && need <= s->direct_slots;
+}
+
+/* A listener whose multishot accept took plain descriptors because the table
+ * had no room then (another listener held it) moves into the table once
+ * there is room: at its next connection its accept is stopped, and the
+ * -ECANCELED re-arms it direct. A multishot accept never ends by itself, so
+ * without this it would stay plain for the listener's life. */
+static void switch_to_direct(tl_loop *loop, uint32_t oi) {
+    tl_oslot *o = &loop->o[oi];
+    uintptr_t b = bits(o);
+    if (!o->multishot || o->cancelling || !(b & OP_MS_SQE) || (b & (OP_DIRECT_SQE | OP_STOP)) ||
+        !direct_room(loop, state(loop)))
+        return;
+    set_bits(o, b | OP_STOP);
+    tl__ur_want_arm(loop, oi);
+}
+
 /* Moves the head accept op of listener hi on: adopts parked connections while
  * there is room, pauses at the ceiling, or arms the SQE. Returns true while the
  * listener must wait on the paused list (for room, or for its backoff). */
@@ -156,10 +179,7 @@ bool tl__ur_accept_step(tl_loop *loop, uint32_t hi) {
         struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
         if (!sqe)
             return false;
-        /* Into the table while it has room for this listener's whole queue
-         * beside every handle and the other listeners' queues (uring.h). */
-        uint64_t need = loop->h_max + (uint64_t)(s->direct_accepts + 1) * s->direct_queue;
-        if (o->multishot && s->ms_accept && s->direct && need <= s->direct_slots) {
+        if (o->multishot && direct_room(loop, s)) {
             /* Into a free slot of the table; no SOCK_CLOEXEC there (-EINVAL):
              * an installed descriptor gets O_CLOEXEC from the install. */
             io_uring_prep_multishot_accept_direct(sqe, h->fd, NULL, NULL, SOCK_NONBLOCK);
@@ -217,6 +237,8 @@ void tl__ur_on_accept(tl_loop *loop, uint32_t oi, int32_t res, bool more) {
             queued_first = s->parked[i].listener == handle_id(loop, hi);
         if (tl__handle_room(loop) && !queued_first) {
             accept_fd(loop, oi, res, direct);
+            if (more && !direct)
+                switch_to_direct(loop, oi);
         } else {
             /* turnloop#77: the kernel accepted past the ceiling. Keep the
              * connection, stop the multishot, and adopt it when room comes. */

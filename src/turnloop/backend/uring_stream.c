@@ -114,6 +114,20 @@ void tl__ur_arm_write(tl_loop *loop, uint32_t oi) {
     fixed_if_direct(sqe, h);
 }
 
+/* A write that heads its queue and sends one segment goes into the SQ when
+ * it is made, not through the arm phase: its SQE holds only the host's
+ * buffer, the descriptor and the op id, none of which a table's growth
+ * moves. (A sendmsg's header and iovec live in tables that do move: those
+ * wait for the arm phase.) Never flushes the SQ here: a single-issuer ring is
+ * entered only by its owner in a turn. Returns false when it did not go in. */
+bool tl__ur_write_now(tl_loop *loop, uint32_t oi) {
+    uring_state *s = state(loop);
+    if (tl__op_io(loop, &loop->o[oi])->iovcnt != 1 || io_uring_sq_space_left(&s->ring) == 0)
+        return false;
+    tl__ur_arm_write(loop, oi);
+    return true;
+}
+
 /* Drops n written bytes from the front of the op's iovec (its own copy). */
 static void iov_advance(tl_oio *io, uint32_t n) {
     int i = 0;
