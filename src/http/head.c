@@ -1,5 +1,5 @@
 /* The one-pass request head reader: the common request read once, with no
- * callbacks, before (and instead of) the reference path in parse.c (scan_head,
+ * callbacks, before (and instead of) the reference path in parse_cold.c (scan_head,
  * then llhttp over the same bytes).
  *
  * It is a sound subset of the reference path, not a second opinion: it accepts
@@ -29,7 +29,7 @@ enum {
     C_T = 1, /* tchar (RFC 9110 5.6.2) */
     C_U = 2, /* a byte of an origin-form target llhttp takes as it is */
     C_V = 4, /* field value: visible ASCII, SP, HTAB */
-    C_H = 8, /* uri-host [ ":" port ], as parse.c's host_char */
+    C_H = 8, /* uri-host [ ":" port ], as parse_cold.c's host_char */
 };
 #define C_ALNUM (C_T | C_U | C_V | C_H)
 #define C_TUVH (C_T | C_U | C_V | C_H)
@@ -179,7 +179,7 @@ static int method_of(const char *m, size_t n) {
     return -1;
 }
 
-/* The static scenario's fields, as parse.c's sf_field and value callbacks keep
+/* The static scenario's fields, as parse_cold.c's sf_field and value callbacks keep
  * them: raw is the value as llhttp hands it (leading OWS gone, trailing OWS
  * kept), trimmed after it is stored, so that a value cut by its room trims the
  * same way. */
@@ -225,7 +225,7 @@ static int sf_index(const char *name, size_t n) {
 }
 
 /* Referer and User-Agent for the log: the first line's value, cut at its room,
- * then trimmed (parse.c's order). */
+ * then trimmed (parse_cold.c's order). */
 static void keep_log(char *dst, uint16_t *n, const char *raw, size_t rawn) {
     size_t k = rawn < SWS_HTTP_LOG_FIELD_MAX ? rawn : SWS_HTTP_LOG_FIELD_MAX;
     memcpy(dst, raw, k);
@@ -418,7 +418,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
             s = skip_class(s, end, C_H);
             if (s == val || ++f.hosts > 1)
                 return give_up(r);
-            /* Kept for routing, as parse.c keeps it (cut at SWS_HTTP_HOST_MAX). */
+            /* Kept for routing, as parse_cold.c keeps it (cut at SWS_HTTP_HOST_MAX). */
             size_t hl =
                 (size_t)(s - val) < SWS_HTTP_HOST_MAX ? (size_t)(s - val) : SWS_HTTP_HOST_MAX;
             memcpy(r->host, val, hl);

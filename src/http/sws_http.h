@@ -119,7 +119,7 @@ typedef struct sws_http_parser {
     bool headers_done;
     bool head_sound; /* the head is complete and passed every check (see sws_http_head_sound) */
     bool complete;   /* a request is complete and not yet returned */
-    /* Strictness (RFC 9112) that llhttp does not enforce itself; see parse.c. */
+    /* Strictness (RFC 9112) that llhttp does not enforce itself; see parse_cold.c. */
     uint8_t scan;       /* state of the raw head scanner (bare CR/LF, obs-fold) */
     uint8_t field;      /* which framing or routing field the current line is */
     uint8_t name_len;   /* bytes of the current field name, saturating */
@@ -161,7 +161,7 @@ void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits);
 
 /* Feeds bytes. Returns SWS_HTTP_NEED_MORE, SWS_HTTP_REQUEST (at most one per
  * call: feed the rest of the data again), or -EBADMSG with the status to answer
- * in *status: 400 (malformed or ambiguous, see parse.c), 413, 414, 431, 501 (a
+ * in *status: 400 (malformed or ambiguous, see parse_cold.c), 413, 414, 431, 501 (a
  * transfer coding other than chunked, or a method llhttp does not know) or 505 (an HTTP version
  * other than 1.0 and 1.1). The connection must then be closed after the answer, and the parser is
  * unusable until sws_http_parser_init(). */
