@@ -25,6 +25,14 @@
 
 #include <string.h>
 
+/* SSE2 is x86-64's baseline: no run-time check. SWS_HTTP_SCALAR (CMake's
+ * SWS_HTTP_SIMD=OFF, and the scalar twins of the parser's tests) keeps the
+ * portable scan, which every other architecture builds. */
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(SWS_HTTP_SCALAR)
+#define SWS_HEAD_SIMD 1
+#include <emmintrin.h>
+#endif
+
 enum {
     C_T = 1, /* tchar (RFC 9110 5.6.2) */
     C_U = 2, /* a byte of an origin-form target llhttp takes as it is */
@@ -78,9 +86,10 @@ static inline bool is(unsigned char c, uint8_t k) {
     return (cls[c] & k) != 0;
 }
 
-/* The end of a run of bytes of class k from s, four at a time while there is
- * room: one bound check per four. */
-static inline __attribute__((always_inline)) const char *skip_class(const char *s, const char *end,
+/* The end of a run of bytes of class k from s, byte by byte, four at a time
+ * while there is room: one bound check per four. The portable scan, and the
+ * SIMD scan's when the whole head is shorter than a block. */
+static inline __attribute__((always_inline)) const char *skip_bytes(const char *s, const char *end,
                                                                     uint8_t k) {
     while (end - s >= 4) {
         if (!is((unsigned char)s[0], k))
@@ -98,24 +107,89 @@ static inline __attribute__((always_inline)) const char *skip_class(const char *
     return s;
 }
 
-/* The end of a run of field value bytes (C_V) from s: eight at a time while
- * no byte of the eight is below SP or above '~' (HTAB is, and goes the byte
- * way), then byte by byte. Bit tricks from "Bit Twiddling Hacks" (hasless,
- * hasmore): exact as a yes/no for the eight, which is all they are used as. */
-static const char *skip_value(const char *s, const char *end) {
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    while (end - s >= 8) {
-        uint64_t x;
-        memcpy(&x, s, 8);
-        uint64_t below_sp = (x - ones * 0x20) & ~x;
-        uint64_t above_tilde = (x + ones) | x;
-        if ((below_sp | above_tilde) & highs)
-            break;
-        s += 8;
+#ifdef SWS_HEAD_SIMD
+/* x's bytes in [a, b] (unsigned, a <= b): moved so that a is -128, then one
+ * signed compare (SSE2 has no unsigned one). */
+static inline __m128i in_range(__m128i x, unsigned char a, unsigned char b) {
+    __m128i y = _mm_add_epi8(x, _mm_set1_epi8((char)(0x80 - a)));
+    return _mm_cmplt_epi8(y, _mm_set1_epi8((char)(0x80 + b - a + 1)));
+}
+
+static inline __m128i is_letter(__m128i x) {
+    return in_range(_mm_or_si128(x, _mm_set1_epi8(0x20)), 'a', 'z');
+}
+
+static inline __m128i is_byte(__m128i x, char c) {
+    return _mm_cmpeq_epi8(x, _mm_set1_epi8(c));
+}
+
+/* A bit for each of the 16 bytes at s outside the common part of class k: a
+ * byte whose bit is clear is of class k; one whose bit is set may still be
+ * (skip_class asks the table). Field values (C_V) are exact: a byte below SP
+ * but HTAB, or above '~' (below zero as a signed byte). */
+static inline unsigned outside(const char *s, uint8_t k) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)s), in;
+    switch (k) {
+    case C_V: {
+        __m128i bad = _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(' ')), is_byte(x, 0x7f));
+        return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(is_byte(x, '\t'), bad));
     }
-    while (s < end && is((unsigned char)*s, C_V))
-        s++;
-    return s;
+    case C_T: /* field names: letters, digits, '-' */
+        in = _mm_or_si128(_mm_or_si128(is_letter(x), in_range(x, '0', '9')), is_byte(x, '-'));
+        break;
+    case C_U: /* targets: "$%&'()*+,-./", digits, ":;", '?', '@', letters */
+        in = _mm_or_si128(_mm_or_si128(in_range(x, '$', ';'), in_range(x, '?', 'Z')),
+                          in_range(x, 'a', 'z'));
+        break;
+    default: /* C_H, hosts: letters, digits and "-.:" ('/' between them is not) */
+        in = _mm_or_si128(is_letter(x), _mm_andnot_si128(is_byte(x, '/'), in_range(x, '-', ':')));
+        break;
+    }
+    return (unsigned)_mm_movemask_epi8(in) ^ 0xffffu;
+}
+#endif
+
+/* The end of a run of bytes of class k from s. vec: SIMD may load any 16
+ * bytes of the head that end by end. The first two bytes are asked of the
+ * table (a target of "/" or a short token ends there); then 16 at a time, and
+ * at the end the 16 bytes that end at end (those before s masked off), so that
+ * no load reaches past end or before the head. A byte outside the class's
+ * common part is asked of the table, and the run goes on past it when it is of
+ * the class. */
+static inline __attribute__((always_inline)) const char *skip_class(const char *s, const char *end,
+                                                                    bool vec, uint8_t k) {
+#ifdef SWS_HEAD_SIMD
+    if (vec && end - s >= 2) {
+        if (!is((unsigned char)s[0], k))
+            return s;
+        if (!is((unsigned char)s[1], k))
+            return s + 1;
+        s += 2;
+        for (;;) {
+            unsigned m;
+            if (end - s >= 16) {
+                m = outside(s, k);
+                if (!m) {
+                    s += 16;
+                    continue;
+                }
+            } else {
+                if (s >= end)
+                    return s;
+                m = outside(end - 16, k) >> (16 - (end - s));
+                if (!m)
+                    return end;
+            }
+            s += __builtin_ctz(m);
+            if (!is((unsigned char)*s, k))
+                return s;
+            s++;
+        }
+    }
+#else
+    (void)vec;
+#endif
+    return skip_bytes(s, end, k);
 }
 
 /* n bytes at s equal the lowercase lit (n >= 4 when they are), ASCII letters
@@ -359,6 +433,11 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     /* Past header_bytes is 431, the reference path's to say. */
     const char *end = d + (len < lim->header_bytes ? len : lim->header_bytes);
     const char *s = d;
+#ifdef SWS_HEAD_SIMD
+    const bool vec = end - d >= 16 && !p->portable_scan;
+#else
+    const bool vec = false;
+#endif
 
     /* Request line: GET first, in one word, then the other methods taken. */
     int method;
@@ -371,7 +450,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
         method = HTTP_GET;
         s += 3;
     } else {
-        s = skip_class(s, end, C_T);
+        s = skip_class(s, end, vec, C_T);
         method = method_of(d, (size_t)(s - d));
         if (method < 0 || s >= end || *s != ' ')
             return false;
@@ -379,7 +458,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     const char *t = ++s;
     if (s >= end || *s != '/')
         return false;
-    s = skip_class(s, end, C_U);
+    s = skip_class(s, end, vec, C_U);
     size_t tn = (size_t)(s - t);
     if (tn > lim->uri_length || end - s < 11 || memcmp(s, " HTTP/1.", 8) != 0 ||
         (s[8] != '0' && s[8] != '1') || s[9] != '\r' || s[10] != '\n')
@@ -402,7 +481,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
             break;
         }
         const char *name = s;
-        s = skip_class(s, end, C_T);
+        s = skip_class(s, end, vec, C_T);
         size_t nn = (size_t)(s - name);
         if (nn == 0 || s >= end || *s != ':')
             return give_up(r);
@@ -415,7 +494,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
         if (nn == 4 && NAME_IS(name, nn, "host")) {
             /* Read as uri-host bytes at once: anything else is the reference
              * path's (a space inside, a byte no host holds: 400 there). */
-            s = skip_class(s, end, C_H);
+            s = skip_class(s, end, vec, C_H);
             if (s == val || ++f.hosts > 1)
                 return give_up(r);
             /* Kept for routing, as parse_cold.c keeps it (cut at SWS_HTTP_HOST_MAX). */
@@ -430,7 +509,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
             s += 2;
             continue;
         }
-        s = skip_value(s, end);
+        s = skip_class(s, end, vec, C_V);
         if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
             return give_up(r);
         if (!take_field(p, &f, name, nn, val, (size_t)(s - val)))

@@ -147,6 +147,7 @@ typedef struct sws_http_parser {
     bool fast_body;      /* in the body of a request head.c read */
     bool closed;         /* a request without keep-alive ended: nothing may follow */
     bool reference_only; /* tests only: never head.c, always scan_head + llhttp */
+    bool portable_scan;  /* tests only: head.c scans byte by byte, never with SIMD */
     bool ll_ready;       /* p is set up: done when the reference path first needs it */
     uint64_t body_left;  /* Content-Length bytes of fast_body still to come */
     sws_http_request req;
