@@ -397,9 +397,24 @@ static bool take_field(sws_http_parser *p, head_facts *f, const char *name, size
     return true;
 }
 
-static void keep_target(sws_http_request *r, const char *t, size_t n) {
+/* n bytes of the head from src to dst, which has room for 16 at least: most
+ * targets and hosts are 16 bytes or less, copied as 16 when the head has them
+ * (the bytes past n are never read), without a library call. */
+static inline void copy_run(char *dst, const char *src, size_t n, const char *end) {
+    if (n <= 16 && end - src >= 16) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + 8, &b, 8);
+    } else {
+        memcpy(dst, src, n);
+    }
+}
+
+static void keep_target(sws_http_request *r, const char *t, size_t n, const char *end) {
     size_t k = n < SWS_HTTP_PATH_MAX - 1 ? n : SWS_HTTP_PATH_MAX - 1;
-    memcpy(r->path, t, k);
+    copy_run(r->path, t, k, end);
     r->path[k] = '\0';
     r->path_len = (uint16_t)k;
     r->path_truncated = k < n;
@@ -470,7 +485,8 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     r->referer_len = r->user_agent_len = 0;
     memset(r->sf_len, 0, sizeof(r->sf_len));
     head_facts f = {0};
-    uint32_t count = 0;
+    uint32_t count = 0, host4;
+    memcpy(&host4, "host", 4);
     for (;;) {
         if (s >= end)
             return give_up(r);
@@ -479,6 +495,32 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
                 return give_up(r);
             s += 2;
             break;
+        }
+        if (++count > lim->header_count)
+            return give_up(r);
+        /* Host, the one field every HTTP/1.1 request has, by its name first:
+         * five bytes that equal "host:" are a token and its colon. */
+        if (end - s >= 5 && lower4(s) == host4 && s[4] == ':') {
+            s += 5;
+            while (s < end && (*s == ' ' || *s == '\t'))
+                s++;
+            /* Read as uri-host bytes at once: anything else is the reference
+             * path's (a space inside, a byte no host holds: 400 there). */
+            const char *val = s;
+            s = skip_class(s, end, vec, C_H);
+            if (s == val || ++f.hosts > 1)
+                return give_up(r);
+            /* Kept for routing, as parse_cold.c keeps it (cut at SWS_HTTP_HOST_MAX). */
+            size_t hl =
+                (size_t)(s - val) < SWS_HTTP_HOST_MAX ? (size_t)(s - val) : SWS_HTTP_HOST_MAX;
+            copy_run(r->host, val, hl, end);
+            r->host_len = (uint16_t)hl;
+            while (s < end && (*s == ' ' || *s == '\t'))
+                s++;
+            if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
+                return give_up(r);
+            s += 2;
+            continue;
         }
         const char *name = s;
         s = skip_class(s, end, vec, C_T);
@@ -489,26 +531,6 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
         while (s < end && (*s == ' ' || *s == '\t'))
             s++;
         const char *val = s;
-        if (++count > lim->header_count)
-            return give_up(r);
-        if (nn == 4 && NAME_IS(name, nn, "host")) {
-            /* Read as uri-host bytes at once: anything else is the reference
-             * path's (a space inside, a byte no host holds: 400 there). */
-            s = skip_class(s, end, vec, C_H);
-            if (s == val || ++f.hosts > 1)
-                return give_up(r);
-            /* Kept for routing, as parse_cold.c keeps it (cut at SWS_HTTP_HOST_MAX). */
-            size_t hl =
-                (size_t)(s - val) < SWS_HTTP_HOST_MAX ? (size_t)(s - val) : SWS_HTTP_HOST_MAX;
-            memcpy(r->host, val, hl);
-            r->host_len = (uint16_t)hl;
-            while (s < end && (*s == ' ' || *s == '\t'))
-                s++;
-            if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
-                return give_up(r);
-            s += 2;
-            continue;
-        }
         s = skip_class(s, end, vec, C_V);
         if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
             return give_up(r);
@@ -519,7 +541,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     if (f.content_length > lim->body_size || f.hosts > 1 || (minor == 1 && f.hosts == 0))
         return give_up(r);
 
-    keep_target(r, t, tn);
+    keep_target(r, t, tn, end);
     if (r->log_fields) {
         size_t k = line < SWS_HTTP_LOG_FIELD_MAX ? line : SWS_HTTP_LOG_FIELD_MAX;
         memcpy(r->log_fields + SWS_HTTP_LOG_LINE, d, k);
