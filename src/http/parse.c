@@ -44,23 +44,31 @@ static int fast_body(sws_http_parser *p, size_t at, size_t len, size_t *consumed
     return SWS_HTTP_REQUEST;
 }
 
-/* At the start of a request: head.c's one pass, when it takes the head. */
-static bool fast_head(sws_http_parser *p, const char *data, size_t len, size_t *head_len) {
+/* At the start of a request: head.c's one pass, when it takes the head.
+ * Returns SWS_HTTP_REQUEST or SWS_HTTP_NEED_MORE as fast_body, or -1 when the
+ * reference path must read the bytes. */
+static int fast_head(sws_http_parser *p, const char *data, size_t len, size_t *consumed) {
+    size_t head_len;
     uint64_t cl;
-    if (p->reference_only || !sws_http_head_fast(p, data, len, head_len, &cl))
-        return false;
+    if (p->reference_only || !sws_http_head_fast(p, data, len, &head_len, &cl))
+        return -1;
     /* What on_message_begin and on_headers_complete would have left. */
-    p->in_message = true;
     p->headers_done = true;
     p->head_sound = true;
-    p->head_bytes = (uint32_t)*head_len;
     p->body_bytes = 0;
     p->chunked = false;
     p->trailers = false;
     p->expect_continue = false;
+    if (cl == 0) {
+        /* Complete at once (most requests): never in_message, no body. */
+        p->closed = !p->req.keep_alive;
+        *consumed = head_len;
+        return SWS_HTTP_REQUEST;
+    }
+    p->in_message = true;
     p->fast_body = true;
     p->body_left = cl;
-    return true;
+    return fast_body(p, head_len, len, consumed);
 }
 
 int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *consumed, int *status) {
@@ -78,10 +86,11 @@ int sws_http_feed(sws_http_parser *p, const char *data, size_t len, size_t *cons
         return sws_http_after_close(p, data, len, consumed, status);
     if (p->method_wait)
         return sws_http_method_verdict(p, data, len, consumed, status);
-    size_t head_len;
-    if (p->scan == S_START && p->raw_head == 0 && !p->in_message &&
-        fast_head(p, data, len, &head_len))
-        return fast_body(p, head_len, len, consumed);
+    if (p->scan == S_START && p->raw_head == 0 && !p->in_message) {
+        int rc = fast_head(p, data, len, consumed);
+        if (rc >= 0)
+            return rc;
+    }
     return sws_http_feed_reference(p, data, len, consumed, status);
 }
 

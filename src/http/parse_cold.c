@@ -162,7 +162,6 @@ static int on_message_begin(llhttp_t *lp) {
     p->in_message = true;
     p->headers_done = false;
     p->head_sound = false;
-    p->head_bytes = 0;
     p->header_count = 0;
     p->uri_len = 0;
     p->body_bytes = 0;
@@ -425,8 +424,6 @@ static int check_transfer_encoding(const sws_http_parser *p) {
 static int on_headers_complete(llhttp_t *lp) {
     sws_http_parser *p = P(lp);
     p->headers_done = true;
-    /* raw_head counts on through the trailers: they share header_bytes. */
-    p->head_bytes = p->raw_head;
     p->req.method = llhttp_get_method(lp);
     p->req.http_major = llhttp_get_http_major(lp);
     p->req.http_minor = llhttp_get_http_minor(lp);

@@ -109,8 +109,7 @@ typedef struct sws_http_request {
 typedef struct sws_http_parser {
     llhttp_t p;
     const sws_http_limits *limits;
-    uint32_t head_bytes; /* raw bytes of the last complete head */
-    uint32_t raw_head;   /* raw head + trailer bytes so far, blank lines before too */
+    uint32_t raw_head; /* raw head + trailer bytes so far, blank lines before too */
     uint32_t header_count;
     uint32_t uri_len;
     uint64_t body_bytes;
