@@ -475,8 +475,21 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
         return false;
     s = skip_class(s, end, vec, C_U);
     size_t tn = (size_t)(s - t);
-    if (tn > lim->uri_length || end - s < 11 || memcmp(s, " HTTP/1.", 8) != 0 ||
-        (s[8] != '0' && s[8] != '1') || s[9] != '\r' || s[10] != '\n')
+    /* " HTTP/1.0" or " HTTP/1.1" and CR LF, as two words: the second's byte
+     * of the minor version with its low bit set ('0' | 1 is '1', and only
+     * '0' and '1' give it). */
+    static const char ver[8] = " HTTP/1.", tail[8] = "TP/1.1\r\n", low[8] = {[5] = 1};
+    uint64_t w, want, bit;
+    if (tn > lim->uri_length || end - s < 11)
+        return false;
+    memcpy(&w, s, 8);
+    memcpy(&want, ver, 8);
+    if (w != want)
+        return false;
+    memcpy(&w, s + 3, 8);
+    memcpy(&want, tail, 8);
+    memcpy(&bit, low, 8);
+    if ((w | bit) != want)
         return false;
     uint8_t minor = (uint8_t)(s[8] - '0');
     size_t line = (size_t)(s + 9 - d);
