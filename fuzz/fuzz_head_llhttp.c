@@ -3,9 +3,9 @@
  * llhttp alone, as a peer that never saw our code would read them. Every
  * request we serve must be a request llhttp frames the same way: same end,
  * method, version, target, Host, body length and keep-alive. We may refuse
- * what llhttp takes (we are stricter, see parse.c); never the reverse, since
+ * what llhttp takes (we are stricter, see parse_cold.c); never the reverse, since
  * a proxy behind or in front of us that frames differently is a smuggling
- * path. The one exception is the chunk size line, which parse.c reads itself
+ * path. The one exception is the chunk size line, which parse_cold.c reads itself
  * because llhttp 8.1 refuses extensions RFC 9112 allows (fuzz_request covers
  * it): a refusal there from llhttp ends the comparison. */
 #include <stdint.h>

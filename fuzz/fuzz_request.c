@@ -3,7 +3,8 @@
  * that way and in one piece, and both must return the same requests and both
  * refuse or neither: a parse that depends on how reads fell is a smuggling bug.
  * The whole stream is also read by the reference path alone, which must give
- * exactly what the one-pass head reader gave. */
+ * exactly what the one-pass head reader gave, and split by head.c's portable
+ * byte scan, which must give exactly what its SIMD scan gave. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,11 @@ static uint32_t digest(const sws_http_request *r) {
         h = (h ^ f[i]) * 16777619u;
     for (size_t i = 0; i < r->path_len; i++)
         h = (h ^ (uint8_t)r->path[i]) * 16777619u;
+    /* The Host a route is chosen by. */
+    check(r->host_len <= SWS_HTTP_HOST_MAX, "host past its room");
+    h = (h ^ r->host_len) * 16777619u;
+    for (size_t i = 0; i < r->host_len; i++)
+        h = (h ^ (uint8_t)r->host[i]) * 16777619u;
     /* What the access log keeps, which must not depend on the reads either. */
     const uint16_t lens[] = {r->referer_len, r->user_agent_len, r->line_len};
     const size_t offs[] = {SWS_HTTP_LOG_REFERER, SWS_HTTP_LOG_UA, SWS_HTTP_LOG_LINE};
@@ -71,14 +77,19 @@ static void answer(const sws_http_request *r, int status) {
     check(n > 0, "response head does not fit");
 }
 
+/* Which parser: head.c where it takes the head (with SIMD where built), head.c
+ * with its portable byte scan, or the reference path alone. */
+enum { ONE_PASS, PORTABLE, REFERENCE };
+
 /* Feeds data in reads of the sizes in steps (cycled; 0 is the rest), each read
  * fed again from where the last request ended, as conn.c's consume() does. */
-static void run(const uint8_t *data, size_t size, const uint8_t *steps, size_t nsteps,
-                bool reference, outcome *o) {
+static void run(const uint8_t *data, size_t size, const uint8_t *steps, size_t nsteps, int kind,
+                outcome *o) {
     static sws_http_parser p;
     static char log_fields[SWS_HTTP_LOG_STORAGE];
     sws_http_parser_init(&p, &lim);
-    p.reference_only = reference;
+    p.reference_only = kind == REFERENCE;
+    p.portable_scan = kind == PORTABLE;
     p.req.log_fields = log_fields; /* as serve.c lends it with the access log on */
     memset(o, 0, sizeof(*o));
     size_t off = 0, k = 0;
@@ -126,15 +137,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *steps = data + 1;
     data += 1 + nsteps;
     size -= 1 + nsteps;
-    static outcome split, whole, ref;
-    run(data, size, steps, nsteps, false, &split);
-    run(data, size, NULL, 0, false, &whole);
+    static outcome split, whole, ref, port;
+    run(data, size, steps, nsteps, ONE_PASS, &split);
+    run(data, size, NULL, 0, ONE_PASS, &whole);
     /* The one-pass head reader (head.c) stands in for the reference path
      * (scan_head + llhttp): fed the same reads, they must agree exactly. */
-    run(data, size, NULL, 0, true, &ref);
+    run(data, size, NULL, 0, REFERENCE, &ref);
     check(ref.n == whole.n && ref.status == whole.status &&
               memcmp(ref.req, whole.req, sizeof(uint32_t) * (size_t)ref.n) == 0,
           "the one pass and the reference path differ");
+    /* Its SIMD scan and its byte scan read the same runs. */
+    run(data, size, steps, nsteps, PORTABLE, &port);
+    check(port.n == split.n && port.status == split.status &&
+              memcmp(port.req, split.req, sizeof(uint32_t) * (size_t)port.n) == 0,
+          "the SIMD and the portable scans differ");
     /* Which refusal comes first may depend on the reads (a span's callback
      * fires at the end of a read); whether one comes, and what was served
      * before it, may not. */

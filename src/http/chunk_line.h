@@ -1,5 +1,5 @@
 /* A chunk size line of a chunked request body, read by the request parser
- * itself (parse.c) and not by llhttp: llhttp 8.1 refuses several extensions on
+ * itself (parse_cold.c) and not by llhttp: llhttp 8.1 refuses several extensions on
  * one line and quoted-string values with quoted-pairs, both of which RFC 9112
  * 7.1.1 allows (fixed upstream in 9.1.3, not in Debian 12). The scanner
  * validates the whole line, counts its extensions' bytes against a bound, and

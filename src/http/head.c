@@ -1,5 +1,5 @@
 /* The one-pass request head reader: the common request read once, with no
- * callbacks, before (and instead of) the reference path in parse.c (scan_head,
+ * callbacks, before (and instead of) the reference path in parse_cold.c (scan_head,
  * then llhttp over the same bytes).
  *
  * It is a sound subset of the reference path, not a second opinion: it accepts
@@ -25,11 +25,19 @@
 
 #include <string.h>
 
+/* SSE2 is x86-64's baseline: no run-time check. SWS_HTTP_SCALAR (CMake's
+ * SWS_HTTP_SIMD=OFF, and the scalar twins of the parser's tests) keeps the
+ * portable scan, which every other architecture builds. */
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(SWS_HTTP_SCALAR)
+#define SWS_HEAD_SIMD 1
+#include <emmintrin.h>
+#endif
+
 enum {
     C_T = 1, /* tchar (RFC 9110 5.6.2) */
     C_U = 2, /* a byte of an origin-form target llhttp takes as it is */
     C_V = 4, /* field value: visible ASCII, SP, HTAB */
-    C_H = 8, /* uri-host [ ":" port ], as parse.c's host_char */
+    C_H = 8, /* uri-host [ ":" port ], as parse_cold.c's host_char */
 };
 #define C_ALNUM (C_T | C_U | C_V | C_H)
 #define C_TUVH (C_T | C_U | C_V | C_H)
@@ -78,9 +86,10 @@ static inline bool is(unsigned char c, uint8_t k) {
     return (cls[c] & k) != 0;
 }
 
-/* The end of a run of bytes of class k from s, four at a time while there is
- * room: one bound check per four. */
-static inline __attribute__((always_inline)) const char *skip_class(const char *s, const char *end,
+/* The end of a run of bytes of class k from s, byte by byte, four at a time
+ * while there is room: one bound check per four. The portable scan, and the
+ * SIMD scan's when the whole head is shorter than a block. */
+static inline __attribute__((always_inline)) const char *skip_bytes(const char *s, const char *end,
                                                                     uint8_t k) {
     while (end - s >= 4) {
         if (!is((unsigned char)s[0], k))
@@ -98,24 +107,89 @@ static inline __attribute__((always_inline)) const char *skip_class(const char *
     return s;
 }
 
-/* The end of a run of field value bytes (C_V) from s: eight at a time while
- * no byte of the eight is below SP or above '~' (HTAB is, and goes the byte
- * way), then byte by byte. Bit tricks from "Bit Twiddling Hacks" (hasless,
- * hasmore): exact as a yes/no for the eight, which is all they are used as. */
-static const char *skip_value(const char *s, const char *end) {
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    while (end - s >= 8) {
-        uint64_t x;
-        memcpy(&x, s, 8);
-        uint64_t below_sp = (x - ones * 0x20) & ~x;
-        uint64_t above_tilde = (x + ones) | x;
-        if ((below_sp | above_tilde) & highs)
-            break;
-        s += 8;
+#ifdef SWS_HEAD_SIMD
+/* x's bytes in [a, b] (unsigned, a <= b): moved so that a is -128, then one
+ * signed compare (SSE2 has no unsigned one). */
+static inline __m128i in_range(__m128i x, unsigned char a, unsigned char b) {
+    __m128i y = _mm_add_epi8(x, _mm_set1_epi8((char)(0x80 - a)));
+    return _mm_cmplt_epi8(y, _mm_set1_epi8((char)(0x80 + b - a + 1)));
+}
+
+static inline __m128i is_letter(__m128i x) {
+    return in_range(_mm_or_si128(x, _mm_set1_epi8(0x20)), 'a', 'z');
+}
+
+static inline __m128i is_byte(__m128i x, char c) {
+    return _mm_cmpeq_epi8(x, _mm_set1_epi8(c));
+}
+
+/* A bit for each of the 16 bytes at s outside the common part of class k: a
+ * byte whose bit is clear is of class k; one whose bit is set may still be
+ * (skip_class asks the table). Field values (C_V) are exact: a byte below SP
+ * but HTAB, or above '~' (below zero as a signed byte). */
+static inline unsigned outside(const char *s, uint8_t k) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)s), in;
+    switch (k) {
+    case C_V: {
+        __m128i bad = _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(' ')), is_byte(x, 0x7f));
+        return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(is_byte(x, '\t'), bad));
     }
-    while (s < end && is((unsigned char)*s, C_V))
-        s++;
-    return s;
+    case C_T: /* field names: letters, digits, '-' */
+        in = _mm_or_si128(_mm_or_si128(is_letter(x), in_range(x, '0', '9')), is_byte(x, '-'));
+        break;
+    case C_U: /* targets: "$%&'()*+,-./", digits, ":;", '?', '@', letters */
+        in = _mm_or_si128(_mm_or_si128(in_range(x, '$', ';'), in_range(x, '?', 'Z')),
+                          in_range(x, 'a', 'z'));
+        break;
+    default: /* C_H, hosts: letters, digits and "-.:" ('/' between them is not) */
+        in = _mm_or_si128(is_letter(x), _mm_andnot_si128(is_byte(x, '/'), in_range(x, '-', ':')));
+        break;
+    }
+    return (unsigned)_mm_movemask_epi8(in) ^ 0xffffu;
+}
+#endif
+
+/* The end of a run of bytes of class k from s. vec: SIMD may load any 16
+ * bytes of the head that end by end. The first two bytes are asked of the
+ * table (a target of "/" or a short token ends there); then 16 at a time, and
+ * at the end the 16 bytes that end at end (those before s masked off), so that
+ * no load reaches past end or before the head. A byte outside the class's
+ * common part is asked of the table, and the run goes on past it when it is of
+ * the class. */
+static inline __attribute__((always_inline)) const char *skip_class(const char *s, const char *end,
+                                                                    bool vec, uint8_t k) {
+#ifdef SWS_HEAD_SIMD
+    if (vec && end - s >= 2) {
+        if (!is((unsigned char)s[0], k))
+            return s;
+        if (!is((unsigned char)s[1], k))
+            return s + 1;
+        s += 2;
+        for (;;) {
+            unsigned m;
+            if (end - s >= 16) {
+                m = outside(s, k);
+                if (!m) {
+                    s += 16;
+                    continue;
+                }
+            } else {
+                if (s >= end)
+                    return s;
+                m = outside(end - 16, k) >> (16 - (end - s));
+                if (!m)
+                    return end;
+            }
+            s += __builtin_ctz(m);
+            if (!is((unsigned char)*s, k))
+                return s;
+            s++;
+        }
+    }
+#else
+    (void)vec;
+#endif
+    return skip_bytes(s, end, k);
 }
 
 /* n bytes at s equal the lowercase lit (n >= 4 when they are), ASCII letters
@@ -179,7 +253,7 @@ static int method_of(const char *m, size_t n) {
     return -1;
 }
 
-/* The static scenario's fields, as parse.c's sf_field and value callbacks keep
+/* The static scenario's fields, as parse_cold.c's sf_field and value callbacks keep
  * them: raw is the value as llhttp hands it (leading OWS gone, trailing OWS
  * kept), trimmed after it is stored, so that a value cut by its room trims the
  * same way. */
@@ -225,7 +299,7 @@ static int sf_index(const char *name, size_t n) {
 }
 
 /* Referer and User-Agent for the log: the first line's value, cut at its room,
- * then trimmed (parse.c's order). */
+ * then trimmed (parse_cold.c's order). */
 static void keep_log(char *dst, uint16_t *n, const char *raw, size_t rawn) {
     size_t k = rawn < SWS_HTTP_LOG_FIELD_MAX ? rawn : SWS_HTTP_LOG_FIELD_MAX;
     memcpy(dst, raw, k);
@@ -323,9 +397,24 @@ static bool take_field(sws_http_parser *p, head_facts *f, const char *name, size
     return true;
 }
 
-static void keep_target(sws_http_request *r, const char *t, size_t n) {
+/* n bytes of the head from src to dst, which has room for 16 at least: most
+ * targets and hosts are 16 bytes or less, copied as 16 when the head has them
+ * (the bytes past n are never read), without a library call. */
+static inline void copy_run(char *dst, const char *src, size_t n, const char *end) {
+    if (n <= 16 && end - src >= 16) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + 8, &b, 8);
+    } else {
+        memcpy(dst, src, n);
+    }
+}
+
+static void keep_target(sws_http_request *r, const char *t, size_t n, const char *end) {
     size_t k = n < SWS_HTTP_PATH_MAX - 1 ? n : SWS_HTTP_PATH_MAX - 1;
-    memcpy(r->path, t, k);
+    copy_run(r->path, t, k, end);
     r->path[k] = '\0';
     r->path_len = (uint16_t)k;
     r->path_truncated = k < n;
@@ -359,6 +448,11 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     /* Past header_bytes is 431, the reference path's to say. */
     const char *end = d + (len < lim->header_bytes ? len : lim->header_bytes);
     const char *s = d;
+#ifdef SWS_HEAD_SIMD
+    const bool vec = end - d >= 16 && !p->portable_scan;
+#else
+    const bool vec = false;
+#endif
 
     /* Request line: GET first, in one word, then the other methods taken. */
     int method;
@@ -371,7 +465,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
         method = HTTP_GET;
         s += 3;
     } else {
-        s = skip_class(s, end, C_T);
+        s = skip_class(s, end, vec, C_T);
         method = method_of(d, (size_t)(s - d));
         if (method < 0 || s >= end || *s != ' ')
             return false;
@@ -379,10 +473,23 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     const char *t = ++s;
     if (s >= end || *s != '/')
         return false;
-    s = skip_class(s, end, C_U);
+    s = skip_class(s, end, vec, C_U);
     size_t tn = (size_t)(s - t);
-    if (tn > lim->uri_length || end - s < 11 || memcmp(s, " HTTP/1.", 8) != 0 ||
-        (s[8] != '0' && s[8] != '1') || s[9] != '\r' || s[10] != '\n')
+    /* " HTTP/1.0" or " HTTP/1.1" and CR LF, as two words: the second's byte
+     * of the minor version with its low bit set ('0' | 1 is '1', and only
+     * '0' and '1' give it). */
+    static const char ver[8] = " HTTP/1.", tail[8] = "TP/1.1\r\n", low[8] = {[5] = 1};
+    uint64_t w, want, bit;
+    if (tn > lim->uri_length || end - s < 11)
+        return false;
+    memcpy(&w, s, 8);
+    memcpy(&want, ver, 8);
+    if (w != want)
+        return false;
+    memcpy(&w, s + 3, 8);
+    memcpy(&want, tail, 8);
+    memcpy(&bit, low, 8);
+    if ((w | bit) != want)
         return false;
     uint8_t minor = (uint8_t)(s[8] - '0');
     size_t line = (size_t)(s + 9 - d);
@@ -391,7 +498,8 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     r->referer_len = r->user_agent_len = 0;
     memset(r->sf_len, 0, sizeof(r->sf_len));
     head_facts f = {0};
-    uint32_t count = 0;
+    uint32_t count = 0, host4;
+    memcpy(&host4, "host", 4);
     for (;;) {
         if (s >= end)
             return give_up(r);
@@ -401,27 +509,24 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
             s += 2;
             break;
         }
-        const char *name = s;
-        s = skip_class(s, end, C_T);
-        size_t nn = (size_t)(s - name);
-        if (nn == 0 || s >= end || *s != ':')
-            return give_up(r);
-        s++;
-        while (s < end && (*s == ' ' || *s == '\t'))
-            s++;
-        const char *val = s;
         if (++count > lim->header_count)
             return give_up(r);
-        if (nn == 4 && NAME_IS(name, nn, "host")) {
+        /* Host, the one field every HTTP/1.1 request has, by its name first:
+         * five bytes that equal "host:" are a token and its colon. */
+        if (end - s >= 5 && lower4(s) == host4 && s[4] == ':') {
+            s += 5;
+            while (s < end && (*s == ' ' || *s == '\t'))
+                s++;
             /* Read as uri-host bytes at once: anything else is the reference
              * path's (a space inside, a byte no host holds: 400 there). */
-            s = skip_class(s, end, C_H);
+            const char *val = s;
+            s = skip_class(s, end, vec, C_H);
             if (s == val || ++f.hosts > 1)
                 return give_up(r);
-            /* Kept for routing, as parse.c keeps it (cut at SWS_HTTP_HOST_MAX). */
+            /* Kept for routing, as parse_cold.c keeps it (cut at SWS_HTTP_HOST_MAX). */
             size_t hl =
                 (size_t)(s - val) < SWS_HTTP_HOST_MAX ? (size_t)(s - val) : SWS_HTTP_HOST_MAX;
-            memcpy(r->host, val, hl);
+            copy_run(r->host, val, hl, end);
             r->host_len = (uint16_t)hl;
             while (s < end && (*s == ' ' || *s == '\t'))
                 s++;
@@ -430,7 +535,16 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
             s += 2;
             continue;
         }
-        s = skip_value(s, end);
+        const char *name = s;
+        s = skip_class(s, end, vec, C_T);
+        size_t nn = (size_t)(s - name);
+        if (nn == 0 || s >= end || *s != ':')
+            return give_up(r);
+        s++;
+        while (s < end && (*s == ' ' || *s == '\t'))
+            s++;
+        const char *val = s;
+        s = skip_class(s, end, vec, C_V);
         if (end - s < 2 || s[0] != '\r' || s[1] != '\n')
             return give_up(r);
         if (!take_field(p, &f, name, nn, val, (size_t)(s - val)))
@@ -440,7 +554,7 @@ bool sws_http_head_fast(sws_http_parser *p, const char *d, size_t len, size_t *h
     if (f.content_length > lim->body_size || f.hosts > 1 || (minor == 1 && f.hosts == 0))
         return give_up(r);
 
-    keep_target(r, t, tn);
+    keep_target(r, t, tn, end);
     if (r->log_fields) {
         size_t k = line < SWS_HTTP_LOG_FIELD_MAX ? line : SWS_HTTP_LOG_FIELD_MAX;
         memcpy(r->log_fields + SWS_HTTP_LOG_LINE, d, k);

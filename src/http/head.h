@@ -1,6 +1,6 @@
 /* The one-pass request head reader (head.c), internal to sws_http: parse.c
- * tries it at the start of every request and falls back to its reference path
- * (scan_head + llhttp) for whatever it does not take. */
+ * tries it at the start of every request and falls back to the reference path
+ * (parse_cold.c: scan_head + llhttp) for whatever it does not take. */
 #ifndef SWS_HTTP_HEAD_H
 #define SWS_HTTP_HEAD_H
 

@@ -4,7 +4,7 @@
  * message: the proxy decides when the stream may go on (keep-alive). Chunk
  * size lines are read here and llhttp is fed "SIZE CR LF" alone: llhttp 8.1
  * refuses several extensions on one line and quoted-pairs in them, which RFC
- * 9112 7.1.1 allows (parse.c does the same for the strict parser, which has
+ * 9112 7.1.1 allows (parse_cold.c does the same for the strict parser, which has
  * already judged every request byte the proxy reads; an upstream's are not). */
 #include "sws_msg.h"
 

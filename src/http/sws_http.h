@@ -109,8 +109,7 @@ typedef struct sws_http_request {
 typedef struct sws_http_parser {
     llhttp_t p;
     const sws_http_limits *limits;
-    uint32_t head_bytes; /* raw bytes of the last complete head */
-    uint32_t raw_head;   /* raw head + trailer bytes so far, blank lines before too */
+    uint32_t raw_head; /* raw head + trailer bytes so far, blank lines before too */
     uint32_t header_count;
     uint32_t uri_len;
     uint64_t body_bytes;
@@ -119,7 +118,7 @@ typedef struct sws_http_parser {
     bool headers_done;
     bool head_sound; /* the head is complete and passed every check (see sws_http_head_sound) */
     bool complete;   /* a request is complete and not yet returned */
-    /* Strictness (RFC 9112) that llhttp does not enforce itself; see parse.c. */
+    /* Strictness (RFC 9112) that llhttp does not enforce itself; see parse_cold.c. */
     uint8_t scan;       /* state of the raw head scanner (bare CR/LF, obs-fold) */
     uint8_t field;      /* which framing or routing field the current line is */
     uint8_t name_len;   /* bytes of the current field name, saturating */
@@ -147,6 +146,7 @@ typedef struct sws_http_parser {
     bool fast_body;      /* in the body of a request head.c read */
     bool closed;         /* a request without keep-alive ended: nothing may follow */
     bool reference_only; /* tests only: never head.c, always scan_head + llhttp */
+    bool portable_scan;  /* tests only: head.c scans byte by byte, never with SIMD */
     bool ll_ready;       /* p is set up: done when the reference path first needs it */
     uint64_t body_left;  /* Content-Length bytes of fast_body still to come */
     sws_http_request req;
@@ -161,7 +161,7 @@ void sws_http_parser_init(sws_http_parser *p, const sws_http_limits *limits);
 
 /* Feeds bytes. Returns SWS_HTTP_NEED_MORE, SWS_HTTP_REQUEST (at most one per
  * call: feed the rest of the data again), or -EBADMSG with the status to answer
- * in *status: 400 (malformed or ambiguous, see parse.c), 413, 414, 431, 501 (a
+ * in *status: 400 (malformed or ambiguous, see parse_cold.c), 413, 414, 431, 501 (a
  * transfer coding other than chunked, or a method llhttp does not know) or 505 (an HTTP version
  * other than 1.0 and 1.1). The connection must then be closed after the answer, and the parser is
  * unusable until sws_http_parser_init(). */

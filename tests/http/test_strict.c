@@ -249,7 +249,7 @@ static void strict_bare_cr(void **state) {
     REFUSED("GET / HTTP/1.1\r\nHost: a\r\nX\r: b\r\n\r\n", 400);
 }
 
-/* RFC 9112 2.2 lets a recipient accept a bare LF; we do not (see parse.c). */
+/* RFC 9112 2.2 lets a recipient accept a bare LF; we do not (see parse_cold.c). */
 static void strict_bare_lf(void **state) {
     (void)state;
     REFUSED("GET / HTTP/1.1\nHost: a\r\n\r\n", 400);

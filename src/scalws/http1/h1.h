@@ -69,7 +69,6 @@ static inline route_stash *stash_of(const sws_conn *c) {
 /* server.c */
 void h1_conn_log(sws_worker *w, sws_conn *c, int status, uint64_t bytes);
 void h1_answer_end(sws_worker *w, sws_conn *c);
-void h1_answer_done(sws_worker *w, sws_conn *c);
 void h1_answer_error_head(sws_worker *w, sws_conn *c, int status, bool head);
 void h1_parser_settle(sws_worker *w, sws_conn *c);
 bool h1_conn_partial(const sws_conn *c);

@@ -144,8 +144,9 @@ static inline bool acme_challenge(sws_worker *w, sws_conn *c) {
 }
 
 /* The answer has ended: its route counts it, and the connection is the
- * default instance's again. */
-void h1_answer_done(sws_worker *w, sws_conn *c) {
+ * default instance's again. Inline: every request ends here, most of them in
+ * answer(). */
+static inline __attribute__((always_inline)) void h1_answer_done(sws_worker *w, sws_conn *c) {
     sws_route_count(w, c->sc, c->status, (uint32_t)tl_loop_now(w->loop) - c->req_start);
     route_clear(w, c);
     if (c->parser)
@@ -189,7 +190,7 @@ static void answer(sws_worker *w, sws_conn *c, bool more) {
     /* The route's instance answers this request (route_inst.c, chosen when
      * its head was complete); the connection goes back to the default one
      * once the answer has ended. */
-    if (!c->routed && (w->routes_on || w->gate_on)) {
+    if ((w->routes_on || w->gate_on) && !c->routed) {
         /* Without routes a request the gate lets through stays the
          * default's: nothing to mark, nothing to undo at its end. */
         sws_scenario *picked = sws_route_pick(w, &c->ex, c->index, r);
@@ -389,19 +390,35 @@ static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t 
     return bad;
 }
 
+/* The idle deadline owed since an answer (keepalive_timeout from now; a
+ * request just answered leaves none partial): set once for a run of answers
+ * to pipelined requests, before anything else consume() does that may read
+ * or set a deadline. */
+static inline void idle_settle(sws_worker *w, sws_conn *c, bool *due) {
+    if (*due) {
+        *due = false;
+        sws_conn_idle_deadline(w, c, false);
+    }
+}
+
 /* Parses from data[*off..len). Returns false when output is full (or the
  * scenario takes no more of a request body) and the rest must be held until a
  * write completes (or sws_ex_more). */
 static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
+    bool idle_due = false;
     while (*off < len) {
         if (c->phase != SWS_PH_OPEN) {
+            idle_settle(w, c, &idle_due);
             sws_conn_last(w, c, true); /* pipelined input after a close: see answer_error */
             *off = len;
             break;
         }
-        if (c->answer_pending || c->olen + w->resp_max > w->out_cap)
+        if (c->answer_pending || c->olen + w->resp_max > w->out_cap) {
+            idle_settle(w, c, &idle_due);
             return false;
+        }
         if (!c->parser && !parser_take(w, c)) {
+            idle_settle(w, c, &idle_due);
             sws_conn_close(w, c); /* out of memory: this connection ends */
             *off = len;
             break;
@@ -414,6 +431,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         if (stashing) {
             size_t room = SWS_ROUTE_STASH - stash_of(c)->len;
             if (room == 0) { /* a head this long cannot be routed to such a scenario */
+                idle_settle(w, c, &idle_due);
                 answer_error(w, c, 431);
                 *off = len;
                 break;
@@ -423,6 +441,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         } else if (ops->request_head) {
             /* The parser sees no byte the scenario cannot take now: what it
              * passed is handed over at once, in the order it came. */
+            idle_settle(w, c, &idle_due);
             size_t room = ops->request_room(w, c->sc, &c->ex);
             if (room == 0)
                 return false;
@@ -439,7 +458,8 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             used = n;
         /* Bytes go on only where someone takes them, or a route is to be
          * chosen: without routes a respond request never calls out. */
-        if (rc >= 0 && used && (ops->request_head || (!c->routed && w->routes_on))) {
+        if ((ops->request_head || (w->routes_on && !c->routed)) && rc >= 0 && used) {
+            idle_settle(w, c, &idle_due);
             int bad = pass_bytes(w, c, rc, data + *off, used);
             if (bad > 0 || sws_phase_gone(c->phase)) {
                 if (bad > 0 && c->phase == SWS_PH_OPEN)
@@ -449,6 +469,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             }
         }
         if (rc == SWS_HTTP_NEED_MORE) {
+            idle_settle(w, c, &idle_due);
             *off += (uint32_t)n;
             if (sws_http_continue_due(c->parser))
                 answer_continue(w, c);
@@ -464,12 +485,13 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         }
         if (rc == SWS_HTTP_REQUEST) {
             *off += (uint32_t)used;
-            /* Held input counts the buffer being fed (pump) as one. */
+            /* Held input counts the buffer being fed (pump) as one. A
+             * pending answer sets its own deadline (send_timeout). */
             answer(w, c, *off < len || c->hcount > 1);
-            if (!c->answer_pending)
-                sws_conn_idle_deadline(w, c, h1_conn_partial(c));
+            idle_due = !c->answer_pending;
             continue;
         }
+        idle_settle(w, c, &idle_due);
         /* A refusal once the head was complete and sound (413 for its
          * declared size, a fault in its chunked body or trailers) is its
          * route's: chosen here when the fault came in the same read as the
@@ -481,6 +503,7 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         *off = len;
         break;
     }
+    idle_settle(w, c, &idle_due);
     return true;
 }
 
