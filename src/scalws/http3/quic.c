@@ -611,7 +611,34 @@ uint64_t h3_conn_expiry(h3_conn *hc) {
         return 0;
     if (hc->closing || hc->draining)
         return hc->close_at;
-    return ngtcp2_conn_get_expiry(hc->q);
+    uint64_t t = ngtcp2_conn_get_expiry(hc->q);
+    return hc->probe_held && t < hc->probe_at ? hc->probe_at : t;
+}
+
+/* ngtcp2 0.12 fires a probe timeout (PTO) whose probe the pacer may then
+ * hold back: while the pacer's next slot is ahead, writes carry ACKs only.
+ * The loss detection timer is computed from the last ack-eliciting packet
+ * sent, so when that is old (the application space at the end of a lossy
+ * handshake, whose 0.5-RTT packets left a second before; a loop that ran
+ * late) the timer is still due after the PTO, and each
+ * ngtcp2_conn_handle_expiry fires it again, doubling the backoff with no
+ * probe sent: ten PTOs in one turn were seen, the next probe 2^10 PTOs
+ * away, past the idle timeout, so a tail loss then stalled the connection
+ * until it idled out. Once a PTO's probe is held (the timer still due after
+ * the write), the timer only writes, every millisecond (the pacer's
+ * granularity), until the probe goes out (ngtcp2 keeps it owed) or one
+ * initial RTT has passed. */
+static void probe_check(h3_conn *hc, size_t pto_before, uint64_t now) {
+    ngtcp2_conn_stat cs;
+    ngtcp2_conn_get_conn_stat(hc->q, &cs);
+    bool due = cs.loss_detection_timer <= now;
+    if (!hc->probe_held && due && cs.pto_count > pto_before) {
+        hc->probe_held = true;
+        hc->probe_until = now + NGTCP2_DEFAULT_INITIAL_RTT;
+    } else if (hc->probe_held && (!due || now >= hc->probe_until)) {
+        hc->probe_held = false;
+    }
+    hc->probe_at = now + NGTCP2_MILLISECONDS;
 }
 
 void h3_conn_timer(h3_conn *hc, uint64_t now) {
@@ -620,13 +647,23 @@ void h3_conn_timer(h3_conn *hc, uint64_t now) {
             hc->dead = true;
         return;
     }
+    if (hc->probe_held && now < hc->probe_until) {
+        h3_conn_write(hc, now);
+        if (!hc->dead && !hc->closing && !hc->draining)
+            probe_check(hc, hc->pto_seen, now);
+        return;
+    }
+    hc->probe_held = false;
     int rc = ngtcp2_conn_handle_expiry(hc->q, now);
     if (rc != 0) {
         conn_error(hc, rc, now);
         return;
     }
+    size_t pto_before = hc->pto_seen;
     count_recovery(hc);
     h3_conn_write(hc, now);
+    if (!hc->dead && !hc->closing && !hc->draining)
+        probe_check(hc, pto_before, now);
 }
 
 void h3_conn_kick(h3_conn *hc) {
