@@ -116,5 +116,5 @@ root = $T/www" --scenario static
 
 rounds off 7 "$ROUNDS"
 rounds on 11 "$ROUNDS"
-#DRAINIDLE
+drain_idle 5
 echo PASS
