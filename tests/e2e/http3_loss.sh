@@ -4,12 +4,19 @@
 # network would): every connection must still get every answer, whole.
 # Rounds of ten h3get connections at once, each with 15 requests (a 1 MiB
 # static file and small ones), without GSO and with it; h3get's deadline is
-# well under the 30 s idle timeout, so a stream whose last bytes are never
+# under the 30 s idle timeout, so a stream whose last bytes are never
 # sent again fails the round at once instead of idling out.
 . "$(dirname "$0")/lib.sh"
 command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
 H3GET=${H3GET:?path of h3get in H3GET}
 ROUNDS=${HTTP3_LOSS_ROUNDS:-10}
+# Sanitizer builds: Debian's ngtcp2 0.12.1 sometimes leaves a block of
+# 112-128 bytes allocated inside ngtcp2_conn_read_pkt after much
+# retransmission (likely its issue 1244, fixed upstream in 1.6; as in
+# http3_restart.sh). Only leaks inside libngtcp2 are suppressed: a
+# connection of ours left would be reported with our own frames.
+echo "leak:libngtcp2.so" >"$T/lsan.supp"
+export LSAN_OPTIONS="suppressions=$T/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
@@ -39,7 +46,7 @@ root = $T/www" --scenario static
     for r in $(seq 1 "$3"); do
         pids=()
         for i in $(seq 1 10); do
-            timeout 60 "$H3GET" -k -t 20 -n 5 -P 10 "127.0.0.1:$qp" /big.bin /small.bin /tiny.txt \
+            timeout 60 "$H3GET" -k -t 25 -n 5 -P 10 "127.0.0.1:$qp" /big.bin /small.bin /tiny.txt \
                 >"$T/out.$i" 2>"$T/err.$i" &
             pids+=($!)
         done
