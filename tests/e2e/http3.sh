@@ -3,7 +3,8 @@
 # both on port 0, two loops. h3get (tests/h3) GETs and POSTs on respond,
 # downloads a 1 MiB static file (its bytes compared), runs 100 streams on
 # one connection and 16 connections that land on both loops (per-loop
-# counters in /metrics); the tls listener's answers advertise the quic port
+# counters in /metrics), a stateless reset for an unknown connection ID
+# (counted); the tls listener's answers advertise the quic port
 # (Alt-Svc); SIGHUP reloads the certificate QUIC serves; a drain (SIGTERM)
 # answers every request in flight; without the kernel's steering it says so
 # and serves. The configuration errors first.
@@ -72,6 +73,24 @@ done
 [ $((c0 + c1)) -ge 21 ] || fail "HTTP/3 connections counted: $c0 + $c1, want 21"
 [ "$c0" -gt 0 ] && [ "$c1" -gt 0 ] || fail "HTTP/3 connections all on one loop: $c0 and $c1"
 [ $((r0 + r1)) -ge 120 ] || fail "HTTP/3 requests counted: $r0 + $r1, want 120"
+# A short-header packet naming a connection ID of loop 1 that no connection
+# has: loop 1 answers it with a stateless reset (RFC 9000 10.3), counted.
+python3 - "$QP" <<'PY' || fail "could not send the unknown short-header packet"
+import os, socket, sys
+cid = bytes([os.urandom(1)[0], 1]) + os.urandom(14)
+pkt = bytes([0x40 | (os.urandom(1)[0] & 0x3f)]) + cid + os.urandom(40)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.sendto(pkt, ("127.0.0.1", int(sys.argv[1])))
+s.settimeout(10)
+data = s.recv(2048)
+assert len(data) < len(pkt) and (data[0] & 0xc0) == 0x40, "not a stateless reset"
+PY
+for _ in $(seq 1 100); do
+    read -r _ sr1 <<<"$(per_loop scalwsd_quic_stateless_resets_total)"
+    [ "$sr1" -ge 1 ] && break
+    sleep 0.1
+done
+[ "$sr1" -ge 1 ] || fail "the stateless reset was not counted on loop 1: $(per_loop scalwsd_quic_stateless_resets_total)"
 # Without the kernel's steering (TURNLOOP_UDP_DISABLE=cid_steer: the
 # e2e_http3_unsteered run) the start says so and every request above was
 # answered all the same (the kernel's 4-tuple hash keeps a connection on the

@@ -281,14 +281,18 @@ static void watch_scid(const uint8_t *d, size_t len) {
 }
 
 /* When set, every g_drop_every-th datagram the engine sends is lost on
- * the way (a lossy path, without netem). */
-static unsigned g_drop_every, g_sent;
+ * the way (a lossy path, without netem); and the next g_drop_first ones. */
+static unsigned g_drop_every, g_sent, g_drop_first;
 
 static int send_dgram(void *ud, const struct sockaddr *local, socklen_t local_len,
                       const struct sockaddr *remote, socklen_t remote_len, unsigned ecn,
                       const uint8_t *data, size_t len) {
     host *h = ud;
     watch_scid(data, len);
+    if (g_drop_first) {
+        g_drop_first--;
+        return 0;
+    }
     if (g_drop_every && ++g_sent % g_drop_every == 0)
         return 0; /* sent, as far as the engine knows */
     (void)local;
@@ -660,6 +664,28 @@ static void losses_are_recovered_and_counted(void **state) {
     assert_int_equal(after.bytes_in_flight, 0); /* no connection left */
 }
 
+/* The server's first flight lost: the handshake completes a second later,
+ * by its probe timeout, and the application space's PTO, armed from its
+ * 0.5-RTT packets of that first flight, is long due by then while the pacer
+ * (paced at the initial RTT) holds the probe back. It fires once and its
+ * probe goes when the pacer allows, instead of firing again and again at
+ * once (ngtcp2 0.12 computes the timer from the last packet sent: each
+ * firing doubled the backoff with no probe out, 6 to 10 in one turn, after
+ * which a tail loss waited 2^10 PTOs: the stall under loss). */
+static void a_held_probe_fires_its_timeout_once(void **state) {
+    (void)state;
+    sws_h3_stats before = sws_h3_stats_of(g_main->ep);
+    g_drop_first = 4; /* the Initial, Handshake and 1-RTT packets of the first flight */
+    const char *args[] = {"HOSTPORT", "/big", NULL};
+    int rc = h3get(g_buf, sizeof(g_buf), args);
+    g_drop_first = 0;
+    assert_int_equal(rc, 0);
+    assert_int_equal(answers(g_buf, 200, BIG_SIZE, fnv((const uint8_t *)g_big_body, BIG_SIZE)), 1);
+    sws_h3_stats after = sws_h3_stats_of(g_main->ep);
+    /* The handshake's PTO (one, perhaps two) and the application's (one). */
+    assert_in_range(after.probe_timeouts - before.probe_timeouts, 1, 4);
+}
+
 /* The client moves to a new port after every answer, telling ngtcp2 (a
  * migration: a new connection ID, the path validated) or not (a NAT
  * rebinding: the server validates the new path): every request is answered
@@ -985,6 +1011,7 @@ int main(void) {
         cmocka_unit_test(long_target_is_414),
         cmocka_unit_test(unknown_method_is_501),
         cmocka_unit_test(losses_are_recovered_and_counted),
+        cmocka_unit_test(a_held_probe_fires_its_timeout_once),
         cmocka_unit_test(the_client_migrates_on_one_connection),
         cmocka_unit_test(unknown_version_is_negotiated),
         cmocka_unit_test(unknown_connection_gets_a_stateless_reset),

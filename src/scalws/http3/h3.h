@@ -146,6 +146,11 @@ struct h3_conn {
      * none yet). */
     size_t pto_seen;
     uint64_t recovery_seen;
+    /* A probe timeout fired and pacing held its probe back: until the
+     * probe is out (or probe_until), the timer writes without firing the
+     * PTO again (quic.c, h3_conn_timer), every millisecond from probe_at. */
+    bool probe_held;
+    uint64_t probe_at, probe_until;
     uint32_t close_count; /* packets seen while closing */
     uint64_t close_at;
     uint8_t *close_pkt;

@@ -537,18 +537,27 @@ static void fin_due(h3_conn *hc, int64_t sid) {
         }
 }
 
+/* Every ack-eliciting packet the connection sent was acknowledged. */
+static bool nothing_in_flight(h3_conn *hc) {
+    ngtcp2_conn_stat cs;
+    ngtcp2_conn_get_conn_stat(hc->q, &cs);
+    return cs.bytes_in_flight == 0;
+}
+
 void h3_conn_write(h3_conn *hc, uint64_t now) {
     if (hc->dead || hc->closing || hc->draining)
         return;
     sws_h3_endpoint *ep = hc->ep;
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
+    bool flushed = false; /* nghttp3 had nothing left to write (a GOAWAY included) */
     for (int sent = hc->fin_due ? fin_flush(hc, &ps, now) : 0; sent < H3_BURST;) {
         int64_t sid = -1;
         int fin = 0;
         nghttp3_vec vec[16];
         nghttp3_ssize nvec = 0;
-        if (hc->h && ngtcp2_conn_get_max_data_left(hc->q)) {
+        bool asked = hc->h && ngtcp2_conn_get_max_data_left(hc->q);
+        if (asked) {
             nvec = nghttp3_conn_writev_stream(hc->h, &sid, &fin, vec, 16);
             if (nvec < 0) {
                 h3_conn_close_app(hc, nghttp3_err_infer_quic_app_error_code((int)nvec), now);
@@ -592,8 +601,10 @@ void h3_conn_write(h3_conn *hc, uint64_t now) {
         bool lone_fin = sid >= 0 && fin && nvec == 0 && ndata < 0;
         if (lone_fin)
             fin_due(hc, sid);
-        if (n == 0)
+        if (n == 0) {
+            flushed = asked && sid < 0;
             break; /* nothing more, or the congestion window is full */
+        }
         h3_send(ep, &ps.path, pi.ecn, ep->tx, (size_t)n);
         sent++;
         if (lone_fin)
@@ -601,8 +612,12 @@ void h3_conn_write(h3_conn *hc, uint64_t now) {
     }
     /* The pacer's next slot (a burst cut short resumes at the expiry). */
     ngtcp2_conn_update_pkt_tx_time(hc->q, now);
-    /* Draining: a connection whose streams are all done closes itself. */
-    if (hc->goaway && hc->nstreams == 0)
+    /* Draining: a connection whose streams are all done closes itself once
+     * its GOAWAY is out and acknowledged, with everything else it sent. Not
+     * before: pacing or the congestion window may have kept the GOAWAY
+     * back, or it was lost, and a client that gets the close without it
+     * must take its requests in flight as maybe processed (RFC 9114 5.2). */
+    if (hc->goaway && hc->nstreams == 0 && flushed && nothing_in_flight(hc))
         h3_conn_close_app(hc, NGHTTP3_H3_NO_ERROR, now);
 }
 
@@ -611,7 +626,34 @@ uint64_t h3_conn_expiry(h3_conn *hc) {
         return 0;
     if (hc->closing || hc->draining)
         return hc->close_at;
-    return ngtcp2_conn_get_expiry(hc->q);
+    uint64_t t = ngtcp2_conn_get_expiry(hc->q);
+    return hc->probe_held && t < hc->probe_at ? hc->probe_at : t;
+}
+
+/* ngtcp2 0.12 fires a probe timeout (PTO) whose probe the pacer may then
+ * hold back: while the pacer's next slot is ahead, writes carry ACKs only.
+ * The loss detection timer is computed from the last ack-eliciting packet
+ * sent, so when that is old (the application space at the end of a lossy
+ * handshake, whose 0.5-RTT packets left a second before; a loop that ran
+ * late) the timer is still due after the PTO, and each
+ * ngtcp2_conn_handle_expiry fires it again, doubling the backoff with no
+ * probe sent: ten PTOs in one turn were seen, the next probe 2^10 PTOs
+ * away, past the idle timeout, so a tail loss then stalled the connection
+ * until it idled out. Once a PTO's probe is held (the timer still due after
+ * the write), the timer only writes, every millisecond (the pacer's
+ * granularity), until the probe goes out (ngtcp2 keeps it owed) or one
+ * initial RTT has passed. */
+static void probe_check(h3_conn *hc, size_t pto_before, uint64_t now) {
+    ngtcp2_conn_stat cs;
+    ngtcp2_conn_get_conn_stat(hc->q, &cs);
+    bool due = cs.loss_detection_timer <= now;
+    if (!hc->probe_held && due && cs.pto_count > pto_before) {
+        hc->probe_held = true;
+        hc->probe_until = now + NGTCP2_DEFAULT_INITIAL_RTT;
+    } else if (hc->probe_held && (!due || now >= hc->probe_until)) {
+        hc->probe_held = false;
+    }
+    hc->probe_at = now + NGTCP2_MILLISECONDS;
 }
 
 void h3_conn_timer(h3_conn *hc, uint64_t now) {
@@ -620,13 +662,23 @@ void h3_conn_timer(h3_conn *hc, uint64_t now) {
             hc->dead = true;
         return;
     }
+    if (hc->probe_held && now < hc->probe_until) {
+        h3_conn_write(hc, now);
+        if (!hc->dead && !hc->closing && !hc->draining)
+            probe_check(hc, hc->pto_seen, now);
+        return;
+    }
+    hc->probe_held = false;
     int rc = ngtcp2_conn_handle_expiry(hc->q, now);
     if (rc != 0) {
         conn_error(hc, rc, now);
         return;
     }
+    size_t pto_before = hc->pto_seen;
     count_recovery(hc);
     h3_conn_write(hc, now);
+    if (!hc->dead && !hc->closing && !hc->draining)
+        probe_check(hc, pto_before, now);
 }
 
 void h3_conn_kick(h3_conn *hc) {

@@ -471,6 +471,7 @@ void sws_quic_publish(sws_worker *w) {
     atomic_store_explicit(&c->requests, st.requests, memory_order_relaxed);
     atomic_store_explicit(&c->early_connections, st.early_connections, memory_order_relaxed);
     atomic_store_explicit(&c->too_early, st.too_early, memory_order_relaxed);
+    atomic_store_explicit(&c->stateless_resets, st.stateless_resets, memory_order_relaxed);
     atomic_store_explicit(&c->open_connections, st.open_connections, memory_order_relaxed);
     atomic_store_explicit(&c->stream_packets_lost, st.stream_packets_lost, memory_order_relaxed);
     atomic_store_explicit(&c->probe_timeouts, st.probe_timeouts, memory_order_relaxed);
@@ -535,6 +536,10 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
           early_connections),
         Q("scalwsd_http3_too_early_total", "counter",
           "HTTP/3 requests in 0-RTT answered 425 Too Early (an unsafe method).", too_early),
+        Q("scalwsd_quic_stateless_resets_total", "counter",
+          "QUIC stateless resets sent: short-header packets of a connection the loop does not "
+          "know.",
+          stateless_resets),
 #undef Q
     };
     for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {

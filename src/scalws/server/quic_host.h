@@ -16,6 +16,7 @@ typedef struct sws_quic_counters {
     sws_ctr sends, gso_batches; /* server/quic_send.c */
     sws_ctr connections, streams, requests;
     sws_ctr early_connections, too_early;
+    sws_ctr stateless_resets;
     sws_ctr open_connections;
     /* Loss recovery (sws_h3_stats says what each one is). */
     sws_ctr stream_packets_lost, probe_timeouts, congestion_events;

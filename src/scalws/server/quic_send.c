@@ -12,8 +12,10 @@
 #include "token.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct tx_send {
     uint32_t off;
@@ -36,7 +38,70 @@ struct sws_quic_tx {
     tl_sockaddr dest, source;
     socklen_t dest_len, source_len;
     sws_quic_tx_stats st;
+    /* Test only (SCALWSD_TEST_QUIC_SEND_DROP): a run of drop_run datagrams
+     * dropped on purpose after drop_below out of 2^32 of them, drawn by
+     * xorshift from drop_state; drop_left of the current run to go, until
+     * drop_end (a run is a moment's: a queue that was full drains). */
+    uint32_t drop_below, drop_state, drop_run, drop_left;
+    uint64_t drop_end;
 };
+
+/* SCALWSD_TEST_QUIC_SEND_DROP=PERCENT[,SEED[,RUN]], read when a loop's
+ * arena is made: PERCENT of the outgoing datagrams each begin a run of RUN
+ * (1) dropped before the kernel sees them, within 2 ms, as a lossy network
+ * (RUN 1) or a full send queue (a burst's tail) would. Anything else in it
+ * is said and ignored. */
+static void drop_from_env(sws_quic_tx *tx) {
+    const char *v = getenv("SCALWSD_TEST_QUIC_SEND_DROP");
+    if (!v || !*v)
+        return;
+    char *end;
+    double pct = strtod(v, &end);
+    unsigned long seed = 1, run = 1;
+    if (*end == ',')
+        seed = strtoul(end + 1, &end, 10);
+    if (*end == ',')
+        run = strtoul(end + 1, &end, 10);
+    if (*end || !(pct > 0 && pct < 100) || run < 1 || run > 1000) {
+        fprintf(stderr,
+                "scalwsd: SCALWSD_TEST_QUIC_SEND_DROP=%s is not PERCENT[,SEED[,RUN]] with 0 < "
+                "PERCENT < 100 and 1 <= RUN <= 1000: ignored\n",
+                v);
+        return;
+    }
+    tx->drop_below = (uint32_t)(pct / 100.0 * 4294967296.0);
+    tx->drop_state = (uint32_t)seed ? (uint32_t)seed : 1u; /* xorshift's state is never 0 */
+    tx->drop_run = (uint32_t)run;
+    fprintf(stderr,
+            "scalwsd: test only: %g %% of the quic datagrams sent begin a run of %lu dropped "
+            "(SCALWSD_TEST_QUIC_SEND_DROP)\n",
+            pct, run);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool drop_now(sws_quic_tx *tx) {
+    if (tx->drop_left && now_ns() < tx->drop_end) {
+        tx->drop_left--;
+        return true;
+    }
+    tx->drop_left = 0;
+    uint32_t x = tx->drop_state;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    tx->drop_state = x;
+    if (x >= tx->drop_below)
+        return false;
+    tx->drop_left = tx->drop_run - 1;
+    if (tx->drop_left)
+        tx->drop_end = now_ns() + 2000000u;
+    return true;
+}
 
 sws_quic_tx *sws_quic_tx_new(void) {
     sws_quic_tx *tx = calloc(1, sizeof(*tx));
@@ -44,6 +109,7 @@ sws_quic_tx *sws_quic_tx_new(void) {
         free(tx);
         return NULL;
     }
+    drop_from_env(tx);
     return tx;
 }
 
@@ -141,6 +207,10 @@ int sws_quic_tx_send(sws_quic_tx *tx, const struct sockaddr *local, socklen_t lo
     if (len == 0 || len > UINT16_MAX || remote_len > sizeof(tx->dest) ||
         (local && local_len > sizeof(tx->source)))
         return -EINVAL;
+    if (__builtin_expect(tx->drop_below != 0, 0) && drop_now(tx)) {
+        tx->st.dropped++; /* lost on the way: the engine believes it sent */
+        return 0;
+    }
     if (!joins(tx, local, local_len, remote, remote_len, ecn, len)) {
         sws_quic_tx_flush(tx);
         if (tx->nsends == SWS_QUIC_SENDS || !make_room(tx, (uint32_t)len)) {
