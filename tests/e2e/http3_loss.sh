@@ -7,8 +7,7 @@
 # under the 30 s idle timeout, so a stream whose last bytes are never
 # sent again fails the round at once instead of idling out.
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
+. "$(dirname "$0")/lib_h3.sh"
 ROUNDS=${HTTP3_LOSS_ROUNDS:-10}
 # Sanitizer builds: Debian's ngtcp2 0.12.1 sometimes leaves a block of
 # 112-128 bytes allocated inside ngtcp2_conn_read_pkt after much
@@ -18,9 +17,6 @@ ROUNDS=${HTTP3_LOSS_ROUNDS:-10}
 echo "leak:libngtcp2.so" >"$T/lsan.supp"
 export LSAN_OPTIONS="suppressions=$T/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
 mkdir -p "$T/www"
 head -c 1048576 /dev/urandom >"$T/www/big.bin"
 head -c 3000 /dev/urandom >"$T/www/small.bin"
