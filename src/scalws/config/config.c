@@ -360,6 +360,16 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
         }
         return 1;
     }
+    /* [server] quic_gso became [http3] gso: a file that says it still means
+     * it (a restart onto this version must not fail on it), and is told. */
+    if (strcmp(section, "server") == 0 && strcmp(key, "quic_gso") == 0) {
+        if (!l->c->load_note[0])
+            snprintf(l->c->load_note, sizeof(l->c->load_note),
+                     "%s:%d: [server] quic_gso is deprecated: it is [http3] gso now (taken as it)",
+                     l->path, l->line);
+        section = "http3";
+        key = "gso";
+    }
     if (set_from(l->c, section, key, value, SWS_FROM_FILE, (uint32_t)l->line, l->why,
                  sizeof(l->why)) < 0) {
         snprintf(l->section, sizeof(l->section), "%s", section);
