@@ -681,7 +681,7 @@ static void gso_add(client *c, const uint8_t *p, size_t n) {
 /* --reset-after: the requests given up are reset both ways; each counts as
  * answered (its line is printed when its stream closes). */
 static void reset_due(client *c) {
-    for (int i = 0; i < c->nreq; i++) {
+    for (int i = 0; i < c->nslots; i++) { /* --load: -P slots, fewer than the requests */
         req *r = &c->reqs[i];
         if (!r->reset_due || r->done)
             continue;
