@@ -184,7 +184,8 @@ struct tl_loop {
      * so that GRO's 64 KiB buffers cost nothing to the streams' pool. */
     uint8_t *ubuf_mem;
     uint32_t ubuf_count, ubuf_size;
-    uint32_t *ubuf_free; /* stack of free ids (global ones) */
+    uint32_t ubuf_stride; /* ubuf_size rounded up: every buffer's head aligned for its metadata */
+    uint32_t *ubuf_free;  /* stack of free ids (global ones) */
     uint32_t ubuf_free_len;
     uint64_t *ubuf_owner; /* by id - buf_count */
     /* Receives waiting for a buffer, oldest first: op ids in a ring of
@@ -377,7 +378,7 @@ uint32_t tl__starve_pop(tl_loop *loop);
 int tl__starve_fit(tl_loop *loop);
 static inline uint8_t *tl__buffer_data(const tl_loop *loop, uint32_t id) {
     if (id >= loop->buf_count) /* the datagram pool's */
-        return loop->ubuf_mem + (size_t)(id - loop->buf_count) * loop->ubuf_size;
+        return loop->ubuf_mem + (size_t)(id - loop->buf_count) * loop->ubuf_stride;
     return loop->buf_mem + (size_t)id * loop->buf_size;
 }
 /* The owner entry of any loop buffer id (either pool), or NULL past both. */

@@ -28,13 +28,16 @@ int tl__udp_pool_init(tl_loop *loop, uint32_t count, uint32_t size) {
     /* io_uring names a buffer by 16 bits; a payload's buffer needs room past the headroom */
     if (count > 32768 || size <= TL_UDP_HEADROOM || size > TL_UDP_HEADROOM + UDP_MAX_PAYLOAD)
         return -EINVAL;
-    loop->ubuf_mem = malloc((size_t)count * size);
+    /* The default size (headroom + 65535) is odd: each buffer starts on a cache line. */
+    uint32_t stride = (size + 63u) & ~63u;
+    loop->ubuf_mem = malloc((size_t)count * stride);
     loop->ubuf_free = malloc((size_t)count * sizeof *loop->ubuf_free);
     loop->ubuf_owner = calloc(count, sizeof *loop->ubuf_owner);
     if (!loop->ubuf_mem || !loop->ubuf_free || !loop->ubuf_owner)
         return -ENOMEM; /* tl_loop_free frees what was had */
     loop->ubuf_count = count;
     loop->ubuf_size = size;
+    loop->ubuf_stride = stride;
     for (uint32_t i = 0; i < count; i++)
         loop->ubuf_free[i] = loop->buf_count + count - 1 - i;
     loop->ubuf_free_len = count;
