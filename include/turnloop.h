@@ -191,7 +191,9 @@ typedef struct tl_loop_stats {
  * A backend asked for by name that cannot run is an error (-ENOSYS, -EPERM,
  * -EOPNOTSUPP), never a silent fallback; TL_BACKEND_AUTO falls back to epoll,
  * and chooses epoll outright when the environment has TURNLOOP_BACKEND=epoll.
- * Errors: -EINVAL (a ceiling of 2^24 or more, an unknown backend), -ENOMEM;
+ * Errors: -EINVAL (a ceiling of 2^24 or more, an unknown backend, more than
+ * 32768 udp_recv_buffers, a udp_recv_buffer_size of TL_UDP_HEADROOM or less,
+ * or above TL_UDP_HEADROOM + 65535), -ENOMEM;
  * for TL_BACKEND_URING: -EOPNOTSUPP (not built, or an opcode it needs is
  * missing), and io_uring_setup's errors (-ENOSYS, -EPERM when io_uring is
  * disabled, -ENOMEM); epoll_create1's and eventfd's errors (-EMFILE, -ENFILE,
@@ -569,8 +571,8 @@ int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
 /* Adopts a bound datagram socket that another process made (the parent of
  * a restart, which passed it by exec) as tl_udp_open would have made it:
  * non-blocking, close-on-exec, pktinfo and ECN reported. Its address, port,
- * IPV6_V6ONLY, reuse-port group and GRO stay as they were set, so opts may
- * only say send_queue. The loop takes fd, even on error (it is closed then).
+ * IPV6_V6ONLY, reuse-port group and GRO stay as they were set (tl_udp_gro
+ * changes the last), so opts may only say send_queue. The loop takes fd, even on error (it is closed then).
  * Errors: -ENOTSOCK (not an AF_INET/AF_INET6 datagram socket, or not bound),
  * -EINVAL (reuse_port, flags, a send_queue above 65535), -EMFILE (the handle
  * ceiling), -ENOMEM; fcntl(), setsockopt() and the backend's registration errors. */
@@ -581,7 +583,7 @@ int tl_udp_adopt(tl_loop *loop, int fd, const tl_udp_options *opts, tl_handle *o
  * TL_UDP_GRO's rules. Loop thread only.
  * Errors: -EINVAL (not a datagram handle; on, with buffers smaller than a GRO
  * payload), -EOPNOTSUPP (on, where the kernel has no UDP_GRO or the loop has
- * TL_LOOP_NO_UDP_GRO; off there is 0), -ENOENT (a stale handle); setsockopt's. */
+ * TL_LOOP_NO_UDP_GRO; off there is 0), an id's errors; setsockopt's. */
 int tl_udp_gro(tl_loop *loop, tl_handle h, int on);
 
 /* Multishot receive: one TL_OP_UDP_RECV completion per datagram, with
