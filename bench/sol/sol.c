@@ -16,11 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "sol_setup.h"
 
 #define NBUF 1024 /* provided buffers, a power of two */
 #define BUFSZ 4096
@@ -271,24 +272,6 @@ static int setup_ring(const char **mode) {
     return io_uring_queue_init_params(1024, &ring, &p);
 }
 
-static int setup_bufs(void) {
-    size_t bytes = NBUF * sizeof(struct io_uring_buf);
-    br = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-    bufs = malloc((size_t)NBUF * BUFSZ);
-    if (br == MAP_FAILED || !bufs)
-        return -ENOMEM;
-    struct io_uring_buf_reg reg = {
-        .ring_addr = (uint64_t)(uintptr_t)br, .ring_entries = NBUF, .bgid = BGID};
-    int err = io_uring_register_buf_ring(&ring, &reg, 0);
-    if (err < 0)
-        return err;
-    io_uring_buf_ring_init(br);
-    for (int i = 0; i < NBUF; i++)
-        io_uring_buf_ring_add(br, bufs + (size_t)i * BUFSZ, BUFSZ, (unsigned short)i, NBUF - 1, i);
-    io_uring_buf_ring_advance(br, NBUF);
-    return 0;
-}
-
 /* One enter: publish the SQ tail (as liburing 2.3's submit does; its SQ index
  * array is identity) and wait for MIN_WAIT_NR, returning after MIN_WAIT_USEC
  * with what there is (EXT_ARG's min_wait_usec, 2.3's "pad"). */
@@ -332,16 +315,8 @@ int main(int argc, char **argv) {
         else
             return usage();
     }
-    char host[64];
-    const char *colon = strrchr(listen_at, ':');
-    if (!colon || (size_t)(colon - listen_at) >= sizeof host)
-        return usage();
-    memcpy(host, listen_at, (size_t)(colon - listen_at));
-    host[colon - listen_at] = 0;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (*end || port < 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+    struct sockaddr_in sa;
+    if (sol_parse_addr(listen_at, &sa) < 0)
         return usage();
 
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, defer = 1;
@@ -357,7 +332,7 @@ int main(int argc, char **argv) {
 
     const char *mode;
     int err = setup_ring(&mode);
-    if (err < 0 || (err = setup_bufs()) < 0) {
+    if (err < 0 || (err = sol_buf_ring_setup(&ring, NBUF, BUFSZ, BGID, &br, &bufs)) < 0) {
         fprintf(stderr, "sol: io_uring: %s\n", strerror(-err));
         return 1;
     }
@@ -383,23 +358,8 @@ int main(int argc, char **argv) {
     char ringdesc[128];
     snprintf(ringdesc, sizeof ringdesc, "%s%s%s", mode, direct ? "+direct" : "",
              min_wait ? "+min_wait" : "");
-    mode = ringdesc;
-    fprintf(stderr, "sol: listening on 127.0.0.1:%u, ring %s\n", ntohs(sa.sin_port), mode);
-    if (ready) { /* the format of scalwsd's --ready-file, renamed into place whole */
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", ready);
-        FILE *f = fopen(tmp, "w");
-        if (!f ||
-            fprintf(f, "listen 127.0.0.1:%u\nring %s\npid %ld\n", ntohs(sa.sin_port), mode,
-                    (long)getpid()) < 0 ||
-            fclose(f) != 0 || rename(tmp, ready) != 0) {
-            perror("sol: ready file");
-            return 1;
-        }
-    } else {
-        printf("listen 127.0.0.1:%u\n", ntohs(sa.sin_port));
-        fflush(stdout);
-    }
+    if (sol_announce("sol", ready, ntohs(sa.sin_port), ringdesc) < 0)
+        return 1;
 
     arm_accept(lfd);
     unsigned last = 0;

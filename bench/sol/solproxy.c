@@ -18,9 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "sol_setup.h"
 
 #define NBUF 4096 /* provided buffers, a power of two */
 #define BUFSZ 4096
@@ -263,41 +264,9 @@ static int setup_ring(const char **mode) {
     return io_uring_queue_init_params(2048, &ring, &p);
 }
 
-static int setup_bufs(void) {
-    size_t bytes = NBUF * sizeof(struct io_uring_buf);
-    br = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-    bufs = malloc((size_t)NBUF * BUFSZ);
-    if (br == MAP_FAILED || !bufs)
-        return -ENOMEM;
-    struct io_uring_buf_reg reg = {
-        .ring_addr = (uint64_t)(uintptr_t)br, .ring_entries = NBUF, .bgid = BGID};
-    int err = io_uring_register_buf_ring(&ring, &reg, 0);
-    if (err < 0)
-        return err;
-    io_uring_buf_ring_init(br);
-    for (int i = 0; i < NBUF; i++)
-        io_uring_buf_ring_add(br, bufs + (size_t)i * BUFSZ, BUFSZ, (unsigned short)i, NBUF - 1, i);
-    io_uring_buf_ring_advance(br, NBUF);
-    return 0;
-}
-
 static void on_term(int sig) {
     (void)sig;
     stop = 1;
-}
-
-static int parse_addr(const char *s, struct sockaddr_in *sa) {
-    char host[64];
-    const char *colon = strrchr(s, ':');
-    if (!colon || (size_t)(colon - s) >= sizeof host)
-        return -1;
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = 0;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    *sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    return *end || port < 0 || port > 65535 || inet_pton(AF_INET, host, &sa->sin_addr) != 1 ? -1
-                                                                                            : 0;
 }
 
 int main(int argc, char **argv) {
@@ -311,7 +280,7 @@ int main(int argc, char **argv) {
             up = NULL, i = argc;
     }
     struct sockaddr_in sa = {.sin_family = AF_INET};
-    if (!up || parse_addr(up, &upstream) < 0) {
+    if (!up || sol_parse_addr(up, &upstream) < 0) {
         fprintf(stderr, "usage: solproxy --upstream 127.0.0.1:PORT [--ready-file FILE]\n"
                         "  listens on 127.0.0.1:0; the ready file (or stdout) names the port\n");
         return 2;
@@ -327,7 +296,7 @@ int main(int argc, char **argv) {
     getsockname(lfd, (struct sockaddr *)&sa, &sl);
     const char *mode;
     int err = setup_ring(&mode);
-    if (err < 0 || (err = setup_bufs()) < 0) {
+    if (err < 0 || (err = sol_buf_ring_setup(&ring, NBUF, BUFSZ, BGID, &br, &bufs)) < 0) {
         fprintf(stderr, "solproxy: io_uring: %s\n", strerror(-err));
         return 1;
     }
@@ -338,22 +307,8 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
-    fprintf(stderr, "solproxy: listening on 127.0.0.1:%u, ring %s\n", ntohs(sa.sin_port), mode);
-    if (ready) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", ready);
-        FILE *f = fopen(tmp, "w");
-        if (!f ||
-            fprintf(f, "listen 127.0.0.1:%u\nring %s\npid %ld\n", ntohs(sa.sin_port), mode,
-                    (long)getpid()) < 0 ||
-            fclose(f) != 0 || rename(tmp, ready) != 0) {
-            perror("solproxy: ready file");
-            return 1;
-        }
-    } else {
-        printf("listen 127.0.0.1:%u\n", ntohs(sa.sin_port));
-        fflush(stdout);
-    }
+    if (sol_announce("solproxy", ready, ntohs(sa.sin_port), mode) < 0)
+        return 1;
     struct io_uring_sqe *s = sqe_get();
     io_uring_prep_multishot_accept(s, lfd, NULL, NULL, SOCK_CLOEXEC);
     io_uring_sqe_set_data64(s, (uint64_t)UD_ACCEPT << 56);

@@ -18,8 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-/* OpenSSL's newest reason, then the queue cleared. */
-static void why(char *buf, size_t len) {
+void sws_tls_why(char *buf, size_t len) {
     unsigned long e = ERR_peek_last_error();
     if (e)
         ERR_error_string_n(e, buf, len);
@@ -155,7 +154,7 @@ static int read_ocsp(sws_tls_cert *c, const char *path, const char *at, const ch
     const unsigned char *p = buf;
     OCSP_RESPONSE *resp = d2i_OCSP_RESPONSE(NULL, &p, (long)got);
     if (!resp) {
-        why(r, sizeof(r));
+        sws_tls_why(r, sizeof(r));
         snprintf(err, errlen, "%s%s ocsp %s: not a DER OCSP response (%s)", at, sec, path, r);
         return -EINVAL;
     }
@@ -202,7 +201,7 @@ sws_tls_cert *sws_tls_cert_load(const sws_tls_cert_config *cc, const char *file,
     c->leaf = PEM_read_X509(f, NULL, NULL, NULL);
     if (!c->leaf) {
         fclose(f);
-        why(r, sizeof(r));
+        sws_tls_why(r, sizeof(r));
         snprintf(err, errlen, "%s%s cert %s: no PEM certificate (%s)", at, sec, cc->cert, r);
         goto fail;
     }
@@ -221,7 +220,7 @@ sws_tls_cert *sws_tls_cert_load(const sws_tls_cert_config *cc, const char *file,
     c->pkey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
     fclose(f);
     if (!c->pkey) {
-        why(r, sizeof(r));
+        sws_tls_why(r, sizeof(r));
         snprintf(err, errlen, "%s%s key %s: no PEM private key (%s)", at, sec, cc->key, r);
         goto fail;
     }
@@ -262,7 +261,7 @@ int sws_tls_cert_describe(const char *path, char *out, size_t len) {
     fclose(f);
     if (!c.leaf) {
         char r[256];
-        why(r, sizeof(r));
+        sws_tls_why(r, sizeof(r));
         snprintf(out, len, "no PEM certificate (%s)", r);
         return -EINVAL;
     }

@@ -58,12 +58,7 @@ sws_tls_client *sws_tls_client_new(const char *ca_file, bool verify, char *err, 
     int ok = ca_file && ca_file[0] ? SSL_CTX_load_verify_file(c->ctx, ca_file)
                                    : SSL_CTX_set_default_verify_paths(c->ctx);
     if (ok != 1) {
-        unsigned long e = ERR_peek_last_error();
-        if (e)
-            ERR_error_string_n(e, r, sizeof(r));
-        else
-            snprintf(r, sizeof(r), "unknown error");
-        ERR_clear_error();
+        sws_tls_why(r, sizeof(r));
         if (ca_file && ca_file[0])
             snprintf(err, errlen, "tls_ca %s: no PEM certificate could be read (%s)", ca_file, r);
         else

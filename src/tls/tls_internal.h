@@ -44,6 +44,10 @@ sws_tls_cert *sws_tls_cert_load(const sws_tls_cert_config *cc, const char *file,
 void sws_tls_cert_ref(sws_tls_cert *c);
 void sws_tls_cert_unref(sws_tls_cert *c);
 
+/* OpenSSL's newest reason for a failure into buf ("unknown error" when it
+ * gave none), then its error queue cleared (tls_cert.c). */
+void sws_tls_why(char *buf, size_t len);
+
 /* Hung on every SSL_CTX (ex_data), freed with it: what its callbacks need
  * outlives the configuration that made it, as long as a connection uses it. */
 typedef struct sws_tls_ctxdata {

@@ -96,15 +96,6 @@ bool sws_tls_kernel_has_ktls(void) {
     return access("/sys/module/tls", F_OK) == 0;
 }
 
-static void why(char *buf, size_t len) {
-    unsigned long e = ERR_peek_last_error();
-    if (e)
-        ERR_error_string_n(e, buf, len);
-    else
-        snprintf(buf, len, "unknown error");
-    ERR_clear_error();
-}
-
 static const unsigned char alpn_http11[] = "\x08http/1.1";
 static const unsigned char alpn_h2_http11[] = "\x02h2\x08http/1.1";
 
@@ -182,15 +173,15 @@ static SSL_CTX *build_ctx(const sws_tls_server *s, const int *set, const unsigne
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     if (SSL_CTX_set_cipher_list(ctx, cfg->ciphers) != 1) {
-        why(r, sizeof(r));
+        sws_tls_why(r, sizeof(r));
         FAIL("[tls] ciphers '%s': %s", cfg->ciphers, r);
     }
     if (SSL_CTX_set_ciphersuites(ctx, cfg->ciphersuites) != 1) {
-        why(r, sizeof(r));
+        sws_tls_why(r, sizeof(r));
         FAIL("[tls] ciphersuites '%s': %s", cfg->ciphersuites, r);
     }
     if (SSL_CTX_set1_groups_list(ctx, cfg->groups) != 1) {
-        why(r, sizeof(r));
+        sws_tls_why(r, sizeof(r));
         FAIL("[tls] groups '%s': %s", cfg->groups, r);
     }
     SSL_CTX_set_dh_auto(ctx, 1); /* the DHE suites of the profile, RFC 7919 groups */
@@ -201,7 +192,7 @@ static SSL_CTX *build_ctx(const sws_tls_server *s, const int *set, const unsigne
         const srv_cert *sc = &s->certs[set[k]];
         const sws_tls_cert *c = sc->c;
         if (SSL_CTX_use_cert_and_key(ctx, c->leaf, c->pkey, c->chain, 1) != 1) {
-            why(r, sizeof(r));
+            sws_tls_why(r, sizeof(r));
             FAIL("%s cert %s: %s", sc->section, sc->cfg.cert, r);
         }
         d->staple[k].leaf = c->leaf;

@@ -15,29 +15,22 @@
 . "$(dirname "$0")/lib.sh"
 
 # Refusals first (no pebble needed): one line with file:line, exit 2.
-check_refused() { # INI_TEXT EXPECTED_MESSAGE
-    printf '%b\n' "$1" >"$T/bad.ini"
-    local st=0
-    "$SWS" --check-config --config "$T/bad.ini" 2>"$T/err" || st=$?
-    [ "$st" = 2 ] || fail "exit $st for: $1"
-    grep -q -- "$2" "$T/err" || fail "message '$(cat "$T/err")', wanted '$2'"
-}
 ACC="[acme]\ndirectory = https://ca/dir\nstate_dir = $T/never"
-check_refused "$ACC\n[acme a]\nchallenge = tls-alpn-01\ndomains = a.test" \
-    "bad.ini:5: \[acme a\] challenge: tls-alpn-01 is answered on a tls listener"
-check_refused "$ACC\n[acme a]\nrenew_before = 30d" "bad.ini:4: \[acme a\] needs domains"
-check_refused "$ACC\n[acme a]\ndirectory = https://other/dir" \
-    "bad.ini:5: \[acme a\] directory: not a key of an order"
-check_refused "$ACC\n[acme a]\ndomains = a.test\n[acme a]\ndomains = b.test" \
-    "bad.ini:6: \[acme a\] appears twice"
-check_refused "[acme a]\ndomains = a.test" "bad.ini:1: \[acme a\] needs \[acme\] directory"
-check_refused "$ACC\n[acme a]\ndomains = a.test\n[acme b]\ndomains = b.test A.test" \
-    "bad.ini:7: \[acme b\] domains: A.test is ordered by \[acme a\] already"
-check_refused "$ACC\ndomains = a.test\n[acme b]\ndomains = a.test" \
-    "bad.ini:6: \[acme b\] domains: a.test is ordered by \[acme\] already"
-check_refused "[server]\nlisten = 127.0.0.1:1 tls\n$ACC\n[acme a]\ndomains = a.test" \
-    "set \[acme\] http_listen (e.g. 0.0.0.0:80), or challenge = tls-alpn-01"
-check_refused "$ACC\n[acme a]\nchallenge = dns-01" "bad.ini:5: \[acme a\] challenge: bad value"
+config_refused "$ACC\n[acme a]\nchallenge = tls-alpn-01\ndomains = a.test" \
+    "bad.ini:5: [acme a] challenge: tls-alpn-01 is answered on a tls listener"
+config_refused "$ACC\n[acme a]\nrenew_before = 30d" "bad.ini:4: [acme a] needs domains"
+config_refused "$ACC\n[acme a]\ndirectory = https://other/dir" \
+    "bad.ini:5: [acme a] directory: not a key of an order"
+config_refused "$ACC\n[acme a]\ndomains = a.test\n[acme a]\ndomains = b.test" \
+    "bad.ini:6: [acme a] appears twice"
+config_refused "[acme a]\ndomains = a.test" "bad.ini:1: [acme a] needs [acme] directory"
+config_refused "$ACC\n[acme a]\ndomains = a.test\n[acme b]\ndomains = b.test A.test" \
+    "bad.ini:7: [acme b] domains: A.test is ordered by [acme a] already"
+config_refused "$ACC\ndomains = a.test\n[acme b]\ndomains = a.test" \
+    "bad.ini:6: [acme b] domains: a.test is ordered by [acme] already"
+config_refused "[server]\nlisten = 127.0.0.1:1 tls\n$ACC\n[acme a]\ndomains = a.test" \
+    "set [acme] http_listen (e.g. 0.0.0.0:80), or challenge = tls-alpn-01"
+config_refused "$ACC\n[acme a]\nchallenge = dns-01" "bad.ini:5: [acme a] challenge: bad value"
 # tls-alpn-01 alone needs no plaintext listener; nothing is written by -t.
 printf '[server]\nlisten = 127.0.0.1:1 tls\n%b\n[acme c]\ndomains = c.test\nchallenge = tls-alpn-01\n' \
     "$ACC" >"$T/ok.ini"

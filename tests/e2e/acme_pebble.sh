@@ -16,18 +16,11 @@
 
 # [acme] mistakes are one line and exit 2, before anything starts (no pebble
 # needed); --check-config writes nothing.
-check_refused() { # INI_TEXT EXPECTED_MESSAGE
-    printf '%b\n' "$1" >"$T/bad.ini"
-    local st=0
-    "$SWS" --check-config --config "$T/bad.ini" 2>"$T/err" || st=$?
-    [ "$st" = 2 ] || fail "exit $st for: $1"
-    grep -q -- "$2" "$T/err" || fail "message '$(cat "$T/err")', wanted '$2'"
-}
-check_refused "[server]\nlisten = 127.0.0.1:1 tls\n[acme]\ndirectory = https://ca/dir\ndomains = a.test" \
-    "set \[acme\] http_listen"
-check_refused "[acme]\ndirectory = https://ca/dir" "domains is empty"
-check_refused "[acme]\nrenew_before = soon" "bad.ini:2: \[acme\] renew_before: bad duration 'soon'"
-check_refused "[acme]\ndomains = *.a.test" "bad domain '\*.a.test'"
+config_refused "[server]\nlisten = 127.0.0.1:1 tls\n[acme]\ndirectory = https://ca/dir\ndomains = a.test" \
+    "set [acme] http_listen"
+config_refused "[acme]\ndirectory = https://ca/dir" "domains is empty"
+config_refused "[acme]\nrenew_before = soon" "bad.ini:2: [acme] renew_before: bad duration 'soon'"
+config_refused "[acme]\ndomains = *.a.test" "bad domain '*.a.test'"
 printf '[server]\nlisten = 127.0.0.1:1 tls\n[acme]\ndirectory = https://ca/dir\ndomains = a.test\nstate_dir = %s\nhttp_listen = 127.0.0.1:1\n' \
     "$T/never" >"$T/ok.ini"
 "$SWS" --check-config --config "$T/ok.ini" >/dev/null || fail "--check-config on a good [acme]"

@@ -31,18 +31,6 @@ PY=python3
     { echo "SKIP: no python3-hpack, python3-hyperframe"; exit 77; }
 H2C="$PY $(dirname "$0")/h2_client.py"
 
-metric() { # metric NAME: the sum over loops, of the process on the admin port
-    { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" || true; } |
-        awk -v m="$1" '$1 ~ "^"m"[{]" {s += $2} END {print s + 0}'
-}
-# wait_metric NAME MIN SECS: until the sum of NAME exceeds MIN.
-wait_metric() {
-    local end=$((SECONDS + $3))
-    until [ "$(metric "$1")" -gt "$2" ]; do
-        [ "$SECONDS" -le "$end" ] || fail "$1 did not pass $2 within $3 s"
-        sleep 0.05
-    done
-}
 # h2load_counts OUT: STARTED, ENDED ("done"), OK ("succeeded"), FAILED,
 # ERRORED, TIMEDOUT from h2load's "requests:" line, N2XX from "status codes:".
 h2load_counts() {
@@ -51,39 +39,23 @@ h2load_counts() {
     [ -n "$TIMEDOUT" ] && [ -n "$N2XX" ] || fail "no h2load summary: $(cat "$1")"
 }
 h2load_summary() { grep -E '^(requests|status codes|finished)' "$1" | tr '\n' ' '; }
-# restart_to_new: SIGUSR2 to $SWS_PID; waits for the new process's ready file
-# and the old one's exit (0, having been told that the new one serves); sets
-# OLD, SWS_PID (the new one) and OLD_REQUESTS (from the old one's last line).
+# restart_to_new: restart_new, then the old process's exit (0, by itself,
+# having been told that the new one serves); sets OLD_REQUESTS too (from the
+# old one's last line).
 restart_to_new() {
-    OLD=$SWS_PID
-    kill -USR2 "$OLD"
-    local end=$((SECONDS + SWS_START_SECS)) new=""
-    until new=$(ready_pid "$T/ready") && [ -n "$new" ] && [ "$new" != "$OLD" ]; do
-        [ "$SECONDS" -le "$end" ] || fail "SIGUSR2: no ready file from a new process"
-        sleep 0.05
-    done
-    [ "$(ready_port "$T/ready" listen)" = "$PORT" ] || fail "the new process's ready file: $(cat "$T/ready")"
-    end=$((SECONDS + 30))
-    while kill -0 "$OLD" 2>/dev/null; do
-        [ "$SECONDS" -le "$end" ] || fail "SIGUSR2: the old process $OLD did not drain by itself"
-        sleep 0.05
-    done
+    restart_new
+    wait_exit "$OLD" 30 "SIGUSR2: the old process $OLD (drained by itself)"
     local st=0
     wait "$OLD" || st=$?
     [ "$st" = 0 ] || fail "SIGUSR2: the old process exited $st"
-    grep -q "new process $new serves on every loop" "$T/log" || fail "the old process was not told"
+    grep -q "new process $SWS_PID serves on every loop" "$T/log" || fail "the old process was not told"
     OLD_REQUESTS=$(grep 'stopped after SIGUSR2' "$T/log" | tail -1 | sed -E 's/.*; ([0-9]+) requests.*/\1/')
-    SWS_PID=$new
 }
 # stop_new: SIGTERM to the new process (not our child: no status to wait
 # for; "stopped after SIGTERM" is printed only on the way to exit 0).
 stop_new() {
     kill -TERM "$SWS_PID"
-    local end=$((SECONDS + 30))
-    while kill -0 "$SWS_PID" 2>/dev/null; do
-        [ "$SECONDS" -le "$end" ] || fail "the new process did not stop"
-        sleep 0.05
-    done
+    wait_exit "$SWS_PID" 30 "the new process (SIGTERM)"
     SWS_PID=""
     grep -q 'stopped after SIGTERM' "$T/log" || fail "the new process's drain: $(cat "$T/log")"
     # Its exit status is not ours to read: a sanitizer build's report is in the log.

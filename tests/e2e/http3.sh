@@ -8,26 +8,15 @@
 # answers every request in flight; without the kernel's steering it says so
 # and serves. The configuration errors first.
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
+. "$(dirname "$0")/lib_h3.sh"
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
-
-check() { # check INI-TEXT WANT: -t refuses it, saying WANT
-    printf '%b' "$1" >"$T/bad.ini"
-    local out
-    out=$("$SWS" -t -c "$T/bad.ini" 2>&1) && fail "-t accepted: $1"
-    case $out in *"$2"*) ;; *) fail "-t said '$out', want '$2'" ;; esac
-}
-check '[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0 quic\n' \
+config_refused '[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0 quic\n' \
     'bad.ini:3: [server] listen: a quic listener needs [tls] cert and key'
-check "[server]\nlisten = 127.0.0.1:0 quic\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem\n" \
+config_refused "[server]\nlisten = 127.0.0.1:0 quic\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem\n" \
     'a quic listener needs a TCP listener beside it'
-check "[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0 quic tls\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem\n" \
+config_refused "[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0 quic tls\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem\n" \
     'bad.ini:3: [server] listen: quic is TLS 1.3 and HTTP/3 already'
-check "[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0 quic\nlisten = 127.0.0.1:0 quic\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem\n" \
+config_refused "[server]\nlisten = 127.0.0.1:0\nlisten = 127.0.0.1:0 quic\nlisten = 127.0.0.1:0 quic\n[tls]\ncert = $T/cert.pem\nkey = $T/key.pem\n" \
     'bad.ini:4: [server] listen: one quic listener at most'
 # UDP and TCP ports are apart: one address for a tls and a quic listener.
 printf '[server]\nlisten = 127.0.0.1:8443 tls\nlisten = 127.0.0.1:8443 quic\n[tls]\ncert = %s\nkey = %s\n' \
@@ -39,21 +28,7 @@ head -c 1048576 /dev/urandom >"$T/www/big.bin"
 head -c 8388608 /dev/urandom >"$T/www/huge.bin"
 head -c 300000 /dev/urandom >"$T/post.bin"
 
-SWS_LISTEN_OPTS="tls name=tls"
-start_sws "listen = 127.0.0.1:0 quic name=h3
-event_loops = 2
-scenario = respond
-drain_timeout = 120s
-[tls]
-cert = $T/cert.pem
-key = $T/key.pem
-[route files]
-path_prefix = /files/
-scenario = static
-root = $T/www
-strip_prefix = on"
-QP=$(ready_listen_port "$T/ready" h3)
-[ -n "$QP" ] || fail "the ready file names no quic listener: $(cat "$T/ready")"
+start_h3 "$(h3_ini "drain_timeout = 120s")"
 grep -q "listening on .*127.0.0.1:$QP quic" "$T/log" || fail "the start line names no quic listener"
 
 h3() { timeout 120 "$H3GET" -k -t 100 "$@"; }
@@ -87,10 +62,6 @@ curl -sk --http1.1 -D- -o /dev/null "https://127.0.0.1:$PORT/files/big.bin" | tr
 for i in $(seq 1 16); do
     out=$(h3 "127.0.0.1:$QP" /) || fail "connection $i: $out"
 done
-per_loop() { # per_loop METRIC: "N0 N1", once both are published (a second)
-    curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v m="$1" \
-        '$1 ~ "^"m"[{]" { split($1, a, "\""); v[a[2]] = $2 } END { print v[0] + 0, v[1] + 0 }'
-}
 # Each loop publishes its counters once a second, each at its own moment.
 for _ in $(seq 1 100); do
     read -r c0 c1 <<<"$(per_loop scalwsd_http3_connections_total)"
@@ -111,9 +82,7 @@ if [[ ${TURNLOOP_UDP_DISABLE:-} == *cid_steer* ]]; then
 fi
 
 # SIGHUP: QUIC's certificate is read again (a new one for new connections).
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key2.pem" -out "$T/cert2.pem" 2>/dev/null || fail "openssl req"
+h3_cert "$T/cert2.pem" "$T/key2.pem" 3
 cp "$T/cert2.pem" "$T/cert.pem"
 cp "$T/key2.pem" "$T/key.pem"
 kill -HUP "$SWS_PID"

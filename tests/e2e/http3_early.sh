@@ -9,12 +9,7 @@
 # the second connection's requests as early data and says whether they
 # were taken ("early 0|1").
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
+. "$(dirname "$0")/lib_h3.sh"
 printf 'hello' >"$T/post.txt"
 
 conf() { # conf EARLY_DATA
@@ -27,10 +22,7 @@ key = $T/key.pem
 [http3]
 early_data = $1"
 }
-SWS_LISTEN_OPTS="tls name=tls"
-start_sws "$(conf off)"
-QP=$(ready_listen_port "$T/ready" h3)
-[ -n "$QP" ] || fail "the ready file names no quic listener: $(cat "$T/ready")"
+start_h3 "$(conf off)"
 
 total() { # total METRIC: the sum over the loops
     curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v m="$1" '$1 ~ "^"m"[{]" { s += $2 } END { print s + 0 }'

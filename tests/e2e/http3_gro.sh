@@ -10,18 +10,11 @@
 # refused with the file and line; [server] quic_gso is still read, as
 # [http3] gso, with a warning that names it.
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
+. "$(dirname "$0")/lib_h3.sh"
 head -c 1048576 /dev/urandom >"$T/post.bin"
 
-printf '[server]\nlisten = 127.0.0.1:0\n[http3]\ngro = maybe\n' >"$T/bad.ini"
-out=$("$SWS" -t -c "$T/bad.ini" 2>&1) && fail "-t accepted gro = maybe"
-case $out in *"bad.ini:4: [http3] gro:"*) ;; *) fail "-t said '$out'" ;; esac
+config_refused '[server]\nlisten = 127.0.0.1:0\n[http3]\ngro = maybe\n' 'bad.ini:4: [http3] gro:'
 "$SWS" --print-config | grep -q '^gro = on' || fail "--print-config has no gro = on"
 printf '[server]\nlisten = 127.0.0.1:0\nquic_gso = off\n' >"$T/old.ini"
 out=$("$SWS" -t -c "$T/old.ini" 2>&1) || fail "-t refused the deprecated quic_gso: $out"
@@ -47,7 +40,7 @@ metric() { # metric NAME: its value on loop 0
 # with --gso (each echoed whole), and leaves the counters of loop 0 once
 # they are published (a second) in RECEIVES and COALESCED.
 serve() {
-    SWS_LISTEN_OPTS="tls name=tls" start_sws "listen = 127.0.0.1:0 quic name=h3
+    start_h3 "listen = 127.0.0.1:0 quic name=h3
 event_loops = 1
 scenario = respond
 [tls]
@@ -60,12 +53,10 @@ path_prefix = /up/
 scenario = proxy
 upstream = 127.0.0.1:$UP
 strip_prefix = on"
-    local qp i out
-    qp=$(ready_listen_port "$T/ready" h3)
-    [ -n "$qp" ] || fail "no quic listener in the ready file"
+    local i out
     for i in 1 2 3; do
         out=$(timeout 120 "$H3GET" -k -t 100 --gso -o "$T/echo.bin" -d "$T/post.bin" \
-            "127.0.0.1:$qp" /up/echo) || fail "gro = $1: upload $i: $out"
+            "127.0.0.1:$QP" /up/echo) || fail "gro = $1: upload $i: $out"
         [ "$(awk '{print $2, $3, $4}' <<<"$out")" = "$WANT" ] || fail "gro = $1: upload $i answered '$out'"
         cmp -s "$T/echo.bin" "$T/post.bin" || fail "gro = $1: upload $i came back different"
     done

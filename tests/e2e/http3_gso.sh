@@ -7,12 +7,7 @@
 # (TURNLOOP_UDP_DISABLE=gso: one send per datagram too, and said at start).
 # A bad value is refused with the file and line.
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
+. "$(dirname "$0")/lib_h3.sh"
 mkdir -p "$T/www"
 head -c 1048576 /dev/urandom >"$T/www/big.bin"
 
@@ -29,7 +24,7 @@ metric() { # metric NAME: its value on loop 0
 # (each compared), and leaves the counters of loop 0 once they are published
 # (a second) in BATCHES, SENDS and DGRAMS.
 serve() {
-    SWS_LISTEN_OPTS="tls name=tls" start_sws "listen = 127.0.0.1:0 quic name=h3
+    start_h3 "listen = 127.0.0.1:0 quic name=h3
 event_loops = 1
 [tls]
 cert = $T/cert.pem
@@ -38,11 +33,9 @@ key = $T/key.pem
 gso = $1
 [static]
 root = $T/www" --scenario static
-    local qp i out
-    qp=$(ready_listen_port "$T/ready" h3)
-    [ -n "$qp" ] || fail "no quic listener in the ready file"
+    local i out
     for i in 1 2; do
-        out=$(timeout 120 "$H3GET" -k -t 100 -o "$T/got.bin" "127.0.0.1:$qp" /big.bin) ||
+        out=$(timeout 120 "$H3GET" -k -t 100 -o "$T/got.bin" "127.0.0.1:$QP" /big.bin) ||
             fail "gso = $1: download $i: $out"
         [ "$(awk '{print $2, $3}' <<<"$out")" = "200 1048576" ] || fail "gso = $1: answered '$out'"
         cmp -s "$T/got.bin" "$T/www/big.bin" || fail "gso = $1: the file came back different"

@@ -10,36 +10,14 @@
 # loop), the forwarding did (scalwsd_quic_forwarded_total > 0). Then a
 # 64 MiB download, compared by hash.
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
+. "$(dirname "$0")/lib_h3.sh"
 mkdir -p "$T/www"
 head -c $((64 << 20)) /dev/urandom >"$T/www/64m.bin"
 
-SWS_LISTEN_OPTS="tls name=tls"
-start_sws "listen = 127.0.0.1:0 quic name=h3
-event_loops = 2
-scenario = respond
-[tls]
-cert = $T/cert.pem
-key = $T/key.pem
-[route files]
-path_prefix = /files/
-scenario = static
-root = $T/www
-strip_prefix = on"
-QP=$(ready_listen_port "$T/ready" h3)
-[ -n "$QP" ] || fail "the ready file names no quic listener: $(cat "$T/ready")"
+start_h3 "$(h3_ini)"
 unsteered=false
 [[ ${TURNLOOP_UDP_DISABLE:-} != *cid_steer* ]] || unsteered=true
 
-per_loop() { # per_loop METRIC: "N0 N1" as last published
-    curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v m="$1" \
-        '$1 ~ "^"m"[{]" { split($1, a, "\""); v[a[2]] = $2 } END { print v[0] + 0, v[1] + 0 }'
-}
 # Each loop publishes once a second: wait until both show WANT connections
 # in all and none open (the connection's last datagram counted with them).
 settle() { # settle WANT

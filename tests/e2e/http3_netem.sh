@@ -16,33 +16,15 @@ if [ -z "${SWS_NETNS:-}" ]; then
     exec unshare -n bash "$0" "$@"
 fi
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
+. "$(dirname "$0")/lib_h3.sh"
 command -v jq >/dev/null || { echo "SKIP: no jq(1)"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
 ip link set lo up || fail "cannot bring the namespace's loopback up"
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
 mkdir -p "$T/www"
 head -c $((16 << 20)) /dev/urandom >"$T/www/16m.bin"
 head -c 1048576 /dev/urandom >"$T/www/1m.bin"
 head -c 300000 /dev/urandom >"$T/post.bin"
 
-SWS_LISTEN_OPTS="tls name=tls"
-start_sws "listen = 127.0.0.1:0 quic name=h3
-event_loops = 2
-scenario = respond
-[tls]
-cert = $T/cert.pem
-key = $T/key.pem
-[route files]
-path_prefix = /files/
-scenario = static
-root = $T/www
-strip_prefix = on"
-QP=$(ready_listen_port "$T/ready" h3)
-[ -n "$QP" ] || fail "the ready file names no quic listener: $(cat "$T/ready")"
+start_h3 "$(h3_ini)"
 
 # The bad network, once scalwsd serves: every packet on the loopback (both
 # ways) 3% lost, 2 ms late, a quarter of them sent at once (out of order).

@@ -9,14 +9,9 @@
 # Basic auth (401 without, 200 with), deny (403), limit_rate (429) and
 # limit_conn counting QUIC connections; the access log's lines for HTTP/3.
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 command -v htpasswd >/dev/null || { echo "SKIP: htpasswd (apache2-utils) not installed"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
+. "$(dirname "$0")/lib_h3.sh"
 htpasswd -bcB -C 4 "$T/users" alice 'open sesame' 2>/dev/null
 head -c 1048576 /dev/urandom >"$T/post.bin"
 head -c 10000 /dev/urandom >"$T/small.bin"
@@ -28,8 +23,7 @@ trap 'kill -KILL $UP_PID $HOLD_PID 2>/dev/null || true; cleanup' EXIT
 wait_ready "$T/dead.port" "$SWS_START_SECS" "$HOLD_PID" || fail "no port held for the dead upstream"
 DEAD=$(cat "$T/dead.port")
 
-SWS_LISTEN_OPTS="tls name=tls"
-start_sws "listen = 127.0.0.1:0 quic name=h3
+start_h3 "listen = 127.0.0.1:0 quic name=h3
 event_loops = 2
 scenario = respond
 access_log = $T/access.log
@@ -67,8 +61,6 @@ limit_burst = 1
 path_prefix = /one
 scenario = respond
 limit_conn = 1"
-QP=$(ready_listen_port "$T/ready" h3)
-[ -n "$QP" ] || fail "the ready file names no quic listener: $(cat "$T/ready")"
 H="127.0.0.1:$QP"
 h3() { timeout 120 "$H3GET" -k -t 100 "$@"; }
 # fnv FILE: h3get's hash of FILE's bytes (fnv1a-64, hex).

@@ -21,12 +21,7 @@
 # e2e_http3_restart_unsteered runs it without the kernel's steering program
 # (the loops forward, and relay, what the kernel's hash misplaces).
 . "$(dirname "$0")/lib.sh"
-command -v openssl >/dev/null || { echo "SKIP: no openssl(1)"; exit 77; }
-H3GET=${H3GET:?path of h3get in H3GET}
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
+. "$(dirname "$0")/lib_h3.sh"
 mkdir -p "$T/www"
 head -c 8388608 /dev/urandom >"$T/www/huge.bin"
 head -c 33554432 /dev/urandom >"$T/www/giant.bin"
@@ -39,38 +34,12 @@ head -c 33554432 /dev/urandom >"$T/www/giant.bin"
 echo "leak:libngtcp2.so" >"$T/lsan.supp"
 export LSAN_OPTIONS="suppressions=$T/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
-metric() { # metric NAME: the sum over loops, of the process on the admin port
-    { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" || true; } |
-        awk -v m="$1" '$1 ~ "^"m"[{]" {s += $2} END {print s + 0}'
-}
-wait_metric() { # wait_metric NAME MIN SECS: until the sum of NAME exceeds MIN
-    local end=$((SECONDS + $3))
-    until [ "$(metric "$1")" -gt "$2" ]; do
-        [ "$SECONDS" -le "$end" ] || fail "$1 did not pass $2 within $3 s (now $(metric "$1"))"
-        sleep 0.1
-    done
-}
-# new_process: SIGUSR2 to $SWS_PID; waits for the new process's ready file
-# (the same ports); sets OLD and SWS_PID (the new one).
+# new_process: restart_new, on the same quic port too.
 new_process() {
-    OLD=$SWS_PID
-    kill -USR2 "$OLD"
-    local end=$((SECONDS + SWS_START_SECS)) new=""
-    until new=$(ready_pid "$T/ready") && [ -n "$new" ] && [ "$new" != "$OLD" ]; do
-        [ "$SECONDS" -le "$end" ] || fail "SIGUSR2: no ready file from a new process"
-        sleep 0.05
-    done
+    restart_new
     [ "$(ready_listen_port "$T/ready" h3)" = "$QP" ] || fail "the new quic port: $(cat "$T/ready")"
-    [ "$(ready_port "$T/ready" listen)" = "$PORT" ] || fail "the new tcp port: $(cat "$T/ready")"
-    SWS_PID=$new
 }
-gone() { # gone PID SECS: until PID has exited (by itself)
-    local end=$((SECONDS + $2))
-    while kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1" | cut -c1)" != Z ]; do
-        [ "$SECONDS" -le "$end" ] || fail "process $1 did not exit within $2 s"
-        sleep 0.1
-    done
-}
+gone() { wait_exit "$1" "$2" "process $1"; } # gone PID SECS: exited by itself
 # answers FILE N BYTES: FILE has N answers "200 BYTES" of one body (hash).
 answers() {
     [ "$(count " 200 $3 " <"$1")" = "$2" ] || fail "$1: $(count " 200 $3 " <"$1") of $2 answers whole: $(tail -5 "$1")"
@@ -79,26 +48,12 @@ answers() {
 }
 h3() { timeout 120 "$H3GET" -k -t 100 "$@"; }
 
-SWS_LISTEN_OPTS="tls name=tls"
-start_sws "listen = 127.0.0.1:0 quic name=h3
-event_loops = 2
-scenario = respond
-drain_timeout = 120s
-[tls]
-cert = $T/cert.pem
-key = $T/key.pem
-[route files]
-path_prefix = /files/
-scenario = static
-root = $T/www
-strip_prefix = on"
-QP=$(ready_listen_port "$T/ready" h3)
-[ -n "$QP" ] || fail "the ready file names no quic listener: $(cat "$T/ready")"
+start_h3 "$(h3_ini "drain_timeout = 120s")"
 FIRST=$SWS_PID
 
 # ---------------------------------------------------------------------------
 # 1. Answers in flight and a paused connection across one SIGUSR2.
-base=$(metric scalwsd_http3_streams_total)
+base=$(metric_sum scalwsd_http3_streams_total)
 for c in 1 2 3; do
     h3 -n 4 -P 4 "127.0.0.1:$QP" /files/giant.bin >"$T/dl$c.out" 2>&1 &
     eval "DL$c=\$!"
@@ -145,11 +100,11 @@ else
     echo "note: every download ended before the hand-over (a fast machine): none relayed"
 fi
 # New connections: the new process, on the same port.
-before=$(metric scalwsd_http3_requests_total)
+before=$(metric_sum scalwsd_http3_requests_total)
 out=$(h3 -n 5 "127.0.0.1:$QP" /) || fail "a new connection after SIGUSR2: $out"
 [ "$(count ' 200 19 ' <<<"$out")" = 5 ] || fail "a new connection after SIGUSR2 answered '$out'"
 wait_metric scalwsd_http3_requests_total $((before + 4)) 10
-echo "1: 12 x 32 MiB ($inflight clients of 3 in flight at the hand-over) and a paused connection across SIGUSR2; relayed $(metric scalwsd_quic_relayed_total)"
+echo "1: 12 x 32 MiB ($inflight clients of 3 in flight at the hand-over) and a paused connection across SIGUSR2; relayed $(metric_sum scalwsd_quic_relayed_total)"
 
 # ---------------------------------------------------------------------------
 # 2. Three SIGUSR2 in a row under load.
@@ -176,7 +131,7 @@ RESUME=$!
     echo "$n $bad" >"$T/fresh.out"
 ) &
 FRESH=$!
-base=$(metric scalwsd_http3_streams_total)
+base=$(metric_sum scalwsd_http3_streams_total)
 wait_metric scalwsd_http3_streams_total $((base + 6)) 60
 olds=()
 for r in 1 2 3; do
@@ -207,7 +162,7 @@ echo "2: three restarts in a row: 6 x 8 MiB, 300 paused requests, $n new connect
 # 3. A restart that fails leaves the serving process serving QUIC.
 h3 --pause 200 -n 15 "127.0.0.1:$QP" / >"$T/kept.out" 2>&1 &
 KEPT=$!
-base=$(metric scalwsd_http3_streams_total)
+base=$(metric_sum scalwsd_http3_streams_total)
 wait_metric scalwsd_http3_streams_total "$base" 30
 cp "$T/sws.ini" "$T/good.ini"
 echo "no_such_key = 1" >>"$T/sws.ini"

@@ -6,7 +6,7 @@
 # is checked by h3get verifying it (--cacert, --sni).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_tls.sh"
-H3GET=${H3GET:?path of h3get in H3GET}
+. "$(dirname "$0")/lib_h3.sh"
 
 mkcert a ec a.test,www.a.test
 mkcert b rsa b.test
@@ -29,10 +29,7 @@ default = on
 cert = $T/c.pem
 key = $T/c.key"
 }
-SWS_LISTEN_OPTS="tls name=tls"
-start_sws "$(conf default)"
-QP=$(ready_listen_port "$T/ready" h3)
-[ -n "$QP" ] || fail "the ready file names no quic listener: $(cat "$T/ready")"
+start_h3 "$(conf default)"
 
 get() { # get NAME CA: h3get verifying NAME's certificate against CA
     timeout 60 "$H3GET" -t 50 --sni "$1" --cacert "$2" "127.0.0.1:$QP" / 2>&1

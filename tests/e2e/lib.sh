@@ -33,6 +33,17 @@ fail() {
 # map its shadow memory; a server that exits is seen at once, not after this.
 SWS_START_SECS=${SWS_START_SECS:-60}
 
+# config_refused INI-TEXT WANT: scalwsd -t refuses INI-TEXT (printf %b
+# escapes) as $T/bad.ini with exit 2, saying WANT (its file:line: [section]
+# key: why).
+config_refused() {
+    printf '%b' "$1" >"$T/bad.ini"
+    local out st=0
+    out=$("$SWS" -t -c "$T/bad.ini" 2>&1) || st=$?
+    [ "$st" = 2 ] || fail "-t exited $st, not 2 (refused), for: $1: $out"
+    case $out in *"$2"*) ;; *) fail "-t said '$out', want '$2'" ;; esac
+}
+
 # start_sws [ini text] [extra args...]: writes the ini with listen (and admin)
 # on port 0, starts scalwsd with --ready-file and sets PORT, ADMIN_PORT and
 # SWS_PID from what it bound; then makes one request (GET /) that it answers.
@@ -135,11 +146,47 @@ count() { grep -c "$1" || true; }
 
 # metric NAME: the value of the /metrics line named exactly NAME, labels and
 # all (nothing if there is none). metric_sum NAME: the sum of NAME over every
-# label set (per loop, per route...; 0 if none). Both ask $ADMIN_PORT.
+# label set (per loop, per route...; 0 if none, and 0 when the admin port does
+# not answer: a process handing over to the next, a slow sanitizer run; the
+# caller's deadline decides). Both ask $ADMIN_PORT.
 metric() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 metric_sum() {
-    curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
+    { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" || true; } |
         awk -v n="$1" 'index($1, n "{") == 1 { s += $2 } END { print s + 0 }'
+}
+# wait_metric NAME MIN SECS: until metric_sum NAME exceeds MIN; fails after SECS.
+wait_metric() {
+    local end=$((SECONDS + $3))
+    until [ "$(metric_sum "$1")" -gt "$2" ]; do
+        [ "$SECONDS" -le "$end" ] || fail "$1 did not pass $2 within $3 s (now $(metric_sum "$1"))"
+        sleep 0.05
+    done
+}
+
+# restart_new [WHAT]: SIGUSR2 to $SWS_PID, then waits (SWS_START_SECS) for
+# the new process's ready file (the same --ready-file) on the same port; sets
+# OLD and SWS_PID (the new one, not this shell's child). WHAT (SIGUSR2) leads
+# its failures. The old process drains by itself: wait_exit "$OLD".
+restart_new() {
+    local what=${1:-SIGUSR2} end=$((SECONDS + SWS_START_SECS)) new=""
+    OLD=$SWS_PID
+    kill -USR2 "$OLD"
+    until new=$(ready_pid "$T/ready") && [ -n "$new" ] && [ "$new" != "$OLD" ]; do
+        [ "$SECONDS" -le "$end" ] || fail "$what: no ready file from a new process"
+        sleep 0.05
+    done
+    [ "$(ready_port "$T/ready" listen)" = "$PORT" ] || fail "$what: the new process's ready file: $(cat "$T/ready")"
+    SWS_PID=$new
+}
+
+# wait_exit PID SECS WHAT: until PID has exited (a child not yet waited for
+# counts); fails "WHAT did not exit" after SECS.
+wait_exit() {
+    local end=$((SECONDS + $2))
+    while kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1" | cut -c1)" != Z ]; do
+        [ "$SECONDS" -le "$end" ] || fail "$3 did not exit within $2 s"
+        sleep 0.05
+    done
 }
 
 # stop_ok WHAT: stop_sws, then fail unless it exited 0 with no sanitizer report.

@@ -40,13 +40,9 @@ python3 "$LOAD" 127.0.0.1 "$PORT" --stop "$T/stop" --seconds 280 --ka 4 --close 
     --depth 16 --timeout 30 --expect-body "Hello from scalwsd" >"$T/load" 2>"$T/load.err" &
 load=$!
 
-# requests_total of the current process, from its admin port.
-# A slow or refused scrape (a loaded sanitizer run) reads as 0: the caller's
-# deadline decides, set -e does not end the test without a word.
-served() {
-    { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT/metrics" || true; } |
-        awk '$1 ~ /^scalwsd_requests_total[{]/ {s += $2} END {print s + 0}'
-}
+# requests_total of the current process, from its admin port (metric_sum: a
+# slow or refused scrape reads as 0 and the caller's deadline decides).
+served() { metric_sum scalwsd_requests_total; }
 # until the current process has served N more requests than it had (30 s).
 serve_some() {
     local base end=$((SECONDS + 30))
@@ -59,22 +55,10 @@ serve_some() {
 
 for i in $(seq 1 "$RESTARTS"); do
     serve_some 100
-    old=$SWS_PID
     echo "restart $i at $(date +%s.%N)" >&2
-    kill -USR2 "$old"
-    # The new process rewrites the ready file (the same --ready-file).
-    end=$((SECONDS + SWS_START_SECS))
-    until new=$(ready_pid "$T/ready") && [ -n "$new" ] && [ "$new" != "$old" ]; do
-        [ "$SECONDS" -le "$end" ] || fail "restart $i: no new process"
-        sleep 0.02
-    done
-    SWS_PID=$new
+    restart_new "restart $i"
     # The old one drains by itself (grace 1 s, then the idle closes).
-    end=$((SECONDS + 30))
-    while kill -0 "$old" 2>/dev/null; do
-        [ "$SECONDS" -le "$end" ] || fail "restart $i: old process $old did not drain by itself"
-        sleep 0.02
-    done
+    wait_exit "$OLD" 30 "restart $i: old process $OLD (drained by itself)"
 done
 n=$(grep -c "new process [0-9]* serves on every loop" "$T/log" || true)
 [ "$n" = "$RESTARTS" ] || fail "$n of $RESTARTS restarts were told by the new process"

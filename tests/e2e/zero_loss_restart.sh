@@ -145,21 +145,6 @@ wait_for() {
     fail "no $2 x '$1' in the log"
 }
 
-# wait_metric NAME MIN SECS: until the admin's sum of NAME exceeds MIN.
-wait_metric() {
-    local end=$((SECONDS + $3))
-    while [ "$SECONDS" -le "$end" ]; do
-        [ "$(metric_sum "$1")" -gt "$2" ] && return 0
-        sleep 0.05
-    done
-    fail "$1 did not pass $2 within $3 s"
-}
-
-metric_sum() {
-    curl -s -m 2 "http://127.0.0.1:$ADMIN_PORT/metrics" |
-        awk -v m="$1" '$1 ~ "^"m"[{]" {s += $2} END {print s + 0}'
-}
-
 run() {
     local label=$1 ini=$2 mode=${3:-close} manual=${4:-${ZLR_MANUAL:-}}
     start_sws "$ini"

@@ -326,40 +326,16 @@ struct load_ctx {
     } seen[SWS_CONFIG_SECTIONS_MAX];
 };
 
+/* Whether section is "KIND NAME" (inih keeps the blanks between them). */
+static bool is_named(const char *section, const char *kind) {
+    size_t n = strlen(kind);
+    return strncmp(section, kind, n) == 0 && (section[n] == ' ' || section[n] == '\t');
+}
+
 static int on_kv(void *user, const char *section, const char *key, const char *value) {
     struct load_ctx *l = user;
     if (l->failed)
         return 0;
-    if (strncmp(section, "route", 5) == 0 && (section[5] == ' ' || section[5] == '\t')) {
-        if (sws_route_load_kv(l->c, section, key, value, l->path, l->section_line, l->line, l->why,
-                              sizeof(l->why)) < 0) {
-            snprintf(l->section, sizeof(l->section), "%s", section);
-            snprintf(l->key, sizeof(l->key), "%s", key);
-            l->failed = true;
-            return 0;
-        }
-        return 1;
-    }
-    if (strncmp(section, "acme", 4) == 0 && (section[4] == ' ' || section[4] == '\t')) {
-        if (sws_acme_section_kv(l->c, section, key, value, l->section_line, l->line, l->why,
-                                sizeof(l->why)) < 0) {
-            snprintf(l->section, sizeof(l->section), "%s", section);
-            snprintf(l->key, sizeof(l->key), "%s", key);
-            l->failed = true;
-            return 0;
-        }
-        return 1;
-    }
-    if (strncmp(section, "tls", 3) == 0 && (section[3] == ' ' || section[3] == '\t')) {
-        if (sws_tls_section_kv(l->c, section, key, value, l->path, l->section_line, l->line, l->why,
-                               sizeof(l->why)) < 0) {
-            snprintf(l->section, sizeof(l->section), "%s", section);
-            snprintf(l->key, sizeof(l->key), "%s", key);
-            l->failed = true;
-            return 0;
-        }
-        return 1;
-    }
     /* [server] quic_gso became [http3] gso: a file that says it still means
      * it (a restart onto this version must not fail on it), and is told. */
     if (strcmp(section, "server") == 0 && strcmp(key, "quic_gso") == 0) {
@@ -370,8 +346,20 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
         section = "http3";
         key = "gso";
     }
-    if (set_from(l->c, section, key, value, SWS_FROM_FILE, (uint32_t)l->line, l->why,
-                 sizeof(l->why)) < 0) {
+    int r;
+    if (is_named(section, "route"))
+        r = sws_route_load_kv(l->c, section, key, value, l->path, l->section_line, l->line, l->why,
+                              sizeof(l->why));
+    else if (is_named(section, "acme"))
+        r = sws_acme_section_kv(l->c, section, key, value, l->section_line, l->line, l->why,
+                                sizeof(l->why));
+    else if (is_named(section, "tls"))
+        r = sws_tls_section_kv(l->c, section, key, value, l->path, l->section_line, l->line, l->why,
+                               sizeof(l->why));
+    else
+        r = set_from(l->c, section, key, value, SWS_FROM_FILE, (uint32_t)l->line, l->why,
+                     sizeof(l->why));
+    if (r < 0) { /* the message names them (l->why says why) */
         snprintf(l->section, sizeof(l->section), "%s", section);
         snprintf(l->key, sizeof(l->key), "%s", key);
         l->failed = true;

@@ -55,3 +55,32 @@ void sws_sf_put(sws_http_request *r, int k, const uint8_t *v, size_t vl) {
     memcpy(at + have, v, vl);
     r->sf_len[k] = (uint16_t)need;
 }
+
+static bool field_is(const sws_field *f, const char *name, uint32_t len) {
+    return f->name_len == len && memcmp(f->name, name, len) == 0;
+}
+
+void sws_head_from_fields(sws_head *h, sws_field *f, uint32_t n, uint32_t cap) {
+    uint32_t o = 0;
+    sws_field host = {0};
+    bool has_host = false;
+    for (uint32_t i = 0; i < n; i++) {
+        sws_field fl = f[i];
+        if (field_is(&fl, ":authority", 10)) {
+            host = sws_field_str("host", 4, fl.value, fl.value_len);
+        } else if (field_is(&fl, ":path", 5)) {
+            h->target = fl.value;
+            h->target_len = fl.value_len;
+        } else if (field_is(&fl, ":protocol", 9)) {
+            h->protocol = fl.value;
+            h->protocol_len = fl.value_len;
+        } else if (!fl.name_len || fl.name[0] != ':') {
+            has_host = has_host || field_is(&fl, "host", 4);
+            f[o++] = fl;
+        }
+    }
+    if (!has_host && host.name && o < cap)
+        f[o++] = host;
+    h->f = f;
+    h->nf = o;
+}

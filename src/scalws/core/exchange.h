@@ -79,6 +79,14 @@ bool sws_field_has(const sws_field *f, const char *token);
 uint8_t sws_method_of(const char *v, size_t vl, bool *known);
 void sws_sf_put(sws_http_request *r, int k, const uint8_t *v, size_t vl);
 
+/* For the same protocols: h's fields from the n a stream kept (f, room for
+ * cap), compacted in place to the regular ones. :path becomes the target,
+ * :protocol the protocol (RFC 8441 4), and :authority a Host field where
+ * none came (RFC 9113 8.3.1, RFC 9114 4.3.1: a proxy to HTTP/1.1 makes one
+ * of it); the other pseudo-fields are dropped. The method, the version and
+ * `streams` are the caller's to set. */
+void sws_head_from_fields(sws_head *h, sws_field *f, uint32_t n, uint32_t cap);
+
 /* sws_answer.length: the body's size is not known in advance; it is fed
  * and then ended (HTTP/1.1 frames it chunked, or by the close for an
  * HTTP/1.0 client). */

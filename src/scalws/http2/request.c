@@ -202,10 +202,6 @@ static void on_pseudo(sws_worker *w, h2_stream *st, const uint8_t *n, size_t nl,
                 r->sf_path_len = (uint16_t)vl;
             }
         }
-        if (st->keep_fields) { /* kept by its field (keep_field) */
-            st->head.target = (const char *)v;
-            st->head.target_len = (uint32_t)vl;
-        }
     } else if (IS(":authority")) {
         st->authority = true;
         host_put(r, v, vl);
@@ -329,33 +325,10 @@ int h2_on_header(nghttp2_session *s, const nghttp2_frame *f, nghttp2_rcbuf *name
     return 0;
 }
 
-/* sws_head for the scenario: the regular fields, :authority as Host when no
- * Host came (RFC 9113 8.3.1: a proxy to HTTP/1.1 makes one of it). */
+/* sws_head for the scenario (RFC 9113 8.3.1: :authority as Host when no
+ * Host came; :protocol for an extended CONNECT). */
 static void head_build(h2_stream *st) {
-    uint32_t o = 0;
-    sws_field host = {0};
-    bool has_host = false;
-    for (uint32_t i = 0; i < st->nf; i++) {
-        sws_field fl = st->f[i];
-        if (fl.name_len == 10 && memcmp(fl.name, ":authority", 10) == 0) {
-            host = sws_field_str("host", 4, fl.value, fl.value_len);
-            continue;
-        }
-        if (fl.name_len == 9 && memcmp(fl.name, ":protocol", 9) == 0) {
-            st->head.protocol = fl.value;
-            st->head.protocol_len = fl.value_len;
-            continue;
-        }
-        if (fl.name_len && fl.name[0] == ':')
-            continue;
-        if (fl.name_len == 4 && memcmp(fl.name, "host", 4) == 0)
-            has_host = true;
-        st->f[o++] = fl;
-    }
-    if (!has_host && host.name && o < st->fcap)
-        st->f[o++] = host;
-    st->head.f = st->f;
-    st->head.nf = o;
+    sws_head_from_fields(&st->head, st->f, st->nf, st->fcap);
     st->head.method = st->req.method;
     st->head.http_major = 2;
     st->head.http_minor = 0;

@@ -238,34 +238,10 @@ static bool keep_field(h3_stream *st, nghttp3_rcbuf *name, nghttp3_rcbuf *value)
     return true;
 }
 
-/* sws_head for a scenario that takes the request: the regular fields, and
- * :authority as Host when no Host came (a proxy to HTTP/1.1 makes one of
- * it, RFC 9114 4.3.1). */
+/* sws_head for a scenario that takes the request (RFC 9114 4.3.1:
+ * :authority as Host when no Host came). */
 static void head_build(h3_stream *st) {
-    uint32_t o = 0;
-    sws_field host = {0};
-    bool has_host = false;
-    for (uint32_t i = 0; i < st->nf; i++) {
-        sws_field fl = st->f[i];
-        if (fl.name_len == 10 && memcmp(fl.name, ":authority", 10) == 0) {
-            host = sws_field_str("host", 4, fl.value, fl.value_len);
-            continue;
-        }
-        if (fl.name_len == 5 && memcmp(fl.name, ":path", 5) == 0) {
-            st->head.target = fl.value;
-            st->head.target_len = fl.value_len;
-            continue;
-        }
-        if (fl.name_len && fl.name[0] == ':')
-            continue;
-        if (fl.name_len == 4 && memcmp(fl.name, "host", 4) == 0)
-            has_host = true;
-        st->f[o++] = fl;
-    }
-    if (!has_host && host.name && o < st->fcap)
-        st->f[o++] = host;
-    st->head.f = st->f;
-    st->head.nf = o;
+    sws_head_from_fields(&st->head, st->f, st->nf, st->fcap);
     st->head.method = st->req.method;
     st->head.http_major = 3;
     st->head.http_minor = 0;

@@ -317,7 +317,7 @@ static void on_tick(sws_proxy *px) {
             px_up_fail(px, x, SWS_UPE_RESET, 502);
         } else if (now >= x->up_deadline && x->tunnel_open) {
             SWS_ADD(w->ctr.tunnels_idle, 1); /* tunnel_idle_timeout: no byte either way */
-            px_connect_cut(px, x);
+            px_cut(px, x);
         } else if (now >= x->up_deadline) {
             px_up_fail(px, x,
                        u->state == SWS_UP_CONNECTING ? SWS_UPE_CONNECT_TIMEOUT

@@ -157,9 +157,11 @@ const char *px_peer_of(const sws_proxy *px, const sws_exchange *c);
 /* An extended CONNECT's tunnel: the client ended its side and every byte
  * it sent is written: the upstream is told (a half-close). */
 void px_connect_fin(struct sws_proxy *px, px_x *x);
-/* ... ends without its end (idle, the upstream reset, a write failed): the
- * stream is reset, the upstream closed. x is gone. */
-void px_connect_cut(struct sws_proxy *px, px_x *x);
+/* The exchange ends without its answer's end (a tunnel idle or reset, a
+ * write failed, an upstream cut mid-answer): logged, the client's answer
+ * aborted (a stream reset, a connection closed), the upstream closed. x is
+ * gone. */
+void px_cut(struct sws_proxy *px, px_x *x);
 /* put_up for sws_h1c_body: what goes upstream, into the exchange's buffer. */
 int px_put_up_cb(void *user, const char *d, size_t n);
 

@@ -510,7 +510,7 @@ void px_up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     if (!u)
         return;
     if (x->tunnel_open) {
-        px_connect_cut(px, x); /* a tunnel's end: no retry, no fault of the upstream's */
+        px_cut(px, x); /* a tunnel's end: no retry, no fault of the upstream's */
         return;
     }
     bool retry = kind == SWS_UPE_RESET && u->reused && !u->got_bytes && (x->idem || !u->sent) &&
@@ -556,15 +556,7 @@ void px_up_fail(sws_proxy *px, px_x *x, enum sws_up_err kind, int status) {
     /* Cut mid-answer: what came is written, then the connection closes
      * without the answer's end (no last chunk, Content-Length unmet), so the
      * client cannot take it for complete. */
-    sws_exchange *c = x->c;
-    if (px->w->logs) {
-        px_log_up(px, x);
-        sws_ex_log(px->w, c, x->resp_status, x->resp_bytes);
-        px_log_up_end(px);
-    }
-    px_x_give(px, x, false);
-    sws_ex_abort(px->w, c);
-    conn_kick(px, c);
+    px_cut(px, x);
 }
 
 /* A tunnel's bytes from the upstream, as they are, into the client's
@@ -593,7 +585,7 @@ void px_connect_fin(sws_proxy *px, px_x *x) {
         x->wfail = true;
 }
 
-void px_connect_cut(sws_proxy *px, px_x *x) {
+void px_cut(sws_proxy *px, px_x *x) {
     sws_exchange *c = x->c;
     if (px->w->logs) {
         px_log_up(px, x);
@@ -757,7 +749,7 @@ bool px_x_progress(sws_proxy *px, px_x *x) {
             if (x->up_end == 0)
                 exchange_end(px, x);
             else
-                px_connect_cut(px, x);
+                px_cut(px, x);
             return true;
         }
         if (x->up_end == 0 && x->resp_started && sws_msg_eof(&x->resp) == SWS_MSG_DONE) {
