@@ -572,7 +572,8 @@ int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
  * a restart, which passed it by exec) as tl_udp_open would have made it:
  * non-blocking, close-on-exec, pktinfo and ECN reported. Its address, port,
  * IPV6_V6ONLY, reuse-port group and GRO stay as they were set (tl_udp_gro
- * changes the last), so opts may only say send_queue. The loop takes fd, even on error (it is closed then).
+ * changes the last), so opts may only say send_queue. The loop takes fd,
+ * even on error (it is closed then).
  * Errors: -ENOTSOCK (not an AF_INET/AF_INET6 datagram socket, or not bound),
  * -EINVAL (reuse_port, flags, a send_queue above 65535), -EMFILE (the handle
  * ceiling), -ENOMEM; fcntl(), setsockopt() and the backend's registration errors. */
