@@ -124,7 +124,14 @@ typedef struct tl_loop_options {
     uint32_t recv_buffers;     /* loop-owned buffers for TL_OP_RECV; 0 = 64 */
     uint32_t recv_buffer_size; /* bytes each; 0 = 16384 */
     unsigned flags;            /* TL_LOOP_* */
-    uint64_t reserved[6];      /* zero: room for fields of later versions */
+    /* A pool of its own for the loop's datagram receives (TL_OP_UDP_RECV),
+     * so that GRO's 64 KiB buffers cost memory only where datagrams arrive:
+     * udp_recv_buffers buffers (at most 32768) of udp_recv_buffer_size bytes
+     * (0 = TL_UDP_HEADROOM + 65535, room for a GRO payload). 0 buffers: the
+     * datagrams share recv_buffers with the streams. */
+    uint32_t udp_recv_buffers;
+    uint32_t udp_recv_buffer_size;
+    uint64_t reserved[5]; /* zero: room for fields of later versions */
 } tl_loop_options;
 
 /* For tests only: simulates a platform whose SO_REUSEPORT does not distribute
@@ -143,9 +150,12 @@ typedef struct tl_loop_options {
 /* Simulates a kernel that refuses the connection-ID steering program of
  * tl_route_udp_cid (SO_ATTACH_REUSEPORT_CBPF), at the setsockopt where a real
  * refusal happens. Per loop (any loop of the group refuses). The environment
- * variable TURNLOOP_UDP_DISABLE=cid_steer,gso (or all) sets these two UDP
+ * variable TURNLOOP_UDP_DISABLE=cid_steer,gso,gro (or all) sets these UDP
  * flags on every loop made, for a host's end-to-end tests. */
 #define TL_LOOP_NO_CID_STEER 0x8u
+/* Simulates a kernel without UDP_GRO (before 5.0): tl_udp_gro and
+ * TL_UDP_GRO answer -EOPNOTSUPP. Per loop; TURNLOOP_UDP_DISABLE=gro too. */
+#define TL_LOOP_NO_UDP_GRO 0x10u
 
 /* Counters a host may read from the loop's own thread. Monotonic. */
 typedef struct tl_loop_stats {
@@ -181,7 +191,9 @@ typedef struct tl_loop_stats {
  * A backend asked for by name that cannot run is an error (-ENOSYS, -EPERM,
  * -EOPNOTSUPP), never a silent fallback; TL_BACKEND_AUTO falls back to epoll,
  * and chooses epoll outright when the environment has TURNLOOP_BACKEND=epoll.
- * Errors: -EINVAL (a ceiling of 2^24 or more, an unknown backend), -ENOMEM;
+ * Errors: -EINVAL (a ceiling of 2^24 or more, an unknown backend, more than
+ * 32768 udp_recv_buffers, a udp_recv_buffer_size of TL_UDP_HEADROOM or less,
+ * or above TL_UDP_HEADROOM + 65535), -ENOMEM;
  * for TL_BACKEND_URING: -EOPNOTSUPP (not built, or an opcode it needs is
  * missing), and io_uring_setup's errors (-ENOSYS, -EPERM when io_uring is
  * disabled, -ENOMEM); epoll_create1's and eventfd's errors (-EMFILE, -ENFILE,
@@ -538,7 +550,9 @@ typedef struct tl_udp_options {
 /* Receive-side GRO (UDP_GRO, 5.0): the kernel may hand over several
  * datagrams of one flow, all of one size but the last, as one payload, with
  * that size in tl_udp_meta.segment_size. A coalesced payload reaches 64 KiB,
- * so the loop's recv_buffer_size must be at least TL_UDP_HEADROOM + 65535. */
+ * so the buffers datagrams land in (the loop's datagram pool where it has
+ * one, tl_loop_options.udp_recv_buffers, else its recv_buffer_size) must hold
+ * at least TL_UDP_HEADROOM + 65535 bytes. */
 #define TL_UDP_GRO 0x1u
 
 /* Opens and binds a datagram socket (AF_INET or AF_INET6: IPV6_V6ONLY). The
@@ -557,12 +571,21 @@ int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
 /* Adopts a bound datagram socket that another process made (the parent of
  * a restart, which passed it by exec) as tl_udp_open would have made it:
  * non-blocking, close-on-exec, pktinfo and ECN reported. Its address, port,
- * IPV6_V6ONLY, reuse-port group and GRO stay as they were set, so opts may
- * only say send_queue. The loop takes fd, even on error (it is closed then).
+ * IPV6_V6ONLY, reuse-port group and GRO stay as they were set (tl_udp_gro
+ * changes the last), so opts may only say send_queue. The loop takes fd,
+ * even on error (it is closed then).
  * Errors: -ENOTSOCK (not an AF_INET/AF_INET6 datagram socket, or not bound),
  * -EINVAL (reuse_port, flags, a send_queue above 65535), -EMFILE (the handle
  * ceiling), -ENOMEM; fcntl(), setsockopt() and the backend's registration errors. */
 int tl_udp_adopt(tl_loop *loop, int fd, const tl_udp_options *opts, tl_handle *out);
+
+/* Turns receive-side GRO on or off for an open or adopted datagram handle
+ * (on: nonzero; a socket of tl_route_udp_cid, or one a restart passed on):
+ * TL_UDP_GRO's rules. Loop thread only.
+ * Errors: -EINVAL (not a datagram handle; on, with buffers smaller than a GRO
+ * payload), -EOPNOTSUPP (on, where the kernel has no UDP_GRO or the loop has
+ * TL_LOOP_NO_UDP_GRO; off there is 0), an id's errors; setsockopt's. */
+int tl_udp_gro(tl_loop *loop, tl_handle h, int on);
 
 /* Multishot receive: one TL_OP_UDP_RECV completion per datagram, with
  * TL_CQE_BUFFER, res the payload's length (0 is an empty datagram, not an

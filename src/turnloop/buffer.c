@@ -45,15 +45,18 @@ void tl__buffer_untake(tl_loop *loop, uint32_t id) {
 }
 
 void tl_buffer_release(tl_loop *loop, uint32_t id) {
-    if (id >= loop->buf_count || loop->buf_owner[id] == 0)
+    uint64_t *owner = tl__buffer_owner(loop, id); /* either pool's (udp.c's datagram pool) */
+    if (!owner || *owner == 0)
         return;  /* double release: a host bug, but never corrupt the free list */
     uint32_t hi; /* the handle may be closed by now: then nobody counts it */
-    if (tl__handle_lookup(loop, loop->buf_owner[id], &hi) == 0 && loop->h[hi].bufs_held > 0)
+    if (tl__handle_lookup(loop, *owner, &hi) == 0 && loop->h[hi].bufs_held > 0)
         loop->h[hi].bufs_held--;
     if (loop->be->buffer_released) {
         /* The backend keeps the free buffers (io_uring: in the kernel's ring). */
-        loop->buf_owner[id] = 0;
+        *owner = 0;
         loop->be->buffer_released(loop, id);
+    } else if (id >= loop->buf_count) {
+        tl__udp_pool_untake(loop, id);
     } else {
         tl__buffer_untake(loop, id);
     }

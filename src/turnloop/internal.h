@@ -185,6 +185,15 @@ struct tl_loop {
     uint32_t *buf_free; /* stack of free ids */
     uint32_t buf_free_len;
     uint64_t *buf_owner; /* handle id holding each buffer, 0 when free */
+    /* The datagram pool (tl_loop_options.udp_recv_buffers; udp.c): buffers
+     * for the loop's UDP receives alone, ids buf_count.. buf_count+ubuf_count-1,
+     * so that GRO's 64 KiB buffers cost nothing to the streams' pool. */
+    uint8_t *ubuf_mem;
+    uint32_t ubuf_count, ubuf_size;
+    uint32_t ubuf_stride; /* ubuf_size rounded up: every buffer's head aligned for its metadata */
+    uint32_t *ubuf_free;  /* stack of free ids (global ones) */
+    uint32_t ubuf_free_len;
+    uint64_t *ubuf_owner; /* by id - buf_count */
     /* Receives waiting for a buffer, oldest first: op ids in a ring of
      * power-of-two capacity >= o_cap (every starved op is listed once; ids of
      * ops finished meanwhile are stale and skipped). FIFO so that when
@@ -387,7 +396,17 @@ void tl__starve_push(tl_loop *loop, uint32_t oi, bool front);
 uint32_t tl__starve_pop(tl_loop *loop);
 int tl__starve_fit(tl_loop *loop);
 static inline uint8_t *tl__buffer_data(const tl_loop *loop, uint32_t id) {
+    if (id >= loop->buf_count) /* the datagram pool's */
+        return loop->ubuf_mem + (size_t)(id - loop->buf_count) * loop->ubuf_stride;
     return loop->buf_mem + (size_t)id * loop->buf_size;
+}
+/* The owner entry of any loop buffer id (either pool), or NULL past both. */
+static inline uint64_t *tl__buffer_owner(const tl_loop *loop, uint32_t id) {
+    if (id < loop->buf_count)
+        return &loop->buf_owner[id];
+    if (id - loop->buf_count < loop->ubuf_count)
+        return &loop->ubuf_owner[id - loop->buf_count];
+    return NULL;
 }
 
 uint64_t tl__clock_ms(void);
@@ -407,6 +426,12 @@ static inline bool tl__op_on_read_queue(uint8_t kind) {
 /* The control bytes a datagram's metadata needs: pktinfo, TOS or TCLASS, and
  * the GRO segment size (IPv6: 40 + 24 + 24). */
 #define TL_UDP_CONTROL_LEN 88
+/* The datagram pool: count buffers of size bytes (tl_loop_new), and its end. */
+int tl__udp_pool_init(tl_loop *loop, uint32_t count, uint32_t size);
+void tl__udp_pool_fini(tl_loop *loop);
+/* Gives a datagram pool buffer back to its free stack (epoll; io_uring's
+ * ring when the backend keeps them: tl__ur_buf_give). */
+void tl__udp_pool_untake(tl_loop *loop, uint32_t id);
 /* Sets up a datagram handle's fields (tl_udp_open, tl_attach). */
 void tl__udp_handle_init(tl_loop *loop, uint32_t hi, uint32_t send_queue);
 /* One step of send op oi: its total when every byte is sent, -EAGAIN when the

@@ -61,7 +61,7 @@ static int select_backend(tl_loop *loop, tl_backend_kind kind) {
 }
 
 /* An operator's (or an end-to-end test's) switch for the UDP kernel features,
- * as TURNLOOP_URING_DISABLE is for io_uring's: TURNLOOP_UDP_DISABLE=cid_steer,gso
+ * as TURNLOOP_URING_DISABLE is for io_uring's: TURNLOOP_UDP_DISABLE=cid_steer,gso,gro
  * (or all) makes every loop behave as on a kernel without them, through the
  * same per-loop flags the contract tests set. */
 static unsigned udp_disabled_by_env(void) {
@@ -70,7 +70,8 @@ static unsigned udp_disabled_by_env(void) {
         return 0;
     bool all = strstr(off, "all") != NULL;
     return (all || strstr(off, "cid_steer") ? TL_LOOP_NO_CID_STEER : 0) |
-           (all || strstr(off, "gso") ? TL_LOOP_NO_UDP_GSO : 0);
+           (all || strstr(off, "gso") ? TL_LOOP_NO_UDP_GSO : 0) |
+           (all || strstr(off, "gro") ? TL_LOOP_NO_UDP_GRO : 0);
 }
 
 int tl_loop_new(tl_loop **out, const tl_loop_options *opts) {
@@ -103,6 +104,10 @@ int tl_loop_new(tl_loop **out, const tl_loop_options *opts) {
     if (err == 0)
         err = tl__buffers_init(loop, o.recv_buffers ? o.recv_buffers : 64,
                                o.recv_buffer_size ? o.recv_buffer_size : 16384);
+    if (err == 0 && o.udp_recv_buffers)
+        err = tl__udp_pool_init(loop, o.udp_recv_buffers,
+                                o.udp_recv_buffer_size ? o.udp_recv_buffer_size
+                                                       : TL_UDP_HEADROOM + 65535);
     if (err == 0)
         err = loop->be->init(loop);
     if (err == 0) {
@@ -148,6 +153,7 @@ void tl_loop_free(tl_loop *loop) {
         loop->be->fini(loop);
     tl__inbox_fini(&loop->inbox);
     tl__buffers_fini(loop);
+    tl__udp_pool_fini(loop);
     free(loop->adopt_wait);
     free(loop->heap);
     free(loop->ready);
@@ -289,9 +295,9 @@ uint32_t *tl__ready_take(tl_loop *loop, uint32_t *len) {
 /* What the completion queue must hold besides the inbox's completions: a final
  * completion per op slot (a slot is free only once its final is delivered), a
  * close and an accepted connection per handle slot, and a received buffer per
- * loop buffer (a buffer is back only once the host releases it). */
+ * loop buffer of either pool (a buffer is back only once the host releases it). */
 static uint32_t cq_bound(const tl_loop *loop) {
-    return loop->o_cap + 2 * loop->h_cap + loop->buf_count;
+    return loop->o_cap + 2 * loop->h_cap + loop->buf_count + loop->ubuf_count;
 }
 
 static int cq_grow(tl_loop *loop, uint64_t need) {

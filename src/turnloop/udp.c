@@ -1,15 +1,18 @@
 /* Datagram sockets: opening one, the receive and send ops, and the parts both
  * backends share: a send step (sendmsg with pktinfo, ECN and GSO control
- * messages, or one sendmsg per segment), a recvmmsg batch, and the metadata
- * written at the head of each receive buffer. Invariant: a datagram's buffer
- * is [tl_udp_meta | ... ] and its payload starts at TL_UDP_HEADROOM, on both
- * backends, so the host reads every datagram the same way. */
+ * messages, or one sendmsg per segment), a recvmmsg batch, the metadata
+ * written at the head of each receive buffer, and the loop's datagram pool.
+ * Invariant: a datagram's buffer is [tl_udp_meta | ... ] and its payload
+ * starts at TL_UDP_HEADROOM, on both backends, so the host reads every
+ * datagram the same way; it comes from the datagram pool when the loop has
+ * one, else from the loop's buffers. */
 #include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +21,69 @@ _Static_assert(sizeof(tl_udp_meta) <= TL_UDP_HEADROOM, "the metadata fits the he
 
 #define UDP_DEFAULT_SEND_QUEUE 256
 #define UDP_MAX_PAYLOAD 65535u
+
+/* ---- the datagram pool ------------------------------------------------------ */
+
+int tl__udp_pool_init(tl_loop *loop, uint32_t count, uint32_t size) {
+    /* io_uring names a buffer by 16 bits; a payload's buffer needs room past the headroom */
+    if (count > 32768 || size <= TL_UDP_HEADROOM || size > TL_UDP_HEADROOM + UDP_MAX_PAYLOAD)
+        return -EINVAL;
+    /* The default size (headroom + 65535) is odd: each buffer starts on a cache line. */
+    uint32_t stride = (size + 63u) & ~63u;
+    loop->ubuf_mem = malloc((size_t)count * stride);
+    loop->ubuf_free = malloc((size_t)count * sizeof *loop->ubuf_free);
+    loop->ubuf_owner = calloc(count, sizeof *loop->ubuf_owner);
+    if (!loop->ubuf_mem || !loop->ubuf_free || !loop->ubuf_owner)
+        return -ENOMEM; /* tl_loop_free frees what was had */
+    loop->ubuf_count = count;
+    loop->ubuf_size = size;
+    loop->ubuf_stride = stride;
+    for (uint32_t i = 0; i < count; i++)
+        loop->ubuf_free[i] = loop->buf_count + count - 1 - i;
+    loop->ubuf_free_len = count;
+    return 0;
+}
+
+void tl__udp_pool_fini(tl_loop *loop) {
+    free(loop->ubuf_mem);
+    free(loop->ubuf_free);
+    free(loop->ubuf_owner);
+}
+
+void tl__udp_pool_untake(tl_loop *loop, uint32_t id) {
+    loop->ubuf_owner[id - loop->buf_count] = 0;
+    loop->ubuf_free[loop->ubuf_free_len++] = id;
+}
+
+/* The bytes of each buffer a datagram lands in: the pool's, or the loop's. */
+static uint32_t dgram_buf_size(const tl_loop *loop) {
+    return loop->ubuf_count ? loop->ubuf_size : loop->buf_size;
+}
+
+static uint32_t dgram_buf_free(const tl_loop *loop) {
+    return loop->ubuf_count ? loop->ubuf_free_len : loop->buf_free_len;
+}
+
+/* A free buffer for handle hi's next datagram (the caller checked there is one). */
+static uint32_t dgram_buf_take(tl_loop *loop, uint32_t hi) {
+    uint32_t id;
+    if (!loop->ubuf_count) {
+        tl__buffer_take(loop, hi, &id);
+        return id;
+    }
+    id = loop->ubuf_free[--loop->ubuf_free_len];
+    loop->ubuf_owner[id - loop->buf_count] = tl__make_id(loop, loop->h[hi].gen, hi);
+    return id;
+}
+
+static void dgram_buf_untake(tl_loop *loop, uint32_t id) {
+    if (id >= loop->buf_count)
+        tl__udp_pool_untake(loop, id);
+    else
+        tl__buffer_untake(loop, id);
+}
+
+/* ---- sockets ------------------------------------------------------------------ */
 
 void tl__udp_handle_init(tl_loop *loop, uint32_t hi, uint32_t send_queue) {
     tl_hslot *h = &loop->h[hi];
@@ -59,8 +125,10 @@ int tl_udp_open(tl_loop *loop, const struct sockaddr *addr, socklen_t addrlen,
         (o.flags & ~TL_UDP_GRO))
         return -EINVAL;
     /* A coalesced payload cut short would lose datagrams without a trace. */
-    if ((o.flags & TL_UDP_GRO) && loop->buf_size < TL_UDP_HEADROOM + UDP_MAX_PAYLOAD)
+    if ((o.flags & TL_UDP_GRO) && dgram_buf_size(loop) < TL_UDP_HEADROOM + UDP_MAX_PAYLOAD)
         return -EINVAL;
+    if ((o.flags & TL_UDP_GRO) && (loop->flags & TL_LOOP_NO_UDP_GRO))
+        return -EOPNOTSUPP;
     if (o.reuse_port == TL_REUSE_PORT_DISTRIBUTE && !tl_loop_can_distribute(loop))
         return -EOPNOTSUPP;
     if (!tl__handle_room(loop))
@@ -137,8 +205,25 @@ int tl_udp_adopt(tl_loop *loop, int fd, const tl_udp_options *opts, tl_handle *o
     return 0;
 }
 
+int tl_udp_gro(tl_loop *loop, tl_handle h, int on) {
+    uint32_t hi;
+    int err = tl__handle_lookup(loop, h, &hi);
+    if (err < 0)
+        return err;
+    if (loop->h[hi].type != TL_H_DGRAM)
+        return -EINVAL;
+    if (on && dgram_buf_size(loop) < TL_UDP_HEADROOM + UDP_MAX_PAYLOAD)
+        return -EINVAL; /* as tl_udp_open: a payload cut short loses datagrams */
+    if (on && (loop->flags & TL_LOOP_NO_UDP_GRO))
+        return -EOPNOTSUPP;
+    int v = on ? 1 : 0;
+    if (setsockopt(loop->h[hi].fd, SOL_UDP, UDP_GRO, &v, sizeof v) < 0)
+        return errno != ENOPROTOOPT ? -errno : on ? -EOPNOTSUPP : 0; /* before 5.0: never on */
+    return 0;
+}
+
 int tl_udp_recv(tl_loop *loop, tl_handle h, uint64_t token, tl_op *out) {
-    if (loop->buf_size <= TL_UDP_HEADROOM)
+    if (dgram_buf_size(loop) <= TL_UDP_HEADROOM)
         return -EINVAL;
     uint32_t hi, oi;
     int err = tl__op_start(loop, h, TL_OP_UDP_RECV, token, &hi, &oi);
@@ -354,7 +439,7 @@ void tl__udp_deliver(tl_loop *loop, uint32_t oi, uint32_t id, const void *name, 
     }
     uint8_t *buf = tl__buffer_data(loop, id);
     memcpy(buf, &m, sizeof m);
-    loop->buf_owner[id] = tl__make_id(loop, loop->h[hi].gen, hi);
+    *tl__buffer_owner(loop, id) = tl__make_id(loop, loop->h[hi].gen, hi);
     loop->stats.udp_received += m.segment_size ? (len + m.segment_size - 1) / m.segment_size : 1;
     tl_completion extra = {.flags = TL_CQE_BUFFER,
                            .u.buf = {.data = buf + TL_UDP_HEADROOM, .id = id}};
@@ -364,7 +449,8 @@ void tl__udp_deliver(tl_loop *loop, uint32_t oi, uint32_t id, const void *name, 
 int tl__udp_recv_batch(tl_loop *loop, uint32_t oi, bool *drained) {
     uint32_t hi = loop->o[oi].handle;
     *drained = false;
-    uint32_t want = loop->buf_free_len < TL_UDP_BATCH ? loop->buf_free_len : TL_UDP_BATCH;
+    uint32_t avail = dgram_buf_free(loop);
+    uint32_t want = avail < TL_UDP_BATCH ? avail : TL_UDP_BATCH;
     if (want == 0) {
         loop->stats.recv_buffer_starved++;
         return -ENOBUFS;
@@ -378,9 +464,9 @@ int tl__udp_recv_batch(tl_loop *loop, uint32_t oi, bool *drained) {
     } ctl[TL_UDP_BATCH];
     uint32_t ids[TL_UDP_BATCH];
     for (uint32_t i = 0; i < want; i++) {
-        tl__buffer_take(loop, hi, &ids[i]); /* cannot fail: want <= buf_free_len */
+        ids[i] = dgram_buf_take(loop, hi); /* cannot fail: want <= avail */
         iov[i].iov_base = tl__buffer_data(loop, ids[i]) + TL_UDP_HEADROOM;
-        iov[i].iov_len = loop->buf_size - TL_UDP_HEADROOM;
+        iov[i].iov_len = dgram_buf_size(loop) - TL_UDP_HEADROOM;
         mm[i].msg_hdr = (struct msghdr){.msg_name = &names[i],
                                         .msg_namelen = sizeof names[i],
                                         .msg_iov = &iov[i],
@@ -396,7 +482,7 @@ int tl__udp_recv_batch(tl_loop *loop, uint32_t oi, bool *drained) {
     } while (n < 0 && tl__udp_soft_error(errno) && ++soft < 16);
     int e = n < 0 ? errno : 0;
     for (uint32_t i = want; i-- > (n > 0 ? (uint32_t)n : 0);)
-        tl__buffer_untake(loop, ids[i]);
+        dgram_buf_untake(loop, ids[i]);
     if (n < 0) {
         if (e == EAGAIN || e == EWOULDBLOCK || tl__udp_soft_error(e)) {
             *drained = e != EINTR && !tl__udp_soft_error(e);
@@ -419,7 +505,8 @@ int tl_udp_meta_get(const tl_loop *loop, const tl_completion *c, tl_udp_meta *ou
     if (c->kind != TL_OP_UDP_RECV || !(c->flags & TL_CQE_BUFFER))
         return -EINVAL;
     uint32_t id = c->u.buf.id;
-    if (id >= loop->buf_count || loop->buf_owner[id] == 0)
+    const uint64_t *owner = tl__buffer_owner(loop, id);
+    if (!owner || *owner == 0)
         return -EINVAL;
     memcpy(out, tl__buffer_data(loop, id), sizeof *out);
     return 0;

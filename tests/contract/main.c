@@ -44,5 +44,7 @@ int main(int argc, char **argv) {
     failed += _cmocka_run_group_tests("udp", udp_tests_p, udp_test_count, NULL, NULL);
     failed +=
         _cmocka_run_group_tests("udp_steer", udp_steer_tests_p, udp_steer_test_count, NULL, NULL);
+    failed +=
+        _cmocka_run_group_tests("udp_pool", udp_pool_tests_p, udp_pool_test_count, NULL, NULL);
     return failed ? 1 : 0;
 }

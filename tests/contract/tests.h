@@ -13,4 +13,6 @@ extern const struct CMUnitTest *const udp_tests_p;
 extern const size_t udp_test_count;
 extern const struct CMUnitTest *const udp_steer_tests_p;
 extern const size_t udp_steer_test_count;
+extern const struct CMUnitTest *const udp_pool_tests_p;
+extern const size_t udp_pool_test_count;
 #endif

@@ -21,6 +21,9 @@
  * came, and counts as answered. Exit 0 when every request was
  * answered, 1 when one was not (reset, or the connection ended), 2 for a
  * usage error, 3 on the timeout.
+ * --gso sends the packets each write gathers back to back to the server as
+ * UDP GSO sends (UDP_SEGMENT, as scalwsd's quic_send.c does), so that a
+ * server with GRO receives an upload's datagrams coalesced.
  * --load SECONDS makes it a load generator (scripts/bench-h3-vs-h2): the
  * requests, -P at a time, until -n per path are made or SECONDS have
  * passed, then those in flight are finished; request slots are reused, no
@@ -33,6 +36,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -111,6 +115,12 @@ typedef struct client {
     int64_t goaway_id;   /* the server's GOAWAY: streams from here were not processed */
     bool graceful_close; /* the server closed with H3_NO_ERROR */
     uint8_t tx[MAX_DATAGRAM];
+    /* --gso: the run of one write_out, datagrams of gso_seg bytes (the last
+     * may be shorter), sent as one UDP_SEGMENT sendmsg */
+    bool gso;
+    int gso_n;
+    size_t gso_len, gso_seg;
+    uint8_t gso_buf[65507];
 } client;
 
 static uint64_t now_ns(void) {
@@ -615,10 +625,63 @@ static void send_dgram(client *c, const uint8_t *data, size_t len) {
     /* A full socket buffer or an ICMP error: QUIC recovers it as a loss. */
 }
 
+/* --gso: the run as one sendmsg with UDP_SEGMENT; a kernel that refuses it
+ * gets the datagrams one by one from then on. */
+static void gso_flush(client *c) {
+    if (c->gso_n > 1) {
+        union {
+            char buf[CMSG_SPACE(sizeof(uint16_t))];
+            struct cmsghdr align;
+        } ctl;
+        memset(&ctl, 0, sizeof(ctl));
+        struct iovec iov = {.iov_base = c->gso_buf, .iov_len = c->gso_len};
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = ctl.buf,
+                           .msg_controllen = sizeof(ctl)};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+        cm->cmsg_level = SOL_UDP;
+        cm->cmsg_type = UDP_SEGMENT;
+        cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        uint16_t seg = (uint16_t)c->gso_seg;
+        memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+        ssize_t n;
+        do
+            n = sendmsg(c->fd, &m, 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && errno != EAGAIN && errno != ENOBUFS && errno != ECONNREFUSED)
+            c->gso = false;
+        else
+            c->gso_n = 0; /* sent, or lost as a full buffer loses them */
+    }
+    for (size_t off = 0; c->gso_n > 0 && off < c->gso_len; off += c->gso_seg)
+        send_dgram(c, c->gso_buf + off,
+                   c->gso_len - off < c->gso_seg ? c->gso_len - off : c->gso_seg);
+    c->gso_n = 0;
+    c->gso_len = 0;
+}
+
+/* A packet to send: at once, or with --gso added to the run, which ends at
+ * a larger packet, after a shorter one, at 64 datagrams or a UDP payload. */
+static void gso_add(client *c, const uint8_t *p, size_t n) {
+    if (!c->gso) {
+        send_dgram(c, p, n);
+        return;
+    }
+    if (c->gso_n > 0 && (n > c->gso_seg || c->gso_len % c->gso_seg != 0 || c->gso_n == 64 ||
+                         c->gso_len + n > sizeof(c->gso_buf)))
+        gso_flush(c);
+    if (c->gso_n == 0)
+        c->gso_seg = n;
+    memcpy(c->gso_buf + c->gso_len, p, n);
+    c->gso_len += n;
+    c->gso_n++;
+}
+
 /* --reset-after: the requests given up are reset both ways; each counts as
  * answered (its line is printed when its stream closes). */
 static void reset_due(client *c) {
-    for (int i = 0; i < c->nreq; i++) {
+    for (int i = 0; i < c->nslots; i++) { /* --load: -P slots, fewer than the requests */
         req *r = &c->reqs[i];
         if (!r->reset_due || r->done)
             continue;
@@ -674,8 +737,9 @@ static int write_out(client *c) {
             nghttp3_conn_add_write_offset(c->h, sid, (size_t)ndata);
         if (n == 0)
             break;
-        send_dgram(c, c->tx, (size_t)n);
+        gso_add(c, c->tx, (size_t)n);
     }
+    gso_flush(c);
     ngtcp2_conn_update_pkt_tx_time(c->q, ts);
     return 0;
 }
@@ -770,6 +834,7 @@ static void usage(void) {
             "  --pause MS      one request at a time, MS after each answer\n"
             "  --reconnect     what a GOAWAY left unsent goes on a new connection\n"
             "  -q              no line per answer\n"
+            "  --gso           send back-to-back packets as UDP GSO sends\n"
             "  --load SECONDS  a load: -P at a time until -n each or SECONDS, then\n"
             "                  \"load <2xx> <failed> <body bytes> <seconds>\"\n");
     exit(2);
@@ -1065,6 +1130,7 @@ int main(int argc, char **argv) {
                                           {"reset-after", required_argument, NULL, 'Z'},
                                           {"no-length", no_argument, NULL, 'L'},
                                           {"load", required_argument, NULL, 'G'},
+                                          {"gso", no_argument, NULL, 'O'},
                                           {NULL, 0, NULL, 0}};
     /* A line at a time: a test that takes stdout and stderr in one file
      * gets whole lines, never one cut by the other. */
@@ -1142,6 +1208,9 @@ int main(int argc, char **argv) {
             break;
         case 'L':
             c.no_length = true;
+            break;
+        case 'O':
+            c.gso = true;
             break;
         case 'G':
             load_s = atof(optarg);

@@ -336,6 +336,16 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
     struct load_ctx *l = user;
     if (l->failed)
         return 0;
+    /* [server] quic_gso became [http3] gso: a file that says it still means
+     * it (a restart onto this version must not fail on it), and is told. */
+    if (strcmp(section, "server") == 0 && strcmp(key, "quic_gso") == 0) {
+        if (!l->c->load_note[0])
+            snprintf(l->c->load_note, sizeof(l->c->load_note),
+                     "%s:%d: [server] quic_gso is deprecated: it is [http3] gso now (taken as it)",
+                     l->path, l->line);
+        section = "http3";
+        key = "gso";
+    }
     int r;
     if (is_named(section, "route"))
         r = sws_route_load_kv(l->c, section, key, value, l->path, l->section_line, l->line, l->why,

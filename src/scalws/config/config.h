@@ -224,6 +224,12 @@ typedef struct sws_h3_config {
     uint32_t streams_per_loop;       /* the stream table of a loop (Restart) */
     bool early_data;                 /* 0-RTT taken, for safe methods (RFC 8470) */
     uint32_t early_data_window_ms;   /* how old a ticket may be for it; the replay memory */
+    /* the quic listener's bursts to one peer go out as UDP GSO sends
+     * (server/quic_send.c), where the kernel has UDP_SEGMENT */
+    bool gso;
+    /* its socket receives with UDP_GRO into a datagram pool of 64 KiB
+     * buffers per loop (server/quic_host.c), where the kernel has it */
+    bool gro;
 } sws_h3_config;
 
 /* An [acme NAME] section as read (acme_sections.c): its keys, which of them
@@ -263,9 +269,6 @@ typedef struct sws_config {
     sws_scenario_kind scenario;
     bool http2;   /* the listener speaks HTTP/2 too (ALPN h2, or the preface on plaintext) */
     bool alt_svc; /* a quic listener is advertised on the tls listeners (Alt-Svc) */
-    /* the quic listener's bursts to one peer go out as UDP GSO sends
-     * (server/quic_send.c), where the kernel has UDP_SEGMENT */
-    bool quic_gso;
     /* [http2] */
     sws_h2_config h2;
     /* [http3] */

@@ -9,6 +9,7 @@
 
 #include "gate.h"
 #include "http3.h"
+#include "quic_gro.h"
 #include "quic_handover.h"
 #include "quic_send.h"
 #include "route.h"
@@ -45,7 +46,8 @@ struct sws_quic {
      * (w->npeers): a QUIC connection is a client connection as a TCP one. */
     uint32_t peer_base;
     uint64_t forwarded;
-    uint64_t relayed; /* to the predecessor of a SIGUSR2 (quic_handover.c) */
+    uint64_t relayed;                     /* to the predecessor of a SIGUSR2 (quic_handover.c) */
+    uint64_t gro_receives, gro_datagrams; /* payloads of several datagrams, and those */
     sws_quic_counters ctr;
 };
 
@@ -233,6 +235,23 @@ static int open_sockets(sws_server *s, const sws_listener_cfg *lc, tl_handle *hs
     return rc;
 }
 
+/* [http3] gro on every loop's socket, or off (an inherited socket may have
+ * it from a predecessor that had it on). Without it, or on a kernel
+ * without UDP_GRO (said at start), one receive per datagram, as before. */
+static void set_gro(sws_server *s, const sws_listener_cfg *lc, const tl_handle *hs) {
+    bool on = s->cfg->h3.gro;
+    for (int i = 0; i < s->nloops; i++) {
+        int rc = tl_udp_gro(s->loops[i], hs[i], on);
+        if (rc == -EOPNOTSUPP && i == 0)
+            fprintf(stderr,
+                    "scalwsd: quic on %s: the kernel has no UDP GRO: one receive per datagram\n",
+                    lc->addr.text);
+        else if (rc < 0 && rc != -EOPNOTSUPP)
+            fprintf(stderr, "scalwsd: quic on %s: loop %d: GRO stays %s: %s\n", lc->addr.text, i,
+                    on ? "off" : "on", tl_strerror(rc));
+    }
+}
+
 int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
     const sws_config *cfg = s->cfg;
     const sws_listener_cfg *lc = &cfg->listeners[li];
@@ -253,10 +272,11 @@ int sws_quic_start(sws_server *s, int li, char *err, size_t errlen) {
                 "(%s): datagrams that reach another loop are forwarded to theirs\n",
                 lc->addr.text, tl_strerror(steer_err));
     s->quic_steered = steer_err == 0;
-    bool gso = cfg->quic_gso && (tl_loop_features(s->loops[0]) & TL_FEATURE_UDP_GSO);
-    if (cfg->quic_gso && !gso)
+    bool gso = cfg->h3.gso && (tl_loop_features(s->loops[0]) & TL_FEATURE_UDP_GSO);
+    if (cfg->h3.gso && !gso)
         fprintf(stderr, "scalwsd: quic on %s: the kernel has no UDP GSO: one send per datagram\n",
                 lc->addr.text);
+    set_gro(s, lc, hs);
     sws_h3_params params;
     params_of(cfg, &params);
     sws_h3_cert *certs;
@@ -346,6 +366,27 @@ static void input(struct sws_quic *q, const uint8_t *data, size_t len, const tl_
     sws_h3_input(q->ep, data, len, &m->peer.sa, pl, local, ll, m->ecn, sws_h3_now());
 }
 
+/* A payload of this loop's: one datagram, or with GRO several of one flow
+ * (quic_gro.h), each with the payload's path and ECN, to the engine or, if
+ * its connection ID names an older process (a SIGUSR2), relayed to it one
+ * datagram at a time. */
+static void take_payload(struct sws_quic *q, const uint8_t *data, size_t len,
+                         const tl_udp_meta *m) {
+    sws_gro_cut cut;
+    sws_gro_cut_init(&cut, data, len, m->segment_size);
+    const uint8_t *p;
+    size_t n, count = 0;
+    while (sws_gro_cut_next(&cut, &p, &n)) {
+        if (!sws_quic_handover_relay_up(q->w, p, n, m))
+            input(q, p, n, m);
+        count++;
+    }
+    if (count > 1) {
+        q->gro_receives++;
+        q->gro_datagrams += count;
+    }
+}
+
 /* A datagram of this loop's socket: ours, or the loop's that its
  * connection ID names (where the kernel does not steer, or a client's
  * Initial spread by hash before it knew our CIDs... which the program and
@@ -360,9 +401,8 @@ static void on_recv(struct sws_quic *q, const tl_completion *e) {
         if (to >= 0 && to != w->index) {
             if (tl_udp_forward(w->loop, e, w->srv->loops[to], sws_token(0, SWS_T_UDP_FWD)) == 0)
                 q->forwarded++;
-        } else if (tl_udp_meta_get(w->loop, e, &m) == 0 && !(m.flags & TL_UDP_META_TRUNCATED) &&
-                   !sws_quic_handover_relay_up(w, data, len, &m)) {
-            input(q, data, len, &m);
+        } else if (tl_udp_meta_get(w->loop, e, &m) == 0 && !(m.flags & TL_UDP_META_TRUNCATED)) {
+            take_payload(q, data, len, &m);
         }
         tl_buffer_release(w->loop, e->u.buf.id);
     }
@@ -393,8 +433,8 @@ void sws_quic_dispatch(sws_worker *w, const tl_completion *e) {
         break;
     case SWS_T_UDP_FWD: {
         tl_udp_datagram *d = e->u.msg.ptr;
-        if (q && q->ep && !q->closing && !sws_quic_handover_relay_up(w, d->data, d->len, &d->meta))
-            input(q, d->data, d->len, &d->meta);
+        if (q && q->ep && !q->closing)
+            take_payload(q, d->data, d->len, &d->meta);
         tl_udp_datagram_free(d);
         break;
     }
@@ -466,6 +506,8 @@ void sws_quic_publish(sws_worker *w) {
     atomic_store_explicit(&c->gso_batches, tx.batches, memory_order_relaxed);
     atomic_store_explicit(&c->forwarded, q->forwarded, memory_order_relaxed);
     atomic_store_explicit(&c->relayed, q->relayed, memory_order_relaxed);
+    atomic_store_explicit(&c->gro_receives, q->gro_receives, memory_order_relaxed);
+    atomic_store_explicit(&c->gro_datagrams, q->gro_datagrams, memory_order_relaxed);
     atomic_store_explicit(&c->connections, st.connections, memory_order_relaxed);
     atomic_store_explicit(&c->streams, st.streams, memory_order_relaxed);
     atomic_store_explicit(&c->requests, st.requests, memory_order_relaxed);
@@ -503,7 +545,12 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
         Q("scalwsd_quic_sends_total", "counter",
           "UDP sends the loop made for QUIC (a GSO send carries several datagrams).", sends),
         Q("scalwsd_quic_gso_batches_total", "counter",
-          "UDP GSO sends of more than one datagram (quic_gso).", gso_batches),
+          "UDP GSO sends of more than one datagram ([http3] gso).", gso_batches),
+        Q("scalwsd_quic_gro_receives_total", "counter",
+          "UDP receives that carried several datagrams coalesced by GRO ([http3] gro).",
+          gro_receives),
+        Q("scalwsd_quic_gro_datagrams_total", "counter",
+          "QUIC datagrams that arrived in such coalesced receives.", gro_datagrams),
         Q("scalwsd_quic_forwarded_total", "counter",
           "QUIC datagrams this loop received for another loop's connection and forwarded.",
           forwarded),

@@ -9,11 +9,17 @@
 
 #include "sws.h"
 
+/* The quic socket's receive buffers per loop with [http3] gro: a datagram
+ * pool of 64 KiB buffers (turnloop's udp_recv_buffers), 4 MiB a loop. */
+#define SWS_QUIC_GRO_BUFFERS 64
+
 /* What a loop's endpoint counted, published by its loop once a second (the
  * sweep) for the control thread's /metrics. */
 typedef struct sws_quic_counters {
     sws_ctr datagrams_in, datagrams_out, send_errors, forwarded, relayed;
     sws_ctr sends, gso_batches; /* server/quic_send.c */
+    /* GRO: payloads of several datagrams received, and those datagrams */
+    sws_ctr gro_receives, gro_datagrams;
     sws_ctr connections, streams, requests;
     sws_ctr early_connections, too_early;
     sws_ctr stateless_resets;

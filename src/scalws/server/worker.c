@@ -265,6 +265,10 @@ int sws_worker_init(sws_server *s, sws_worker *w, int index, int nlisten, char *
             o.backend = TL_BACKEND_EPOLL;
     o.recv_buffers = SWS_RECV_BUFFERS;
     o.recv_buffer_size = 16384;
+    /* GRO's payloads reach 64 KiB: a pool of their own for the quic socket,
+     * so that the connections' buffers stay 16 KiB (quic_host.h). */
+    if (sws_listener_quic(cfg) >= 0 && cfg->h3.gro)
+        o.udp_recv_buffers = SWS_QUIC_GRO_BUFFERS;
     rc = tl_loop_new(&w->loop, &o);
     if (rc < 0) {
         snprintf(err, errlen, "cannot create loop %d (backend %s): %s", index,

@@ -224,6 +224,7 @@ static void ur_fini(tl_loop *loop) {
             if (loop->buf_owner[i] == 0)
                 loop->buf_free[loop->buf_free_len++] = i;
     }
+    tl__ur_udp_fini(loop, s);
     free(s->reserve);
     free(s->closes);
     free(s->dir_closes);

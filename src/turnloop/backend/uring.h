@@ -27,6 +27,7 @@
 #define IORING_FEAT_MIN_TIMEOUT (1U << 15) /* 6.12; liburing 2.3's header predates it */
 #endif
 #define BUF_GROUP 0
+#define BUF_GROUP_UDP 1 /* the datagram pool's ring (loop->ubuf_count) */
 /* liburing 2.3's private INT_FLAG_REG_RING (src/int_flags.h): struct io_uring's
  * int_flags bit that makes io_uring_enter use the registered index. */
 #define URING_INT_FLAG_REG_RING 1u
@@ -116,6 +117,11 @@ typedef struct uring_state {
      * take them in the kernel ahead of the ones waiting (buf_count entries). */
     uint32_t *reserve;
     uint32_t reserve_len;
+    /* the datagram pool's own ring (BUF_GROUP_UDP) over loop->ubuf_mem; NULL:
+     * the loop has no datagram pool, or its datagrams poll + recvmmsg */
+    struct io_uring_buf_ring *ubr;
+    size_t ubr_bytes;
+    unsigned ubr_mask;
     /* ops waiting for the arm phase (ids: a slot reused meanwhile is stale) */
     uint64_t *pend, *pend_spare;
     uint32_t pend_len, pend_cap, pend_spare_cap;
@@ -197,8 +203,9 @@ void tl__ur_finish(tl_loop *loop, uint32_t oi, int32_t res, const tl_completion 
 /* An SQE for op oi, marked in flight; NULL (and oi listed again) when none is free. */
 struct io_uring_sqe *tl__ur_op_sqe(tl_loop *loop, uint32_t oi);
 
-/* uring_stream.c: the provided-buffer ring (set up at init; id given back to
- * it; the seam's buffer_released), a stream op's SQE for the arm phase, its
+/* uring_stream.c: the provided-buffer rings, the loop's and the datagram
+ * pool's (set up at init; id, of either, given back to its own; the seam's
+ * buffer_released), a stream op's SQE for the arm phase, its
  * CQEs, and the park sweep of idle receives (once a turn, before the arm phase). */
 void tl__ur_buf_ring_setup(tl_loop *loop, uring_state *s);
 void tl__ur_buf_give(uring_state *s, tl_loop *loop, uint32_t id);
@@ -214,6 +221,9 @@ void tl__ur_park_sweep(tl_loop *loop);
 
 /* uring_udp.c: datagram receives and sends */
 void tl__ur_udp_init(tl_loop *loop, uring_state *s);
+/* At the backend's end: the datagram pool's ring goes, its free buffers back
+ * on the pool's stack (an AUTO loop moving to epoll goes on with them). */
+void tl__ur_udp_fini(tl_loop *loop, uring_state *s);
 void tl__ur_udp_arm(tl_loop *loop, uint32_t oi);
 void tl__ur_udp_on_cqe(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags);
 

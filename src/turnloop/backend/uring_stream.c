@@ -12,31 +12,58 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Gives the loop's buffers to the kernel as a provided-buffer ring (5.19+).
- * Without it, multishot recv is emulated with a poll and a read. */
+/* A provided-buffer ring of group bgid with room for count buffers (a power
+ * of two: it may hold fewer), registered; NULL when the kernel refuses. */
+static struct io_uring_buf_ring *ring_new(uring_state *s, uint32_t count, unsigned short bgid,
+                                          size_t *bytes, unsigned *mask) {
+    unsigned entries = 1;
+    while (entries < count)
+        entries <<= 1;
+    *bytes = (size_t)entries * sizeof(struct io_uring_buf);
+    void *mem = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    if (mem == MAP_FAILED)
+        return NULL;
+    struct io_uring_buf_reg reg = {
+        .ring_addr = (uint64_t)(uintptr_t)mem, .ring_entries = entries, .bgid = bgid};
+    if (io_uring_register_buf_ring(&s->ring, &reg, 0) < 0) {
+        munmap(mem, *bytes);
+        return NULL;
+    }
+    struct io_uring_buf_ring *br = mem;
+    *mask = (unsigned)io_uring_buf_ring_mask(entries);
+    io_uring_buf_ring_init(br);
+    return br;
+}
+
+/* The datagram pool's ring: its own group, so that a datagram receive takes
+ * a buffer sized for GRO and a stream's never does. Ring ids are the pool's
+ * (id - buf_count). */
+static void udp_ring_setup(tl_loop *loop, uring_state *s) {
+    if (loop->ubuf_count == 0 || loop->ubuf_free_len != loop->ubuf_count)
+        return;
+    s->ubr = ring_new(s, loop->ubuf_count, BUF_GROUP_UDP, &s->ubr_bytes, &s->ubr_mask);
+    if (!s->ubr)
+        return; /* its datagrams poll and recvmmsg into the pool (uring_udp.c) */
+    for (uint32_t i = 0; i < loop->ubuf_count; i++)
+        io_uring_buf_ring_add(s->ubr, tl__buffer_data(loop, loop->buf_count + i), loop->ubuf_size,
+                              (unsigned short)i, (int)s->ubr_mask, (int)i);
+    io_uring_buf_ring_advance(s->ubr, (int)loop->ubuf_count);
+    loop->ubuf_free_len = 0; /* the kernel holds them */
+}
+
+/* Gives the loop's buffers to the kernel as a provided-buffer ring (5.19+),
+ * and the datagram pool's as another. Without it, multishot recv is emulated
+ * with a poll and a read. */
 void tl__ur_buf_ring_setup(tl_loop *loop, uring_state *s) {
+    udp_ring_setup(loop, s);
     if (loop->buf_count == 0 || loop->buf_count > 32768)
         return;
-    unsigned entries = 1;
-    while (entries < loop->buf_count)
-        entries <<= 1; /* the ring must be a power of two; it may hold fewer buffers */
-    size_t bytes = (size_t)entries * sizeof(struct io_uring_buf);
     s->reserve = malloc((size_t)loop->buf_count * sizeof *s->reserve);
     if (!s->reserve)
         return;
-    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-    if (mem == MAP_FAILED)
+    s->br = ring_new(s, loop->buf_count, BUF_GROUP, &s->br_bytes, &s->br_mask);
+    if (!s->br)
         return;
-    struct io_uring_buf_reg reg = {
-        .ring_addr = (uint64_t)(uintptr_t)mem, .ring_entries = entries, .bgid = BUF_GROUP};
-    if (io_uring_register_buf_ring(&s->ring, &reg, 0) < 0) {
-        munmap(mem, bytes);
-        return;
-    }
-    s->br = mem;
-    s->br_bytes = bytes;
-    s->br_mask = (unsigned)io_uring_buf_ring_mask(entries);
-    io_uring_buf_ring_init(s->br);
     for (uint32_t i = 0; i < loop->buf_count; i++)
         io_uring_buf_ring_add(s->br, tl__buffer_data(loop, i), loop->buf_size, (unsigned short)i,
                               (int)s->br_mask, (int)i);
@@ -46,6 +73,12 @@ void tl__ur_buf_ring_setup(tl_loop *loop, uring_state *s) {
 }
 
 void tl__ur_buf_give(uring_state *s, tl_loop *loop, uint32_t id) {
+    if (id >= loop->buf_count) { /* the datagram pool's: not counted in br_avail */
+        io_uring_buf_ring_add(s->ubr, tl__buffer_data(loop, id), loop->ubuf_size,
+                              (unsigned short)(id - loop->buf_count), (int)s->ubr_mask, 0);
+        io_uring_buf_ring_advance(s->ubr, 1);
+        return;
+    }
     io_uring_buf_ring_add(s->br, tl__buffer_data(loop, id), loop->buf_size, (unsigned short)id,
                           (int)s->br_mask, 0);
     io_uring_buf_ring_advance(s->br, 1);
@@ -54,7 +87,11 @@ void tl__ur_buf_give(uring_state *s, tl_loop *loop, uint32_t id) {
 
 void tl__ur_buffer_released(tl_loop *loop, uint32_t id) {
     uring_state *s = state(loop);
-    if (!s->br)
+    if (id >= loop->buf_count && s->ubr) /* the datagram pool's: no stream waits for it */
+        tl__ur_buf_give(s, loop, id);
+    else if (id >= loop->buf_count)
+        tl__udp_pool_untake(loop, id);
+    else if (!s->br)
         tl__buffer_untake(loop, id);
     else if (loop->starve_len > 0)
         s->reserve[s->reserve_len++] = id; /* for the waiting receives: see rearm_starved */

@@ -1,5 +1,6 @@
 /* Datagrams on io_uring. A receive is one multishot recvmsg on the loop's
- * provided-buffer ring (6.0): the kernel writes each datagram as
+ * provided-buffer ring (6.0), or on the datagram pool's own ring where the
+ * loop has one (BUF_GROUP_UDP): the kernel writes each datagram as
  * io_uring_recvmsg_out | name | control | payload into one buffer, sized so
  * that the payload starts at TL_UDP_HEADROOM, and the metadata is then written
  * over the head, the layout the epoll backend makes too. Without a buffer
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Room for the sender's address, rounded up so that the control messages the
  * kernel writes after it start 8-byte aligned, as struct cmsghdr needs. */
@@ -21,12 +23,30 @@ _Static_assert(TL_UDP_HEADROOM - sizeof(struct io_uring_recvmsg_out) - NAME_ROOM
                    TL_UDP_CONTROL_LEN,
                "the kernel's recvmsg header, name and control fit the headroom");
 
+/* The ring datagrams are received from: the datagram pool's where the loop
+ * has the pool (NULL if the kernel refused its ring: never the streams'
+ * buffers, too small for what the pool was made for), else the loop's. */
+static struct io_uring_buf_ring *dgram_ring(const tl_loop *loop, const uring_state *s) {
+    return loop->ubuf_count ? s->ubr : s->br;
+}
+
 void tl__ur_udp_init(tl_loop *loop, uring_state *s) {
     memset(&s->dgram_msg, 0, sizeof s->dgram_msg);
     s->dgram_msg.msg_namelen = NAME_ROOM;
     s->dgram_msg.msg_controllen = TL_UDP_HEADROOM - sizeof(struct io_uring_recvmsg_out) - NAME_ROOM;
-    s->ms_recvmsg = s->br != NULL;
+    s->ms_recvmsg = dgram_ring(loop, s) != NULL;
     loop->udp_ring_recv = s->ms_recvmsg;
+}
+
+void tl__ur_udp_fini(tl_loop *loop, uring_state *s) {
+    if (!s->ubr)
+        return;
+    munmap(s->ubr, s->ubr_bytes);
+    s->ubr = NULL;
+    loop->ubuf_free_len = 0;
+    for (uint32_t i = loop->ubuf_count; i-- > 0;)
+        if (loop->ubuf_owner[i] == 0)
+            loop->ubuf_free[loop->ubuf_free_len++] = loop->buf_count + i;
 }
 
 void tl__ur_udp_arm(tl_loop *loop, uint32_t oi) {
@@ -44,7 +64,8 @@ void tl__ur_udp_arm(tl_loop *loop, uint32_t oi) {
             io_uring_prep_poll_add(sqe, fd, POLLOUT);
         return;
     }
-    if (s->br && !s->ms_recvmsg) {
+    struct io_uring_buf_ring *ring = dgram_ring(loop, s);
+    if (ring && !s->ms_recvmsg) {
         /* The free buffers are in the kernel's ring, and only a multishot
          * recvmsg takes datagrams from there: a kernel before 6.0. */
         tl__ur_finish(loop, oi, -EOPNOTSUPP, NULL);
@@ -53,13 +74,13 @@ void tl__ur_udp_arm(tl_loop *loop, uint32_t oi) {
     struct io_uring_sqe *sqe = tl__ur_op_sqe(loop, oi);
     if (!sqe)
         return;
-    if (!s->br) {
+    if (!ring) {
         io_uring_prep_poll_add(sqe, fd, POLLIN); /* then a recvmmsg batch */
         return;
     }
     io_uring_prep_recvmsg_multishot(sqe, fd, &s->dgram_msg, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
-    sqe->buf_group = BUF_GROUP;
+    sqe->buf_group = loop->ubuf_count ? BUF_GROUP_UDP : BUF_GROUP;
     set_bits(o, bits(o) | OP_MS_SQE);
 }
 
@@ -110,10 +131,17 @@ void tl__ur_udp_on_cqe(tl_loop *loop, uint32_t oi, int32_t res, uint32_t flags) 
         return;
     }
     if (flags & IORING_CQE_F_BUFFER) {
-        uint32_t id = flags >> IORING_CQE_BUFFER_SHIFT;
-        if (id < loop->buf_count && res >= 0)
+        uint32_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
+        uint32_t id = bid, count = loop->buf_count;
+        if (loop->ubuf_count) { /* the pool's ring: its ids follow the loop's */
+            id = loop->buf_count + bid;
+            count = loop->buf_count + loop->ubuf_count;
+            if (s->br)
+                s->br_avail++; /* uring.c took it off the loop's ring's count */
+        }
+        if (id < count && res >= 0)
             deliver_ring(loop, oi, id, res); /* also when cancelling: it was received */
-        else if (id < loop->buf_count)
+        else if (id < count)
             tl__ur_buf_give(s, loop, id);
     }
     if (flags & IORING_CQE_F_MORE)
