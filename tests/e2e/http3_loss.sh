@@ -22,14 +22,15 @@ head -c 1048576 /dev/urandom >"$T/www/big.bin"
 head -c 3000 /dev/urandom >"$T/www/small.bin"
 printf 'hello\n' >"$T/www/tiny.txt"
 
-# rounds GSO SEED N: N rounds of 10 connections at once against quic_gso = GSO,
+# rounds GSO SEED N: N rounds of 10 connections at once against [http3] gso = GSO,
 # 2 % of the server's datagrams each beginning a run of 4 dropped (a queue
 # that was full: some 8 % lost, in bursts).
 rounds() {
     SCALWSD_TEST_QUIC_SEND_DROP="2,$2,4" SWS_LISTEN_OPTS="tls name=tls" start_sws \
         "listen = 127.0.0.1:0 quic name=h3
 event_loops = 2
-quic_gso = $1
+[http3]
+gso = $1
 [tls]
 cert = $T/cert.pem
 key = $T/key.pem
@@ -48,17 +49,17 @@ root = $T/www" --scenario static
         done
         for i in $(seq 1 10); do
             if ! wait "${pids[$((i - 1))]}"; then
-                echo "quic_gso = $1, round $r, connection $i: $(tail -3 "$T/err.$i" | tr '\n' ' ')" >&2
+                echo "[http3] gso = $1, round $r, connection $i: $(tail -3 "$T/err.$i" | tr '\n' ' ')" >&2
                 failed=$((failed + 1))
             fi
             # Every answer whole: 5 of each, with its length.
             [ "$(grep -c '^[0-9]* 200 1048576 ' "$T/out.$i")" = 5 ] &&
                 [ "$(grep -c '^[0-9]* 200 3000 ' "$T/out.$i")" = 5 ] &&
                 [ "$(grep -c '^[0-9]* 200 6 ' "$T/out.$i")" = 5 ] ||
-                { echo "quic_gso = $1, round $r, connection $i: answers $(awk '{print $2, $3}' "$T/out.$i" | sort | uniq -c | tr '\n' ' ')" >&2
+                { echo "[http3] gso = $1, round $r, connection $i: answers $(awk '{print $2, $3}' "$T/out.$i" | sort | uniq -c | tr '\n' ' ')" >&2
                   failed=$((failed + 1)); }
         done
-        [ "$failed" = 0 ] || fail "quic_gso = $1: $failed connections of round $r lost answers under loss"
+        [ "$failed" = 0 ] || fail "[http3] gso = $1: $failed connections of round $r lost answers under loss"
     done
     # The losses were real: datagrams dropped at sending, and recovered.
     local dropped
@@ -67,8 +68,8 @@ root = $T/www" --scenario static
         [ "$dropped" -gt 0 ] && break
         sleep 0.1
     done
-    [ "$dropped" -gt 0 ] || fail "quic_gso = $1: no datagram dropped"
-    stop_ok "quic_gso = $1"
+    [ "$dropped" -gt 0 ] || fail "[http3] gso = $1: no datagram dropped"
+    stop_ok "[http3] gso = $1"
 }
 
 # A drain under loss: ten connections idle between two requests (--pause),
