@@ -25,7 +25,9 @@
  * requests, -P at a time, until -n per path are made or SECONDS have
  * passed, then those in flight are finished; request slots are reused, no
  * body is hashed or kept, and one line sums it up:
- *     load <answered 2xx> <failed> <body bytes> <seconds> */
+ *     load <answered 2xx> <failed> <body bytes> <seconds>
+ * --ws SIZES makes each request a WebSocket tunnel (RFC 9220 extended
+ * CONNECT) whose messages come back echoed (h3get_ws.c says its lines). */
 #include "h3get.h"
 
 #include <arpa/inet.h>
@@ -45,7 +47,8 @@ _Noreturn void usage(void) {
             "usage: h3get [options] HOST:PORT PATH...\n"
             "  -n N            each path N times (1)\n"
             "  -P N            at most N requests at once (all)\n"
-            "  -X METHOD       the method (GET; POST with -d)\n"
+            "  -X METHOD       the method (GET; POST with -d); CONNECT names PATH as the\n"
+            "                  authority (RFC 9114 4.4)\n"
             "  -d FILE         send FILE as the request body\n"
             "  --no-length     ... without a content-length\n"
             "  -o FILE         write every answer's body to FILE\n"
@@ -70,7 +73,11 @@ _Noreturn void usage(void) {
             "  --reconnect     what a GOAWAY left unsent goes on a new connection\n"
             "  -q              no line per answer\n"
             "  --load SECONDS  a load: -P at a time until -n each or SECONDS, then\n"
-            "                  \"load <2xx> <failed> <body bytes> <seconds>\"\n");
+            "                  \"load <2xx> <failed> <body bytes> <seconds>\"\n"
+            "  --ws SIZES      each request a WebSocket tunnel (RFC 9220 extended CONNECT):\n"
+            "                  a text message of each size (\"5,1048576\") echoed, then a close\n"
+            "  --ws-server-close  ... then wait for the server's close instead\n"
+            "  --ws-protocol P the :protocol (websocket)\n");
     exit(2);
 }
 
@@ -117,6 +124,9 @@ int main(int argc, char **argv) {
                                           {"reset-after", required_argument, NULL, 'Z'},
                                           {"no-length", no_argument, NULL, 'L'},
                                           {"load", required_argument, NULL, 'G'},
+                                          {"ws", required_argument, NULL, 'J'},
+                                          {"ws-server-close", no_argument, NULL, 'K'},
+                                          {"ws-protocol", required_argument, NULL, 'O'},
                                           {NULL, 0, NULL, 0}};
     /* A line at a time: a test that takes stdout and stderr in one file
      * gets whole lines, never one cut by the other. */
@@ -199,6 +209,16 @@ int main(int argc, char **argv) {
             load_s = atof(optarg);
             c.load = c.quiet = true;
             break;
+        case 'J':
+            ws_parse_sizes(&c, optarg);
+            c.method = "CONNECT";
+            break;
+        case 'K':
+            c.ws_server_close = true;
+            break;
+        case 'O':
+            c.ws_protocol = optarg;
+            break;
         default:
             usage();
         }
@@ -208,6 +228,12 @@ int main(int argc, char **argv) {
         usage();
     if (c.load && (load_s <= 0 || out || resume || c.show_fields || c.reconnect))
         die("--load takes a duration above 0, and none of -o, -i, --resume, --reconnect");
+    if (c.ws_nmsg && (datafile || resume || c.load || c.reconnect || c.reset_after))
+        die("--ws takes none of -d, --resume, --load, --reconnect, --reset-after");
+    if ((c.ws_server_close || c.ws_protocol) && !c.ws_nmsg)
+        usage();
+    if (!c.ws_protocol)
+        c.ws_protocol = "websocket";
     char *hostport = argv[optind++], *host;
     c.authority = strdup(hostport);
     struct addrinfo *ai = resolve(hostport, &host);

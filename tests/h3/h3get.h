@@ -2,8 +2,8 @@
  * the run of a command line), h3get_conn.c (one connection: its requests,
  * the QUIC and HTTP/3 callbacks, packets in and out), h3get_load.c (--load),
  * h3get_early.c (0-RTT, --early), h3get_migrate.c (--migrate and
- * --nat-rebind) and h3get_resume.c (--resume and --reconnect: a second
- * connection). */
+ * --nat-rebind), h3get_resume.c (--resume and --reconnect: a second
+ * connection) and h3get_ws.c (--ws: WebSocket tunnels). */
 #ifndef H3GET_H
 #define H3GET_H
 
@@ -32,7 +32,8 @@ typedef struct req {
     uint64_t bytes, hash;
     char *body; /* with -o: the body, kept in order */
     size_t body_len, body_cap;
-    size_t posted; /* request body bytes given */
+    size_t posted;        /* request body bytes given */
+    struct ws_tunnel *ws; /* --ws: its tunnel's state (h3get_ws.c) */
 } req;
 
 typedef struct client {
@@ -78,6 +79,12 @@ typedef struct client {
     uint64_t next_at;    /* no request before this (now_ns) */
     int64_t goaway_id;   /* the server's GOAWAY: streams from here were not processed */
     bool graceful_close; /* the server closed with H3_NO_ERROR */
+    /* --ws: the sizes of the messages each tunnel sends, its :protocol,
+     * who closes; the messages go once every tunnel has its answer. */
+    size_t *ws_msg;
+    int ws_nmsg, ws_heads;
+    const char *ws_protocol;
+    bool ws_server_close, ws_open;
     uint8_t tx[MAX_DATAGRAM];
 } client;
 
@@ -149,5 +156,21 @@ typedef struct resume_args {
     double timeout;
 } resume_args;
 int resume_run(client *c, const resume_args *a);
+
+/* h3get_ws.c */
+/* SIZES ("5,1048576") into c's messages. */
+void ws_parse_sizes(client *c, const char *list);
+/* r's extended CONNECT into h (6 fields): how many; r gets its tunnel. */
+int ws_head(client *c, req *r, nghttp3_nv *h);
+/* The tunnel's data reader: its messages, its close frame, its FIN. */
+nghttp3_ssize ws_read(nghttp3_conn *h, int64_t sid, nghttp3_vec *vec, size_t veccnt,
+                      uint32_t *flags, void *ud, void *sud);
+/* The tunnel's answer came (r->status). */
+void ws_head_done(client *c, req *r);
+/* Bytes of the tunnel from the server. */
+void ws_recv(client *c, req *r, const uint8_t *data, size_t len);
+/* Its stream closed: its line printed (true) or left to the usual one. */
+bool ws_closed(client *c, req *r);
+void ws_free(req *r);
 
 #endif

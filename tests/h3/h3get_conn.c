@@ -61,13 +61,22 @@ void submit_more(client *c) {
         snprintf(len, sizeof(len), "%zu", c->data_len);
         nghttp3_nv h[7 + 8];
         size_t n = 0;
-        h[n++] = nv(":method", c->method, strlen(c->method));
-        h[n++] = nv(":scheme", "https", 5);
-        h[n++] = nv(":authority", c->authority, strlen(c->authority));
-        h[n++] = nv(":path", r->path, strlen(r->path));
-        h[n++] = nv("user-agent", "h3get", 5);
-        if (c->data && !c->no_length)
-            h[n++] = nv("content-length", len, strlen(len));
+        if (c->ws_nmsg) {
+            n = (size_t)ws_head(c, r, h);
+        } else if (strcmp(c->method, "CONNECT") == 0) {
+            /* RFC 9114 4.4: a plain CONNECT names its authority alone (the
+             * path is only the line's) */
+            h[n++] = nv(":method", c->method, strlen(c->method));
+            h[n++] = nv(":authority", r->path, strlen(r->path));
+        } else {
+            h[n++] = nv(":method", c->method, strlen(c->method));
+            h[n++] = nv(":scheme", "https", 5);
+            h[n++] = nv(":authority", c->authority, strlen(c->authority));
+            h[n++] = nv(":path", r->path, strlen(r->path));
+            h[n++] = nv("user-agent", "h3get", 5);
+            if (c->data && !c->no_length)
+                h[n++] = nv("content-length", len, strlen(len));
+        }
         for (int i = 0; i < c->nfields; i++) { /* "name: value", name lowercased by the caller */
             const char *f = c->fields[i], *colon = strchr(f, ':'), *v = colon + 1;
             while (*v == ' ')
@@ -75,8 +84,9 @@ void submit_more(client *c) {
             h[n++] = (nghttp3_nv){(uint8_t *)f, (uint8_t *)v, (size_t)(colon - f), strlen(v),
                                   NGHTTP3_NV_FLAG_NONE};
         }
-        nghttp3_data_reader dr = {read_post};
-        int rc = nghttp3_conn_submit_request(c->h, sid, h, n, c->data ? &dr : NULL, r);
+        nghttp3_data_reader dr = {c->ws_nmsg ? ws_read : read_post};
+        int rc =
+            nghttp3_conn_submit_request(c->h, sid, h, n, c->data || c->ws_nmsg ? &dr : NULL, r);
         if (rc == NGHTTP3_ERR_CONN_CLOSING) { /* a GOAWAY came first */
             c->goaway = true;
             c->next--;
@@ -117,6 +127,8 @@ static int h_recv_data(nghttp3_conn *h, int64_t sid, const uint8_t *data, size_t
     (void)h;
     client *c = ud;
     req *r = sud;
+    if (r && r->ws)
+        ws_recv(c, r, data, len);
     if (r && !r->reset_due) {
         r->bytes += len;
         if (!c->load)
@@ -147,6 +159,16 @@ static int h_deferred(nghttp3_conn *h, int64_t sid, size_t n, void *ud, void *su
     client *c = ud;
     ngtcp2_conn_extend_max_stream_offset(c->q, sid, n);
     ngtcp2_conn_extend_max_offset(c->q, n);
+    return 0;
+}
+
+static int h_end_headers(nghttp3_conn *h, int64_t sid, int fin, void *ud, void *sud) {
+    (void)h;
+    (void)sid;
+    (void)fin;
+    req *r = sud;
+    if (r && r->ws)
+        ws_head_done(ud, r);
     return 0;
 }
 
@@ -181,7 +203,7 @@ static int h_stream_close(nghttp3_conn *h, int64_t sid, uint64_t code, void *ud,
     }
     if (c->load)
         load_done(c, r);
-    else if (!c->quiet)
+    else if (!(r->ws && ws_closed(c, r)) && !c->quiet)
         printf("%d %d %" PRIu64 " %016" PRIx64 "\n", r->index, r->status, r->bytes, r->hash);
     return 0;
 }
@@ -218,6 +240,7 @@ int setup_h3(client *c) {
         .recv_header = h_recv_header,
         .recv_trailer = h_recv_header, /* printed alike with -i, after the body */
         .stop_sending = h_stop_sending,
+        .end_headers = h_end_headers,
         .end_stream = h_end_stream,
         .reset_stream = h_reset_stream,
         .shutdown = h_shutdown,
@@ -680,8 +703,10 @@ void conn_free(client *c) {
     ngtcp2_conn_del(c->q);
     gnutls_deinit(c->tls);
     gnutls_certificate_free_credentials(c->cred);
-    for (int i = 0; i < c->nslots; i++)
+    for (int i = 0; i < c->nslots; i++) {
         free(c->reqs[i].body);
+        ws_free(&c->reqs[i]);
+    }
     free(c->reqs);
     free(c->free_slots);
     close(c->fd);

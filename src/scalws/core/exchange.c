@@ -55,3 +55,9 @@ void sws_sf_put(sws_http_request *r, int k, const uint8_t *v, size_t vl) {
     memcpy(at + have, v, vl);
     r->sf_len[k] = (uint16_t)need;
 }
+
+int sws_connect_refusal(uint8_t method, bool protocol, bool takes_body) {
+    if (protocol)
+        return takes_body ? 0 : 501;
+    return method == HTTP_CONNECT ? 501 : 0;
+}

@@ -375,9 +375,9 @@ static void route(sws_worker *w, h2_stream *st) {
     if (st->sc != &w->sc)
         st->sc->pending++;
     st->takes_body = st->sc->ops->request_head != NULL;
-    /* Only a scenario that takes the request's bytes can carry a tunnel's. */
-    if (st->tunnel && !st->takes_body)
-        refuse(st, 501);
+    int no = sws_connect_refusal(st->req.method, st->tunnel, st->takes_body);
+    if (no)
+        refuse(st, no);
 }
 
 /* The request is complete (or refused): its scenario answers it, or we do
