@@ -5,7 +5,9 @@
 # served and a POST in 0-RTT is answered 425 Too Early, on a connection
 # resumed on either loop, and a replay of its first flight is not answered
 # again; a SIGHUP that changes a transport parameter ends 0-RTT for the
-# tickets issued before it; SIGHUP turns it off again. h3get --early sends
+# tickets issued before it; SIGHUP turns it off again. The proxy forwards a
+# GET taken in 0-RTT with Early-Data: 1 (RFC 8470 5.1), and the same GET
+# after the handshake without it. h3get --early sends
 # the second connection's requests as early data and says whether they
 # were taken ("early 0|1").
 . "$(dirname "$0")/lib.sh"
@@ -16,6 +18,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
     -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || fail "openssl req"
 printf 'hello' >"$T/post.txt"
+start_test_upstream 280
 
 conf() { # conf EARLY_DATA
     printf '%s' "listen = 127.0.0.1:0 quic name=h3
@@ -24,6 +27,11 @@ scenario = respond
 [tls]
 cert = $T/cert.pem
 key = $T/key.pem
+[route up]
+path_prefix = /up/
+scenario = proxy
+upstream = 127.0.0.1:$UP
+strip_prefix = on
 [http3]
 early_data = $1"
 }
@@ -78,6 +86,16 @@ for _ in 1 2 3 4; do
 done
 out=$(early -X OPTIONS) || fail "OPTIONS in 0-RTT: $out"
 expect "$out" 1 200
+
+# Through the proxy: the upstream names the fields it got (X-Info). The
+# first connection's GET (1-RTT) goes up without Early-Data; the second's,
+# taken in 0-RTT, with it, once.
+out=$(timeout 60 "$H3GET" -k -t 50 -i --resume "127.0.0.1:$QP" --early "127.0.0.1:$QP" /up/echo 2>&1) ||
+    fail "a proxied GET in 0-RTT: $out"
+got=$(awk '/^early / { e = $2; next } /< x-info:/ { n++; m = $0 ~ /names=[^;]*early-data/ ? "marked" : "unmarked"
+    if (n == 1) a = m; else b = m } END { print a, e, b }' <<<"$out")
+[ "$got" = "unmarked 1 marked" ] ||
+    fail "Early-Data upstream: want 'unmarked 1 marked' (1-RTT, early, 0-RTT), got '$got': $out"
 
 [ "$(settled scalwsd_http3_early_data_total)" -ge 9 ] ||
     fail "scalwsd_http3_early_data_total: $(total scalwsd_http3_early_data_total), want 9"

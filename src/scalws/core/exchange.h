@@ -66,6 +66,10 @@ typedef struct sws_head {
      * client's bytes, its answer's body the other side's, both as they come. */
     const char *protocol;
     uint32_t protocol_len;
+    /* The request came in early data on this hop, before the client's
+     * handshake completed (HTTP/3's 0-RTT): a proxy forwards it with
+     * Early-Data: 1 (RFC 8470 5.1). */
+    bool early;
 } sws_head;
 
 /* Whether the comma-separated list in f's value has token (case-insensitive). */

@@ -415,6 +415,9 @@ static int end_headers_cb(nghttp3_conn *h, int64_t id, int fin, void *ud, void *
     /* A scenario that takes the request: its head, its body as it comes
      * (request_body.c), and the answer once the request is whole. */
     head_build(st);
+    /* RFC 8470 5.1: a head taken in 0-RTT before the handshake completed
+     * is forwarded with Early-Data: 1. */
+    st->head.early = hc->rx_early && !ngtcp2_conn_get_handshake_completed(hc->q);
     st->took = st->asked = true;
     sws_worker *w = hc->ep->s.w;
     int r = st->sc->ops->request_head(w, st->sc, &st->ex);
