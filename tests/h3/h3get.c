@@ -27,7 +27,8 @@
  * body is hashed or kept, and one line sums it up:
  *     load <answered 2xx> <failed> <body bytes> <seconds>
  * --ws SIZES makes each request a WebSocket tunnel (RFC 9220 extended
- * CONNECT) whose messages come back echoed (h3get_ws.c says its lines). */
+ * CONNECT) whose messages come back echoed (h3get_ws.c says its lines);
+ * --ocsp-out FILE writes the OCSP response the server stapled ("ocsp N"). */
 #include "h3get.h"
 
 #include <arpa/inet.h>
@@ -77,7 +78,8 @@ _Noreturn void usage(void) {
             "  --ws SIZES      each request a WebSocket tunnel (RFC 9220 extended CONNECT):\n"
             "                  a text message of each size (\"5,1048576\") echoed, then a close\n"
             "  --ws-server-close  ... then wait for the server's close instead\n"
-            "  --ws-protocol P the :protocol (websocket)\n");
+            "  --ws-protocol P the :protocol (websocket)\n"
+            "  --ocsp-out FILE the OCSP response the server staples, into FILE (\"ocsp N\")\n");
     exit(2);
 }
 
@@ -127,6 +129,7 @@ int main(int argc, char **argv) {
                                           {"ws", required_argument, NULL, 'J'},
                                           {"ws-server-close", no_argument, NULL, 'K'},
                                           {"ws-protocol", required_argument, NULL, 'O'},
+                                          {"ocsp-out", required_argument, NULL, 'U'},
                                           {NULL, 0, NULL, 0}};
     /* A line at a time: a test that takes stdout and stderr in one file
      * gets whole lines, never one cut by the other. */
@@ -218,6 +221,9 @@ int main(int argc, char **argv) {
             break;
         case 'O':
             c.ws_protocol = optarg;
+            break;
+        case 'U':
+            c.ocsp_out = optarg;
             break;
         default:
             usage();

@@ -85,6 +85,7 @@ typedef struct client {
     int ws_nmsg, ws_heads;
     const char *ws_protocol;
     bool ws_server_close, ws_open;
+    const char *ocsp_out; /* --ocsp-out: the stapled OCSP response, written there */
     uint8_t tx[MAX_DATAGRAM];
 } client;
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <gnutls/crypto.h>
+#include <gnutls/ocsp.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
 _Noreturn void die(const char *fmt, ...) {
@@ -278,10 +279,25 @@ static int new_cid_cb(ngtcp2_conn *q, ngtcp2_cid *cid, uint8_t *token, size_t le
     return 0;
 }
 
+/* --ocsp-out: the OCSP response the server stapled to its certificate
+ * (TLS 1.3: in its Certificate message), into the file, and "ocsp N" (its
+ * bytes; 0 and an empty file when none came). */
+static void ocsp_save(client *c) {
+    gnutls_datum_t resp = {NULL, 0};
+    if (gnutls_ocsp_status_request_get(c->tls, &resp) != 0)
+        resp.size = 0;
+    FILE *f = fopen(c->ocsp_out, "wb");
+    if (!f || fwrite(resp.data, 1, resp.size, f) != resp.size || fclose(f) != 0)
+        die("%s: cannot write", c->ocsp_out);
+    printf("ocsp %u\n", resp.size);
+}
+
 static int handshake_completed_cb(ngtcp2_conn *q, void *ud) {
     (void)q;
     client *c = ud;
     c->handshake = true;
+    if (c->ocsp_out)
+        ocsp_save(c);
     if (c->resuming)
         printf("resumed %d\n", gnutls_session_is_resumed(c->tls) ? 1 : 0);
     if (c->early) {
@@ -393,6 +409,8 @@ void tls_init(client *c, bool insecure, const char *cafile, const gnutls_datum_t
     gnutls_datum_t alpn = {(unsigned char *)"h3", 2};
     gnutls_alpn_set_protocols(c->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY);
     gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, c->sni, strlen(c->sni));
+    if (c->ocsp_out && gnutls_ocsp_status_request_enable_client(c->tls, NULL, 0, NULL) != 0)
+        die("gnutls: no OCSP status request");
     if (!insecure)
         gnutls_session_set_verify_cert(c->tls, c->sni, 0);
     if (resume && gnutls_session_set_data(c->tls, resume->data, resume->size) != 0)

@@ -87,8 +87,9 @@ void sws_h3_params_default(sws_h3_params *p);
  * (RSA beside ECDSA). */
 typedef struct sws_h3_cert {
     const char *cert_file, *key_file;
-    bool is_default; /* served for an unknown or absent server name */
-    bool optional;   /* ACME's to make: not served until its files load */
+    const char *ocsp_file; /* a DER OCSP response stapled with it; NULL or "": none */
+    bool is_default;       /* served for an unknown or absent server name */
+    bool optional;         /* ACME's to make: not served until its files load */
 } sws_h3_cert;
 
 /* The replay memory of 0-RTT (early.c): the ClientHellos whose early data
