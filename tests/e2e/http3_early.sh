@@ -7,7 +7,8 @@
 # again; a SIGHUP that changes a transport parameter ends 0-RTT for the
 # tickets issued before it; SIGHUP turns it off again. The proxy forwards a
 # GET taken in 0-RTT with Early-Data: 1 (RFC 8470 5.1), and the same GET
-# after the handshake without it. h3get --early sends
+# after the handshake without it; over HTTP/1.1 and HTTP/2 a POST marked
+# Early-Data: 1 (an intermediary's early data) is 425 too. h3get --early sends
 # the second connection's requests as early data and says whether they
 # were taken ("early 0|1").
 . "$(dirname "$0")/lib.sh"
@@ -158,6 +159,15 @@ kill -HUP "$SWS_PID"
 wait_log "every loop serves generation 4" 30 || fail "SIGHUP: the loops did not take the last reload"
 out=$(early -X POST -d "$T/post.txt") || fail "resumed POST, early_data off again: $out"
 expect "$out" 0 200
+
+# RFC 8470 5.1 over HTTP/1.1 and HTTP/2 (early data an intermediary took):
+# an unsafe method marked Early-Data: 1 cannot be processed safely, 425; a
+# safe one is served, and so is one not marked.
+for v in --http1.1 --http2; do
+    c() { curl -sk "$v" -o /dev/null -w '%{http_code} ' "$@" "https://127.0.0.1:$PORT/"; }
+    got="$(c -H 'Early-Data: 1' -d x)$(c -H 'Early-Data: 1')$(c -d x)$(c -H 'Early-Data: 1' -X OPTIONS)"
+    [ "$got" = "425 200 200 200 " ] || fail "$v: want 425 200 200 200 (POST marked, GET marked, POST, OPTIONS marked), got $got"
+done
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "scalwsd exited $SWS_STATUS"
 echo "PASS http3_early"

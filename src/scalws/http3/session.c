@@ -380,12 +380,6 @@ void h3_answer_request(h3_conn *hc, h3_stream *st) {
         nghttp3_conn_resume_stream(hc->h, st->id);
 }
 
-/* RFC 8470 5.2 and RFC 9110 9.2.1: GET, HEAD and OPTIONS only, in 0-RTT
- * (TRACE is safe too, but not served). */
-static bool replay_safe(const sws_http_request *r) {
-    return r->method == HTTP_GET || r->method == HTTP_HEAD || r->method == HTTP_OPTIONS;
-}
-
 void h3_request_refuse(h3_conn *hc, h3_stream *st, int status) {
     refuse(st, status);
     h3_answer_request(hc, st);
@@ -401,7 +395,7 @@ static int end_headers_cb(nghttp3_conn *h, int64_t id, int fin, void *ud, void *
     /* A head that ends in 0-RTT data may be a replay: one that completes in
      * 1-RTT cannot be (an attacker cannot make the rest). */
     st->early = st->early || hc->rx_early;
-    if (st->early && !replay_safe(&st->req) && !st->refuse) {
+    if (sws_http_too_early(st->req.method, st->early) && !st->refuse) {
         refuse(st, 425); /* the client sends it again after the handshake */
         hc->ep->st.too_early++;
     }
