@@ -299,5 +299,6 @@ int main(int argc, char **argv) {
     }
     free((void *)c.data);
     free((void *)c.authority);
+    free(c.ws_msg);
     return rc;
 }

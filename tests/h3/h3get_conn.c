@@ -287,7 +287,7 @@ static void ocsp_save(client *c) {
     if (gnutls_ocsp_status_request_get(c->tls, &resp) != 0)
         resp.size = 0;
     FILE *f = fopen(c->ocsp_out, "wb");
-    if (!f || fwrite(resp.data, 1, resp.size, f) != resp.size || fclose(f) != 0)
+    if (!f || (resp.size && fwrite(resp.data, 1, resp.size, f) != resp.size) || fclose(f) != 0)
         die("%s: cannot write", c->ocsp_out);
     printf("ocsp %u\n", resp.size);
 }
