@@ -9,7 +9,8 @@
 # :protocol, a route that does not tunnel and a plain CONNECT (501);
 # tunnels counting as streams (streams_per_loop: those past it rejected,
 # H3_REQUEST_REJECTED, the others served); tunnel_idle_timeout (reset
-# H3_REQUEST_CANCELLED, counted); no route that tunnels: :protocol is
+# H3_REQUEST_CANCELLED, counted); a drain held until drain_timeout, the
+# tunnel counted as drained; no route that tunnels: :protocol is
 # malformed (H3_MESSAGE_ERROR); the tunnels in /metrics and the access log.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_ws.sh"
@@ -139,6 +140,25 @@ for _ in $(seq 1 50); do
 done
 [ "$(metric_sum scalwsd_tunnels_idle_closed_total)" = 1 ] || fail "idle closes"
 stop_ok idle
+
+# Drain: GOAWAY, and an open tunnel keeps the process until drain_timeout
+# closes it, counted as a drained tunnel.
+start_sws "$(conf "drain_timeout = 3s")"
+qport
+timeout 60 "$H3GET" -k -t 50 --ws 5 --ws-server-close "$H" /ws/echo >"$T/drain" 2>&1 &
+DRAIN=$!
+for _ in $(seq 1 300); do grep -q '^0 echo 5$' "$T/drain" && break; sleep 0.1; done
+grep -q '^0 echo 5$' "$T/drain" || fail "the tunnel for the drain did not open: $(cat "$T/drain")"
+kill -TERM "$SWS_PID"
+for _ in $(seq 1 300); do kill -0 "$SWS_PID" 2>/dev/null || break; sleep 0.1; done
+SWS_STATUS=0
+wait "$SWS_PID" || SWS_STATUS=$?
+SWS_PID=""
+[ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after the drain"
+! wait "$DRAIN" || fail "the tunnel outlived the drain: $(cat "$T/drain")"
+grep -q "^goaway " "$T/drain" || fail "no GOAWAY: $(cat "$T/drain")"
+grep -q "(1 tunnels)" "$T/log" || fail "the drained tunnel not counted: $(tail -3 "$T/log")"
+! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report (drain)"
 
 # No route tunnels: no SETTINGS_ENABLE_CONNECT_PROTOCOL, so :protocol is
 # malformed (RFC 8441 4 as RFC 9220 takes it): the stream's H3_MESSAGE_ERROR.

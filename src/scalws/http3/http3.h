@@ -208,6 +208,11 @@ void sws_h3_on_timer(sws_h3_endpoint *ep, uint64_t now);
  * connection is taken; streams under way finish, then each connection
  * closes. sws_h3_stats' open_connections says when all have. */
 void sws_h3_drain(sws_h3_endpoint *ep);
+/* The drain's timeout: every connection closes now (CONNECTION_CLOSE
+ * H3_NO_ERROR, after its GOAWAY) and its streams end, each scenario told
+ * (conn_end): a tunnel or a proxied answer still under way lets go of its
+ * upstream, so that the loop can finish. */
+void sws_h3_close_all(sws_h3_endpoint *ep);
 sws_h3_stats sws_h3_stats_of(const sws_h3_endpoint *ep);
 
 /* The slot of x's connection among the endpoint's (below its

@@ -556,8 +556,14 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
 }
 
 void sws_quic_drain(sws_worker *w) {
-    if (w->quic && w->quic->ep)
-        sws_h3_drain(w->quic->ep);
+    if (!w->quic || !w->quic->ep)
+        return;
+    sws_h3_drain(w->quic->ep);
+    /* The drain's timeout: what is still open (a tunnel, a proxied answer)
+     * ends now, and the scenarios let go of its streams before the loop
+     * asks whether they are finished. */
+    if (w->forced)
+        sws_h3_close_all(w->quic->ep);
 }
 
 bool sws_quic_finished(sws_worker *w) {
