@@ -339,6 +339,8 @@ static bool take_field(sws_http_parser *p, head_facts *f, const char *name, size
         }
         break;
     case 10:
+        if (NAME_IS(name, nn, "early-data"))
+            return false; /* rare: the reference path judges it (425) */
         if (NAME_IS(name, nn, "connection")) {
             /* llhttp 8.1 knows its tokens before SP, CR or ',' only: with an
              * HTAB after "close" or "keep-alive" it sets no flag, so trailing

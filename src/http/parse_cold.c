@@ -171,6 +171,7 @@ static int on_message_begin(llhttp_t *lp) {
     p->te_len = 0;
     p->ver_len = 0;
     p->te_seen = false;
+    p->early_data = false;
     p->host_ws = false;
     p->chunked = false;
     p->expect_continue = false;
@@ -296,6 +297,8 @@ static int on_header_field_complete(llhttp_t *lp) {
             }
         } else if (name_is(p, "content-length")) {
             p->field = F_CL;
+        } else if (name_is(p, "early-data")) {
+            p->early_data = true; /* "1" is its only value (RFC 8470 5.1) */
         } else if (name_is(p, "expect")) {
             p->field = F_EXPECT;
             /* Several Expect lines: only a lone 100-continue counts. */
@@ -461,6 +464,9 @@ static int on_headers_complete(llhttp_t *lp) {
     p->head_sound = true;
     if ((lp->flags & F_CONTENT_LENGTH) && lp->content_length > p->limits->body_size)
         return fail(p, 413);
+    int early = sws_http_too_early(p->req.method, p->early_data);
+    if (early)
+        return fail(p, early);
     p->chunked = (lp->flags & F_CHUNKED) != 0;
     /* RFC 9110 15.2: never a 1xx to an HTTP/1.0 client; none without content. */
     bool body = p->chunked || ((lp->flags & F_CONTENT_LENGTH) && lp->content_length > 0);

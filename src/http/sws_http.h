@@ -129,6 +129,7 @@ typedef struct sws_http_parser {
     bool method_wait;   /* llhttp refused the method; the scanner reads to its end */
     uint8_t sf;         /* which SWS_HTTP_SF_* the current field line is */
     bool te_seen;
+    bool early_data;              /* an Early-Data field: an earlier hop took it in early data */
     bool last_chunk;              /* paused after the size line of the last chunk */
     bool chunked;                 /* the body is chunked: its size lines are scanned here */
     bool trailers;                /* the last chunk was seen: what follows is the trailer */
@@ -189,6 +190,16 @@ static inline bool sws_http_partial(const sws_http_parser *p) {
  * 414, 431, 501, 505), and between requests. */
 static inline bool sws_http_head_sound(const sws_http_parser *p) {
     return p->in_message && p->head_sound;
+}
+
+/* RFC 8470: a request taken in early data (TLS 1.3's 0-RTT, ours, or an
+ * earlier hop's, which marks it Early-Data: 1) may be a replay. GET, HEAD
+ * and OPTIONS are served (safe methods, RFC 9110 9.2.1); any other cannot
+ * be processed safely, and such a request MUST be refused 425 Too Early
+ * (RFC 8470 5.1), which its client sends again after its handshake. The
+ * status, or 0. For every protocol. */
+static inline int sws_http_too_early(uint8_t method, bool early) {
+    return early && method != HTTP_GET && method != HTTP_HEAD && method != HTTP_OPTIONS ? 425 : 0;
 }
 
 /* ---- responses ----------------------------------------------------------- */

@@ -5,12 +5,16 @@
 # served and a POST in 0-RTT is answered 425 Too Early, on a connection
 # resumed on either loop, and a replay of its first flight is not answered
 # again; a SIGHUP that changes a transport parameter ends 0-RTT for the
-# tickets issued before it; SIGHUP turns it off again. h3get --early sends
+# tickets issued before it; SIGHUP turns it off again. The proxy forwards a
+# GET taken in 0-RTT with Early-Data: 1 (RFC 8470 5.1), and the same GET
+# after the handshake without it; over HTTP/1.1 and HTTP/2 a POST marked
+# Early-Data: 1 (an intermediary's early data) is 425 too. h3get --early sends
 # the second connection's requests as early data and says whether they
 # were taken ("early 0|1").
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_h3.sh"
 printf 'hello' >"$T/post.txt"
+start_test_upstream 280
 
 conf() { # conf EARLY_DATA
     printf '%s' "listen = 127.0.0.1:0 quic name=h3
@@ -19,6 +23,11 @@ scenario = respond
 [tls]
 cert = $T/cert.pem
 key = $T/key.pem
+[route up]
+path_prefix = /up/
+scenario = proxy
+upstream = 127.0.0.1:$UP
+strip_prefix = on
 [http3]
 early_data = $1"
 }
@@ -70,6 +79,16 @@ for _ in 1 2 3 4; do
 done
 out=$(early -X OPTIONS) || fail "OPTIONS in 0-RTT: $out"
 expect "$out" 1 200
+
+# Through the proxy: the upstream names the fields it got (X-Info). The
+# first connection's GET (1-RTT) goes up without Early-Data; the second's,
+# taken in 0-RTT, with it, once.
+out=$(timeout 60 "$H3GET" -k -t 50 -i --resume "127.0.0.1:$QP" --early "127.0.0.1:$QP" /up/echo 2>&1) ||
+    fail "a proxied GET in 0-RTT: $out"
+got=$(awk '/^early / { e = $2; next } /< x-info:/ { n++; m = $0 ~ /names=[^;]*early-data/ ? "marked" : "unmarked"
+    if (n == 1) a = m; else b = m } END { print a, e, b }' <<<"$out")
+[ "$got" = "unmarked 1 marked" ] ||
+    fail "Early-Data upstream: want 'unmarked 1 marked' (1-RTT, early, 0-RTT), got '$got': $out"
 
 [ "$(settled scalwsd_http3_early_data_total)" -ge 9 ] ||
     fail "scalwsd_http3_early_data_total: $(total scalwsd_http3_early_data_total), want 9"
@@ -132,6 +151,15 @@ kill -HUP "$SWS_PID"
 wait_log "every loop serves generation 4" 30 || fail "SIGHUP: the loops did not take the last reload"
 out=$(early -X POST -d "$T/post.txt") || fail "resumed POST, early_data off again: $out"
 expect "$out" 0 200
+
+# RFC 8470 5.1 over HTTP/1.1 and HTTP/2 (early data an intermediary took):
+# an unsafe method marked Early-Data: 1 cannot be processed safely, 425; a
+# safe one is served, and so is one not marked.
+for v in --http1.1 --http2; do
+    c() { curl -sk "$v" -o /dev/null -w '%{http_code} ' "$@" "https://127.0.0.1:$PORT/"; }
+    got="$(c -H 'Early-Data: 1' -d x)$(c -H 'Early-Data: 1')$(c -d x)$(c -H 'Early-Data: 1' -X OPTIONS)"
+    [ "$got" = "425 200 200 200 " ] || fail "$v: want 425 200 200 200 (POST marked, GET marked, POST, OPTIONS marked), got $got"
+done
 stop_sws
 [ "$SWS_STATUS" = 0 ] || fail "scalwsd exited $SWS_STATUS"
 echo "PASS http3_early"

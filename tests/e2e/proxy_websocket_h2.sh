@@ -9,8 +9,8 @@
 # goes on); a refused upgrade (403 relayed); two tunnels and ordinary
 # requests on one connection; half-close both ways; a 101 without the
 # Sec-WebSocket-Accept our key asks for (502); malformed extended CONNECTs
-# (stream PROTOCOL_ERROR) and a plain CONNECT (501); tunnel_idle_timeout
-# (RST_STREAM CONNECT_ERROR); a drain that keeps a tunnel until its timeout,
+# (stream PROTOCOL_ERROR) and a plain CONNECT (501, on a respond route too);
+# tunnel_idle_timeout (RST_STREAM CONNECT_ERROR); a drain that keeps a tunnel until its timeout,
 # then closes and counts it; the tunnels in /metrics; over TLS too.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_ws.sh"
@@ -59,6 +59,7 @@ stop_ok nosetting
 start_sws "[route ws]\npath_prefix = /echo\nscenario = proxy\nupstream = 127.0.0.1:$WSUP"
 h2 echo
 h2 status /other 501
+h2 plain
 stop_ok routed
 
 # tunnel_idle_timeout resets a tunnel that carries nothing.

@@ -425,6 +425,18 @@ def case_malformed(port, tls):
     check(bytes(st["data"]) == b"plain ok", "GET after malformed CONNECTs")
 
 
+def case_plain(port, tls):
+    """A plain CONNECT (RFC 9113 8.5) on whatever route takes it (respond,
+    say): 501, never a scenario's 2xx, which would tell the client its TCP
+    tunnel is open (RFC 9110 9.3.6)."""
+    cl = Client(port, tls, validate=False)
+    sid = cl.c.get_next_available_stream_id()
+    cl.c.send_headers(sid, [(":method", "CONNECT"), (":authority", "example.com:443")])
+    cl.flush()
+    code, h = reset_code(cl, sid)
+    check(h and h[":status"] == "501", f"a plain CONNECT: {h}, reset {code}")
+
+
 def case_nosetting(port, tls):
     """No route tunnels: no SETTINGS_ENABLE_CONNECT_PROTOCOL, and a :protocol
     is a stream PROTOCOL_ERROR (RFC 8441 3)."""
@@ -444,7 +456,7 @@ def main():
     cases = {"echo": case_echo, "large": case_large, "slow": case_slow, "vanish": case_vanish,
              "refused": case_refused, "mixed": case_mixed, "idle": case_idle,
              "halfclose": case_halfclose, "badproof": case_badproof, "malformed": case_malformed, "status": case_status, "drain": case_drain,
-             "nosetting": case_nosetting}
+             "nosetting": case_nosetting, "plain": case_plain}
     try:
         cases[case](port, tls, *args)
     except (Fail, OSError, h2.exceptions.ProtocolError) as e:

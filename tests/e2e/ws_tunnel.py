@@ -5,7 +5,8 @@
       A WebSocket server (TLS with CERT and KEY) on a free port, written to
       PORTFILE, living at most SECONDS. Paths: /echo echoes every message;
       /big?N sends N bytes as one message, then echoes; /vanish drops its TCP
-      connection (no close frame) after the first message; /watch notes in
+      connection (no close frame) after the first message; /bye echoes the
+      first message, then closes (code 4000); /watch notes in
       DIR/watch.closed that its client went. Plain HTTP (no upgrade): /plain
       answers 200 "plain ok", anything else 403.
   ws_tunnel.py liar PORTFILE SECONDS
@@ -46,7 +47,7 @@ async def serve(portfile, seconds, d, cert=None, key=None):
         ctx.load_cert_chain(cert, key)
 
     async def plain(path, headers):
-        ws_path = path in ("/echo", "/vanish", "/watch") or path.startswith("/big?")
+        ws_path = path in ("/echo", "/vanish", "/watch", "/bye") or path.startswith("/big?")
         if headers.get("Upgrade") and ws_path:
             return None
         if path == "/plain":
@@ -60,6 +61,10 @@ async def serve(portfile, seconds, d, cert=None, key=None):
         if path == "/vanish":
             await ws.recv()
             ws.transport.abort()
+            return
+        if path == "/bye":
+            await ws.send(await ws.recv())
+            await ws.close(4000, "bye")
             return
         if path == "/watch":
             try:

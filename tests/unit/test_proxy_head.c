@@ -164,6 +164,38 @@ static void an_extended_connect_goes_up_as_an_upgrade(void **st) {
                              "Connection: upgrade\r\n\r\n");
 }
 
+/* RFC 8470 5.1: a request taken in early data (HTTP/3's 0-RTT) goes up
+ * with Early-Data: 1, once, whether a hop before marked it or not; one not
+ * taken so carries only what the client sent. */
+static void early_data_is_marked_once(void **st) {
+    (void)st;
+    sws_proxy_config p = cfg(SWS_HOST_CLIENT, "", SWS_FWD_OFF);
+    static char out[4096];
+    bool up;
+    sws_head m = *test_head(test_parse(HTTP_REQUEST, "GET /e HTTP/1.1\r\nHost: a\r\n\r\n"));
+    m.early = true;
+    sws_px_request in = {.m = &m, .cfg = &p, .peer = "", .upstream = "b:1"};
+    size_t n = sws_px_request_head(&in, out, sizeof out - 1, &up);
+    out[n] = '\0';
+    assert_string_equal(out, "GET /e HTTP/1.1\r\nHost: a\r\nVia: 1.1 scalwsd\r\n"
+                             "Early-Data: 1\r\n\r\n");
+    m = *test_head(test_parse(HTTP_REQUEST, "GET /e HTTP/1.1\r\nHost: a\r\nEarly-Data: 1\r\n\r\n"));
+    m.early = true;
+    n = sws_px_request_head(&in, out, sizeof out - 1, &up);
+    out[n] = '\0';
+    assert_string_equal(out, "GET /e HTTP/1.1\r\nHost: a\r\nEarly-Data: 1\r\n"
+                             "Via: 1.1 scalwsd\r\n\r\n");
+    m.early = false;
+    n = sws_px_request_head(&in, out, sizeof out - 1, &up);
+    out[n] = '\0';
+    assert_string_equal(out, "GET /e HTTP/1.1\r\nHost: a\r\nEarly-Data: 1\r\n"
+                             "Via: 1.1 scalwsd\r\n\r\n");
+    m = *test_head(test_parse(HTTP_REQUEST, "GET /e HTTP/1.1\r\nHost: a\r\n\r\n"));
+    n = sws_px_request_head(&in, out, sizeof out - 1, &up);
+    out[n] = '\0';
+    assert_null(strstr(out, "Early-Data"));
+}
+
 /* [proxy] upgrade: tokens, lowercased; off; and the protocols a request may name. */
 static void upgrade_key_and_the_protocols_it_allows(void **st) {
     (void)st;
@@ -324,6 +356,7 @@ int main(void) {
         cmocka_unit_test(hop_by_hop_fields_never_go_upstream),
         cmocka_unit_test(an_upgrade_goes_on_when_tunnelled),
         cmocka_unit_test(an_extended_connect_goes_up_as_an_upgrade),
+        cmocka_unit_test(early_data_is_marked_once),
         cmocka_unit_test(upgrade_key_and_the_protocols_it_allows),
         cmocka_unit_test(host_as_configured),
         cmocka_unit_test(forwarding_fields_and_chunked_body),

@@ -84,3 +84,9 @@ void sws_head_from_fields(sws_head *h, sws_field *f, uint32_t n, uint32_t cap) {
     h->f = f;
     h->nf = o;
 }
+
+int sws_connect_refusal(uint8_t method, bool protocol, bool takes_body) {
+    if (protocol)
+        return takes_body ? 0 : 501;
+    return method == HTTP_CONNECT ? 501 : 0;
+}

@@ -61,11 +61,15 @@ typedef struct sws_head {
     /* HTTP/1.1 Upgrade with Connection: upgrade (never CONNECT, never over
      * HTTP/2): the protocol hands the connection over on a 101. */
     bool upgrade;
-    /* HTTP/2 extended CONNECT (RFC 8441): :protocol's value ("websocket"),
-     * else NULL. The stream is the tunnel: its request body is the client's
-     * bytes, its answer's body the other side's, both as they come. */
+    /* Extended CONNECT (RFC 8441 over HTTP/2, RFC 9220 over HTTP/3):
+     * :protocol's value ("websocket"), else NULL. The stream is the tunnel: its request body is the
+     * client's bytes, its answer's body the other side's, both as they come. */
     const char *protocol;
     uint32_t protocol_len;
+    /* The request came in early data on this hop, before the client's
+     * handshake completed (HTTP/3's 0-RTT): a proxy forwards it with
+     * Early-Data: 1 (RFC 8470 5.1). */
+    bool early;
 } sws_head;
 
 /* Whether the comma-separated list in f's value has token (case-insensitive). */
@@ -78,6 +82,13 @@ bool sws_field_has(const sws_field *f, const char *token);
  * HTTP/1.1 parser does). */
 uint8_t sws_method_of(const char *v, size_t vl, bool *known);
 void sws_sf_put(sws_http_request *r, int k, const uint8_t *v, size_t vl);
+/* For the same protocols: the status a CONNECT is refused with before its
+ * scenario answers it, or 0. A plain CONNECT (no :protocol) asks for a TCP
+ * tunnel, which no scenario opens (501); an extended CONNECT (RFC 8441 over
+ * HTTP/2, RFC 9220 over HTTP/3) can be carried only by a scenario that takes
+ * the request's bytes (takes_body: the proxy, whose [proxy] upgrade judges
+ * the protocol). */
+int sws_connect_refusal(uint8_t method, bool protocol, bool takes_body);
 
 /* For the same protocols: h's fields from the n a stream kept (f, room for
  * cap), compacted in place to the regular ones. :path becomes the target,

@@ -247,8 +247,9 @@ typedef struct sws_worker {
     /* A route's scenario takes request bytes (the proxy): request heads are
      * kept until their route is chosen (conn.c). Set with the instances. */
     bool stash_heads;
-    /* A route can tunnel (a proxy with [proxy] upgrade): HTTP/2 connections
-     * offer extended CONNECT (RFC 8441). Set with the instances. */
+    /* A route can tunnel (a proxy with [proxy] upgrade): HTTP/2 and HTTP/3
+     * connections offer extended CONNECT (RFC 8441, RFC 9220). Set with the
+     * instances. */
     bool h2_connect;
     /* tl_loop_now as of this turn (the loop's clock moves only in a turn),
      * in microseconds: for a check per request that would otherwise pay a

@@ -127,10 +127,11 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
         sws_wbuf_put(&b, m->target, m->target_len);
     }
     sws_wbuf_puts(&b, " HTTP/1.1\r\n");
-    bool host = false, te_trailers = false;
+    bool host = false, te_trailers = false, early = false;
     uint8_t kind[SWS_MSG_FIELDS_MAX];
     field_kinds(m, kind);
     for (uint32_t i = 0; i < m->nf; i++) {
+        early = early || name_eq(m, i, "early-data", 10);
         /* TE is hop-by-hop, but the client's willingness to take trailers
          * is ours too: the proxy relays an answer's trailer section on both
          * protocols (sws_ex_trailers), so it asks the upstream for them. */
@@ -163,6 +164,11 @@ size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool
                       : m->http_major == 2 ? "Via: 2 scalwsd\r\n"
                       : m->http_minor == 0 ? "Via: 1.0 scalwsd\r\n"
                                            : "Via: 1.1 scalwsd\r\n");
+    /* RFC 8470 5.1: a request taken in early data before the client's
+     * handshake completed goes on marked, unless a hop before us marked it
+     * already (its field went on above, as every end-to-end one). */
+    if (m->early && !early)
+        sws_wbuf_puts(&b, "Early-Data: 1\r\n");
     *names_up = false;
     if (cfg->host_mode == SWS_HOST_FIXED) {
         sws_wbuf_puts(&b, "Host: ");

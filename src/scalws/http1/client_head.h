@@ -49,9 +49,10 @@ typedef struct sws_px_request {
  * a chunked body, "TE: trailers" when the client's TE has it, and with
  * upgrade the client's Upgrade field (a tunnel asked for); with protocol, an
  * extended CONNECT as a GET that asks for that upgrade (RFC 8441 5); Connection
- * names the upgrade and TE it sends. Returns its length, 0 when it does not
- * fit. *names_up: the head's Host is the upstream's own name, so it cannot be
- * retried on another upstream. */
+ * names the upgrade and TE it sends; Early-Data: 1 for a request taken in
+ * early data (m->early, RFC 8470 5.1) that does not carry it. Returns its
+ * length, 0 when it does not fit. *names_up: the head's Host is the
+ * upstream's own name, so it cannot be retried on another upstream. */
 size_t sws_px_request_head(const sws_px_request *in, char *out, size_t cap, bool *names_up);
 
 /* The body of a request going upstream, through put (the exchange's

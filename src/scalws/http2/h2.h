@@ -63,6 +63,7 @@ typedef struct h2_stream {
     bool took : 1;        /* its request_head was called: it may hold state */
     bool authority : 1;   /* :authority came (Host must agree with it) */
     bool expect : 1;      /* Expect: 100-continue */
+    bool early : 1;       /* Early-Data: an earlier hop took it in early data */
     bool flush : 1;       /* body bytes went to the scenario in this input */
     /* An extended CONNECT (RFC 8441, :protocol): answered from its head on,
      * its DATA both ways the tunnel's bytes until either end. */

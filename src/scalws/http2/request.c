@@ -239,7 +239,9 @@ static void on_field(sws_worker *w, h2_stream *st, const uint8_t *n, size_t nl, 
         }
         break;
     case 'e':
-        if (IS("expect")) {
+        if (IS("early-data")) {
+            st->early = true; /* "1" is its only value (RFC 8470 5.1) */
+        } else if (IS("expect")) {
             if (vl == 12 && strncasecmp((const char *)v, "100-continue", 12) == 0)
                 st->expect = true;
             else
@@ -348,9 +350,11 @@ static void route(sws_worker *w, h2_stream *st) {
     if (st->sc != &w->sc)
         st->sc->pending++;
     st->takes_body = st->sc->ops->request_head != NULL;
-    /* Only a scenario that takes the request's bytes can carry a tunnel's. */
-    if (st->tunnel && !st->takes_body)
-        refuse(st, 501);
+    int no = sws_connect_refusal(st->req.method, st->tunnel, st->takes_body);
+    if (!no)
+        no = sws_http_too_early(st->req.method, st->early);
+    if (no)
+        refuse(st, no);
 }
 
 /* The request is complete (or refused): its scenario answers it, or we do

@@ -357,6 +357,11 @@ static void h3_end(sws_worker *w, sws_exchange *x) {
     st->ended = true;
     st->pending = false;
     st->want_more = false;
+    /* A tunnel that ends (its upstream's FIN, or a refusal answered in
+     * full) takes no more of the client's bytes: STOP_SENDING H3_NO_ERROR
+     * (RFC 9114 4.1) rather than reading them to drop them. */
+    if (st->tunnel && !st->req_end)
+        h3_body_stop(st->hc, st);
     resume(st);
 }
 
@@ -374,7 +379,7 @@ static void h3_close(sws_worker *w, sws_exchange *x) {
     h3_stream *st = stream_ofx(x);
     st->ended = true;
     st->pending = false;
-    ngtcp2_conn_shutdown_stream(st->hc->q, st->id, NGHTTP3_H3_INTERNAL_ERROR);
+    ngtcp2_conn_shutdown_stream(st->hc->q, st->id, h3_cut_code(st));
     if (!st->in_answer)
         h3_conn_kick(st->hc);
 }

@@ -64,6 +64,23 @@ static int names_of(gnutls_certificate_credentials_t cred, char (*names)[SWS_TLS
     return n;
 }
 
+/* The pair's OCSP response (pc->ocsp_file), stapled with the chain at idx
+ * of cred: the file the TCP side staples, read again at each reload as
+ * there. GnuTLS takes a response only for a certificate of the chain (else
+ * GNUTLS_E_OCSP_MISMATCH_WITH_CERTS, refused as a bad file) and does not
+ * staple one past its nextUpdate. 0 or -EINVAL with why. */
+static int load_ocsp(gnutls_certificate_credentials_t cred, unsigned idx, const sws_h3_cert *pc,
+                     char *err, size_t errlen) {
+    if (!pc->ocsp_file || !pc->ocsp_file[0])
+        return 0;
+    int g = gnutls_certificate_set_ocsp_status_request_file(cred, pc->ocsp_file, idx);
+    if (g < 0) {
+        snprintf(err, errlen, "http3: ocsp %s: %s", pc->ocsp_file, gnutls_strerror(g));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int load_pair(gnutls_certificate_credentials_t *out, const sws_h3_cert *pc, char *err,
                      size_t errlen) {
     int g = gnutls_certificate_allocate_credentials(out);
@@ -71,12 +88,18 @@ static int load_pair(gnutls_certificate_credentials_t *out, const sws_h3_cert *p
         snprintf(err, errlen, "http3: %s", gnutls_strerror(g));
         return -ENOMEM;
     }
+    /* Each pair's index comes back: its OCSP response goes with it. */
+    gnutls_certificate_set_flags(*out, GNUTLS_CERTIFICATE_API_V2);
     g = gnutls_certificate_set_x509_key_file(*out, pc->cert_file, pc->key_file,
                                              GNUTLS_X509_FMT_PEM);
     if (g < 0) {
         gnutls_certificate_free_credentials(*out);
         snprintf(err, errlen, "http3: cert %s, key %s: %s", pc->cert_file, pc->key_file,
                  gnutls_strerror(g));
+        return -EINVAL;
+    }
+    if (load_ocsp(*out, (unsigned)g, pc, err, errlen) < 0) {
+        gnutls_certificate_free_credentials(*out);
         return -EINVAL;
     }
     return 0;
@@ -130,6 +153,8 @@ int h3_cred_load(h3_cred **out, const sws_h3_cert *certs, uint32_t ncerts, bool 
                 rc = -EINVAL;
                 goto bad;
             }
+            if ((rc = load_ocsp(c->sets[set], (unsigned)g, &certs[i], err, errlen)) < 0)
+                goto bad;
         } else {
             set = (int)c->nsets++;
             c->sets[set] = one;

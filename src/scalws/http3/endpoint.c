@@ -245,6 +245,21 @@ void sws_h3_drain(sws_h3_endpoint *ep) {
     reap(ep);
 }
 
+void sws_h3_close_all(sws_h3_endpoint *ep) {
+    uint64_t now = sws_h3_now();
+    ep->depth++;
+    for (h3_conn *hc = ep->conns; hc; hc = hc->next) {
+        if (!hc->dead && !hc->closing && !hc->draining)
+            h3_conn_close_app(hc, NGHTTP3_H3_NO_ERROR, now);
+        /* Closed (or closing), nghttp3 is not called again: its streams'
+         * entries go now, as for a peer's close (h3_conn_read). */
+        while (hc->streams)
+            h3_stream_free(hc, hc->streams);
+    }
+    ep->depth--;
+    reap(ep);
+}
+
 sws_h3_stats sws_h3_stats_of(const sws_h3_endpoint *ep) {
     sws_h3_stats st = ep->st;
     st.open_streams = ep->ntable - ep->nfree;

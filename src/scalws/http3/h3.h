@@ -75,7 +75,11 @@ typedef struct h3_stream {
     bool expect : 1;      /* Expect: 100-continue */
     bool abort_due : 1;   /* sws_ex_abort: reset once the body given is acknowledged */
     bool fin_due : 1;     /* its FIN is ours to write (quic.c's fin_flush) */
-    uint16_t refuse;      /* an error status to answer instead of the scenario */
+    /* An extended CONNECT (RFC 9220, :protocol): answered from its head on,
+     * its DATA both ways the tunnel's bytes; FIN is the tunnel's half-close,
+     * a reset its abort (H3_REQUEST_CANCELLED). */
+    bool tunnel : 1;
+    uint16_t refuse; /* an error status to answer instead of the scenario */
     uint16_t status;
     uint32_t hbytes, hcount;
     uint64_t content_length; /* declared; UINT64_MAX: none */
@@ -291,6 +295,12 @@ void h3_body_pump(h3_conn *hc);
 void h3_request_cancelled(h3_conn *hc, int64_t id);
 /* sws_ex_more from the scenario: it has room again for held bytes. */
 void h3_request_wake(h3_stream *st);
+
+/* The error code of a stream cut short: a tunnel's is a TCP reset, which
+ * RFC 9220 3 makes H3_REQUEST_CANCELLED; an answer's, H3_INTERNAL_ERROR. */
+static inline uint64_t h3_cut_code(const h3_stream *st) {
+    return st->tunnel ? NGHTTP3_H3_REQUEST_CANCELLED : NGHTTP3_H3_INTERNAL_ERROR;
+}
 
 /* answer.c */
 extern const sws_proto sws_h3_proto;

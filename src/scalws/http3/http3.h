@@ -87,8 +87,9 @@ void sws_h3_params_default(sws_h3_params *p);
  * (RSA beside ECDSA). */
 typedef struct sws_h3_cert {
     const char *cert_file, *key_file;
-    bool is_default; /* served for an unknown or absent server name */
-    bool optional;   /* ACME's to make: not served until its files load */
+    const char *ocsp_file; /* a DER OCSP response stapled with it; NULL or "": none */
+    bool is_default;       /* served for an unknown or absent server name */
+    bool optional;         /* ACME's to make: not served until its files load */
 } sws_h3_cert;
 
 /* The replay memory of 0-RTT (early.c): the ClientHellos whose early data
@@ -207,6 +208,11 @@ void sws_h3_on_timer(sws_h3_endpoint *ep, uint64_t now);
  * connection is taken; streams under way finish, then each connection
  * closes. sws_h3_stats' open_connections says when all have. */
 void sws_h3_drain(sws_h3_endpoint *ep);
+/* The drain's timeout: every connection closes now (CONNECTION_CLOSE
+ * H3_NO_ERROR, after its GOAWAY) and its streams end, each scenario told
+ * (conn_end): a tunnel or a proxied answer still under way lets go of its
+ * upstream, so that the loop can finish. */
+void sws_h3_close_all(sws_h3_endpoint *ep);
 sws_h3_stats sws_h3_stats_of(const sws_h3_endpoint *ep);
 
 /* The slot of x's connection among the endpoint's (below its

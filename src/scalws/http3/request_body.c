@@ -27,8 +27,9 @@ void h3_credit(h3_conn *hc, int64_t id, size_t n) {
 }
 
 bool h3_body_taking(const h3_stream *st) {
-    return st->took && !st->refuse && !st->answering && !st->stopped && !st->stop_due &&
-           !st->cancel_due;
+    /* A tunnel's bytes are taken while it is answered. */
+    return st->took && !st->refuse && (!st->answering || st->tunnel) && !st->stopped &&
+           !st->stop_due && !st->cancel_due;
 }
 
 /* The held bytes are dropped: their credit back to the client. */
@@ -87,7 +88,8 @@ static bool hold(h3_conn *hc, h3_stream *st, const uint8_t *d, size_t len) {
 
 void h3_body_recv(h3_conn *hc, h3_stream *st, const uint8_t *data, size_t len) {
     st->body_in += len;
-    if (st->body_in > hc->ep->s.limits.body_size && !st->stopped && !st->stop_due) {
+    /* A tunnel's bytes are no body: body_size does not bound them. */
+    if (st->body_in > hc->ep->s.limits.body_size && !st->tunnel && !st->stopped && !st->stop_due) {
         /* RFC 9110 15.5.14; an answer given from the head stands, and the
          * rest is not read either way. */
         if (!st->answering)
@@ -223,7 +225,7 @@ void h3_body_pump(h3_conn *hc) {
                 end_now(hc, st);
             if (st->abort_due && st->acked == st->written) {
                 st->abort_due = false;
-                ngtcp2_conn_shutdown_stream(hc->q, st->id, NGHTTP3_H3_INTERNAL_ERROR);
+                ngtcp2_conn_shutdown_stream(hc->q, st->id, h3_cut_code(st));
             }
         }
     }

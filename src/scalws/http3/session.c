@@ -149,8 +149,8 @@ static void on_pseudo(h3_stream *st, const sws_http_limits *lim, const uint8_t *
         bool known;
         r->method = sws_method_of((const char *)v, vl, &known);
         r->head = r->method == HTTP_HEAD;
-        if (!known || r->method == HTTP_CONNECT)
-            refuse(st, 501); /* CONNECT (RFC 9114 4.4): no tunnels over HTTP/3 yet */
+        if (!known)
+            refuse(st, 501); /* a CONNECT is judged with its route (sws_connect_refusal) */
     } else if (IS(":path")) {
         if (vl > lim->uri_length)
             refuse(st, 414);
@@ -170,6 +170,11 @@ static void on_pseudo(h3_stream *st, const sws_http_limits *lim, const uint8_t *
     } else if (IS(":authority")) {
         st->authority = true;
         host_put(r, v, vl);
+    } else if (IS(":protocol")) {
+        /* RFC 9220, RFC 8441 4: nghttp3 takes it only when our SETTINGS
+         * enabled it, only with CONNECT, :scheme, :path and :authority;
+         * anything else is its H3_MESSAGE_ERROR. */
+        st->tunnel = true;
     }
 }
 
@@ -287,7 +292,7 @@ static int recv_header_cb(nghttp3_conn *h, int64_t id, int32_t token, nghttp3_rc
         on_pseudo(st, lim, n, nl, vv.base, vv.len);
     else
         on_field(st, lim, n, nl, vv.base, vv.len);
-    if (st->keep_fields && (!pseudo || IS(":authority") || IS(":path")) &&
+    if (st->keep_fields && (!pseudo || IS(":authority") || IS(":path") || IS(":protocol")) &&
         !keep_field(st, name, value))
         refuse(st, 431);
     return 0;
@@ -303,6 +308,9 @@ static void route(h3_conn *hc, h3_stream *st) {
     st->sc = ep->s.route(ep->s.route_ud, &st->ex, &st->req);
     st->sc->pending++;
     st->takes_body = st->sc->ops->request_head != NULL;
+    int no = sws_connect_refusal(st->req.method, st->tunnel, st->takes_body);
+    if (no)
+        refuse(st, no);
 }
 
 void h3_answer_request(h3_conn *hc, h3_stream *st) {
@@ -343,12 +351,6 @@ void h3_answer_request(h3_conn *hc, h3_stream *st) {
         nghttp3_conn_resume_stream(hc->h, st->id);
 }
 
-/* RFC 8470 5.2 and RFC 9110 9.2.1: GET, HEAD and OPTIONS only, in 0-RTT
- * (TRACE is safe too, but not served). */
-static bool replay_safe(const sws_http_request *r) {
-    return r->method == HTTP_GET || r->method == HTTP_HEAD || r->method == HTTP_OPTIONS;
-}
-
 void h3_request_refuse(h3_conn *hc, h3_stream *st, int status) {
     refuse(st, status);
     h3_answer_request(hc, st);
@@ -364,7 +366,7 @@ static int end_headers_cb(nghttp3_conn *h, int64_t id, int fin, void *ud, void *
     /* A head that ends in 0-RTT data may be a replay: one that completes in
      * 1-RTT cannot be (an attacker cannot make the rest). */
     st->early = st->early || hc->rx_early;
-    if (st->early && !replay_safe(&st->req) && !st->refuse) {
+    if (sws_http_too_early(st->req.method, st->early) && !st->refuse) {
         refuse(st, 425); /* the client sends it again after the handshake */
         hc->ep->st.too_early++;
     }
@@ -378,6 +380,9 @@ static int end_headers_cb(nghttp3_conn *h, int64_t id, int fin, void *ud, void *
     /* A scenario that takes the request: its head, its body as it comes
      * (request_body.c), and the answer once the request is whole. */
     head_build(st);
+    /* RFC 8470 5.1: a head taken in 0-RTT before the handshake completed
+     * is forwarded with Early-Data: 1. */
+    st->head.early = hc->rx_early && !ngtcp2_conn_get_handshake_completed(hc->q);
     st->took = st->asked = true;
     sws_worker *w = hc->ep->s.w;
     int r = st->sc->ops->request_head(w, st->sc, &st->ex);
@@ -385,7 +390,9 @@ static int end_headers_cb(nghttp3_conn *h, int64_t id, int fin, void *ud, void *
         r = st->sc->ops->request_end(w, st->sc, &st->ex);
     if (r > 0) {
         h3_request_refuse(hc, st, r);
-    } else if (fin) {
+    } else if (fin || st->tunnel) {
+        /* A tunnel is answered from its head on: the answer is what lets
+         * its bytes flow, both ways, on the stream (RFC 9220). */
         h3_answer_request(hc, st);
     } else if (st->expect && hc->h) {
         /* RFC 9110 10.1.1: the interim answer, so that the client sends
@@ -496,6 +503,9 @@ int h3_session_start(h3_conn *hc) {
     /* The largest field section we take: beyond it nghttp3 ends the
      * stream; below it our own count answers 431. */
     settings.max_field_section_size = (uint64_t)hc->ep->s.limits.header_bytes * 2;
+    /* RFC 9220: extended CONNECT while a route can tunnel (a proxy with
+     * [proxy] upgrade), as HTTP/2 offers it. */
+    settings.enable_connect_protocol = hc->ep->s.w && hc->ep->s.w->h2_connect;
     if (nghttp3_conn_server_new(&hc->h, &CALLBACKS, &settings, NULL, hc) != 0) {
         hc->h = NULL;
         return -ENOMEM;

@@ -158,8 +158,10 @@ static int certs_of(const sws_config *cfg, sws_h3_cert **out) {
     if (!*out)
         return -ENOMEM;
     if (n == 0) { /* not settled into tls_certs: [tls]'s own pair */
-        (*out)[0] = (sws_h3_cert){
-            .cert_file = cfg->tls.cert, .key_file = cfg->tls.key, .optional = cfg->tls_from_acme};
+        (*out)[0] = (sws_h3_cert){.cert_file = cfg->tls.cert,
+                                  .key_file = cfg->tls.key,
+                                  .ocsp_file = cfg->tls.ocsp,
+                                  .optional = cfg->tls_from_acme};
         return 1;
     }
     /* ACME's pairs may not be there yet: served once they are (a reload). */
@@ -167,6 +169,7 @@ static int certs_of(const sws_config *cfg, sws_h3_cert **out) {
         const sws_tls_cert_config *cc = &l->c[i];
         (*out)[i] = (sws_h3_cert){.cert_file = cc->cert,
                                   .key_file = cc->key,
+                                  .ocsp_file = cc->ocsp,
                                   .is_default = cc->is_default,
                                   .optional = cc->name[0] ? sws_acme_is_order_cert(cfg, cc->name)
                                                           : cfg->tls_from_acme};
@@ -605,8 +608,14 @@ void sws_quic_metrics(const sws_server *s, FILE *f) {
 }
 
 void sws_quic_drain(sws_worker *w) {
-    if (w->quic && w->quic->ep)
-        sws_h3_drain(w->quic->ep);
+    if (!w->quic || !w->quic->ep)
+        return;
+    sws_h3_drain(w->quic->ep);
+    /* The drain's timeout: what is still open (a tunnel, a proxied answer)
+     * ends now, and the scenarios let go of its streams before the loop
+     * asks whether they are finished. */
+    if (w->forced)
+        sws_h3_close_all(w->quic->ep);
 }
 
 bool sws_quic_finished(sws_worker *w) {

@@ -49,7 +49,8 @@ void sws_quic_metrics(const sws_server *s, FILE *f);
 /* Control thread: the loop's published counters, for /status; NULL without
  * a quic listener. */
 const sws_quic_counters *sws_quic_counters_of(const sws_worker *w);
-/* Loop thread: draining (GOAWAY on every connection). */
+/* Loop thread: draining (GOAWAY on every connection); forced (w->forced:
+ * the drain timeout), every connection closed at once. */
 void sws_quic_drain(sws_worker *w);
 /* Loop thread: whether its connections have all closed (and then its socket). */
 bool sws_quic_finished(sws_worker *w);
