@@ -129,12 +129,6 @@ wait $H3PID || h3rc=$?
 [ "$(count ' 200 8388608 ' <"$T/drain.out")" = 20 ] ||
     fail "drain: $(count ' 200 8388608 ' <"$T/drain.out") of 20 answers whole"
 [ "$(awk '$2 == 200 {print $4}' "$T/drain.out" | sort -u | wc -l)" = 1 ] || fail "drain: the answers differ"
-for _ in $(seq 1 300); do
-    kill -0 "$SWS_PID" 2>/dev/null || break
-    sleep 0.1
-done
-SWS_STATUS=0
-wait "$SWS_PID" || SWS_STATUS=$?
-SWS_PID=""
+reap_sws 30
 [ "$SWS_STATUS" = 0 ] || fail "scalwsd exited $SWS_STATUS after the drain"
 echo "PASS http3 (quic port $QP, connections per loop $c0 $c1)"

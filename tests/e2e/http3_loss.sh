@@ -108,13 +108,7 @@ root = $T/www" --scenario static
         grep -q '^goaway ' "$T/drain.$i" ||
             fail "drain: connection $i ended without a GOAWAY: $(tr '\n' ' ' <"$T/drain.$i")"
     done
-    for _ in $(seq 1 600); do
-        kill -0 "$SWS_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    SWS_STATUS=0
-    wait "$SWS_PID" || SWS_STATUS=$?
-    SWS_PID=""
+    reap_sws 60
     [ "$SWS_STATUS" = 0 ] || fail "drain: scalwsd exited $SWS_STATUS"
 }
 

@@ -150,10 +150,7 @@ DRAIN=$!
 for _ in $(seq 1 300); do grep -q '^0 echo 5$' "$T/drain" && break; sleep 0.1; done
 grep -q '^0 echo 5$' "$T/drain" || fail "the tunnel for the drain did not open: $(cat "$T/drain")"
 kill -TERM "$SWS_PID"
-for _ in $(seq 1 300); do kill -0 "$SWS_PID" 2>/dev/null || break; sleep 0.1; done
-SWS_STATUS=0
-wait "$SWS_PID" || SWS_STATUS=$?
-SWS_PID=""
+reap_sws 30
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after the drain"
 ! wait "$DRAIN" || fail "the tunnel outlived the drain: $(cat "$T/drain")"
 grep -q "^goaway " "$T/drain" || fail "no GOAWAY: $(cat "$T/drain")"

@@ -130,16 +130,22 @@ start_sws_upstream() {
     UP=$(ready_port "$T/up.ready")
 }
 
-# stop_sws: SIGTERM and wait (bounded); sets SWS_STATUS.
-stop_sws() {
-    kill -TERM "$SWS_PID"
-    for _ in $(seq 1 100); do
+# reap_sws SECS: waits up to SECS for scalwsd (already told to stop) to exit,
+# then reaps it; sets SWS_STATUS.
+reap_sws() {
+    for _ in $(seq 1 $(($1 * 10))); do
         kill -0 "$SWS_PID" 2>/dev/null || break
         sleep 0.1
     done
     SWS_STATUS=0
     wait "$SWS_PID" || SWS_STATUS=$?
     SWS_PID=""
+}
+
+# stop_sws: SIGTERM and wait (bounded); sets SWS_STATUS.
+stop_sws() {
+    kill -TERM "$SWS_PID"
+    reap_sws 10
 }
 
 count() { grep -c "$1" || true; }

@@ -138,10 +138,7 @@ kill -TERM "$SWS_PID"
 wait_log "draining" || fail "no drain"
 touch "$T/flag.draining"
 wait "$DRAIN" || fail "the tunnel during the drain"
-for _ in $(seq 1 300); do kill -0 "$SWS_PID" 2>/dev/null || break; sleep 0.1; done
-SWS_STATUS=0
-wait "$SWS_PID" || SWS_STATUS=$?
-SWS_PID=""
+reap_sws 30
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after the drain"
 grep -q "1 closed by the drain timeout (1 tunnels)" "$T/log" || fail "drained tunnel not counted"
 ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report (drain)"

@@ -78,10 +78,7 @@ for _ in $(seq 1 300); do [ -s "$T/flag" ] && break; sleep 0.1; done
 [ -s "$T/flag" ] || fail "the tunnel for the drain did not open"
 kill -TERM "$SWS_PID"
 wait "$DRAIN" || fail "the tunnel during the drain"
-for _ in $(seq 1 300); do kill -0 "$SWS_PID" 2>/dev/null || break; sleep 0.1; done
-SWS_STATUS=0
-wait "$SWS_PID" || SWS_STATUS=$?
-SWS_PID=""
+reap_sws 30
 [ "$SWS_STATUS" = 0 ] || fail "exit $SWS_STATUS after the drain"
 grep -q "(1 tunnels)" "$T/log" || fail "the drained tunnel not counted: $(tail -3 "$T/log")"
 ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/log" || fail "a sanitizer report (drain)"
