@@ -390,35 +390,19 @@ static int pass_bytes(sws_worker *w, sws_conn *c, int rc, const char *d, size_t 
     return bad;
 }
 
-/* The idle deadline owed since an answer (keepalive_timeout from now; a
- * request just answered leaves none partial): set once for a run of answers
- * to pipelined requests, before anything else consume() does that may read
- * or set a deadline. */
-static inline void idle_settle(sws_worker *w, sws_conn *c, bool *due) {
-    if (*due) {
-        *due = false;
-        sws_conn_idle_deadline(w, c, false);
-    }
-}
-
 /* Parses from data[*off..len). Returns false when output is full (or the
  * scenario takes no more of a request body) and the rest must be held until a
  * write completes (or sws_ex_more). */
 static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, uint32_t *off) {
-    bool idle_due = false;
     while (*off < len) {
         if (c->phase != SWS_PH_OPEN) {
-            idle_settle(w, c, &idle_due);
             sws_conn_last(w, c, true); /* pipelined input after a close: see answer_error */
             *off = len;
             break;
         }
-        if (c->answer_pending || c->olen + w->resp_max > w->out_cap) {
-            idle_settle(w, c, &idle_due);
+        if (c->answer_pending || c->olen + w->resp_max > w->out_cap)
             return false;
-        }
         if (!c->parser && !parser_take(w, c)) {
-            idle_settle(w, c, &idle_due);
             sws_conn_close(w, c); /* out of memory: this connection ends */
             *off = len;
             break;
@@ -431,7 +415,6 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         if (stashing) {
             size_t room = SWS_ROUTE_STASH - stash_of(c)->len;
             if (room == 0) { /* a head this long cannot be routed to such a scenario */
-                idle_settle(w, c, &idle_due);
                 answer_error(w, c, 431);
                 *off = len;
                 break;
@@ -441,7 +424,6 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         } else if (ops->request_head) {
             /* The parser sees no byte the scenario cannot take now: what it
              * passed is handed over at once, in the order it came. */
-            idle_settle(w, c, &idle_due);
             size_t room = ops->request_room(w, c->sc, &c->ex);
             if (room == 0)
                 return false;
@@ -459,7 +441,6 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         /* Bytes go on only where someone takes them, or a route is to be
          * chosen: without routes a respond request never calls out. */
         if ((ops->request_head || (w->routes_on && !c->routed)) && rc >= 0 && used) {
-            idle_settle(w, c, &idle_due);
             int bad = pass_bytes(w, c, rc, data + *off, used);
             if (bad > 0 || sws_phase_gone(c->phase)) {
                 if (bad > 0 && c->phase == SWS_PH_OPEN)
@@ -469,7 +450,6 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
             }
         }
         if (rc == SWS_HTTP_NEED_MORE) {
-            idle_settle(w, c, &idle_due);
             *off += (uint32_t)n;
             if (sws_http_continue_due(c->parser))
                 answer_continue(w, c);
@@ -485,13 +465,12 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         }
         if (rc == SWS_HTTP_REQUEST) {
             *off += (uint32_t)used;
-            /* Held input counts the buffer being fed (pump) as one. A
-             * pending answer sets its own deadline (send_timeout). */
+            /* Held input counts the buffer being fed (pump) as one. */
             answer(w, c, *off < len || c->hcount > 1);
-            idle_due = !c->answer_pending;
+            if (!c->answer_pending)
+                sws_conn_idle_deadline(w, c, h1_conn_partial(c));
             continue;
         }
-        idle_settle(w, c, &idle_due);
         /* A refusal once the head was complete and sound (413 for its
          * declared size, a fault in its chunked body or trailers) is its
          * route's: chosen here when the fault came in the same read as the
@@ -503,7 +482,6 @@ static bool consume(sws_worker *w, sws_conn *c, const char *data, uint32_t len, 
         *off = len;
         break;
     }
-    idle_settle(w, c, &idle_due);
     return true;
 }
 
